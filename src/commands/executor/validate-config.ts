@@ -1,0 +1,34 @@
+import { Flags } from '@oclif/core';
+import { LexecCommand } from '../../cli/lexec-command.js';
+import type { Output } from '../../cli/output.js';
+import { validateExecutorConfig, type ValidateConfigResult } from '../../services/validate-executor-config.js';
+
+export default class ExecutorValidateConfig extends LexecCommand<ValidateConfigResult> {
+  static override summary = 'Validate an executor configuration file (schema version 3) without touching anything else.';
+  static override description =
+    'Checks the JSON configuration file and reports every problem with its field path. It creates no file or directory, reads no secret store and connects to no service.';
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> --config /etc/lexec/executor.json',
+    '<%= config.bin %> <%= command.id %> --config "$PWD/executor.json" --json',
+  ];
+  static override flags = {
+    config: Flags.string({ required: true, summary: 'Absolute path of the executor configuration file.' }),
+  };
+
+  protected override async execute(): Promise<ValidateConfigResult> {
+    const { flags } = await this.parse(ExecutorValidateConfig);
+    return validateExecutorConfig(flags.config);
+  }
+
+  protected override renderHuman(result: ValidateConfigResult, output: Output): void {
+    const { summary } = result;
+    output.line(`${output.style.ok('✔')} ${result.config_path} is a valid executor configuration (schema version ${result.schema_version}).`);
+    output.line(`  listen            ${summary.http_listen}`);
+    output.line(`  ledger version    ${summary.ledger_product_version}`);
+    output.line(`  credentials       ${summary.credentials_mode}`);
+    output.line(`  workflow engine   ${summary.workflow_engine_mode}`);
+    output.line(`  providers         ${summary.providers_mode}`);
+    output.line(`  targets           ${summary.execution_target_ids.length === 0 ? '(none)' : summary.execution_target_ids.join(', ')}`);
+    if (summary.development_allowance) output.line(output.style.warn('  development builds are allowed (development_allowance: true)'));
+  }
+}

@@ -1,0 +1,191 @@
+import { z } from 'zod';
+import { PRODUCT_NAME } from '../product.js';
+import { UNITS_SCALE } from '../domain/money.js';
+import {
+  absolutePath,
+  exactVersion,
+  grpcUrl,
+  httpUrl,
+  identifier,
+  isLoopbackHost,
+  loopbackHttpUrl,
+  port,
+  productVersion,
+  secretReference,
+  wholeNumber,
+} from './schema-parts.js';
+
+/*
+ * Executor configuration, schema version 3 (spec §1 "Configuration file", "Workflow-engine
+ * settings"; docs/configuration.md). Every object is strict: an unknown field anywhere is an
+ * error with its path. No field holds a raw token or key; secrets are referenced by coordinates.
+ */
+
+export const EXECUTOR_CONFIG_SCHEMA_VERSION = 3;
+
+/** The literal string an operator writes to accept that live mode spends real money. */
+export const LIVE_SPEND_ACKNOWLEDGEMENT = 'I understand that live mode spends real money at the provider';
+
+/** Image size presets of the provider contract (fal queue protocol `image_size`). */
+export const IMAGE_SIZE_PRESETS = ['square_hd', 'square', 'portrait_4_3', 'portrait_16_9', 'landscape_4_3', 'landscape_16_9'] as const;
+export type ImageSizePreset = (typeof IMAGE_SIZE_PRESETS)[number];
+
+/** Most images one provider submission may ask for. */
+export const MAX_IMAGES_PER_EXECUTION = 4;
+
+const TARGET_ID = new RegExp(`^${PRODUCT_NAME}:target:v1:[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`);
+
+export const targetId = z
+  .string({ error: 'must be a target id' })
+  .regex(TARGET_ID, `must be a versioned target id: ${PRODUCT_NAME}:target:v1:<id> (<id>: 1-64 letters, digits, . _ -)`);
+
+const preset = z.enum(IMAGE_SIZE_PRESETS, { error: `must be one of: ${IMAGE_SIZE_PRESETS.join(', ')}` });
+
+const http = z
+  .strictObject({
+    host: z.string({ error: 'must be a host name or IP address' }).min(1).default('127.0.0.1'),
+    port,
+    allow_non_loopback: z.boolean({ error: 'must be true or false' }).default(false),
+  })
+  .superRefine((value, ctx) => {
+    if (!value.allow_non_loopback && !isLoopbackHost(value.host)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['host'],
+        message: 'must be a loopback address (127.0.0.1, ::1 or localhost) unless allow_non_loopback is true',
+      });
+    }
+  });
+
+const ledger = z.strictObject({
+  endpoint: httpUrl,
+  product_version: productVersion,
+});
+
+/**
+ * `managed`: a launcher-managed stack; the caller capability and the executor→ledger credential
+ * live under fixed internal names in `state_dir`, written by `credentials bootstrap-managed`.
+ * `explicit`: a hand-run executor; each credential is named by secret coordinates.
+ */
+const credentials = z.discriminatedUnion(
+  'mode',
+  [
+    z.strictObject({ mode: z.literal('managed'), state_dir: absolutePath }),
+    z.strictObject({ mode: z.literal('explicit'), caller: secretReference, ledger: secretReference }),
+  ],
+  { error: 'must be {"mode":"managed",…} or {"mode":"explicit",…}' },
+);
+
+const storage = z.strictObject({
+  database_path: absolutePath,
+  artifact_root: absolutePath,
+  catalog_path: absolutePath,
+});
+
+const taskQueue = identifier(200);
+
+const workflowEngine = z.discriminatedUnion(
+  'mode',
+  [
+    z.strictObject({ mode: z.literal('embedded') }),
+    z.strictObject({
+      mode: z.literal('managed_local'),
+      temporal_cli: z.strictObject({ path: absolutePath, version: exactVersion }),
+      data_dir: absolutePath,
+      namespace: identifier().default('default'),
+      task_queue: taskQueue.default('lexec-executions'),
+    }),
+    z.strictObject({
+      mode: z.literal('external'),
+      address: grpcUrl,
+      namespace: identifier(),
+      task_queue: taskQueue,
+      ui_url: httpUrl,
+    }),
+  ],
+  { error: 'must be a workflow engine: mode embedded, managed_local or external' },
+);
+
+const spendCeiling = z.strictObject({
+  amount_units: wholeNumber({ min: 1n, what: 'the spend ceiling' }),
+  units_scale: z.literal(UNITS_SCALE, { error: `must be ${UNITS_SCALE} (amounts are micro-units)` }),
+  currency: z.literal('USD', { error: 'must be "USD"' }),
+});
+
+const providers = z.discriminatedUnion(
+  'mode',
+  [
+    z.strictObject({ mode: z.literal('disabled') }),
+    z.strictObject({ mode: z.literal('sandbox'), base_url: loopbackHttpUrl }),
+    z.strictObject({
+      mode: z.literal('live'),
+      target_id: targetId,
+      credential: secretReference,
+      spend_ceiling: spendCeiling,
+      acknowledgement: z.literal(LIVE_SPEND_ACKNOWLEDGEMENT, {
+        error: `must be exactly the live-spend acknowledgement: "${LIVE_SPEND_ACKNOWLEDGEMENT}"`,
+      }),
+    }),
+  ],
+  { error: 'must be providers: mode disabled, sandbox or live' },
+);
+
+const price = z.strictObject({
+  numerator: wholeNumber({ min: 0n, what: 'the price numerator' }),
+  denominator: wholeNumber({ min: 1n, what: 'the price denominator' }),
+});
+
+const pricing = z.strictObject({
+  currency: z.literal('USD', { error: 'must be "USD"' }),
+  unit: z.literal('image', { error: 'must be "image" (price per generated image)' }),
+  version: identifier(64),
+  by_image_size: z.partialRecord(preset, price),
+});
+
+const executionTarget = z
+  .strictObject({
+    target_id: targetId,
+    label: z.string({ error: 'must be a string' }).min(1).max(200).optional(),
+    provider: z.literal('fal', { error: 'must be "fal" (the fal queue protocol)' }),
+    model: z
+      .string({ error: 'must be a model id' })
+      .regex(/^[a-z0-9][a-z0-9._-]*(?:\/[a-z0-9][a-z0-9._-]*)+$/, 'must be a provider model id such as fal-ai/flux/schnell'),
+    presets: z.array(preset, { error: 'must be a list of image size presets' }).min(1, 'must list at least one preset'),
+    max_image_count: z
+      .number({ error: 'must be a whole number' })
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(MAX_IMAGES_PER_EXECUTION, `must be at most ${MAX_IMAGES_PER_EXECUTION}`)
+      .default(MAX_IMAGES_PER_EXECUTION),
+    pricing,
+  })
+  .superRefine((target, ctx) => {
+    target.presets.forEach((name, index) => {
+      if (target.presets.indexOf(name) !== index) ctx.addIssue({ code: 'custom', path: ['presets', index], message: 'is listed twice' });
+    });
+    for (const name of Object.keys(target.pricing.by_image_size)) {
+      if (!target.presets.includes(name as ImageSizePreset)) {
+        ctx.addIssue({ code: 'custom', path: ['pricing', 'by_image_size', name], message: 'prices a preset the target does not offer' });
+      }
+    }
+  });
+
+/** The top-level sections; each is also parsed alone so cross-section rules can run on the valid ones. */
+export const executorConfigSections = {
+  schema_version: z.literal(EXECUTOR_CONFIG_SCHEMA_VERSION, { error: `must be ${EXECUTOR_CONFIG_SCHEMA_VERSION}` }),
+  http,
+  ledger,
+  credentials,
+  storage,
+  workflow_engine: workflowEngine,
+  providers,
+  execution_targets: z.array(executionTarget, { error: 'must be a list of execution targets' }).max(100, 'must list at most 100 targets'),
+  development_allowance: z.boolean({ error: 'must be true or false' }).default(false),
+};
+
+export const executorConfigSchema = z.strictObject(executorConfigSections);
+
+export type ExecutorConfig = z.output<typeof executorConfigSchema>;
+export type ExecutionTarget = ExecutorConfig['execution_targets'][number];
+export type ProvidersConfig = ExecutorConfig['providers'];
+export type WorkflowEngineConfig = ExecutorConfig['workflow_engine'];

@@ -1,0 +1,126 @@
+import { isIP } from 'node:net';
+import { posix } from 'node:path';
+import { z } from 'zod';
+import { MAX_AMOUNT_UNITS, parseWholeNumber } from '../domain/money.js';
+
+/*
+ * Field types shared by lexec's JSON and TOML documents. Every message here names what is
+ * expected and never repeats the submitted value: configuration can hold paths an operator
+ * considers private, and a misplaced secret must not be echoed back into a terminal or a log.
+ */
+
+export const absolutePath = z
+  .string({ error: 'must be an absolute path (a string starting with /)' })
+  .refine((value) => posix.isAbsolute(value) && !/[\0\n\r]/.test(value), 'must be an absolute path (a string starting with /)')
+  .refine((value) => posix.normalize(value) === value, 'must be a normalised path (no ".", ".." or repeated "/")');
+
+/** IPv4 127.0.0.0/8, IPv6 ::1, or the name localhost. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  if (bare === 'localhost') return true;
+  if (isIP(bare) === 4) return bare.split('.')[0] === '127';
+  if (isIP(bare) === 6) return bare === '::1' || bare === '0:0:0:0:0:0:0:1';
+  return false;
+}
+
+function parseUrl(value: string): URL | null {
+  try {
+    return new URL(value);
+  } catch {
+    return null;
+  }
+}
+
+/** A URL with one of `schemes`, a host, and no credentials, query or fragment. */
+function isPlainUrl(value: string, schemes: readonly string[]): boolean {
+  const url = parseUrl(value);
+  return (
+    url !== null &&
+    schemes.includes(url.protocol) &&
+    url.hostname !== '' &&
+    url.username === '' &&
+    url.password === '' &&
+    url.search === '' &&
+    url.hash === '' &&
+    !value.includes('?') &&
+    !value.includes('#')
+  );
+}
+
+export const httpUrl = z
+  .string({ error: 'must be an http:// or https:// URL' })
+  .refine((value) => isPlainUrl(value, ['http:', 'https:']), 'must be an http:// or https:// URL without credentials, query or fragment');
+
+export const loopbackHttpUrl = z
+  .string({ error: 'must be an http:// URL on a loopback address' })
+  .refine(
+    (value) => isPlainUrl(value, ['http:']) && isLoopbackHost(new URL(value).hostname),
+    'must be an http:// URL on a loopback address (127.0.0.1, ::1 or localhost)',
+  );
+
+/** A workflow-engine frontend address: `grpc://host:port` or `grpcs://host:port` (TLS). */
+export const grpcUrl = z
+  .string({ error: 'must be a grpc:// or grpcs:// URL with host and port' })
+  .refine((value) => {
+    const url = parseUrl(value);
+    return url !== null && isPlainUrl(value, ['grpc:', 'grpcs:']) && url.port !== '' && (url.pathname === '' || url.pathname === '/');
+  }, 'must be a grpc:// or grpcs:// URL with host and port and no path, credentials, query or fragment');
+
+/** An exact version like `1.4.1`: a pin, never a range. */
+export const exactVersion = z
+  .string({ error: 'must be an exact version such as 1.4.1' })
+  .regex(/^\d+\.\d+\.\d+$/, 'must be an exact version such as 1.4.1 (no range, no leading v)');
+
+/** A product version as a binary reports it: leading `v` and prerelease suffix included. */
+export const productVersion = z
+  .string({ error: 'must be a product version such as v0.3.0' })
+  .regex(/^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, 'must be an exact product version such as v0.3.0 or v0.3.0-rc.1');
+
+/** A short identifier: names, namespaces, task queues, policy versions. */
+export function identifier(max = 128) {
+  return z
+    .string({ error: 'must be a name' })
+    .regex(new RegExp(`^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,${max - 1}}$`), `must be 1-${max} letters, digits or . _ : @ / - (starting with a letter or digit)`);
+}
+
+export const port = z
+  .number({ error: 'must be a TCP port number' })
+  .int('must be a whole TCP port number')
+  .min(0, 'must be a TCP port number (0-65535; 0 picks a free port)')
+  .max(65535, 'must be a TCP port number (0-65535; 0 picks a free port)');
+
+const WHOLE_NUMBER_MESSAGE = 'must be a whole number: a string of digits or a JSON integer (no decimals, signs or exponents)';
+
+/** An exact integer amount, read from a digit string (any size) or a safe JSON integer; never a float. */
+export function wholeNumber({ min, what }: { min: bigint; what: string }) {
+  return z.union([z.string(), z.number()], { error: WHOLE_NUMBER_MESSAGE }).transform((value, ctx) => {
+    const parsed = parseWholeNumber(value);
+    if (parsed === null) {
+      ctx.addIssue({ code: 'custom', message: WHOLE_NUMBER_MESSAGE });
+      return z.NEVER;
+    }
+    if (parsed < min) {
+      ctx.addIssue({ code: 'custom', message: `${what} must be at least ${min}` });
+      return z.NEVER;
+    }
+    if (parsed > MAX_AMOUNT_UNITS) {
+      ctx.addIssue({ code: 'custom', message: `${what} is beyond the largest storable amount (${MAX_AMOUNT_UNITS})` });
+      return z.NEVER;
+    }
+    return parsed;
+  });
+}
+
+/**
+ * Where a secret lives — never the secret. `keychain` names an item in the OS secret store;
+ * `file` names a private file (0600, owned by the executor's user) holding only the secret.
+ */
+export const secretReference = z.discriminatedUnion(
+  'store',
+  [
+    z.strictObject({ store: z.literal('keychain'), service: identifier(), account: identifier() }),
+    z.strictObject({ store: z.literal('file'), path: absolutePath }),
+  ],
+  { error: 'must be a secret reference: {"store":"keychain",…} or {"store":"file",…}' },
+);
+export type SecretReference = z.output<typeof secretReference>;

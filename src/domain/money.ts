@@ -1,0 +1,40 @@
+/**
+ * Money is exact: integers (`bigint`) in code, digit strings or JSON integers at the boundary,
+ * never floats. Amounts are micro-units (`*_units`, `units_scale` 6) of a currency.
+ */
+
+/** Decimal scale of micro-unit amounts. */
+export const UNITS_SCALE = 6;
+
+/** Largest amount a micro-unit column can hold (SQLite INTEGER is a signed 64-bit integer). */
+export const MAX_AMOUNT_UNITS = 9_223_372_036_854_775_807n;
+
+/** Currencies lexec prices and settles in. Pricing is USD only in this release. */
+export const CURRENCIES = ['USD'] as const;
+export type Currency = (typeof CURRENCIES)[number];
+
+/** An exact amount of a currency in micro-units. */
+export interface Amount {
+  readonly amount_units: bigint;
+  readonly units_scale: typeof UNITS_SCALE;
+  readonly currency: Currency;
+}
+
+/** An exact rational number of currency units, e.g. 3/1000 USD per image. */
+export interface Rational {
+  readonly numerator: bigint;
+  readonly denominator: bigint;
+}
+
+const DIGITS = /^(?:0|[1-9][0-9]*)$/;
+
+/**
+ * Reads an integer from a JSON value: a string of decimal digits (any size) or a JSON number that
+ * is a safe integer. Returns null for anything else — floats, exponents, signs, blanks — so the
+ * caller can report the field without echoing the value.
+ */
+export function parseWholeNumber(value: unknown): bigint | null {
+  if (typeof value === 'string') return DIGITS.test(value) ? BigInt(value) : null;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return BigInt(value);
+  return null;
+}

@@ -1,0 +1,59 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+
+export const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const BIN = join(PACKAGE_ROOT, 'bin', 'run.js');
+
+export interface CliRun {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface CliOptions {
+  /** Variables added to a minimal environment (PATH and HOME only), so the machine's NO_COLOR etc. never leak in. */
+  readonly env?: Record<string, string>;
+  readonly cwd?: string;
+  readonly home?: string;
+  /** Run under a pseudo-terminal (util-linux `script`): stdout and stderr arrive together in `stdout`. */
+  readonly tty?: boolean;
+  readonly node?: string;
+  readonly timeoutMs?: number;
+}
+
+function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", "'\\''")}'`;
+}
+
+/** Runs the real, built `lexec` binary in a child process. */
+export async function runLexec(args: readonly string[], options: CliOptions = {}): Promise<CliRun> {
+  const env = { PATH: process.env.PATH ?? '', HOME: options.home ?? tmpdir(), ...options.env };
+  const node = options.node ?? process.execPath;
+  const command = options.tty
+    ? execa('script', ['-qec', [node, BIN, ...args].map(shellQuote).join(' '), '/dev/null'], { env, extendEnv: false, cwd: options.cwd, reject: false, timeout: options.timeoutMs ?? 20_000, stdin: 'ignore' })
+    : execa(node, [BIN, ...args], { env, extendEnv: false, cwd: options.cwd, reject: false, timeout: options.timeoutMs ?? 20_000, stdin: 'ignore' });
+  const result = await command;
+  if (result.timedOut) throw new Error(`lexec ${args.join(' ')} timed out`);
+  return { exitCode: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr) };
+}
+
+/** A fresh temporary directory; remove it with `removeDir`. */
+export async function makeTempDir(prefix = 'lexec-test-'): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix));
+}
+
+export async function removeDir(path: string): Promise<void> {
+  await rm(path, { recursive: true, force: true });
+}
+
+/** Every entry under `dir`, recursively, as relative paths (for "nothing was created" checks). */
+export async function listTree(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true });
+  return entries.map(String).sort();
+}
+
+// eslint-disable-next-line no-control-regex
+export const ANSI = /\u001b\[[0-9;]*m/;
