@@ -10,5 +10,16 @@ if (problem) {
   process.exit(1);
 }
 
+// lexec gives a non-empty NO_COLOR precedence over FORCE_COLOR (docs/cli-output.md). Node.js
+// warns on stderr that it does the opposite whenever both are set; for lexec that warning is
+// wrong and it pollutes output that scripts read, so exactly that one warning is dropped.
+const NODE_COLOR_WARNING = "The 'NO_COLOR' env is ignored due to the 'FORCE_COLOR' env being set.";
+const emitWarning = process.emitWarning;
+process.emitWarning = function emitWarningExceptColorPrecedence(warning, ...rest) {
+  const text = typeof warning === 'string' ? warning : warning && warning.message;
+  if (text === NODE_COLOR_WARNING) return;
+  return emitWarning.call(this, warning, ...rest);
+};
+
 const { runCli } = await import('../dist/cli/run-cli.js');
 await runCli(import.meta.url);

@@ -39,6 +39,10 @@ function sourceCommit() {
   return { commit, clean: status === '' };
 }
 
+const source = sourceCommit();
+if (release && source === null) fail('a release build needs a git checkout of lexec at a known commit.');
+if (release && !source.clean) fail('a release build needs a clean git tree (commit or stash your changes).');
+
 rmSync(join(root, 'dist'), { recursive: true, force: true });
 rmSync(join(root, 'oclif.manifest.json'), { force: true });
 
@@ -51,9 +55,6 @@ try {
   fail('TypeScript compilation failed.');
 }
 
-const source = sourceCommit();
-if (release && source === null) fail('a release build needs a git checkout of lexec at a known commit.');
-if (release && !source.clean) fail('a release build needs a clean git tree (commit or stash your changes).');
 const stamp = source === null ? null : { commit: source.commit, build_kind: release ? 'release' : 'development' };
 if (stamp !== null) writeFileSync(join(root, 'dist', 'build-stamp.json'), `${JSON.stringify(stamp, null, 2)}\n`);
 

@@ -69,7 +69,7 @@ function validSections(document: Record<string, unknown>): Sections {
     const result = schema.safeParse(document[key]);
     if (result.success) sections[key] = result.data;
   }
-  return sections as Sections;
+  return sections;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,8 +18,11 @@ export interface CliOptions {
   readonly env?: Record<string, string>;
   readonly cwd?: string;
   readonly home?: string;
-  /** Run under a pseudo-terminal (util-linux `script`): stdout and stderr arrive together in `stdout`. */
-  readonly tty?: boolean;
+  /**
+   * Make one stream a pseudo-terminal (util-linux `script`); the other is redirected to a file
+   * and read back, so the two stay apart as they do on a pipe.
+   */
+  readonly tty?: 'stdout' | 'stderr';
   readonly node?: string;
   readonly timeoutMs?: number;
 }
@@ -32,12 +35,29 @@ function shellQuote(word: string): string {
 export async function runLexec(args: readonly string[], options: CliOptions = {}): Promise<CliRun> {
   const env = { PATH: process.env.PATH ?? '', HOME: options.home ?? tmpdir(), ...options.env };
   const node = options.node ?? process.execPath;
-  const command = options.tty
-    ? execa('script', ['-qec', [node, BIN, ...args].map(shellQuote).join(' '), '/dev/null'], { env, extendEnv: false, cwd: options.cwd, reject: false, timeout: options.timeoutMs ?? 20_000, stdin: 'ignore' })
-    : execa(node, [BIN, ...args], { env, extendEnv: false, cwd: options.cwd, reject: false, timeout: options.timeoutMs ?? 20_000, stdin: 'ignore' });
-  const result = await command;
-  if (result.timedOut) throw new Error(`lexec ${args.join(' ')} timed out`);
-  return { exitCode: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr) };
+  const execaOptions = { env, extendEnv: false, cwd: options.cwd, reject: false, timeout: options.timeoutMs ?? 20_000, stdin: 'ignore' } as const;
+  if (options.tty === undefined) {
+    const result = await execa(node, [BIN, ...args], execaOptions);
+    if (result.timedOut) throw new Error(`lexec ${args.join(' ')} timed out`);
+    return { exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };
+  }
+  const dir = await makeTempDir('lexec-tty-');
+  try {
+    const other = join(dir, 'other-stream');
+    const redirect = options.tty === 'stdout' ? `2>${shellQuote(other)}` : `>${shellQuote(other)}`;
+    const line = `${[node, BIN, ...args].map(shellQuote).join(' ')} ${redirect}`;
+    const result = await execa('script', ['-qefc', line, '/dev/null'], execaOptions);
+    if (result.timedOut) throw new Error(`lexec ${args.join(' ')} timed out`);
+    const terminal = result.stdout.replaceAll('\r\n', '\n');
+    const redirected = await readFile(other, 'utf8');
+    return {
+      exitCode: result.exitCode ?? -1,
+      stdout: options.tty === 'stdout' ? terminal : redirected,
+      stderr: options.tty === 'stderr' ? terminal : redirected,
+    };
+  } finally {
+    await removeDir(dir);
+  }
 }
 
 /** A fresh temporary directory; remove it with `removeDir`. */

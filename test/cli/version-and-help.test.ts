@@ -1,0 +1,97 @@
+import { execFileSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import pkg from '../../package.json' with { type: 'json' };
+import { PACKAGE_ROOT, runLexec } from '../support/cli.js';
+
+function gitHead(): string | null {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: PACKAGE_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return null;
+  }
+}
+
+describe('lexec version', () => {
+  it('--json prints one versioned document with the four facts', async () => {
+    const run = await runLexec(['version', '--json']);
+    expect(run.exitCode).toBe(0);
+    expect(run.stderr).toBe('');
+    const document = JSON.parse(run.stdout) as { json_version: number; command: string; ok: boolean; result: Record<string, string> };
+    expect(document).toMatchObject({ json_version: 1, command: 'version', ok: true });
+    expect(Object.keys(document.result).sort()).toEqual(['build_kind', 'commit', 'contract_version', 'product', 'product_version']);
+    expect(document.result.product_version).toBe(`v${pkg.version}`);
+    expect(document.result.contract_version).toBe('v4.5');
+    expect(document.result.commit).toMatch(/^([0-9a-f]{40}|unknown)$/);
+    expect(['release', 'development']).toContain(document.result.build_kind);
+  });
+
+  it.skipIf(gitHead() === null)('reports the full commit of the checkout it was built from', async () => {
+    const run = await runLexec(['version', '--json']);
+    const { result } = JSON.parse(run.stdout) as { result: { commit: string } };
+    expect(result.commit).toBe(gitHead());
+  });
+
+  it('prints human text on stderr and nothing on stdout', async () => {
+    const run = await runLexec(['version']);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain(`lexec v${pkg.version}`);
+    expect(run.stderr).toContain('contract  v4.5');
+  });
+});
+
+describe('lexec --help', () => {
+  it('lists the topics and commands', async () => {
+    const run = await runLexec(['--help']);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toMatch(/TOPICS\s+executor\s+Run and configure the executor service\./);
+    expect(run.stdout).toMatch(/COMMANDS[\s\S]*version/);
+  });
+
+  it('shows the executor topic with validate-config', async () => {
+    const run = await runLexec(['executor', '--help']);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain('executor validate-config');
+  });
+});
+
+describe('usage errors', () => {
+  it('an unknown command exits 2 through the same error handler', async () => {
+    const human = await runLexec(['no-such-command']);
+    expect(human.exitCode).toBe(2);
+    expect(human.stderr).toContain('Unknown command.');
+    const json = await runLexec(['no-such-command', '--json']);
+    expect(json.exitCode).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, error: { kind: 'usage', code: 'unknown_command' } });
+  });
+
+  it('an unknown flag exits 2 and never repeats the value typed with it', async () => {
+    const run = await runLexec(['version', '--token=s3cr3t-value', '--json']);
+    expect(run.exitCode).toBe(2);
+    expect(JSON.parse(run.stdout)).toMatchObject({ ok: false, error: { code: 'unknown_flag', message: 'Unknown flag: --token.' } });
+    expect(run.stdout + run.stderr).not.toContain('s3cr3t-value');
+  });
+
+  it('a stray argument exits 2 without being echoed', async () => {
+    const run = await runLexec(['executor', 'validate-config', '--config', '/etc/lexec/executor.json', 'stray-s3cr3t']);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain('1 unexpected positional argument.');
+    expect(run.stderr).not.toContain('stray-s3cr3t');
+  });
+
+  it('a bad --color value exits 2 and names the allowed values', async () => {
+    const run = await runLexec(['version', '--color', 'pink', '--json']);
+    expect(run.exitCode).toBe(2);
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      error: { code: 'invalid_flag_value', message: '--color must be one of: auto, always, never.' },
+    });
+  });
+
+  it('a missing required flag exits 2', async () => {
+    const run = await runLexec(['executor', 'validate-config', '--json']);
+    expect(run.exitCode).toBe(2);
+    const document = JSON.parse(run.stdout) as { error: { kind: string; message: string } };
+    expect(document.error.kind).toBe('usage');
+    expect(document.error.message).toContain('config');
+  });
+});

@@ -1,0 +1,58 @@
+import { Errors } from '@oclif/core';
+import { describe, expect, it } from 'vitest';
+import { describeCommandError } from '../../src/cli/describe-command-error.js';
+import { BugError, ExitCode, UsageError, UserError } from '../../src/errors.js';
+
+/** Builds an error shaped like oclif's (unexported) parse error classes. */
+function parseError(className: string, message: string, extra: Record<string, unknown> = {}): Error {
+  const error = Object.assign(new Errors.CLIError(message), { parse: {}, showHelp: false }, extra);
+  Object.defineProperty(error, 'constructor', { value: { name: className } });
+  return error;
+}
+
+describe('describeCommandError', () => {
+  it('maps a user error to its code, next step, issues and exit 1', () => {
+    const error = new UserError('config_invalid', 'The configuration file /x has 1 problem.', {
+      nextStep: 'Fix it.',
+      issues: [{ path: 'http.port', message: 'required' }],
+    });
+    expect(describeCommandError(error)).toEqual({
+      exitCode: ExitCode.failure,
+      body: {
+        kind: 'user',
+        code: 'config_invalid',
+        message: 'The configuration file /x has 1 problem.',
+        next_step: 'Fix it.',
+        issues: [{ path: 'http.port', message: 'required' }],
+      },
+    });
+  });
+
+  it('maps a usage error to exit 2', () => {
+    const described = describeCommandError(new UsageError('config_path_not_absolute', 'relative', { nextStep: 'x' }));
+    expect(described.exitCode).toBe(ExitCode.usage);
+    expect(described.body.kind).toBe('usage');
+  });
+
+  it('maps a bug, or anything unexpected, to internal_error and exit 70 without its message', () => {
+    const unexpected = describeCommandError(new TypeError('secret-ish detail'));
+    expect(unexpected.exitCode).toBe(ExitCode.bug);
+    expect(unexpected.body).toMatchObject({ kind: 'bug', code: 'internal_error' });
+    expect(unexpected.body.message).not.toContain('secret-ish detail');
+    expect(describeCommandError(new BugError('invariant broken')).body.message).toContain('invariant broken');
+  });
+
+  it('rebuilds oclif parse errors from names only, never typed values', () => {
+    const unknown = describeCommandError(parseError('NonExistentFlagsError', 'Nonexistent flag: --token=abc', { flags: ['--token=abc'] }));
+    expect(unknown).toMatchObject({ exitCode: 2, body: { code: 'unknown_flag', message: 'Unknown flag: --token.' } });
+
+    const stray = describeCommandError(parseError('UnexpectedArgsError', 'Unexpected arguments: a, b', { args: ['a', 'b'] }));
+    expect(stray.body).toMatchObject({ code: 'unexpected_argument', message: '2 unexpected positional arguments.' });
+
+    const option = describeCommandError(parseError('FlagInvalidOptionError', 'Expected --color=pink to be one of: auto, always, never\nSee more help with --help'));
+    expect(option.body).toMatchObject({ code: 'invalid_flag_value', message: '--color must be one of: auto, always, never.' });
+
+    const other = describeCommandError(parseError('FailedFlagValidationError', 'Bad --config=/secret/path here\nSee more help with --help'));
+    expect(other.body.message).toBe('Bad --config=… here');
+  });
+});
