@@ -1,6 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
-import { UsageError, UserError } from '../errors.js';
+import { UsageError, UserError, type FieldIssue } from '../errors.js';
+import { formatFieldPath } from './field-path.js';
 
 /** Largest configuration document lexec reads; real ones are a few KiB. */
 export const MAX_CONFIG_BYTES = 1024 * 1024;
@@ -23,6 +24,30 @@ export async function jsonErrorLocation(text: string): Promise<string> {
   const line = before.split('\n').length;
   const column = first.offset - before.lastIndexOf('\n');
   return `line ${line}, column ${column} (${printParseErrorCode(first.error)})`;
+}
+
+/**
+ * Paths of keys that appear twice in one object. JSON.parse silently keeps the last one, which
+ * in a file of spend ceilings and prices would hide a mistake, so lexec refuses them.
+ */
+export async function findDuplicateKeys(text: string): Promise<FieldIssue[]> {
+  const { visit } = await import('jsonc-parser');
+  const objects: Set<string>[] = [];
+  const issues: FieldIssue[] = [];
+  visit(text, {
+    onObjectBegin: () => {
+      objects.push(new Set());
+    },
+    onObjectEnd: () => {
+      objects.pop();
+    },
+    onObjectProperty: (property, _offset, _length, _line, _column, pathSupplier) => {
+      const keys = objects.at(-1);
+      if (keys?.has(property)) issues.push({ path: formatFieldPath([...pathSupplier(), property]), message: 'appears more than once in its object' });
+      keys?.add(property);
+    },
+  });
+  return issues;
 }
 
 /**
@@ -68,13 +93,23 @@ export async function readJsonDocument(path: string, what: string): Promise<unkn
       nextStep: 'Check the permissions of the file and of its directories.',
     });
   }
+  const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
+  let document: unknown;
   try {
-    return JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text);
+    document = JSON.parse(body);
   } catch {
-    const where = await jsonErrorLocation(text);
+    const where = await jsonErrorLocation(body);
     throw new UserError('config_not_json', `The ${what} ${path} is not valid JSON: syntax error at ${where}.`, {
       nextStep: 'Fix the JSON syntax at that position (a JSON validator or `node -e` can help).',
       issues: [{ path: '(document)', message: `invalid JSON at ${where}` }],
     });
   }
+  const duplicates = await findDuplicateKeys(body);
+  if (duplicates.length > 0) {
+    throw new UserError('config_duplicate_keys', `The ${what} ${path} repeats a key within one object.`, {
+      nextStep: 'Keep one entry for each key listed (JSON parsers disagree on which duplicate wins).',
+      issues: duplicates,
+    });
+  }
+  return document;
 }
