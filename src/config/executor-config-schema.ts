@@ -5,11 +5,10 @@ import {
   absolutePath,
   exactVersion,
   grpcUrl,
+  httpListen,
   httpUrl,
   identifier,
-  isLoopbackHost,
   loopbackHttpUrl,
-  port,
   productVersion,
   secretReference,
   wholeNumber,
@@ -40,22 +39,6 @@ export const targetId = z
   .regex(TARGET_ID, `must be a versioned target id: ${PRODUCT_NAME}:target:v1:<id> (<id>: 1-64 letters, digits, . _ -)`);
 
 const preset = z.enum(IMAGE_SIZE_PRESETS, { error: `must be one of: ${IMAGE_SIZE_PRESETS.join(', ')}` });
-
-const http = z
-  .strictObject({
-    host: z.string({ error: 'must be a host name or IP address' }).min(1).default('127.0.0.1'),
-    port,
-    allow_non_loopback: z.boolean({ error: 'must be true or false' }).default(false),
-  })
-  .superRefine((value, ctx) => {
-    if (!value.allow_non_loopback && !isLoopbackHost(value.host)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['host'],
-        message: 'must be a loopback address (127.0.0.1, ::1 or localhost) unless allow_non_loopback is true',
-      });
-    }
-  });
 
 const ledger = z.strictObject({
   endpoint: httpUrl,
@@ -173,7 +156,7 @@ const executionTarget = z
 /** The top-level sections; each is also parsed alone so cross-section rules can run on the valid ones. */
 export const executorConfigSections = {
   schema_version: z.literal(EXECUTOR_CONFIG_SCHEMA_VERSION, { error: `must be ${EXECUTOR_CONFIG_SCHEMA_VERSION}` }),
-  http,
+  http: httpListen,
   ledger,
   credentials,
   storage,

@@ -89,6 +89,23 @@ export const port = z
   .min(0, 'must be a TCP port number (0-65535; 0 picks a free port)')
   .max(65535, 'must be a TCP port number (0-65535; 0 picks a free port)');
 
+/** Where a lexec server listens: loopback unless the operator explicitly allows otherwise. */
+export const httpListen = z
+  .strictObject({
+    host: z.string({ error: 'must be a host name or IP address' }).min(1).default('127.0.0.1'),
+    port,
+    allow_non_loopback: z.boolean({ error: 'must be true or false' }).default(false),
+  })
+  .superRefine((value, ctx) => {
+    if (!value.allow_non_loopback && !isLoopbackHost(value.host)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['host'],
+        message: 'must be a loopback address (127.0.0.1, ::1 or localhost) unless allow_non_loopback is true',
+      });
+    }
+  });
+
 const WHOLE_NUMBER_MESSAGE = 'must be a whole number: a string of digits or a JSON integer (no decimals, signs or exponents)';
 
 /** An exact integer amount, read from a digit string (any size) or a safe JSON integer; never a float. */

@@ -1,0 +1,82 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import { toFieldIssues } from '../config/zod-issues.js';
+import { ApiError } from './api-error.js';
+
+/** Largest JSON body any lexec route accepts. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+export interface JsonServerOptions {
+  readonly logger: FastifyBaseLogger;
+  /** Whether a finished request is routine and so not logged (spec §6 rule 4). */
+  readonly isRoutine?: (request: FastifyRequest, reply: FastifyReply) => boolean;
+}
+
+function bigintSafe(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString() : value;
+}
+
+/**
+ * A Fastify instance with lexec's HTTP conventions: JSON bodies only (415 otherwise), a body
+ * limit (413), bigint amounts serialised as decimal strings, `{"error":{…}}` bodies that never
+ * echo input, one error handler, and one structured log line per request unless routine. It
+ * never listens; only a `serve` command does.
+ */
+export function createJsonServer({ logger, isRoutine }: JsonServerOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: logger,
+    // Fastify's own request lines would log URLs; lexec logs one line per request itself.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: MAX_BODY_BYTES,
+    return503OnClosing: true,
+  });
+  // JSON only: without this, Fastify would accept text/plain bodies as strings.
+  app.removeContentTypeParser('text/plain');
+  app.setReplySerializer((payload) => JSON.stringify(payload, bigintSafe));
+
+  app.setNotFoundHandler((_request, reply) => {
+    void reply.code(404).send(new ApiError(404, 'not_found').toBody());
+  });
+
+  app.setErrorHandler((error: Error & { code?: string; statusCode?: number }, request, reply) => {
+    let apiError: ApiError;
+    if (error instanceof ApiError) apiError = error;
+    else if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') apiError = new ApiError(413, 'payload_too_large');
+    else if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || error.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH')
+      apiError = new ApiError(415, 'unsupported_media_type', { reasonCode: 'application_json_required' });
+    else if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') apiError = new ApiError(400, 'invalid_request', { reasonCode: 'empty_body' });
+    else if (error.statusCode === 400 && (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY'))
+      apiError = new ApiError(400, 'invalid_request', { reasonCode: 'malformed_json' });
+    else {
+      apiError = new ApiError(500, 'internal_error');
+      // Our own errors carry no submitted values; the route template, not the URL, is logged.
+      request.log.error({ event: 'internal_error', route: request.routeOptions.url ?? 'unmatched', error_name: error.name, error_message: error.message });
+    }
+    void reply.code(apiError.status).send(apiError.toBody());
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    if (isRoutine?.(request, reply)) return;
+    request.log.info({
+      event: 'http_request',
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status: reply.statusCode,
+      duration_ms: Math.round(reply.elapsedTime),
+    });
+  });
+
+  return app;
+}
+
+/**
+ * Validates a request part with a zod schema; a failure is 400 `invalid_request` listing the
+ * field paths (under `prefix`), never the values.
+ */
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown, prefix?: string): z.output<S> {
+  const parsed = schema.safeParse(input ?? undefined, { reportInput: true });
+  if (parsed.success) return parsed.data;
+  const base = prefix === undefined ? [] : [prefix];
+  const fields = [...new Set(toFieldIssues(parsed.error.issues, base).map((issue) => issue.path))];
+  throw new ApiError(400, 'invalid_request', { fields });
+}

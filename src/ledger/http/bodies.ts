@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import { wholeNumber } from '../../config/schema-parts.js';
+import { UNITS_SCALE } from '../../domain/money.js';
+import { legacyPriceProjectionSchema, priceModelSnapshotSchema } from '../../domain/price-model-snapshot.js';
+
+/* Request bodies of the ledger API. Strict: unknown fields are refused with their paths. */
+
+const opaqueId = (what: string) =>
+  z.string({ error: `must be ${what}` }).regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, `must be ${what} (1-128 letters, digits, _ . : -)`);
+
+export const executionId = opaqueId('an execution id');
+const shortText = (max: number) => z.string({ error: 'must be a string' }).max(max, `must be at most ${max} characters`);
+
+const units = z.literal(UNITS_SCALE, { error: `must be ${UNITS_SCALE} (amounts are micro-units)` });
+const usd = z.literal('USD', { error: 'must be "USD" (the only currency)' });
+
+export const authorizationRequestBody = z.strictObject({
+  amount_units: wholeNumber({ min: 1n, what: 'the amount' }),
+  units_scale: units,
+  currency: usd,
+  purpose: shortText(200).optional(),
+});
+
+export const agentBody = z.strictObject({
+  name: z
+    .string({ error: 'must be a name' })
+    .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1-64 lower-case letters, digits, _ or - (starting with a letter or digit)'),
+});
+
+export const credentialBody = z.strictObject({
+  kind: z.enum(['agent', 'approver', 'executor', 'reconciliation'], { error: 'must be "agent", "approver", "executor" or "reconciliation"' }),
+  agent_id: opaqueId('an agent id').optional(),
+  digest_sha256: z.string({ error: 'must be a hex SHA-256 digest' }).regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits'),
+});
+export const credentialId = opaqueId('a credential id');
+
+export const decisionBody = z.strictObject({ reason: shortText(500).optional() });
+
+export const claimBody = z.strictObject({ execution_id: executionId });
+
+export const preciseReceipt = z.strictObject({
+  receipt_id: opaqueId('a receipt id'),
+  amount_units: wholeNumber({ min: 1n, what: 'the amount' }),
+  units_scale: units,
+  currency: usd,
+  provider_request_id: opaqueId('a provider request id'),
+  price_model_snapshot: priceModelSnapshotSchema,
+});
+export type PreciseReceipt = z.output<typeof preciseReceipt>;
+
+export const legacyCentsReceipt = z.strictObject({
+  receipt_id: opaqueId('a receipt id'),
+  amount_cents: wholeNumber({ min: 1n, what: 'the amount' }),
+  currency: usd,
+  price_model_snapshot: legacyPriceProjectionSchema,
+});
+export type LegacyCentsReceipt = z.output<typeof legacyCentsReceipt>;
+
+export const settleBody = z.strictObject({
+  execution_id: executionId,
+  receipt: z.record(z.string(), z.unknown(), { error: 'must be a receipt object' }),
+});
+
+export const releaseBody = z.strictObject({
+  execution_id: executionId,
+  reason: z.enum(['not_transmitted', 'provider_failed_before_charge', 'cancelled', 'reconciled_no_charge'], {
+    error: 'must be a release reason: not_transmitted, provider_failed_before_charge, cancelled or reconciled_no_charge',
+  }),
+});
+
+export const reconciliationBody = z.strictObject({
+  execution_id: executionId,
+  reason: z.enum(['billing_ambiguous', 'submission_unconfirmed', 'deadline_expired', 'receipt_rejected'], {
+    error: 'must be a reconciliation reason',
+  }),
+  evidence: z.record(z.string(), z.unknown(), { error: 'must be an object' }),
+});
+
+export const resolveRecordBody = z.discriminatedUnion(
+  'resolution',
+  [
+    z.strictObject({ resolution: z.literal('settle'), receipt: z.record(z.string(), z.unknown()) }),
+    z.strictObject({ resolution: z.literal('release'), reason: shortText(500) }),
+  ],
+  { error: 'must be {"resolution":"settle","receipt":…} or {"resolution":"release","reason":…}' },
+);

@@ -1,0 +1,192 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { BuildInfo } from '../../build-info.js';
+import { ApiError } from '../../http/api-error.js';
+import { createJsonServer, parseInput } from '../../http/json-server.js';
+import { credentialGuard } from '../../http/require-credential.js';
+import { AUTHORIZATION_STATUSES } from '../authorization-rules.js';
+import type { LedgerAdmin } from '../ledger-admin.js';
+import { spendPolicySchema, type LedgerContractLevel } from '../ledger-config.js';
+import type { LedgerService, Receipt } from '../ledger-service.js';
+import {
+  agentBody,
+  authorizationRequestBody,
+  claimBody,
+  credentialBody,
+  credentialId,
+  decisionBody,
+  legacyCentsReceipt,
+  preciseReceipt,
+  reconciliationBody,
+  releaseBody,
+  resolveRecordBody,
+  settleBody,
+} from './bodies.js';
+
+export interface LedgerAppDependencies {
+  readonly service: LedgerService;
+  readonly admin: LedgerAdmin;
+  readonly buildInfo: BuildInfo;
+  readonly contractLevel: LedgerContractLevel;
+  readonly logger: Logger;
+}
+
+const tokenParams = z.strictObject({ token_id: z.uuid({ error: 'must be a UUID' }) });
+const agentParams = z.strictObject({ agent_id: z.string().regex(/^agt_[0-9a-f-]{36}$/, 'must be an agent id') });
+const recordParams = z.strictObject({ record_id: z.string().regex(/^rec_[0-9a-f-]{36}$/, 'must be a record id') });
+const listQuery = z.strictObject({
+  agent_id: z.string().max(64).optional(),
+  status: z.enum(AUTHORIZATION_STATUSES).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+function isProbe(request: FastifyRequest): boolean {
+  const query = request.query as Record<string, unknown> | undefined;
+  return request.routeOptions.url === '/agents' && typeof query?.operational_probe === 'string' && query.operational_probe !== '';
+}
+
+/** A receipt is precise (micro-units) or legacy (whole cents); its own fields say which. */
+function parseReceipt(raw: Record<string, unknown>, prefix: string): Receipt {
+  if ('amount_units' in raw) return { shape: 'precise', body: parseInput(preciseReceipt, raw, prefix) };
+  if ('amount_cents' in raw) return { shape: 'legacy_cents', body: parseInput(legacyCentsReceipt, raw, prefix) };
+  throw new ApiError(400, 'invalid_request', { reasonCode: 'invalid_receipt', fields: [`${prefix}.amount_units`] });
+}
+
+/** Builds the ledger HTTP API (docs/ledger.md). It never listens; `ledger serve` does. */
+export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
+  const { service, admin } = deps;
+  const app = createJsonServer({
+    logger: deps.logger,
+    // Spec §6 rule 4: routine successes of health, version and the marked probe are not logged.
+    isRoutine: (request, reply) =>
+      reply.statusCode < 400 && (request.routeOptions.url === '/health' || request.routeOptions.url === '/version' || isProbe(request)),
+  });
+  const requireCredential = credentialGuard((token) => admin.authenticate(token));
+
+  app.get('/health', () => ({ status: 'ok' }));
+  app.get('/version', () => ({ ...deps.buildInfo, contract_level: deps.contractLevel }));
+
+  // The executor's readiness credential check uses this route with ?operational_probe=<marker>;
+  // the marker changes only logging (spec §4.6).
+  app.get('/agents', (request) => {
+    requireCredential(request, 'admin', 'executor');
+    parseInput(z.strictObject({ operational_probe: z.string().max(64).optional() }), request.query);
+    return { agents: admin.listAgents() };
+  });
+
+  app.post('/agents', async (request, reply) => {
+    requireCredential(request, 'admin');
+    const body = parseInput(agentBody, request.body);
+    return reply.code(201).send({ agent: admin.addAgent(body.name) });
+  });
+
+  app.get('/agents/:agent_id/policy', (request) => {
+    requireCredential(request, 'admin');
+    const { agent_id: agentId } = parseInput(agentParams, request.params);
+    return { policy: admin.policy(agentId) };
+  });
+
+  app.put('/agents/:agent_id/policy', (request) => {
+    requireCredential(request, 'admin');
+    const { agent_id: agentId } = parseInput(agentParams, request.params);
+    const policy = parseInput(spendPolicySchema, request.body);
+    return { policy: admin.setPolicy(agentId, policy) };
+  });
+
+  app.put('/credentials/:credential_id', async (request, reply) => {
+    requireCredential(request, 'admin');
+    const id = parseInput(z.strictObject({ credential_id: credentialId }), request.params).credential_id;
+    const body = parseInput(credentialBody, request.body);
+    const outcome = admin.registerCredential(id, body.kind, body.agent_id ?? null, Buffer.from(body.digest_sha256, 'hex'));
+    return reply.code(outcome === 'created' ? 201 : 200).send({ credential: { credential_id: id, kind: body.kind, agent_id: body.agent_id ?? null }, outcome });
+  });
+
+  app.post('/authorizations', async (request, reply) => {
+    const principal = requireCredential(request, 'agent');
+    const body = parseInput(authorizationRequestBody, request.body);
+    const authorization = service.requestAuthorization(principal.agent_id ?? '', body);
+    return reply.code(201).send({ authorization });
+  });
+
+  app.get('/authorizations', (request) => {
+    requireCredential(request, 'admin');
+    const query = parseInput(listQuery, request.query);
+    return { authorizations: service.list(query) };
+  });
+
+  app.get('/authorizations/:token_id', (request) => {
+    const principal = requireCredential(request, 'admin', 'approver', 'agent');
+    const { token_id: tokenId } = parseInput(tokenParams, request.params);
+    const authorization = service.show(tokenId);
+    // An agent sees only its own authorizations; another's looks like one that does not exist.
+    if (principal.kind === 'agent' && authorization.agent_id !== principal.agent_id) throw new ApiError(404, 'not_found');
+    return { authorization };
+  });
+
+  app.get('/approvals', (request) => {
+    requireCredential(request, 'approver');
+    return { authorizations: service.pendingApprovals() };
+  });
+
+  for (const [verb, decision] of [['approve', 'approved'], ['deny', 'denied']] as const) {
+    app.post(`/authorizations/:token_id/${verb}`, (request) => {
+      const principal = requireCredential(request, 'approver');
+      const { token_id: tokenId } = parseInput(tokenParams, request.params);
+      const body = parseInput(decisionBody, request.body ?? {});
+      return { authorization: service.decide(tokenId, decision, principal.credential_id, body.reason) };
+    });
+  }
+
+  app.get('/executor/authorizations/:token_id', (request) => {
+    requireCredential(request, 'executor');
+    const { token_id: tokenId } = parseInput(tokenParams, request.params);
+    return { authorization: service.resolve(tokenId) };
+  });
+
+  app.post('/executor/authorizations/:token_id/claim', (request) => {
+    requireCredential(request, 'executor');
+    const { token_id: tokenId } = parseInput(tokenParams, request.params);
+    const body = parseInput(claimBody, request.body);
+    return service.claim(tokenId, body.execution_id);
+  });
+
+  app.post('/executor/authorizations/:token_id/settle', (request) => {
+    requireCredential(request, 'executor');
+    const { token_id: tokenId } = parseInput(tokenParams, request.params);
+    const body = parseInput(settleBody, request.body);
+    return service.settle(tokenId, body.execution_id, parseReceipt(body.receipt, 'receipt'));
+  });
+
+  app.post('/executor/authorizations/:token_id/release', (request) => {
+    requireCredential(request, 'executor');
+    const { token_id: tokenId } = parseInput(tokenParams, request.params);
+    const body = parseInput(releaseBody, request.body);
+    return service.release(tokenId, body.execution_id, body.reason);
+  });
+
+  app.post('/executor/authorizations/:token_id/reconciliation', async (request, reply) => {
+    requireCredential(request, 'executor');
+    const { token_id: tokenId } = parseInput(tokenParams, request.params);
+    const body = parseInput(reconciliationBody, request.body);
+    const result = service.openReconciliation(tokenId, body.execution_id, body.reason, body.evidence);
+    return reply.code(result.replayed ? 200 : 201).send(result);
+  });
+
+  app.get('/reconciliation-records', (request) => {
+    requireCredential(request, 'reconciliation');
+    const { status } = parseInput(z.strictObject({ status: z.enum(['open', 'resolved']).optional() }), request.query);
+    return { records: service.reconciliationRecords(status) };
+  });
+
+  app.post('/reconciliation-records/:record_id/resolve', (request) => {
+    const principal = requireCredential(request, 'reconciliation');
+    const { record_id: recordId } = parseInput(recordParams, request.params);
+    const body = parseInput(resolveRecordBody, request.body);
+    const resolution =
+      body.resolution === 'settle' ? { kind: 'settle' as const, receipt: parseReceipt(body.receipt, 'receipt') } : { kind: 'release' as const, reason: body.reason };
+    return service.resolveReconciliation(recordId, principal.credential_id, resolution);
+  });
+
+  return app;
+}

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { UserError } from '../errors.js';
+import { readJsonDocument } from '../config/read-json-document.js';
+import { absolutePath, httpListen, wholeNumber } from '../config/schema-parts.js';
+import { findRawSecrets } from '../config/secret-scan.js';
+import { toFieldIssues } from '../config/zod-issues.js';
+import { UNITS_SCALE } from '../domain/money.js';
+
+/*
+ * Ledger service configuration (docs/ledger.md). Strict like the executor's: unknown fields
+ * anywhere are errors, paths are absolute, amounts are exact whole micro-units, no secrets.
+ */
+
+export const LEDGER_CONFIG_SCHEMA_VERSION = 1;
+
+/**
+ * Receipt contract levels. `v4.5` (current) accepts precise receipts and the legacy cents shape;
+ * `v4.4` is an older ledger that knows only whole-cent receipts and refuses the precise shape.
+ */
+export const LEDGER_CONTRACT_LEVELS = ['v4.5', 'v4.4'] as const;
+export type LedgerContractLevel = (typeof LEDGER_CONTRACT_LEVELS)[number];
+
+const amount = (what: string) => wholeNumber({ min: 1n, what });
+
+export const spendPolicySchema = z
+  .strictObject({
+    per_authorization_cap_units: amount('the per-authorization cap'),
+    daily_cap_units: amount('the daily cap'),
+    approval_threshold_units: wholeNumber({ min: 0n, what: 'the approval threshold' }),
+    units_scale: z.literal(UNITS_SCALE, { error: `must be ${UNITS_SCALE} (amounts are micro-units)` }),
+    currency: z.literal('USD', { error: 'must be "USD"' }),
+  })
+  .superRefine((policy, ctx) => {
+    if (policy.per_authorization_cap_units > policy.daily_cap_units) {
+      ctx.addIssue({ code: 'custom', path: ['per_authorization_cap_units'], message: 'must not exceed daily_cap_units' });
+    }
+  });
+export type SpendPolicyInput = z.output<typeof spendPolicySchema>;
+
+export const ledgerConfigSchema = z.strictObject({
+  schema_version: z.literal(LEDGER_CONFIG_SCHEMA_VERSION, { error: `must be ${LEDGER_CONFIG_SCHEMA_VERSION}` }),
+  http: httpListen,
+  database_path: absolutePath,
+  admin_capability_path: absolutePath,
+  contract_level: z.enum(LEDGER_CONTRACT_LEVELS, { error: 'must be "v4.5" or "v4.4"' }).default('v4.5'),
+  authorization_ttl_seconds: z
+    .number({ error: 'must be a whole number of seconds' })
+    .int('must be a whole number of seconds')
+    .min(60, 'must be at least 60')
+    .max(7 * 24 * 3600, 'must be at most 604800 (7 days)')
+    .default(3600),
+  default_policy: spendPolicySchema,
+});
+export type LedgerConfig = z.output<typeof ledgerConfigSchema>;
+
+/** Reads and validates a ledger configuration file; every problem is reported with its path. */
+export async function loadLedgerConfig(path: string): Promise<LedgerConfig> {
+  const document = await readJsonDocument(path, 'configuration file');
+  const parsed = ledgerConfigSchema.safeParse(document, { reportInput: true });
+  const issues = [...(parsed.success ? [] : toFieldIssues(parsed.error.issues)), ...findRawSecrets(document)];
+  if (!parsed.success || issues.length > 0) {
+    throw new UserError('config_invalid', `The configuration file ${path} has ${issues.length} problem${issues.length === 1 ? '' : 's'}.`, {
+      nextStep: 'Fix each field listed (docs/ledger.md describes every field), then start again.',
+      issues,
+    });
+  }
+  return parsed.data;
+}

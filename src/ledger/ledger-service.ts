@@ -1,0 +1,435 @@
+import { randomUUID } from 'node:crypto';
+import type Database from 'better-sqlite3';
+import { canonicalJson, fingerprint } from '../domain/canonical-json.js';
+import { UNITS_SCALE } from '../domain/money.js';
+import { ApiError, conflict, notFound, unprocessable } from '../http/api-error.js';
+import {
+  centsCeil,
+  decideRequest,
+  effectiveStatus,
+  ROLLING_WINDOW_MS,
+  unitsFromCents,
+  type AuthorizationStatus,
+  type SpendPolicy,
+} from './authorization-rules.js';
+import type { LegacyCentsReceipt, PreciseReceipt } from './http/bodies.js';
+import type { LedgerContractLevel } from './ledger-config.js';
+
+/*
+ * The ledger's use cases. Each money-moving operation runs in one IMMEDIATE transaction that
+ * reads, checks and writes — never check-then-spend — so concurrent requests (even from other
+ * processes on the same file) cannot pass a cap or settle and release the same authorization.
+ */
+
+export interface AuthorizationRow {
+  token_id: string;
+  account_id: string;
+  agent_id: string;
+  amount_units: bigint;
+  units_scale: bigint;
+  currency: string;
+  amount_cents: bigint;
+  status: AuthorizationStatus;
+  purpose: string | null;
+  decided_by: string | null;
+  decision_reason: string | null;
+  execution_id: string | null;
+  created_at: bigint;
+  decided_at: bigint | null;
+  claimed_at: bigint | null;
+  closed_at: bigint | null;
+  expires_at: bigint;
+}
+
+interface SettlementRow {
+  settlement_id: string;
+  token_id: string;
+  receipt_id: string;
+  execution_id: string;
+  receipt_shape: 'precise' | 'legacy_cents';
+  amount_units: bigint;
+  amount_cents: bigint;
+  currency: string;
+  provider_request_id: string | null;
+  receipt_fingerprint: string;
+  created_at: bigint;
+}
+
+/** A receipt after validation: precise, or legacy whole cents converted exactly to micro-units. */
+export type Receipt = { readonly shape: 'precise'; readonly body: PreciseReceipt } | { readonly shape: 'legacy_cents'; readonly body: LegacyCentsReceipt };
+
+export interface LedgerServiceOptions {
+  readonly db: Database.Database;
+  readonly now: () => number;
+  readonly contractLevel: LedgerContractLevel;
+  readonly authorizationTtlMs: number;
+  readonly defaultPolicy: SpendPolicy;
+}
+
+const iso = (ms: bigint | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+
+export type LedgerService = ReturnType<typeof createLedgerService>;
+
+export function createLedgerService(options: LedgerServiceOptions) {
+  const { db, now } = options;
+
+  const authorizationById = db.prepare('SELECT * FROM authorizations WHERE token_id = ?');
+  const settlementByToken = db.prepare('SELECT * FROM settlements WHERE token_id = ?');
+  const settlementByReceipt = db.prepare('SELECT * FROM settlements WHERE receipt_id = ?');
+  const releaseByToken = db.prepare('SELECT * FROM releases WHERE token_id = ?');
+  const policyOf = db.prepare('SELECT * FROM policies WHERE agent_id = ?');
+  const committedUnits = db.prepare(`
+    SELECT COALESCE(SUM(CASE
+      WHEN a.status IN ('requested', 'approved') AND a.expires_at > @now THEN a.amount_units
+      WHEN a.status = 'claimed' THEN a.amount_units
+      WHEN a.status = 'settled' THEN s.amount_units
+      ELSE 0 END), 0) AS units
+    FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id
+    WHERE a.agent_id = @agent_id AND a.created_at > @since`);
+
+  function load(tokenId: string): AuthorizationRow {
+    const row = authorizationById.get(tokenId) as AuthorizationRow | undefined;
+    if (!row) throw notFound();
+    return row;
+  }
+
+  /** Persists an expiry that the clock has reached, so every reader agrees on the status. */
+  function current(tokenId: string): AuthorizationRow {
+    const row = load(tokenId);
+    const status = effectiveStatus(row.status, Number(row.expires_at), now());
+    if (status === row.status) return row;
+    db.prepare("UPDATE authorizations SET status = 'expired', closed_at = ? WHERE token_id = ?").run(now(), tokenId);
+    return load(tokenId);
+  }
+
+  function ownerAccountId(): string {
+    const row = db.prepare('SELECT account_id FROM owner').get() as { account_id: string } | undefined;
+    if (row) return row.account_id;
+    const accountId = `acct_${randomUUID()}`;
+    db.prepare('INSERT INTO owner (account_id, created_at) VALUES (?, ?)').run(accountId, now());
+    return accountId;
+  }
+
+  function view(row: AuthorizationRow) {
+    const settlement = settlementByToken.get(row.token_id) as SettlementRow | undefined;
+    const release = releaseByToken.get(row.token_id) as { reason: string; created_at: bigint } | undefined;
+    return {
+      token_id: row.token_id,
+      account_id: row.account_id,
+      agent_id: row.agent_id,
+      status: row.status,
+      amount_units: row.amount_units,
+      units_scale: UNITS_SCALE,
+      currency: row.currency,
+      amount_cents: row.amount_cents,
+      purpose: row.purpose,
+      execution_id: row.execution_id,
+      decided_by: row.decided_by,
+      created_at: iso(row.created_at),
+      decided_at: iso(row.decided_at),
+      expires_at: iso(row.expires_at),
+      settlement: settlement
+        ? {
+            settlement_id: settlement.settlement_id,
+            receipt_id: settlement.receipt_id,
+            receipt_shape: settlement.receipt_shape,
+            amount_units: settlement.amount_units,
+            amount_cents: settlement.amount_cents,
+            settled_at: iso(settlement.created_at),
+          }
+        : null,
+      release: release ? { reason: release.reason, released_at: iso(release.created_at) } : null,
+    };
+  }
+
+  /** What the executor sees: authoritative account, agent, held amount, status and expiry. */
+  function resolution(row: AuthorizationRow) {
+    return {
+      token_id: row.token_id,
+      account_id: row.account_id,
+      agent_id: row.agent_id,
+      status: row.status,
+      held_units: row.amount_units,
+      units_scale: UNITS_SCALE,
+      currency: row.currency,
+      expires_at: iso(row.expires_at),
+      execution_id: row.execution_id,
+    };
+  }
+
+  function policyFor(agentId: string): SpendPolicy {
+    const row = policyOf.get(agentId) as SpendPolicy | undefined;
+    return row ?? options.defaultPolicy;
+  }
+
+  function requireClaimedBy(row: AuthorizationRow, executionId: string): void {
+    if (row.status === 'claimed' && row.execution_id === executionId) return;
+    if (row.execution_id !== null && row.execution_id !== executionId) throw conflict('claimed_by_another_execution');
+    throw conflict(`authorization_${row.status}`);
+  }
+
+  function normaliseReceipt(receipt: Receipt) {
+    if (receipt.shape === 'precise') {
+      const body = receipt.body;
+      return {
+        receipt_id: body.receipt_id,
+        amount_units: body.amount_units,
+        currency: body.currency,
+        provider_request_id: body.provider_request_id,
+        price_model_snapshot: canonicalJson(body.price_model_snapshot),
+      };
+    }
+    const body = receipt.body;
+    return {
+      receipt_id: body.receipt_id,
+      amount_units: unitsFromCents(body.amount_cents),
+      currency: body.currency,
+      provider_request_id: null,
+      price_model_snapshot: canonicalJson(body.price_model_snapshot),
+    };
+  }
+
+  /** Settles inside an open transaction; shared by the executor route and reconciliation. */
+  function settleWithin(tokenId: string, executionId: string, receipt: Receipt) {
+    if (receipt.shape === 'precise' && options.contractLevel === 'v4.4') {
+      throw unprocessable('precise_receipt_unsupported', 'contract_level_v4.4', ['receipt.amount_units']);
+    }
+    const normal = normaliseReceipt(receipt);
+    const receiptFingerprint = fingerprint({ token_id: tokenId, execution_id: executionId, shape: receipt.shape, receipt: receipt.body });
+    const existing = settlementByReceipt.get(normal.receipt_id) as SettlementRow | undefined;
+    if (existing) {
+      if (existing.token_id === tokenId && existing.receipt_fingerprint === receiptFingerprint) return { replayed: true, row: current(tokenId) };
+      throw conflict('receipt_conflict', ['receipt.receipt_id']);
+    }
+    const row = current(tokenId);
+    if (row.status === 'settled') throw conflict('authorization_settled');
+    requireClaimedBy(row, executionId);
+    if (normal.currency !== row.currency) throw unprocessable('currency_mismatch', undefined, ['receipt.currency']);
+    if (normal.amount_units > row.amount_units) {
+      throw unprocessable('amount_exceeds_hold', undefined, [receipt.shape === 'precise' ? 'receipt.amount_units' : 'receipt.amount_cents']);
+    }
+    const at = now();
+    db.prepare(
+      `INSERT INTO settlements (settlement_id, token_id, receipt_id, execution_id, receipt_shape, amount_units, units_scale, currency,
+         amount_cents, provider_request_id, price_model_snapshot, receipt_fingerprint, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, 6, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      `stl_${randomUUID()}`,
+      tokenId,
+      normal.receipt_id,
+      executionId,
+      receipt.shape,
+      normal.amount_units,
+      normal.currency,
+      centsCeil(normal.amount_units),
+      normal.provider_request_id,
+      normal.price_model_snapshot,
+      receiptFingerprint,
+      at,
+    );
+    db.prepare("UPDATE authorizations SET status = 'settled', closed_at = ? WHERE token_id = ?").run(at, tokenId);
+    return { replayed: false, row: load(tokenId) };
+  }
+
+  function releaseWithin(tokenId: string, executionId: string, reason: string) {
+    const row = current(tokenId);
+    if (row.status === 'released') return { replayed: true, row };
+    if (row.status === 'settled') throw conflict('authorization_settled');
+    requireClaimedBy(row, executionId);
+    const at = now();
+    db.prepare('INSERT INTO releases (release_id, token_id, execution_id, reason, created_at) VALUES (?, ?, ?, ?, ?)').run(
+      `rel_${randomUUID()}`,
+      tokenId,
+      executionId,
+      reason,
+      at,
+    );
+    db.prepare("UPDATE authorizations SET status = 'released', closed_at = ? WHERE token_id = ?").run(at, tokenId);
+    return { replayed: false, row: load(tokenId) };
+  }
+
+  const immediate = <T>(fn: () => T): T => db.transaction(fn).immediate();
+
+  return {
+    ownerAccountId: () => immediate(ownerAccountId),
+
+    /** An agent asks for a spend authorization; caps are checked and the hold taken atomically. */
+    requestAuthorization(agentId: string, input: { amount_units: bigint; currency: string; purpose?: string | undefined }) {
+      return immediate(() => {
+        const at = now();
+        const committed = (committedUnits.get({ agent_id: agentId, now: at, since: at - ROLLING_WINDOW_MS }) as { units: bigint }).units;
+        const decision = decideRequest(policyFor(agentId), input.amount_units, committed);
+        if (decision.outcome === 'refused') throw unprocessable('policy_refused', decision.reason, ['amount_units']);
+        const tokenId = randomUUID();
+        db.prepare(
+          `INSERT INTO authorizations (token_id, account_id, agent_id, amount_units, units_scale, currency, amount_cents, status, purpose,
+             decided_by, decided_at, created_at, expires_at)
+           VALUES (?, ?, ?, ?, 6, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        ).run(
+          tokenId,
+          ownerAccountId(),
+          agentId,
+          input.amount_units,
+          input.currency,
+          centsCeil(input.amount_units),
+          decision.outcome,
+          input.purpose ?? null,
+          decision.outcome === 'approved' ? 'policy' : null,
+          decision.outcome === 'approved' ? at : null,
+          at,
+          at + options.authorizationTtlMs,
+        );
+        return view(load(tokenId));
+      });
+    },
+
+    /** An approver decides a pending request. Deciding the same way twice is a no-op. */
+    decide(tokenId: string, decision: 'approved' | 'denied', credentialId: string, reason?: string) {
+      return immediate(() => {
+        const row = current(tokenId);
+        if (row.status === decision) return view(row);
+        if (row.status !== 'requested') throw conflict(`authorization_${row.status}`);
+        db.prepare('UPDATE authorizations SET status = ?, decided_by = ?, decision_reason = ?, decided_at = ?, closed_at = ? WHERE token_id = ?').run(
+          decision,
+          credentialId,
+          reason ?? null,
+          now(),
+          decision === 'denied' ? now() : null,
+          tokenId,
+        );
+        return view(load(tokenId));
+      });
+    },
+
+    pendingApprovals() {
+      return immediate(() => {
+        const rows = db.prepare("SELECT token_id FROM authorizations WHERE status = 'requested' ORDER BY created_at").all() as { token_id: string }[];
+        return rows.map(({ token_id: tokenId }) => current(tokenId)).filter((row) => row.status === 'requested').map(view);
+      });
+    },
+
+    show: (tokenId: string) => immediate(() => view(current(tokenId))),
+
+    list(filter: { agent_id?: string | undefined; status?: AuthorizationStatus | undefined; limit: number }) {
+      return immediate(() => {
+        const rows = db
+          .prepare('SELECT token_id FROM authorizations WHERE (@agent_id IS NULL OR agent_id = @agent_id) ORDER BY created_at DESC')
+          .all({ agent_id: filter.agent_id ?? null }) as { token_id: string }[];
+        return rows
+          .map(({ token_id: tokenId }) => current(tokenId))
+          .filter((row) => filter.status === undefined || row.status === filter.status)
+          .slice(0, filter.limit)
+          .map(view);
+      });
+    },
+
+    resolve: (tokenId: string) => immediate(() => resolution(current(tokenId))),
+
+    /** Claims an approved authorization for one execution; the same execution may repeat it. */
+    claim(tokenId: string, executionId: string) {
+      return immediate(() => {
+        const row = current(tokenId);
+        if (row.execution_id === executionId) return { replayed: true, authorization: resolution(row) };
+        if (row.execution_id !== null) throw conflict('claimed_by_another_execution');
+        if (row.status !== 'approved') throw conflict(`authorization_${row.status}`);
+        db.prepare("UPDATE authorizations SET status = 'claimed', execution_id = ?, claimed_at = ? WHERE token_id = ?").run(executionId, now(), tokenId);
+        return { replayed: false, authorization: resolution(load(tokenId)) };
+      });
+    },
+
+    settle(tokenId: string, executionId: string, receipt: Receipt) {
+      return immediate(() => {
+        const { replayed, row } = settleWithin(tokenId, executionId, receipt);
+        return { replayed, authorization: view(row) };
+      });
+    },
+
+    release(tokenId: string, executionId: string, reason: string) {
+      return immediate(() => {
+        const { replayed, row } = releaseWithin(tokenId, executionId, reason);
+        return { replayed, authorization: view(row) };
+      });
+    },
+
+    /** The executor parks a claimed authorization whose billing is ambiguous; the hold stays. */
+    openReconciliation(tokenId: string, executionId: string, reason: string, evidence: Record<string, unknown>) {
+      return immediate(() => {
+        const row = current(tokenId);
+        requireClaimedBy(row, executionId);
+        const open = db.prepare("SELECT record_id FROM reconciliation_records WHERE token_id = ? AND status = 'open'").get(tokenId) as
+          | { record_id: string }
+          | undefined;
+        const recordId = open?.record_id ?? `rec_${randomUUID()}`;
+        if (!open) {
+          db.prepare(
+            "INSERT INTO reconciliation_records (record_id, token_id, execution_id, reason, evidence, status, created_at) VALUES (?, ?, ?, ?, ?, 'open', ?)",
+          ).run(recordId, tokenId, executionId, reason, canonicalJson(evidence), now());
+        }
+        return { replayed: open !== undefined, record: recordView(recordId) };
+      });
+    },
+
+    reconciliationRecords(status: 'open' | 'resolved' | undefined) {
+      const rows = db
+        .prepare('SELECT record_id FROM reconciliation_records WHERE (@status IS NULL OR status = @status) ORDER BY created_at')
+        .all({ status: status ?? null }) as { record_id: string }[];
+      return rows.map((row) => recordView(row.record_id));
+    },
+
+    /** Resolves a record by settling or releasing its authorization, in the same transaction. */
+    resolveReconciliation(recordId: string, credentialId: string, resolution: { kind: 'settle'; receipt: Receipt } | { kind: 'release'; reason: string }) {
+      return immediate(() => {
+        const record = db.prepare('SELECT * FROM reconciliation_records WHERE record_id = ?').get(recordId) as
+          | { token_id: string; execution_id: string; status: string; resolution: string | null }
+          | undefined;
+        if (!record) throw notFound();
+        const wanted = resolution.kind === 'settle' ? 'settled' : 'released';
+        if (record.status === 'resolved') {
+          if (record.resolution === wanted) return { replayed: true, record: recordView(recordId) };
+          throw conflict('record_resolved');
+        }
+        if (resolution.kind === 'settle') settleWithin(record.token_id, record.execution_id, resolution.receipt);
+        else releaseWithin(record.token_id, record.execution_id, 'reconciled_no_charge');
+        db.prepare("UPDATE reconciliation_records SET status = 'resolved', resolution = ?, resolved_by = ?, resolved_at = ? WHERE record_id = ?").run(
+          wanted,
+          credentialId,
+          now(),
+          recordId,
+        );
+        return { replayed: false, record: recordView(recordId) };
+      });
+    },
+  };
+
+  function recordView(recordId: string) {
+    const row = db.prepare('SELECT * FROM reconciliation_records WHERE record_id = ?').get(recordId) as {
+      record_id: string;
+      token_id: string;
+      execution_id: string;
+      reason: string;
+      evidence: string;
+      status: string;
+      resolution: string | null;
+      resolved_at: bigint | null;
+      created_at: bigint;
+    };
+    return {
+      record_id: row.record_id,
+      token_id: row.token_id,
+      execution_id: row.execution_id,
+      reason: row.reason,
+      evidence: JSON.parse(row.evidence) as unknown,
+      status: row.status,
+      resolution: row.resolution,
+      created_at: iso(row.created_at),
+      resolved_at: iso(row.resolved_at),
+    };
+  }
+}
+
+/** Raised for a receipt body that is neither shape; the route turns it into 400 with paths. */
+export class ReceiptShapeError extends ApiError {
+  constructor(fields: readonly string[]) {
+    super(400, 'invalid_request', { reasonCode: 'invalid_receipt', fields });
+  }
+}

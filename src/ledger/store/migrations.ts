@@ -1,0 +1,120 @@
+import type { Migration } from '../../storage/open-database.js';
+
+/*
+ * The ledger's schema history. Times are integer milliseconds since the epoch; amounts are
+ * integer micro-units (`*_units`, `units_scale` 6) with whole-cent projections rounded up.
+ * Triggers make settle XOR release a property of the store itself, not only of the code.
+ */
+export const LEDGER_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial',
+    up: `
+      CREATE TABLE owner (
+        account_id TEXT PRIMARY KEY,
+        created_at INTEGER NOT NULL
+      );
+
+      CREATE TABLE agents (
+        agent_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        status TEXT NOT NULL CHECK (status IN ('active', 'disabled')),
+        created_at INTEGER NOT NULL
+      );
+
+      CREATE TABLE policies (
+        agent_id TEXT PRIMARY KEY REFERENCES agents (agent_id),
+        per_authorization_cap_units INTEGER NOT NULL CHECK (per_authorization_cap_units > 0),
+        daily_cap_units INTEGER NOT NULL CHECK (daily_cap_units >= per_authorization_cap_units),
+        approval_threshold_units INTEGER NOT NULL CHECK (approval_threshold_units >= 0),
+        units_scale INTEGER NOT NULL CHECK (units_scale = 6),
+        currency TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+
+      CREATE TABLE credentials (
+        credential_id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('admin', 'agent', 'approver', 'executor', 'reconciliation')),
+        agent_id TEXT REFERENCES agents (agent_id),
+        lookup TEXT NOT NULL UNIQUE,
+        digest BLOB NOT NULL,
+        created_at INTEGER NOT NULL,
+        CHECK ((kind = 'agent') = (agent_id IS NOT NULL))
+      );
+
+      CREATE TABLE authorizations (
+        token_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES owner (account_id),
+        agent_id TEXT NOT NULL REFERENCES agents (agent_id),
+        amount_units INTEGER NOT NULL CHECK (amount_units > 0),
+        units_scale INTEGER NOT NULL CHECK (units_scale = 6),
+        currency TEXT NOT NULL,
+        amount_cents INTEGER NOT NULL CHECK (amount_cents * 10000 >= amount_units),
+        status TEXT NOT NULL CHECK (status IN ('requested', 'approved', 'denied', 'claimed', 'settled', 'released', 'expired')),
+        purpose TEXT,
+        decided_by TEXT,
+        decision_reason TEXT,
+        execution_id TEXT,
+        created_at INTEGER NOT NULL,
+        decided_at INTEGER,
+        claimed_at INTEGER,
+        closed_at INTEGER,
+        expires_at INTEGER NOT NULL,
+        CHECK ((status IN ('claimed', 'settled', 'released')) <= (execution_id IS NOT NULL))
+      );
+      CREATE INDEX authorizations_by_agent ON authorizations (agent_id, created_at);
+      CREATE INDEX authorizations_by_status ON authorizations (status, created_at);
+
+      CREATE TABLE settlements (
+        settlement_id TEXT PRIMARY KEY,
+        token_id TEXT NOT NULL UNIQUE REFERENCES authorizations (token_id),
+        receipt_id TEXT NOT NULL UNIQUE,
+        execution_id TEXT NOT NULL,
+        receipt_shape TEXT NOT NULL CHECK (receipt_shape IN ('precise', 'legacy_cents')),
+        amount_units INTEGER NOT NULL CHECK (amount_units > 0),
+        units_scale INTEGER NOT NULL CHECK (units_scale = 6),
+        currency TEXT NOT NULL,
+        amount_cents INTEGER NOT NULL CHECK (amount_cents * 10000 >= amount_units),
+        provider_request_id TEXT,
+        price_model_snapshot TEXT NOT NULL,
+        receipt_fingerprint TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+
+      CREATE TABLE releases (
+        release_id TEXT PRIMARY KEY,
+        token_id TEXT NOT NULL UNIQUE REFERENCES authorizations (token_id),
+        execution_id TEXT,
+        reason TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+
+      CREATE TRIGGER settle_never_after_release BEFORE INSERT ON settlements
+        WHEN EXISTS (SELECT 1 FROM releases WHERE token_id = NEW.token_id)
+        BEGIN SELECT RAISE(ABORT, 'authorization already released'); END;
+      CREATE TRIGGER release_never_after_settle BEFORE INSERT ON releases
+        WHEN EXISTS (SELECT 1 FROM settlements WHERE token_id = NEW.token_id)
+        BEGIN SELECT RAISE(ABORT, 'authorization already settled'); END;
+      CREATE TRIGGER settlements_are_final BEFORE UPDATE ON settlements
+        BEGIN SELECT RAISE(ABORT, 'settlements are immutable'); END;
+      CREATE TRIGGER settlements_are_kept BEFORE DELETE ON settlements
+        BEGIN SELECT RAISE(ABORT, 'settlements are never deleted'); END;
+
+      CREATE TABLE reconciliation_records (
+        record_id TEXT PRIMARY KEY,
+        token_id TEXT NOT NULL REFERENCES authorizations (token_id),
+        execution_id TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        evidence TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('open', 'resolved')),
+        resolution TEXT CHECK (resolution IN ('settled', 'released')),
+        resolved_by TEXT,
+        resolved_at INTEGER,
+        created_at INTEGER NOT NULL,
+        CHECK ((status = 'resolved') = (resolution IS NOT NULL))
+      );
+      CREATE UNIQUE INDEX one_open_record_per_authorization ON reconciliation_records (token_id) WHERE status = 'open';
+    `,
+  },
+];

@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import Database from 'better-sqlite3';
+import { pino } from 'pino';
+import { PassThrough } from 'node:stream';
+import { readBuildInfo } from '../../src/build-info.js';
+import { capabilityDigest, generateCapability, type CredentialKind } from '../../src/credentials/capability.js';
+import { ensureAdminCapability } from '../../src/ledger/admin-capability.js';
+import { buildLedgerApp } from '../../src/ledger/http/ledger-app.js';
+import { createLedgerAdmin } from '../../src/ledger/ledger-admin.js';
+import type { LedgerContractLevel } from '../../src/ledger/ledger-config.js';
+import { createLedgerService } from '../../src/ledger/ledger-service.js';
+import { LEDGER_MIGRATIONS } from '../../src/ledger/store/migrations.js';
+import { openDatabase } from '../../src/storage/open-database.js';
+import { readPrivateFile } from '../../src/credentials/private-file.js';
+import { makeTempDir, removeDir } from './cli.js';
+
+export const DEFAULT_POLICY = {
+  per_authorization_cap_units: 5_000_000n,
+  daily_cap_units: 20_000_000n,
+  approval_threshold_units: 1_000_000n,
+};
+
+export interface TestLedger {
+  readonly url: string;
+  readonly dir: string;
+  readonly databasePath: string;
+  readonly adminToken: string;
+  /** Every log line the ledger wrote, parsed. */
+  readonly logs: () => Record<string, unknown>[];
+  /** Moves the ledger's clock forward. */
+  advance(ms: number): void;
+  /** A read-only look at the ledger's own database file. */
+  query<T>(sql: string, ...params: unknown[]): T[];
+  close(): Promise<void>;
+}
+
+export interface TestLedgerOptions {
+  readonly contractLevel?: LedgerContractLevel;
+  readonly ttlMs?: number;
+  readonly dir?: string;
+}
+
+/**
+ * A real ledger app on a real SQLite file, listening on a real loopback port, in this process
+ * (so its clock can be moved). Process-level behaviour is tested separately by spawning
+ * `lexec ledger serve`.
+ */
+export async function startTestLedger(options: TestLedgerOptions = {}): Promise<TestLedger> {
+  const dir = options.dir ?? (await makeTempDir('lexec-ledger-'));
+  const databasePath = join(dir, 'ledger.db');
+  const db = openDatabase(databasePath, LEDGER_MIGRATIONS);
+  let offset = 0;
+  const now = () => Date.now() + offset;
+  const admin = createLedgerAdmin({ db, now, defaultPolicy: DEFAULT_POLICY });
+  const service = createLedgerService({
+    db,
+    now,
+    contractLevel: options.contractLevel ?? 'v4.5',
+    authorizationTtlMs: options.ttlMs ?? 3_600_000,
+    defaultPolicy: DEFAULT_POLICY,
+  });
+  const adminPath = join(dir, 'credentials', 'admin.capability');
+  await ensureAdminCapability(adminPath, admin);
+  service.ownerAccountId();
+  const lines: string[] = [];
+  const sink = new PassThrough();
+  sink.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
+  const app = buildLedgerApp({ service, admin, buildInfo: readBuildInfo(), contractLevel: options.contractLevel ?? 'v4.5', logger: pino(sink) });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  const reader = new Database(databasePath, { readonly: true });
+  reader.defaultSafeIntegers(true);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    dir,
+    databasePath,
+    adminToken: await readPrivateFile(adminPath, 'admin capability'),
+    logs: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
+    advance(ms) {
+      offset += ms;
+    },
+    query: <T>(sql: string, ...params: unknown[]) => reader.prepare(sql).all(...params) as T[],
+    async close() {
+      await app.close();
+      reader.close();
+      db.close();
+      if (options.dir === undefined) await removeDir(dir);
+    },
+  };
+}
+
+export interface CallResult<T = Record<string, unknown>> {
+  readonly status: number;
+  readonly body: T;
+}
+
+/** One HTTP call with an optional capability; JSON in, JSON out. */
+export async function call<T = Record<string, unknown>>(
+  url: string,
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown; rawBody?: string; contentType?: string } = {},
+): Promise<CallResult<T>> {
+  const headers: Record<string, string> = {};
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+  const payload = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
+  if (payload !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
+  const response = await fetch(`${url}${path}`, { method, headers, body: payload });
+  const text = await response.text();
+  return { status: response.status, body: (text === '' ? {} : JSON.parse(text)) as T };
+}
+
+/** Registers a new capability of `kind` (as a client does: generate, keep, send the digest). */
+export async function mintCredential(ledger: TestLedger, kind: Exclude<CredentialKind, 'admin' | 'caller'>, agentId?: string): Promise<string> {
+  const token = generateCapability(kind);
+  const result = await call(ledger.url, 'PUT', `/credentials/cred_${randomUUID()}`, {
+    token: ledger.adminToken,
+    body: { kind, agent_id: agentId, digest_sha256: capabilityDigest(token).toString('hex') },
+  });
+  if (result.status !== 201) throw new Error(`could not register a ${kind} credential: ${JSON.stringify(result)}`);
+  return token;
+}
+
+export interface Actors {
+  readonly agentId: string;
+  readonly agent: string;
+  readonly approver: string;
+  readonly executor: string;
+  readonly reconciliation: string;
+}
+
+/** An agent with its credential, plus approver, executor and reconciliation credentials. */
+export async function setUpActors(ledger: TestLedger, name = 'bot'): Promise<Actors> {
+  const created = await call<{ agent: { agent_id: string } }>(ledger.url, 'POST', '/agents', { token: ledger.adminToken, body: { name } });
+  if (created.status !== 201) throw new Error(`could not add agent: ${JSON.stringify(created)}`);
+  const agentId = created.body.agent.agent_id;
+  return {
+    agentId,
+    agent: await mintCredential(ledger, 'agent', agentId),
+    approver: await mintCredential(ledger, 'approver'),
+    executor: await mintCredential(ledger, 'executor'),
+    reconciliation: await mintCredential(ledger, 'reconciliation'),
+  };
+}
+
+/** A complete precise receipt for `amountUnits`. */
+export function preciseReceipt(amountUnits: bigint | string, receiptId = `rcpt_${randomUUID()}`) {
+  return {
+    receipt_id: receiptId,
+    amount_units: String(amountUnits),
+    units_scale: 6,
+    currency: 'USD',
+    provider_request_id: `req_${randomUUID()}`,
+    price_model_snapshot: {
+      snapshot_version: 1,
+      target_id: 'lexec:target:v1:flux-schnell',
+      provider: 'fal',
+      model: 'fal-ai/flux/schnell',
+      image_size: 'square_hd',
+      image_count: 1,
+      currency: 'USD',
+      unit: 'image',
+      pricing_version: '2026-11-01',
+      unit_price: { numerator: '3', denominator: '1000' },
+      rounding: 'ceil_micro_units',
+    },
+  };
+}
+
+/** A legacy (v4.3) whole-cent receipt. */
+export function legacyReceipt(amountCents: number, receiptId = `rcpt_${randomUUID()}`) {
+  return {
+    receipt_id: receiptId,
+    amount_cents: amountCents,
+    currency: 'USD',
+    price_model_snapshot: { provider: 'fal', model: 'fal-ai/flux/schnell', estimated_price_cents: amountCents },
+  };
+}
