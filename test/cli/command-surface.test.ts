@@ -42,6 +42,12 @@ describe('command surface', () => {
         { name: 'config', type: 'option', required: true, options: undefined, default: undefined },
         global[1],
       ],
+      'ledger:serve': [
+        global[0],
+        { name: 'config', type: 'option', required: false, options: undefined, default: undefined },
+        global[1],
+        { name: 'version', type: 'boolean', required: false, options: undefined, default: undefined },
+      ],
       version: global,
     });
   });
