@@ -113,7 +113,7 @@ export async function call<T = Record<string, unknown>>(
 }
 
 /** Registers a new capability of `kind` (as a client does: generate, keep, send the digest). */
-export async function mintCredential(ledger: TestLedger, kind: Exclude<CredentialKind, 'admin' | 'caller'>, agentId?: string): Promise<string> {
+export async function mintCredential(ledger: Pick<TestLedger, 'url' | 'adminToken'>, kind: Exclude<CredentialKind, 'admin' | 'caller'>, agentId?: string): Promise<string> {
   const token = generateCapability(kind);
   const result = await call(ledger.url, 'PUT', `/credentials/cred_${randomUUID()}`, {
     token: ledger.adminToken,
