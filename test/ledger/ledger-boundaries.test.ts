@@ -87,7 +87,7 @@ describe('bad input is refused with field paths, never echoed, and writes nothin
     ['a decimal string amount', { amount_units: '1.5', units_scale: 6, currency: 'USD' }, ['amount_units']],
     ['a negative amount', { amount_units: '-100', units_scale: 6, currency: 'USD' }, ['amount_units']],
     ['a zero amount', { amount_units: '0', units_scale: 6, currency: 'USD' }, ['amount_units']],
-    ['an unsafe JSON integer', { amount_units: 9007199254740993, units_scale: 6, currency: 'USD' }, ['amount_units']],
+    ['an unsafe JSON integer', { amount_units: Number.MAX_SAFE_INTEGER + 1, units_scale: 6, currency: 'USD' }, ['amount_units']],
     ['an unknown currency', { amount_units: '100', units_scale: 6, currency: 'EUR' }, ['currency']],
     ['a wrong scale', { amount_units: '100', units_scale: 2, currency: 'USD' }, ['units_scale']],
     ['a missing amount', { units_scale: 6, currency: 'USD' }, ['amount_units']],
