@@ -377,7 +377,11 @@ export function createLedgerService(options: LedgerServiceOptions) {
     },
 
     /** Resolves a record by settling or releasing its authorization, in the same transaction. */
-    resolveReconciliation(recordId: string, credentialId: string, resolution: { kind: 'settle'; receipt: Receipt } | { kind: 'release'; reason: string }) {
+    resolveReconciliation(
+      recordId: string,
+      credentialId: string,
+      resolution: { kind: 'settle'; receipt: Receipt } | { kind: 'release'; reason: string },
+    ) {
       return immediate(() => {
         const record = db.prepare('SELECT * FROM reconciliation_records WHERE record_id = ?').get(recordId) as
           | { token_id: string; execution_id: string; status: string; resolution: string | null }
@@ -390,12 +394,9 @@ export function createLedgerService(options: LedgerServiceOptions) {
         }
         if (resolution.kind === 'settle') settleWithin(record.token_id, record.execution_id, resolution.receipt);
         else releaseWithin(record.token_id, record.execution_id, 'reconciled_no_charge');
-        db.prepare("UPDATE reconciliation_records SET status = 'resolved', resolution = ?, resolved_by = ?, resolved_at = ? WHERE record_id = ?").run(
-          wanted,
-          credentialId,
-          now(),
-          recordId,
-        );
+        db.prepare(
+          "UPDATE reconciliation_records SET status = 'resolved', resolution = ?, resolved_by = ?, resolution_note = ?, resolved_at = ? WHERE record_id = ?",
+        ).run(wanted, credentialId, resolution.kind === 'release' ? resolution.reason : null, now(), recordId);
         return { replayed: false, record: recordView(recordId) };
       });
     },
@@ -410,6 +411,8 @@ export function createLedgerService(options: LedgerServiceOptions) {
       evidence: string;
       status: string;
       resolution: string | null;
+      resolved_by: string | null;
+      resolution_note: string | null;
       resolved_at: bigint | null;
       created_at: bigint;
     };
@@ -421,6 +424,8 @@ export function createLedgerService(options: LedgerServiceOptions) {
       evidence: JSON.parse(row.evidence) as unknown,
       status: row.status,
       resolution: row.resolution,
+      resolved_by: row.resolved_by,
+      resolution_note: row.resolution_note,
       created_at: iso(row.created_at),
       resolved_at: iso(row.resolved_at),
     };

@@ -338,7 +338,8 @@ describe('reconciliation', () => {
       token: actors.reconciliation,
       body: { resolution: 'release', reason: 'provider confirms no charge' },
     });
-    expect(resolved.body).toMatchObject({ record: { resolution: 'released' } });
+    expect(resolved.body).toMatchObject({ record: { resolution: 'released', resolution_note: 'provider confirms no charge' } });
+    expect((resolved.body as { record: { resolved_by: string } }).record.resolved_by).toMatch(/^cred_/);
     expect(ledger.query('SELECT status FROM authorizations WHERE token_id = ?', tokenId)).toEqual([{ status: 'released' }]);
   });
 });

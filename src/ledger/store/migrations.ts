@@ -110,6 +110,7 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
         status TEXT NOT NULL CHECK (status IN ('open', 'resolved')),
         resolution TEXT CHECK (resolution IN ('settled', 'released')),
         resolved_by TEXT,
+        resolution_note TEXT,
         resolved_at INTEGER,
         created_at INTEGER NOT NULL,
         CHECK ((status = 'resolved') = (resolution IS NOT NULL))
