@@ -1,0 +1,637 @@
+// Benchmark: full authorization cycles per second against a real `lexec ledger serve` on loopback.
+// Prints figures; asserts nothing about timings and exits 0 whatever they are (a non-zero exit
+// means the benchmark itself could not run: the ledger did not start, or a step answered with an
+// unexpected status, or an authorization did not end up settled).
+//
+//   node bench/ledger-cycles/run.mjs [--cycles N] [--warmup N] [--concurrency 1,8]
+//                                    [--client http|fetch] [--dir PATH]   (from the repository root)
+//
+// The ledger is a child process, `node bin/run.js ledger serve --config <tmp>/ledger.json`, in a
+// fresh temporary directory under --dir (default the OS temp dir): port 0 on 127.0.0.1, its own
+// SQLite database in WAL mode with synchronous=FULL, so every committed write is fsynced. It is
+// stopped with SIGTERM at the end, also when the benchmark fails or is interrupted, and the
+// directory is removed.
+//
+// Set-up (not timed): one agent whose policy has an approval threshold of 0 (every request waits
+// for a human) and caps far above anything the run can spend; an agent, an approver and an
+// executor capability, generated here and registered by their SHA-256 digest.
+//
+// One cycle, each step an HTTP request checked for its expected status and state:
+//   request   agent     POST /authorizations                              201, requested
+//   approve   approver  POST /authorizations/{id}/approve                 200, approved
+//   resolve   executor  GET  /executor/authorizations/{id}                200, approved
+//   claim     executor  POST /executor/authorizations/{id}/claim          200, claimed
+//   settle    executor  POST /executor/authorizations/{id}/settle         200, settled (precise receipt)
+// Any other answer aborts the benchmark with the step, the status and the body.
+//
+// The client is node:http with a keep-alive Agent by default; `--client fetch` uses Node's global
+// fetch (undici, also keep-alive), which costs the client about twice the CPU per request, and the
+// client shares the machine's cores with the ledger.
+//
+// For each concurrency level (default 1, then 8 independent cycle loops sharing one agent), W
+// warm-up cycles (default 50) and then N measured cycles (default 500) run at that concurrency.
+// Reported per level: cycles per second (N / wall time of the measured cycles), p50/p99 latency
+// of each step and of the whole cycle, and the CPU time the ledger process (from /proc) and the
+// client used per cycle. At the end every cycle's authorization (warm-up included) is read back
+// by id with the admin capability and must be `settled` with its receipt, and no authorization may
+// be left requested, approved or claimed. A last context figure, taken after the ledger stopped,
+// times 4 KiB writes + fdatasync in the same directory: what one durable commit pays at least.
+import { Buffer } from 'node:buffer';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, fdatasyncSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { clearTimeout, setTimeout } from 'node:timers';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const benchDir = dirname(fileURLToPath(import.meta.url));
+const root = dirname(dirname(benchDir));
+const STEPS = ['request', 'approve', 'resolve', 'claim', 'settle'];
+const HOLD_UNITS = '3000';
+const START_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 10_000;
+const FSYNC_PROBE_WRITES = 200;
+
+/** A failure of the benchmark itself; reported after the ledger is stopped. */
+class BenchError extends Error {}
+
+const fail = (message) => {
+  throw new BenchError(message);
+};
+
+function parseCount(name, value, minimum) {
+  if (value === undefined || !/^\d+$/.test(value) || Number(value) < minimum) {
+    fail(`${name} needs a whole number >= ${minimum} (got ${value === undefined ? 'nothing' : JSON.stringify(value)}).`);
+  }
+  return Number(value);
+}
+
+const USAGE =
+  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--dir PATH (default the OS temp dir)]';
+
+function parseArgs(argv) {
+  const options = { cycles: 500, warmup: 50, client: 'http', dir: tmpdir(), concurrency: [1, 8] };
+  for (let index = 0; index < argv.length; index += 1) {
+    const arg = argv[index];
+    const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    if (name === '--cycles' || name === '--warmup') {
+      options[name.slice(2)] = parseCount(name, inline ?? argv[++index], name === '--cycles' ? 1 : 0);
+    } else if (name === '--client') {
+      const value = inline ?? argv[++index];
+      if (value !== 'fetch' && value !== 'http') fail(`--client needs "fetch" or "http" (got ${JSON.stringify(value ?? null)}).`);
+      options.client = value;
+    } else if (name === '--concurrency') {
+      const value = inline ?? argv[++index];
+      const levels = (value ?? '').split(',');
+      if (levels.some((level) => !/^[1-9]\d*$/.test(level) || Number(level) > 64)) fail(`--concurrency needs a comma-separated list of whole numbers 1-64 (got ${JSON.stringify(value ?? null)}).`);
+      options.concurrency = levels.map(Number);
+    } else if (name === '--dir') {
+      const value = inline ?? argv[++index];
+      if (value === undefined || value === '') fail('--dir needs a directory.');
+      options.dir = resolve(value);
+    } else if (name === '--help' || name === '-h') {
+      process.stdout.write(`${USAGE}\n`);
+      process.exit(0);
+    } else {
+      fail(`unknown argument ${JSON.stringify(arg)}; ${USAGE}`);
+    }
+  }
+  return options;
+}
+
+// --- the ledger child process ------------------------------------------------------------------
+
+const ledger = { child: null, exited: null, stderr: '', exit: null };
+const STDERR_TAIL_CHARS = 2000;
+
+const stderrTail = () => {
+  const text = ledger.stderr.trim();
+  return text === '' ? '' : `\nledger stderr (last lines):\n${text.length > STDERR_TAIL_CHARS ? text.slice(text.indexOf('\n', text.length - STDERR_TAIL_CHARS) + 1) : text}`;
+};
+
+/** Spawns `lexec ledger serve` and resolves with its port once it logs `ledger_started`. */
+function startLedger(configPath) {
+  const env = {};
+  for (const name of ['PATH', 'HOME']) if (process.env[name] !== undefined) env[name] = process.env[name];
+  const child = spawn(process.execPath, ['bin/run.js', 'ledger', 'serve', '--config', configPath], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  ledger.child = child;
+  ledger.exited = new Promise((done) => {
+    child.once('exit', (code, signal) => {
+      ledger.exit = { code, signal };
+      done(ledger.exit);
+    });
+  });
+  return new Promise((started, refused) => {
+    let port = null;
+    let scanned = 0;
+    const timer = setTimeout(() => refused(new BenchError(`the ledger did not log ledger_started within ${START_TIMEOUT_MS / 1000} s.${stderrTail()}`)), START_TIMEOUT_MS);
+    child.stderr.setEncoding('utf8');
+    // The ledger logs one JSON line per request on stderr. It is read to the end so the pipe never
+    // fills; only the tail is kept (for error messages), and lines are parsed only until it starts.
+    child.stderr.on('data', (chunk) => {
+      ledger.stderr += chunk;
+      if (port === null) {
+        let newline;
+        while ((newline = ledger.stderr.indexOf('\n', scanned)) !== -1) {
+          const line = ledger.stderr.slice(scanned, newline);
+          scanned = newline + 1;
+          try {
+            const doc = JSON.parse(line);
+            if (doc.event === 'ledger_started' && Number.isInteger(doc.port)) {
+              port = doc.port;
+              clearTimeout(timer);
+              started(port);
+              break;
+            }
+          } catch {
+            // Not a JSON line (e.g. a crash trace): kept in the tail for the error message.
+          }
+        }
+      }
+      if (port !== null && ledger.stderr.length > 2 * STDERR_TAIL_CHARS) ledger.stderr = ledger.stderr.slice(-STDERR_TAIL_CHARS);
+    });
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      refused(new BenchError(`could not spawn the ledger: ${error.message}`));
+    });
+    void ledger.exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      if (port === null) refused(new BenchError(`the ledger exited before it started (${signal ?? `exit ${code}`}).${stderrTail()}`));
+    });
+  });
+}
+
+/** Stops the ledger with SIGTERM (SIGKILL if it has not exited after 10 s); returns how it ended. */
+async function stopLedger() {
+  const child = ledger.child;
+  if (child === null) return null;
+  if (ledger.exit === null) child.kill('SIGTERM');
+  let timer;
+  const outcome = await Promise.race([ledger.exited, new Promise((done) => (timer = setTimeout(() => done(null), STOP_TIMEOUT_MS)))]);
+  clearTimeout(timer);
+  if (outcome === null) {
+    child.kill('SIGKILL');
+    await ledger.exited;
+    return { ...ledger.exit, forced: true };
+  }
+  return { ...outcome, forced: false };
+}
+
+// Last resort (uncaught error, process.exit elsewhere): never leave the ledger running.
+process.on('exit', () => {
+  if (ledger.child !== null && ledger.exit === null) ledger.child.kill('SIGTERM');
+});
+
+// --- HTTP client --------------------------------------------------------------------------------
+
+function makeClient(kind, port) {
+  const origin = `http://127.0.0.1:${port}`;
+  const parse = (method, path, status, text) => {
+    try {
+      return { status, body: text === '' ? {} : JSON.parse(text) };
+    } catch {
+      throw new BenchError(`${method} ${path} answered ${status} with a body that is not JSON: ${JSON.stringify(text.slice(0, 200))}`);
+    }
+  };
+  if (kind === 'fetch') {
+    return {
+      description: "Node's global fetch (undici, keep-alive)",
+      async call(method, path, token, body) {
+        const headers = { authorization: `Bearer ${token}` };
+        if (body !== undefined) headers['content-type'] = 'application/json';
+        const response = await globalThis.fetch(`${origin}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+        return parse(method, path, response.status, await response.text());
+      },
+      close() {},
+    };
+  }
+  const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+  return {
+    description: 'node:http with a keep-alive Agent',
+    call(method, path, token, body) {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const headers = { authorization: `Bearer ${token}` };
+      if (payload !== undefined) {
+        headers['content-type'] = 'application/json';
+        headers['content-length'] = Buffer.byteLength(payload);
+      }
+      return new Promise((done, failed) => {
+        const req = httpRequest({ host: '127.0.0.1', port, method, path, headers, agent }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk) => (text += chunk));
+          res.on('end', () => {
+            try {
+              done(parse(method, path, res.statusCode, text));
+            } catch (error) {
+              failed(error);
+            }
+          });
+          res.on('error', failed);
+        });
+        req.on('error', failed);
+        req.end(payload);
+      });
+    },
+    close() {
+      agent.destroy();
+    },
+  };
+}
+
+/** One call that must answer `expected`; anything else aborts the benchmark with the answer. */
+async function expect(client, step, expected, method, path, token, body) {
+  let answer;
+  try {
+    answer = await client.call(method, path, token, body);
+  } catch (error) {
+    if (error instanceof BenchError) throw error;
+    const gone = ledger.exit === null ? '' : ` (the ledger exited: ${ledger.exit.signal ?? `exit ${ledger.exit.code}`})`;
+    throw new BenchError(`${step}: ${method} ${path} failed: ${error.message}${gone}${stderrTail()}`);
+  }
+  if (answer.status !== expected) {
+    throw new BenchError(`${step}: ${method} ${path} answered ${answer.status}, expected ${expected}: ${JSON.stringify(answer.body).slice(0, 500)}`);
+  }
+  return answer.body;
+}
+
+function expectState(step, actual, wanted, body) {
+  if (actual !== wanted) fail(`${step}: the authorization is ${JSON.stringify(actual)}, expected ${JSON.stringify(wanted)}: ${JSON.stringify(body).slice(0, 500)}`);
+}
+
+// --- set-up -------------------------------------------------------------------------------------
+
+const BIG_CAP = '1000000000000000000';
+
+async function registerCredential(client, adminToken, generateCapability, capabilityDigest, kind, agentId) {
+  const token = generateCapability(kind);
+  await expect(client, `register ${kind} credential`, 201, 'PUT', `/credentials/cred_${randomUUID()}`, adminToken, {
+    kind,
+    agent_id: agentId,
+    digest_sha256: capabilityDigest(token).toString('hex'),
+  });
+  return token;
+}
+
+async function setUp(client, adminToken, capability) {
+  const created = await expect(client, 'add agent', 201, 'POST', '/agents', adminToken, { name: 'bench-ledger-cycles' });
+  const agentId = created.agent.agent_id;
+  const policy = await expect(client, 'set policy', 200, 'PUT', `/agents/${agentId}/policy`, adminToken, {
+    per_authorization_cap_units: BIG_CAP,
+    daily_cap_units: BIG_CAP,
+    approval_threshold_units: '0',
+    units_scale: 6,
+    currency: 'USD',
+  });
+  if (policy.policy.approval_threshold_units !== '0') fail(`set policy: the ledger kept an approval threshold of ${policy.policy.approval_threshold_units}.`);
+  const register = (kind, id) => registerCredential(client, adminToken, capability.generateCapability, capability.capabilityDigest, kind, id);
+  return { agentId, agent: await register('agent', agentId), approver: await register('approver'), executor: await register('executor') };
+}
+
+// --- one cycle ----------------------------------------------------------------------------------
+
+/** A complete precise receipt: one flux-schnell image at 3/1000 USD = 3000 micro-units. */
+function receipt() {
+  return {
+    receipt_id: `rcpt_${randomUUID()}`,
+    amount_units: HOLD_UNITS,
+    units_scale: 6,
+    currency: 'USD',
+    provider_request_id: `req_${randomUUID()}`,
+    price_model_snapshot: {
+      snapshot_version: 1,
+      target_id: 'lexec:target:v1:flux-schnell',
+      provider: 'fal',
+      model: 'fal-ai/flux/schnell',
+      image_size: 'square_hd',
+      image_count: 1,
+      currency: 'USD',
+      unit: 'image',
+      pricing_version: '2026-11-01',
+      unit_price: { numerator: '3', denominator: '1000' },
+      rounding: 'ceil_micro_units',
+    },
+  };
+}
+
+async function cycle(client, actors) {
+  const times = {};
+  const begin = performance.now();
+  let mark = begin;
+  const lap = (step) => {
+    const now = performance.now();
+    times[step] = now - mark;
+    mark = now;
+  };
+
+  const requested = await expect(client, 'request', 201, 'POST', '/authorizations', actors.agent, {
+    amount_units: HOLD_UNITS,
+    units_scale: 6,
+    currency: 'USD',
+    purpose: 'bench-ledger-cycles',
+  });
+  lap('request');
+  const id = requested.authorization?.token_id;
+  expectState('request', requested.authorization?.status, 'requested', requested);
+
+  const approved = await expect(client, 'approve', 200, 'POST', `/authorizations/${id}/approve`, actors.approver, {});
+  lap('approve');
+  expectState('approve', approved.authorization?.status, 'approved', approved);
+
+  const resolved = await expect(client, 'resolve', 200, 'GET', `/executor/authorizations/${id}`, actors.executor);
+  lap('resolve');
+  expectState('resolve', resolved.authorization?.status, 'approved', resolved);
+
+  const executionId = `exe_${randomUUID()}`;
+  const claimed = await expect(client, 'claim', 200, 'POST', `/executor/authorizations/${id}/claim`, actors.executor, { execution_id: executionId });
+  lap('claim');
+  if (claimed.replayed !== false) fail(`claim: expected a first claim, got replayed=${JSON.stringify(claimed.replayed)}.`);
+  expectState('claim', claimed.authorization?.status, 'claimed', claimed);
+
+  const settled = await expect(client, 'settle', 200, 'POST', `/executor/authorizations/${id}/settle`, actors.executor, {
+    execution_id: executionId,
+    receipt: receipt(),
+  });
+  lap('settle');
+  if (settled.replayed !== false) fail(`settle: expected a first settlement, got replayed=${JSON.stringify(settled.replayed)}.`);
+  expectState('settle', settled.authorization?.status, 'settled', settled);
+
+  times.cycle = mark - begin;
+  return { id, times };
+}
+
+/**
+ * CPU time (user + system) the ledger process has used so far, in ms, from /proc (Linux; clock
+ * ticks of 10 ms); null where /proc is not available. Time blocked in fsync is not CPU time.
+ */
+function ledgerCpuMs() {
+  try {
+    const stat = readFileSync(`/proc/${ledger.child.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+const clientCpuMs = () => {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+};
+
+/** Runs `count` cycles on `concurrency` independent loops; returns wall ms, CPU ms and every cycle's times. */
+async function runCycles(client, actors, concurrency, count, ids) {
+  const samples = [];
+  let next = 0;
+  const loop = async () => {
+    while (next < count) {
+      next += 1;
+      const { id, times } = await cycle(client, actors);
+      ids.push(id);
+      samples.push(times);
+    }
+  };
+  const serverBefore = ledgerCpuMs();
+  const clientBefore = clientCpuMs();
+  const start = performance.now();
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, loop));
+  const wallMs = performance.now() - start;
+  const serverAfter = ledgerCpuMs();
+  const serverCpuMs = serverBefore === null || serverAfter === null ? null : serverAfter - serverBefore;
+  return { wallMs, serverCpuMs, clientCpuMs: clientCpuMs() - clientBefore, samples };
+}
+
+// --- verification -------------------------------------------------------------------------------
+
+async function verify(client, adminToken, agentId, ids) {
+  let settled = 0;
+  let next = 0;
+  const loop = async () => {
+    while (next < ids.length) {
+      const id = ids[next++];
+      const body = await expect(client, 'verify', 200, 'GET', `/authorizations/${id}`, adminToken);
+      const authorization = body.authorization;
+      if (authorization?.status !== 'settled' || authorization.settlement?.amount_units !== HOLD_UNITS) {
+        fail(`verify: authorization ${id} is ${JSON.stringify(authorization?.status)} with settlement ${JSON.stringify(authorization?.settlement ?? null)}; expected settled for ${HOLD_UNITS} units.`);
+      }
+      settled += 1;
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, loop));
+  const leftOpen = {};
+  for (const status of ['requested', 'approved', 'claimed']) {
+    const body = await expect(client, 'verify', 200, 'GET', `/authorizations?agent_id=${agentId}&status=${status}&limit=500`, adminToken);
+    leftOpen[status] = body.authorizations.length;
+  }
+  const stray = Object.entries(leftOpen).filter(([, count]) => count > 0);
+  if (stray.length > 0) fail(`verify: authorizations left open: ${stray.map(([status, count]) => `${count} ${status}`).join(', ')}.`);
+  // The list route pages at 500; it is a cross-check of the per-id reads, not the count itself.
+  const listed = await expect(client, 'verify', 200, 'GET', `/authorizations?agent_id=${agentId}&status=settled&limit=500`, adminToken);
+  if (listed.authorizations.length !== Math.min(500, ids.length)) fail(`verify: the settled list has ${listed.authorizations.length} entries, expected ${Math.min(500, ids.length)}.`);
+  return { settled, total: ids.length };
+}
+
+// --- figures ------------------------------------------------------------------------------------
+
+/** Nearest-rank percentile. */
+function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+const round2 = (value) => Math.round(value * 100) / 100;
+
+function summarise(concurrency, run) {
+  const latency = {};
+  for (const step of [...STEPS, 'cycle']) {
+    const sorted = run.samples.map((times) => times[step]).sort((a, b) => a - b);
+    latency[step] = { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+  }
+  const cycles = run.samples.length;
+  return {
+    concurrency,
+    cycles,
+    wallMs: run.wallMs,
+    cyclesPerSecond: cycles / (run.wallMs / 1000),
+    serverCpuPerCycle: run.serverCpuMs === null ? null : run.serverCpuMs / cycles,
+    serverBusy: run.serverCpuMs === null ? null : run.serverCpuMs / run.wallMs,
+    clientCpuPerCycle: run.clientCpuMs / cycles,
+    latency,
+  };
+}
+
+/** Times 4 KiB writes, each followed by fdatasync, cycling over a preallocated 1 MiB file in `dir`. */
+function fsyncProbe(dir) {
+  const path = join(dir, 'fsync-probe.bin');
+  const fd = openSync(path, 'w');
+  try {
+    const block = Buffer.alloc(4096, 7);
+    for (let offset = 0; offset < 1024 * 1024; offset += block.length) writeSync(fd, block, 0, block.length, offset);
+    fdatasyncSync(fd);
+    const samples = [];
+    for (let index = 0; index < FSYNC_PROBE_WRITES; index += 1) {
+      const start = performance.now();
+      writeSync(fd, block, 0, block.length, (index * block.length) % (1024 * 1024));
+      fdatasyncSync(fd);
+      samples.push(performance.now() - start);
+    }
+    samples.sort((a, b) => a - b);
+    return { writes: samples.length, p50: percentile(samples, 50), p99: percentile(samples, 99) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const FILESYSTEMS = { ef53: 'ext4', '1021994': 'tmpfs', '794c7630': 'overlayfs', '9123683e': 'btrfs', '58465342': 'xfs', '2fc12fc1': 'zfs', '6969': 'nfs' };
+
+function filesystemOf(dir) {
+  try {
+    const magic = statfsSync(dir).type.toString(16);
+    return FILESYSTEMS[magic] ?? `0x${magic}`;
+  } catch {
+    return null;
+  }
+}
+
+function report(options, outcome, workDir) {
+  const { client, levels, verification, probe, stopped, filesystem } = outcome;
+  const cpuList = cpus();
+  const facts = {
+    node: process.version,
+    cpus: cpuList.length,
+    cpu_model: cpuList[0]?.model?.trim() ?? null,
+    platform: `${process.platform}-${process.arch}`,
+    filesystem,
+    client: options.client,
+    cycles: options.cycles,
+    warmup: options.warmup,
+  };
+
+  const header = ['step', ...levels.flatMap((level) => [`c=${level.concurrency} p50 ms`, `c=${level.concurrency} p99 ms`])];
+  const rows = [...STEPS, 'cycle'].map((step) => [step, ...levels.flatMap((level) => [level.latency[step].p50.toFixed(2), level.latency[step].p99.toFixed(2)])]);
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
+  const format = (row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  ');
+  const lines = [
+    `Ledger authorization cycles on loopback — ${facts.node}, ${facts.cpus} CPUs (${facts.cpu_model ?? 'unknown CPU'}), ${facts.platform}`,
+    `ledger: lexec ledger serve child process, SQLite WAL + synchronous=FULL on ${facts.filesystem ?? 'unknown filesystem'} (${workDir})`,
+    `client: ${client.description}; ${facts.cycles} measured cycles per level after ${facts.warmup} warm-up cycles`,
+    '',
+    ...levels.map((level) => {
+      const server = level.serverCpuPerCycle === null ? 'ledger CPU unknown' : `ledger CPU ${level.serverCpuPerCycle.toFixed(2)} ms/cycle (${(level.serverBusy * 100).toFixed(0)}% of one core)`;
+      const rate = `${level.cyclesPerSecond.toFixed(1)} cycles/s (${level.cycles} cycles in ${(level.wallMs / 1000).toFixed(2)} s)`;
+      return `concurrency ${level.concurrency}: ${rate}; ${server}; client CPU ${level.clientCpuPerCycle.toFixed(2)} ms/cycle`;
+    }),
+    '',
+    format(header),
+    format(widths.map((width) => '-'.repeat(width))),
+    ...rows.map(format),
+    '',
+    `verified: ${verification.settled}/${verification.total} authorizations settled (each read back by id; none left requested, approved or claimed)`,
+    `fsync floor: ${probe.writes} x (4 KiB write + fdatasync) in the same directory: p50 ${probe.p50.toFixed(2)} ms, p99 ${probe.p99.toFixed(2)} ms`,
+    `ledger stopped: ${stopped === null ? 'never started' : `${stopped.signal ?? `exit ${stopped.code}`}${stopped.forced ? ' (SIGKILL after SIGTERM timed out)' : ' after SIGTERM'}`}`,
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+
+  const result = {
+    benchmark: 'ledger-cycles',
+    ...facts,
+    levels: levels.map((level) => ({
+      concurrency: level.concurrency,
+      cycles: level.cycles,
+      wall_s: round2(level.wallMs / 1000),
+      cycles_per_second: round2(level.cyclesPerSecond),
+      ledger_cpu_ms_per_cycle: level.serverCpuPerCycle === null ? null : round2(level.serverCpuPerCycle),
+      ledger_cpu_busy: level.serverBusy === null ? null : round2(level.serverBusy),
+      client_cpu_ms_per_cycle: round2(level.clientCpuPerCycle),
+      latency_ms: Object.fromEntries(Object.entries(level.latency).map(([step, { p50, p99 }]) => [step, { p50: round2(p50), p99: round2(p99) }])),
+    })),
+    verified_settled: verification.settled,
+    verified_total: verification.total,
+    fsync_probe_ms: { writes: probe.writes, p50: round2(probe.p50), p99: round2(probe.p99) },
+    ledger_exit: stopped === null ? null : { code: stopped.code, signal: stopped.signal, forced: stopped.forced },
+  };
+  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+}
+
+// --- main ---------------------------------------------------------------------------------------
+
+async function main(options, workDir) {
+  const missing = ['dist/credentials/capability.js', 'dist/commands/ledger/serve.js', 'oclif.manifest.json'].filter((name) => !existsSync(join(root, name)));
+  if (missing.length > 0) fail(`${missing.join(' and ')} missing in ${root}; run \`npm run build\` first.`);
+  const capability = await import(pathToFileURL(join(root, 'dist', 'credentials', 'capability.js')).href);
+
+  const configPath = join(workDir, 'ledger.json');
+  const adminPath = join(workDir, 'credentials', 'admin.capability');
+  const config = {
+    schema_version: 1,
+    http: { host: '127.0.0.1', port: 0 },
+    database_path: join(workDir, 'ledger.db'),
+    admin_capability_path: adminPath,
+    contract_level: 'v4.5',
+    authorization_ttl_seconds: 3600,
+    default_policy: {
+      per_authorization_cap_units: BIG_CAP,
+      daily_cap_units: BIG_CAP,
+      approval_threshold_units: '0',
+      units_scale: 6,
+      currency: 'USD',
+    },
+  };
+  writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
+
+  const port = await startLedger(configPath);
+  const adminToken = readFileSync(adminPath, 'utf8').trim();
+  const client = makeClient(options.client, port);
+  try {
+    const actors = await setUp(client, adminToken, capability);
+    const ids = [];
+    const levels = [];
+    for (const concurrency of options.concurrency) {
+      if (options.warmup > 0) await runCycles(client, actors, concurrency, options.warmup, ids);
+      levels.push(summarise(concurrency, await runCycles(client, actors, concurrency, options.cycles, ids)));
+    }
+    const verification = await verify(client, adminToken, actors.agentId, ids);
+    if (verification.settled !== ids.length) fail(`verify: ${verification.settled} of ${ids.length} authorizations settled.`);
+    client.close();
+    const stopped = await stopLedger();
+    const probe = fsyncProbe(workDir);
+    return { client, levels, verification, probe, stopped, filesystem: filesystemOf(workDir) };
+  } finally {
+    client.close();
+  }
+}
+
+let options;
+let workDir = null;
+let exitCode = 0;
+let outcome = null;
+let interrupted = false;
+try {
+  options = parseArgs(process.argv.slice(2));
+  try {
+    workDir = mkdtempSync(join(options.dir, 'lexec-ledger-cycles-'));
+  } catch (error) {
+    fail(`cannot create a temporary directory in ${options.dir}: ${error.message}`);
+  }
+  const stopOnSignal = (signal) => {
+    interrupted = true;
+    process.stderr.write(`bench/ledger-cycles: interrupted by ${signal}; stopping the ledger.\n`);
+    void stopLedger().finally(() => {
+      if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
+      process.exit(130);
+    });
+  };
+  process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
+  outcome = await main(options, workDir);
+} catch (error) {
+  exitCode = interrupted ? 130 : 1;
+  // After an interruption the cycles in flight fail as the ledger stops; that is not news.
+  if (!interrupted) process.stderr.write(`bench/ledger-cycles: ${error instanceof BenchError ? error.message : (error?.stack ?? String(error))}\n`);
+}
+await stopLedger();
+if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
+if (outcome !== null) report(options, outcome, workDir);
+process.exit(exitCode);
