@@ -38,6 +38,15 @@ function issuesOf(body: LedgerErrorBody | null): FieldIssue[] {
   return body.reason_code === undefined ? [] : [{ path: '(request)', message: `refused by the ledger (${reason})` }];
 }
 
+function conflictNextStep(reason: string | undefined): string {
+  if (reason === 'agent_exists') return 'Choose another name; `lexec ledger agents list` shows the agents that exist.';
+  if (reason === 'credential_exists') return 'That credential is already registered differently; run the command again to issue a new one.';
+  if (reason?.startsWith('authorization_') === true) {
+    return 'Only a requested authorization can be decided; `lexec ledger authorizations show <token_id>` shows where it stands.';
+  }
+  return 'Look at the current state with the matching `lexec ledger … show` or `list` command before changing it.';
+}
+
 /**
  * Maps a ledger error response to a `UserError` with a stable code. The message names the URL,
  * the status and the server's reason code; it never contains a capability or a submitted value.
@@ -62,7 +71,7 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
   }
   if (status === 409) {
     return new UserError('ledger_conflict', `The ledger at ${context.url} refused the change because it conflicts with the current state (${said}).`, {
-      nextStep: 'Show the current state (for example `lexec ledger authorizations show`); a decided, claimed or existing item cannot be changed this way.',
+      nextStep: conflictNextStep(reason),
       issues,
     });
   }

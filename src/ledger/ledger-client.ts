@@ -79,13 +79,15 @@ export function createLedgerClient(options: LedgerClientOptions) {
         method: call.method,
         headers,
         body: call.body === undefined ? undefined : toJson(call.body),
-        redirect: 'error',
+        // A redirect is reported, never followed: the bearer capability must not travel on.
+        redirect: 'manual',
         signal: AbortSignal.timeout(timeoutMs),
       });
       text = await response.text();
     } catch (error) {
       throw unreachable(url, error, timeoutMs);
     }
+    if (response.status >= 300 && response.status < 400) throw badResponse(url, `a redirect (${response.status}), which lexec does not follow`);
     let document: unknown;
     try {
       document = JSON.parse(text);
