@@ -102,6 +102,13 @@ export function createLedgerService(options: LedgerServiceOptions) {
     return load(tokenId);
   }
 
+  /** Persists every expiry the clock has reached, so listings can filter by status in SQL. */
+  function sweepExpired(): void {
+    db.prepare("UPDATE authorizations SET status = 'expired', closed_at = @now WHERE status IN ('requested', 'approved') AND expires_at <= @now").run({
+      now: now(),
+    });
+  }
+
   function ownerAccountId(): string {
     const row = db.prepare('SELECT account_id FROM owner').get() as { account_id: string } | undefined;
     if (row) return row.account_id;
@@ -125,6 +132,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
       purpose: row.purpose,
       execution_id: row.execution_id,
       decided_by: row.decided_by,
+      decision_reason: row.decision_reason,
       created_at: iso(row.created_at),
       decided_at: iso(row.decided_at),
       expires_at: iso(row.expires_at),
@@ -303,8 +311,9 @@ export function createLedgerService(options: LedgerServiceOptions) {
 
     pendingApprovals() {
       return immediate(() => {
-        const rows = db.prepare("SELECT token_id FROM authorizations WHERE status = 'requested' ORDER BY created_at").all() as { token_id: string }[];
-        return rows.map(({ token_id: tokenId }) => current(tokenId)).filter((row) => row.status === 'requested').map(view);
+        sweepExpired();
+        const rows = db.prepare("SELECT * FROM authorizations WHERE status = 'requested' ORDER BY created_at").all() as AuthorizationRow[];
+        return rows.map(view);
       });
     },
 
@@ -312,14 +321,14 @@ export function createLedgerService(options: LedgerServiceOptions) {
 
     list(filter: { agent_id?: string | undefined; status?: AuthorizationStatus | undefined; limit: number }) {
       return immediate(() => {
+        sweepExpired();
         const rows = db
-          .prepare('SELECT token_id FROM authorizations WHERE (@agent_id IS NULL OR agent_id = @agent_id) ORDER BY created_at DESC')
-          .all({ agent_id: filter.agent_id ?? null }) as { token_id: string }[];
-        return rows
-          .map(({ token_id: tokenId }) => current(tokenId))
-          .filter((row) => filter.status === undefined || row.status === filter.status)
-          .slice(0, filter.limit)
-          .map(view);
+          .prepare(
+            `SELECT * FROM authorizations WHERE (@agent_id IS NULL OR agent_id = @agent_id) AND (@status IS NULL OR status = @status)
+             ORDER BY created_at DESC LIMIT @limit`,
+          )
+          .all({ agent_id: filter.agent_id ?? null, status: filter.status ?? null, limit: filter.limit }) as AuthorizationRow[];
+        return rows.map(view);
       });
     },
 

@@ -17,7 +17,7 @@ interface ManifestFlag {
  */
 describe('command surface', () => {
   const manifest = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'oclif.manifest.json'), 'utf8')) as {
-    commands: Record<string, { flags: Record<string, ManifestFlag> }>;
+    commands: Record<string, { flags: Record<string, ManifestFlag>; args: Record<string, { name: string; required?: boolean }> }>;
   };
   const surface = Object.fromEntries(
     Object.entries(manifest.commands)
@@ -35,8 +35,35 @@ describe('command surface', () => {
     { name: 'json', type: 'boolean', required: false, options: undefined, default: undefined },
   ];
 
+  const flag = (name: string, options: { required?: boolean; options?: string[] } = {}) => ({
+    name,
+    type: 'option',
+    required: options.required ?? false,
+    options: options.options,
+    default: undefined,
+  });
+  /** Server-bound ledger verbs: --url and --token-file, plus their own flags, sorted by name with the global ones. */
+  const ledgerVerb = (...own: ReturnType<typeof flag>[]) =>
+    [...global, flag('url', { required: true }), flag('token-file', { required: true }), ...own].sort((a, b) => a.name.localeCompare(b.name));
+  const statuses = ['requested', 'approved', 'denied', 'claimed', 'settled', 'released', 'expired'];
+
   it('lists exactly these commands and flags', () => {
     expect(surface).toEqual({
+      'ledger:agents:add': ledgerVerb(flag('name', { required: true }), flag('credential-file')),
+      'ledger:agents:list': ledgerVerb(),
+      'ledger:authorizations:approve': ledgerVerb(flag('reason')),
+      'ledger:authorizations:deny': ledgerVerb(flag('reason')),
+      'ledger:authorizations:list': ledgerVerb(flag('agent-id'), flag('status', { options: statuses }), flag('limit')),
+      'ledger:authorizations:request': ledgerVerb(flag('amount-units', { required: true }), flag('purpose')),
+      'ledger:authorizations:show': ledgerVerb(),
+      'ledger:credentials:create': ledgerVerb(
+        flag('kind', { required: true, options: ['approver', 'executor', 'reconciliation', 'agent'] }),
+        flag('agent-id'),
+        flag('credential-file', { required: true }),
+      ),
+      'ledger:policy:init': [global[0], flag('file', { required: true }), global[1]],
+      'ledger:policy:set': ledgerVerb(flag('agent-id', { required: true }), flag('file', { required: true })),
+      'ledger:policy:show': ledgerVerb(flag('agent-id', { required: true }), flag('export')),
       'executor:validate-config': [
         global[0],
         { name: 'config', type: 'option', required: true, options: undefined, default: undefined },
@@ -49,6 +76,20 @@ describe('command surface', () => {
         { name: 'version', type: 'boolean', required: false, options: undefined, default: undefined },
       ],
       version: global,
+    });
+  });
+
+  it('takes positional arguments only where listed', () => {
+    const args = Object.fromEntries(
+      Object.entries(manifest.commands)
+        .filter(([, command]) => Object.keys(command.args).length > 0)
+        .map(([id, command]) => [id, Object.values(command.args).map((arg) => ({ name: arg.name, required: arg.required ?? false }))]),
+    );
+    const tokenId = [{ name: 'token_id', required: true }];
+    expect(args).toEqual({
+      'ledger:authorizations:approve': tokenId,
+      'ledger:authorizations:deny': tokenId,
+      'ledger:authorizations:show': tokenId,
     });
   });
 });

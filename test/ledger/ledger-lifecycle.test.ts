@@ -103,7 +103,7 @@ describe('authorization lifecycle', () => {
       token: actors.approver,
       body: { reason: 'too expensive' },
     });
-    expect(denied.body.authorization.status).toBe('denied');
+    expect(denied.body.authorization).toMatchObject({ status: 'denied', decision_reason: 'too expensive' });
     expect((await executor(`${tokenId}/claim`, { execution_id: 'exe_1' })).body).toMatchObject({ error: { reason_code: 'authorization_denied' } });
     const approve = await call(ledger.url, 'POST', `/authorizations/${tokenId}/approve`, { token: actors.approver, body: {} });
     expect(approve).toMatchObject({ status: 409, body: { error: { reason_code: 'authorization_denied' } } });
@@ -208,6 +208,10 @@ describe('expiry', () => {
     });
     const shown = await call<{ authorization: Authorization }>(ledger.url, 'GET', `/authorizations/${tokenId}`, { token: ledger.adminToken });
     expect(shown.body.authorization.status).toBe('expired');
+    const approved = await call<{ authorizations: Authorization[] }>(ledger.url, 'GET', '/authorizations?status=approved', { token: ledger.adminToken });
+    expect(approved.body.authorizations).toEqual([]);
+    const expired = await call<{ authorizations: Authorization[] }>(ledger.url, 'GET', '/authorizations?status=expired&limit=5', { token: ledger.adminToken });
+    expect(expired.body.authorizations.map((authorization) => authorization.token_id)).toEqual([tokenId]);
     // The expired 0.9 USD hold no longer counts: four 5 USD holds fill the 20 USD daily cap exactly.
     for (let index = 0; index < 4; index += 1) expect((await request('5000000')).status).toBe(201);
     expect((await request('1')).body.error?.reason_code).toBe('daily_cap_exceeded');

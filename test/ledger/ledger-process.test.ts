@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateCapability } from '../../src/credentials/capability.js';
 import { makeTempDir, removeDir, runLexec } from '../support/cli.js';
 import { call, mintCredential } from '../support/ledger.js';
-import { ledgerConfig, spawnLedger, type LedgerProcess } from '../support/spawn-ledger.js';
+import { ledgerConfig, spawnLedger, type LedgerProcess } from '../support/ledger-process.js';
 
 let dir: string;
 let running: LedgerProcess[] = [];

@@ -1,0 +1,46 @@
+import { MAX_AMOUNT_UNITS, parseWholeNumber } from '../domain/money.js';
+import { UsageError } from '../errors.js';
+
+/*
+ * Checks of flag and argument values that oclif's parser cannot express. Each failure is a usage
+ * error (exit 2) naming the flag and what it expects — never the value typed, which could be a
+ * secret pasted into the wrong place.
+ */
+
+const HELP = 'Run the command with --help to see its flags.';
+
+function invalid(name: string, expected: string): UsageError {
+  return new UsageError('invalid_flag_value', `${name} must be ${expected}.`, { nextStep: HELP });
+}
+
+/** An amount in micro-units (1 USD = 1000000): digits only, at least 1; never a float. */
+export function amountUnitsFlag(value: string, name = '--amount-units'): bigint {
+  const parsed = /^[0-9]+$/.test(value) ? parseWholeNumber(value.replace(/^0+(?=.)/, '')) : null;
+  if (parsed === null || parsed < 1n || parsed > MAX_AMOUNT_UNITS) {
+    throw invalid(name, `a whole number of micro-units from 1 to ${MAX_AMOUNT_UNITS} (1 USD = 1000000; no decimals, signs or exponents)`);
+  }
+  return parsed;
+}
+
+/** A whole number within [min, max]. */
+export function wholeNumberFlag(value: string, name: string, min: number, max: number): number {
+  const parsed = /^[0-9]{1,9}$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isInteger(parsed) || parsed < min || parsed > max) throw invalid(name, `a whole number from ${min} to ${max}`);
+  return parsed;
+}
+
+/** An agent id as the ledger issues it: `agt_` and a UUID. */
+export function agentIdFlag(value: string, name = '--agent-id'): string {
+  if (!/^agt_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(value)) {
+    throw invalid(name, 'an agent id (agt_ followed by a UUID, as `lexec ledger agents list` shows)');
+  }
+  return value;
+}
+
+/** A spend authorization token id: a UUID. */
+export function tokenIdArgument(value: string): string {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) {
+    throw new UsageError('invalid_argument', 'TOKEN_ID must be a spend authorization token id (a UUID).', { nextStep: HELP });
+  }
+  return value.toLowerCase();
+}

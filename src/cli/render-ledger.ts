@@ -1,0 +1,65 @@
+import type { LedgerAgent, LedgerAuthorization, LedgerPolicy } from '../ledger/ledger-client-schemas.js';
+import type { IssuedCredential } from '../services/ledger-credentials.js';
+import { formatUnits } from './format-amount.js';
+import type { Output } from './output.js';
+
+/*
+ * Human rendering of ledger records, shared by the ledger commands. Free text that came from the
+ * ledger (an agent's purpose, names) is printed without control characters: an agent must not
+ * be able to write terminal escapes into an operator's terminal through a purpose string.
+ */
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/** Text from the ledger made safe for a terminal. */
+export function plain(text: string): string {
+  return text.replace(CONTROL, '');
+}
+
+function statusStyle(output: Output, status: string): string {
+  if (status === 'approved' || status === 'settled') return output.style.ok(status);
+  if (status === 'denied' || status === 'expired') return output.style.error(status);
+  if (status === 'requested') return output.style.warn(status);
+  return status;
+}
+
+export function renderAuthorization(authorization: LedgerAuthorization, output: Output): void {
+  output.line(`${output.style.bold('authorization')} ${authorization.token_id}  ${statusStyle(output, authorization.status)}`);
+  output.line(`  amount      ${formatUnits(authorization.amount_units, plain(authorization.currency))} (${authorization.amount_units.toString()} micro-units)`);
+  output.line(`  agent       ${plain(authorization.agent_id)}`);
+  if (authorization.purpose !== null) output.line(`  purpose     ${plain(authorization.purpose)}`);
+  if (authorization.decided_by !== null) output.line(`  decided by  ${plain(authorization.decided_by)}`);
+  if (authorization.decision_reason !== null) output.line(`  reason      ${plain(authorization.decision_reason)}`);
+  output.line(`  created     ${authorization.created_at}`);
+  output.line(`  expires     ${authorization.expires_at}`);
+  if (authorization.execution_id !== null) output.line(`  execution   ${plain(authorization.execution_id)}`);
+  if (authorization.settlement !== null) {
+    output.line(`  settled     ${formatUnits(authorization.settlement.amount_units, plain(authorization.currency))} (receipt ${plain(authorization.settlement.receipt_id)})`);
+  }
+  if (authorization.release !== null) output.line(`  released    ${plain(authorization.release.reason)}`);
+  if (authorization.status === 'requested') output.line(output.style.dim('  awaits an approver: lexec ledger authorizations approve|deny <token_id>'));
+}
+
+export function renderAuthorizationRow(authorization: LedgerAuthorization, output: Output): void {
+  const amount = formatUnits(authorization.amount_units, plain(authorization.currency)).padStart(18);
+  output.line(`${authorization.token_id}  ${statusStyle(output, authorization.status.padEnd(9))}  ${amount}  ${plain(authorization.agent_id)}  ${authorization.created_at}`);
+}
+
+export function renderAgent(agent: LedgerAgent, output: Output): void {
+  output.line(`${plain(agent.agent_id)}  ${plain(agent.name)}  ${plain(agent.status)}  ${agent.created_at}`);
+}
+
+export function renderCredential(credential: IssuedCredential, output: Output): void {
+  const owner = credential.agent_id === null ? '' : ` for agent ${credential.agent_id}`;
+  output.line(`${output.style.ok('✔')} ${credential.kind} credential ${credential.credential_id}${owner} ${credential.outcome === 'created' ? 'registered' : 'already registered'}.`);
+  output.line(`  capability written to ${credential.credential_file} (mode 0600); keep it private.`);
+}
+
+export function renderPolicy(policy: LedgerPolicy, output: Output): void {
+  const currency = plain(policy.currency);
+  output.line(`${output.style.bold('spend policy')} of ${plain(policy.agent_id)} (version ${policy.version.toString()}, updated ${policy.updated_at})`);
+  output.line(`  per authorization   ${formatUnits(policy.per_authorization_cap_units, currency)}`);
+  output.line(`  daily (rolling 24h) ${formatUnits(policy.daily_cap_units, currency)}`);
+  output.line(`  approval above      ${formatUnits(policy.approval_threshold_units, currency)}`);
+}

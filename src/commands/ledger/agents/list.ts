@@ -1,0 +1,21 @@
+import { LexecCommand } from '../../../cli/lexec-command.js';
+import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
+import type { Output } from '../../../cli/output.js';
+import { renderAgent } from '../../../cli/render-ledger.js';
+import { listLedgerAgents, type ListAgentsResult } from '../../../services/ledger-agents.js';
+
+export default class LedgerAgentsList extends LexecCommand<ListAgentsResult> {
+  static override summary = "List the ledger's agents (admin token).";
+  static override examples = ['<%= config.bin %> <%= command.id %> --url http://127.0.0.1:7400 --token-file /var/lib/lexec/ledger-credentials/admin.capability --json'];
+  static override flags = { ...ledgerTargetFlags };
+
+  protected override async execute(): Promise<ListAgentsResult> {
+    const { flags } = await this.parse(LedgerAgentsList);
+    return listLedgerAgents(ledgerTarget(flags));
+  }
+
+  protected override renderHuman(result: ListAgentsResult, output: Output): void {
+    if (result.agents.length === 0) output.line('No agents yet (add one with `lexec ledger agents add`).');
+    for (const agent of result.agents) renderAgent(agent, output);
+  }
+}

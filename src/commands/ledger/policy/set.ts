@@ -1,0 +1,31 @@
+import { Flags } from '@oclif/core';
+import { agentIdFlag } from '../../../cli/flag-values.js';
+import { LexecCommand } from '../../../cli/lexec-command.js';
+import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
+import type { Output } from '../../../cli/output.js';
+import { renderPolicy } from '../../../cli/render-ledger.js';
+import { setLedgerPolicy, type PolicySetResult } from '../../../services/ledger-policy.js';
+
+export default class LedgerPolicySet extends LexecCommand<PolicySetResult> {
+  static override summary = "Replace an agent's spend policy with the one in a policy file (admin token).";
+  static override description =
+    'The file is validated first and every problem is listed with its field path; nothing is sent until it is valid. Create one with `lexec ledger policy init` or `lexec ledger policy show --export`.';
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> --agent-id agt_… --file "$PWD/image-bot.policy.json" --url http://127.0.0.1:7400 --token-file /var/lib/lexec/ledger-credentials/admin.capability',
+  ];
+  static override flags = {
+    ...ledgerTargetFlags,
+    'agent-id': Flags.string({ required: true, summary: 'The agent whose policy to replace.' }),
+    file: Flags.string({ required: true, summary: 'Absolute path of the policy file (JSON).' }),
+  };
+
+  protected override async execute(): Promise<PolicySetResult> {
+    const { flags } = await this.parse(LedgerPolicySet);
+    return setLedgerPolicy({ target: ledgerTarget(flags), agentId: agentIdFlag(flags['agent-id']), file: flags.file });
+  }
+
+  protected override renderHuman(result: PolicySetResult, output: Output): void {
+    output.line(`${output.style.ok('✔')} policy set from ${result.policy_file}`);
+    renderPolicy(result.policy, output);
+  }
+}

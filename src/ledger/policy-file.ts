@@ -1,0 +1,99 @@
+import { mkdir } from 'node:fs/promises';
+import { dirname, isAbsolute } from 'node:path';
+import { readJsonDocument } from '../config/read-json-document.js';
+import { toFieldIssues } from '../config/zod-issues.js';
+import { UNITS_SCALE } from '../domain/money.js';
+import { UsageError, UserError } from '../errors.js';
+import { writeNewFile } from '../storage/write-new-file.js';
+import type { SpendPolicy } from './authorization-rules.js';
+import { spendPolicySchema, type SpendPolicyInput } from './ledger-config.js';
+
+/*
+ * A policy file is exactly the body `PUT /agents/{agent_id}/policy` accepts: the three caps as
+ * decimal strings of micro-units, `units_scale` 6 and `currency` "USD". Plain JSON, written by
+ * lexec without any styling, so it never carries terminal escapes whatever --color says.
+ */
+
+/** A conservative starting point (the shipped ledger example's default policy). */
+export const STARTER_POLICY: SpendPolicy = {
+  per_authorization_cap_units: 5_000_000n,
+  daily_cap_units: 20_000_000n,
+  approval_threshold_units: 1_000_000n,
+};
+
+/** The policy file document for `policy`. */
+export function policyFileDocument(policy: SpendPolicy) {
+  return {
+    per_authorization_cap_units: policy.per_authorization_cap_units.toString(),
+    daily_cap_units: policy.daily_cap_units.toString(),
+    approval_threshold_units: policy.approval_threshold_units.toString(),
+    units_scale: UNITS_SCALE,
+    currency: 'USD' as const,
+  };
+}
+
+function requireAbsolute(path: string): void {
+  if (!isAbsolute(path)) {
+    throw new UsageError('policy_file_not_absolute', 'The policy file path must be absolute; got a relative path.', {
+      nextStep: 'Pass the full path, for example "$PWD/policy.json".',
+    });
+  }
+}
+
+/**
+ * Writes a new policy file; an existing file is never replaced (it may hold an operator's
+ * edits). Missing parent directories are created.
+ */
+export async function writePolicyFile(path: string, policy: SpendPolicy): Promise<void> {
+  requireAbsolute(path);
+  const content = `${JSON.stringify(policyFileDocument(policy), null, 2)}\n`;
+  let outcome;
+  try {
+    await mkdir(dirname(path), { recursive: true });
+    outcome = await writeNewFile(path, content, 0o644);
+  } catch (error) {
+    const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'error';
+    throw new UserError('policy_file_unwritable', `The policy file ${path} cannot be written (${code}).`, {
+      nextStep: 'Check that its directory exists or can be created, and is writable by this user.',
+    });
+  }
+  if (outcome === 'exists') {
+    throw new UserError('policy_file_exists', `The policy file ${path} already exists; lexec does not overwrite it.`, {
+      nextStep: 'Choose a new path, or remove the old file first.',
+    });
+  }
+}
+
+/** readJsonDocument speaks of configuration files; a policy file has its own codes and next steps. */
+const READ_ERRORS: Record<string, { code: string; nextStep: string }> = {
+  config_not_found: { code: 'policy_file_not_found', nextStep: 'Check the path, or create a starter file with `lexec ledger policy init --file <path>`.' },
+  config_not_a_file: { code: 'policy_file_unreadable', nextStep: 'Point --file at the JSON policy file itself.' },
+  config_unreadable: { code: 'policy_file_unreadable', nextStep: 'Check the permissions of the file and of its directories.' },
+  config_too_large: { code: 'policy_file_unreadable', nextStep: 'Point --file at the JSON policy file itself.' },
+  config_not_json: { code: 'policy_file_not_json', nextStep: 'Fix the JSON syntax at that position.' },
+  config_duplicate_keys: { code: 'policy_file_invalid', nextStep: 'Keep one entry for each key listed.' },
+};
+
+/** Reads and validates a policy file locally, reporting every problem with its field path. */
+export async function readPolicyFile(path: string): Promise<SpendPolicyInput> {
+  requireAbsolute(path);
+  let document: unknown;
+  try {
+    document = await readJsonDocument(path, 'policy file');
+  } catch (error) {
+    const mapped = error instanceof UserError ? READ_ERRORS[error.code] : undefined;
+    if (error instanceof UserError && mapped !== undefined) {
+      throw new UserError(mapped.code, error.message, { nextStep: mapped.nextStep, issues: error.issues });
+    }
+    throw error;
+  }
+  const parsed = spendPolicySchema.safeParse(document, { reportInput: true });
+  if (!parsed.success) {
+    const issues = toFieldIssues(parsed.error.issues);
+    throw new UserError('policy_file_invalid', `The policy file ${path} has ${issues.length} problem${issues.length === 1 ? '' : 's'}.`, {
+      nextStep: 'Fix each field listed (amounts are whole micro-units as digit strings: 1 USD = "1000000"), then try again.',
+      issues,
+    });
+  }
+  return parsed.data;
+}

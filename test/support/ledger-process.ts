@@ -1,0 +1,141 @@
+import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BIN, makeTempDir, removeDir } from './cli.js';
+
+/** A real `lexec ledger serve` child process on loopback. */
+export interface LedgerProcess {
+  readonly url: string;
+  readonly configPath: string;
+  /** Where the ledger keeps its admin capability (0600 in a 0700 directory). */
+  readonly adminCapabilityPath: string;
+  /** stderr so far, as lines. */
+  readonly stderrLines: () => string[];
+  /** Parsed JSON log lines so far. */
+  readonly events: () => Record<string, unknown>[];
+  /** Sends `signal` (SIGKILL after 5 s) and waits for the exit code. Idempotent. */
+  stop(signal?: NodeJS.Signals): Promise<number>;
+}
+
+export interface DefaultPolicy {
+  readonly per_authorization_cap_units: string;
+  readonly daily_cap_units: string;
+  readonly approval_threshold_units: string;
+}
+
+const DEFAULT_POLICY: DefaultPolicy = { per_authorization_cap_units: '5000000', daily_cap_units: '20000000', approval_threshold_units: '1000000' };
+
+/** A ledger configuration with all state under `dir`, listening on a free loopback port. */
+export function ledgerConfig(dir: string, overrides: Record<string, unknown> = {}, policy: DefaultPolicy = DEFAULT_POLICY): Record<string, unknown> {
+  return {
+    schema_version: 1,
+    http: { host: '127.0.0.1', port: 0 },
+    database_path: join(dir, 'state', 'ledger.db'),
+    admin_capability_path: join(dir, 'credentials', 'admin.capability'),
+    default_policy: { ...policy, units_scale: 6, currency: 'USD' },
+    ...overrides,
+  };
+}
+
+/**
+ * Writes `config` to `dir/name`, starts `lexec ledger serve --config` and waits for its
+ * `ledger_started` line, which carries the port it bound. Stop it in afterAll/afterEach.
+ */
+export async function spawnLedger(
+  dir: string,
+  config: Record<string, unknown> = ledgerConfig(dir),
+  name = 'ledger.json',
+  startTimeoutMs = 15_000,
+): Promise<LedgerProcess> {
+  const configPath = join(dir, name);
+  await writeFile(configPath, JSON.stringify(config, null, 2));
+  const child = spawn(process.execPath, [BIN, 'ledger', 'serve', '--config', configPath], {
+    env: { PATH: process.env.PATH ?? '', HOME: dir },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let exited = false;
+  const exit = new Promise<number>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exited = true;
+      resolve(code ?? (signal === null ? -1 : 128));
+    });
+  });
+  const lines: string[] = [];
+  let partial = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk: string) => {
+    const parts = (partial + chunk).split('\n');
+    partial = parts.pop() ?? '';
+    lines.push(...parts.filter(Boolean));
+  });
+  const events = () =>
+    lines.flatMap((line) => {
+      try {
+        return [JSON.parse(line) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    if (!exited) {
+      child.kill(signal);
+      const kill = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exit;
+      clearTimeout(kill);
+    }
+    return exit;
+  };
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      const deadline = Date.now() + startTimeoutMs;
+      const timer = setInterval(() => {
+        const started = events().find((event) => event.event === 'ledger_started');
+        if (started) {
+          clearInterval(timer);
+          resolve(Number(started.port));
+        } else if (exited || Date.now() > deadline) {
+          clearInterval(timer);
+          reject(new Error(`ledger did not start (${exited ? 'exited' : 'timed out'}); stderr:\n${lines.join('\n')}`));
+        }
+      }, 20);
+    });
+    return {
+      url: `http://127.0.0.1:${port}`,
+      configPath,
+      adminCapabilityPath: String(config.admin_capability_path),
+      stderrLines: () => [...lines],
+      events,
+      stop,
+    };
+  } catch (error) {
+    await stop('SIGKILL');
+    throw error;
+  }
+}
+
+/** A ledger process in its own temporary directory; `stop()` also removes the directory. */
+export interface TemporaryLedgerProcess extends Omit<LedgerProcess, 'stop'> {
+  readonly dir: string;
+  /** Everything written on stderr so far. */
+  readonly stderr: () => string;
+  stop(): Promise<void>;
+}
+
+export async function startLedgerProcess(options: { defaultPolicy?: DefaultPolicy; startTimeoutMs?: number } = {}): Promise<TemporaryLedgerProcess> {
+  const dir = await makeTempDir('lexec-ledger-process-');
+  try {
+    const ledger = await spawnLedger(dir, ledgerConfig(dir, {}, options.defaultPolicy), 'ledger.json', options.startTimeoutMs);
+    return {
+      ...ledger,
+      dir,
+      stderr: () => ledger.stderrLines().join('\n'),
+      async stop() {
+        await ledger.stop();
+        await removeDir(dir);
+      },
+    };
+  } catch (error) {
+    await removeDir(dir);
+    throw error;
+  }
+}

@@ -1,0 +1,102 @@
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { agentIdFlag, amountUnitsFlag, tokenIdArgument, wholeNumberFlag } from '../../src/cli/flag-values.js';
+import { formatUnits } from '../../src/cli/format-amount.js';
+import { plain } from '../../src/cli/render-ledger.js';
+import { UsageError } from '../../src/errors.js';
+import { STARTER_POLICY, policyFileDocument } from '../../src/ledger/policy-file.js';
+import { spendPolicySchema } from '../../src/ledger/ledger-config.js';
+import { ledgerBaseUrl } from '../../src/services/ledger-connection.js';
+import { writeNewFile } from '../../src/storage/write-new-file.js';
+
+function usageCode(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof UsageError) return error.code;
+    throw error;
+  }
+  return undefined;
+}
+
+describe('amountUnitsFlag', () => {
+  it('reads digits as an exact bigint, beyond the safe-integer range too', () => {
+    expect(amountUnitsFlag('2500000')).toBe(2_500_000n);
+    expect(amountUnitsFlag('9007199254740993')).toBe(9_007_199_254_740_993n);
+    expect(amountUnitsFlag('0010')).toBe(10n);
+  });
+
+  it.each(['1.5', '-1', '+1', '0', '1e6', '0x10', '', ' 1', '1_000', '9223372036854775808', '١٢'])('refuses %j naming the flag', (value) => {
+    expect(usageCode(() => amountUnitsFlag(value))).toBe('invalid_flag_value');
+    expect(() => amountUnitsFlag(value)).toThrow(/^--amount-units must be a whole number of micro-units/);
+  });
+});
+
+describe('other flag values', () => {
+  it('wholeNumberFlag keeps to its range', () => {
+    expect(wholeNumberFlag('500', '--limit', 1, 500)).toBe(500);
+    for (const value of ['0', '501', '1.0', '-1', 'ten']) expect(usageCode(() => wholeNumberFlag(value, '--limit', 1, 500))).toBe('invalid_flag_value');
+  });
+
+  it('agent ids and token ids have the ledger’s shapes', () => {
+    expect(agentIdFlag('agt_0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10')).toBe('agt_0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10');
+    expect(usageCode(() => agentIdFlag('bot'))).toBe('invalid_flag_value');
+    expect(tokenIdArgument('0B7E6C1A-2F4D-4C8E-9A51-3D2F8E7C6B10')).toBe('0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10');
+    expect(usageCode(() => tokenIdArgument('../agents'))).toBe('invalid_argument');
+  });
+});
+
+describe('ledgerBaseUrl', () => {
+  it('accepts http on loopback and https anywhere, without a trailing slash', () => {
+    expect(ledgerBaseUrl('http://127.0.0.1:7400/')).toBe('http://127.0.0.1:7400');
+    expect(ledgerBaseUrl('http://localhost:7400')).toBe('http://localhost:7400');
+    expect(ledgerBaseUrl('http://[::1]:7400')).toBe('http://[::1]:7400');
+    expect(ledgerBaseUrl('https://ledger.example.com/lexec/')).toBe('https://ledger.example.com/lexec');
+  });
+
+  it.each(['ledger:7400', 'ftp://127.0.0.1', 'http://ledger.example.com', 'http://user:pw@127.0.0.1:7400', 'http://127.0.0.1:7400/?x=1', 'http://127.0.0.1#f'])(
+    'refuses %j without repeating it',
+    (value) => {
+      expect(usageCode(() => ledgerBaseUrl(value))).toBe('ledger_url_invalid');
+      expect(() => ledgerBaseUrl(value)).not.toThrow(value);
+    },
+  );
+});
+
+describe('formatUnits and plain', () => {
+  it('formats micro-units exactly', () => {
+    expect(formatUnits(0n, 'USD')).toBe('0.000000 USD');
+    expect(formatUnits(1n, 'USD')).toBe('0.000001 USD');
+    expect(formatUnits(2_500_000n, 'USD')).toBe('2.500000 USD');
+    expect(formatUnits(9_223_372_036_854_775_807n, 'USD')).toBe('9223372036854.775807 USD');
+  });
+
+  it('removes control characters from text that came from the ledger', () => {
+    expect(plain('poster\u001b[31m draft\u0007\u009b')).toBe('poster[31m draft');
+  });
+});
+
+describe('policy files', () => {
+  it('the starter policy is a valid policy file', () => {
+    expect(spendPolicySchema.safeParse(policyFileDocument(STARTER_POLICY)).success).toBe(true);
+  });
+});
+
+describe('writeNewFile', () => {
+  it('creates a file with the mode asked for, never replaces one, and leaves no temporary file behind', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'lexec-new-file-'));
+    try {
+      const path = join(dir, 'secret');
+      expect(await writeNewFile(path, 'first\n', 0o600)).toBe('created');
+      expect((await stat(path)).mode & 0o777).toBe(0o600);
+      expect(await writeNewFile(path, 'second\n', 0o600)).toBe('exists');
+      expect(await readFile(path, 'utf8')).toBe('first\n');
+      await writeFile(join(dir, 'other'), 'x');
+      expect((await readdir(dir)).sort()).toEqual(['other', 'secret']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
