@@ -38,3 +38,16 @@ export function parseWholeNumber(value: unknown): bigint | null {
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return BigInt(value);
   return null;
 }
+
+/** Micro-units per cent. */
+const UNITS_PER_CENT = 10_000n;
+
+/** The whole-cent projection of a micro-unit amount, rounded up: never understated. */
+export function centsCeil(units: bigint): bigint {
+  return (units + UNITS_PER_CENT - 1n) / UNITS_PER_CENT;
+}
+
+/** Micro-units of a whole-cent amount (exact: x 10^4). */
+export function unitsFromCents(cents: bigint): bigint {
+  return cents * UNITS_PER_CENT;
+}

@@ -1,3 +1,5 @@
+export { centsCeil, unitsFromCents } from '../domain/money.js';
+
 /*
  * Pure rules of the authorization lifecycle (docs/ledger.md):
  *   requested → approved (by policy or an approver) | denied
@@ -8,19 +10,6 @@
 
 export const AUTHORIZATION_STATUSES = ['requested', 'approved', 'denied', 'claimed', 'settled', 'released', 'expired'] as const;
 export type AuthorizationStatus = (typeof AUTHORIZATION_STATUSES)[number];
-
-/** Micro-units per cent. */
-const UNITS_PER_CENT = 10_000n;
-
-/** The whole-cent projection of a micro-unit amount, rounded up: a hold is never understated. */
-export function centsCeil(units: bigint): bigint {
-  return (units + UNITS_PER_CENT - 1n) / UNITS_PER_CENT;
-}
-
-/** Micro-units of a whole-cent amount (exact: x 10^4). */
-export function unitsFromCents(cents: bigint): bigint {
-  return cents * UNITS_PER_CENT;
-}
 
 export interface SpendPolicy {
   readonly per_authorization_cap_units: bigint;
