@@ -154,7 +154,7 @@ describe('executor migrations', () => {
   });
 
   it('the largest convertible amount converts exactly', () => {
-    fixtureAt(1, (db) => legacyExecution(db, 'exe_max', 922_337_203_685_477n));
+    fixtureAt(1, (db) => { legacyExecution(db, 'exe_max', 922_337_203_685_477n); });
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);
     expect(db.prepare('SELECT authorization_held_units FROM executions').get()).toEqual({ authorization_held_units: 9_223_372_036_854_770_000n });
     db.close();
