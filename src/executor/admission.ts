@@ -1,0 +1,155 @@
+import type { ExecutionTarget } from '../config/executor-config-schema.js';
+import { fingerprint } from '../domain/canonical-json.js';
+import { ApiError, conflict } from '../http/api-error.js';
+import { parseInput } from '../http/json-server.js';
+import { changedPaths, executionRequestSchema, targetSelector, type ExecutionRequest } from './domain/execution-request.js';
+import { executionIdFor, workflowIdFor } from './domain/execution-states.js';
+import { costUnits, pricingSnapshot, selectTarget, type Selection } from './domain/pricing.js';
+import type { ExecutionScheduler } from './execution-scheduler.js';
+import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
+import type { Readiness } from './readiness.js';
+import type { ExecutionRow, ExecutionStore } from './store/execution-store.js';
+
+export const ROUTE_VERSION = 2;
+
+export interface AdmissionDependencies {
+  readonly store: ExecutionStore;
+  readonly ledger: LedgerGateway;
+  readonly scheduler: ExecutionScheduler;
+  readonly readiness: Readiness;
+  /** The active, operator-approved targets (none when providers are disabled). */
+  readonly targets: () => readonly ExecutionTarget[];
+}
+
+export interface Admitted {
+  /** 201 for a new execution, 200 for a replay of an existing one. */
+  readonly status: 201 | 200;
+  readonly execution: ExecutionRow;
+}
+
+type Selected = Extract<Selection, { ok: true }>;
+
+const notReady = (reasonCode: string) => new ApiError(503, 'not_ready', { reasonCode, retryable: true });
+const invalid = (reasonCode: string, fields: readonly string[]) => new ApiError(400, 'invalid_request', { reasonCode, fields });
+
+/**
+ * Admission of `POST /v2/executions` (spec §2, §4): a new token is resolved at the ledger (its
+ * answer is authoritative for account and agent), claimed for the execution id derived from the
+ * token, durably created as a pending execution with its frozen pricing snapshot, then
+ * scheduled. An identical body replays locally without asking the ledger; a changed field
+ * conflicts. Concurrent requests for one token share one admission (one ledger resolve).
+ */
+export function createAdmission(deps: AdmissionDependencies) {
+  const inFlight = new Map<string, Promise<Admitted>>();
+
+  async function schedule(execution: ExecutionRow, status: 201 | 200): Promise<Admitted> {
+    if (execution.state !== 'pending') return { status, execution };
+    try {
+      await deps.scheduler.schedule(execution.execution_id, execution.workflow_id);
+    } catch {
+      // The pending execution is durable; the identical retry schedules it without the ledger.
+      throw notReady('scheduling_failed');
+    }
+    return { status, execution: deps.store.markScheduled(execution.execution_id) };
+  }
+
+  async function replay(request: ExecutionRequest, requestFingerprint: string, executionId: string, storedFingerprint: string): Promise<Admitted> {
+    const execution = deps.store.execution(executionId);
+    if (execution === undefined) throw new ApiError(500, 'internal_error');
+    if (storedFingerprint !== requestFingerprint) {
+      throw conflict('immutable_field_changed', changedPaths(JSON.parse(execution.request_json), request));
+    }
+    if (execution.state === 'pending' && !deps.readiness.isReady()) throw notReady('readiness_withdrawn');
+    return schedule(execution, 200);
+  }
+
+  async function admitNew(request: ExecutionRequest, requestFingerprint: string, selection: Selected): Promise<Admitted> {
+    const { target } = selection;
+    const tokenId = request.spend_auth_token_id;
+    const executionId = executionIdFor(tokenId);
+    const snapshot = pricingSnapshot(target, selection.imageSize, request.input.image_count);
+    try {
+      const resolution = await deps.ledger.resolve(tokenId);
+      const reclaim = resolution.status === 'claimed' && resolution.execution_id === executionId;
+      if (resolution.status !== 'approved' && !reclaim) {
+        throw conflict(resolution.status === 'claimed' ? 'authorization_claimed_elsewhere' : `authorization_${resolution.status}`, ['spend_auth_token_id']);
+      }
+      if (resolution.currency !== snapshot.currency) throw new ApiError(422, 'authorization_currency_mismatch', { fields: ['spend_auth_token_id'] });
+      if (costUnits(snapshot, request.input.image_count) > resolution.held_units) {
+        throw new ApiError(422, 'authorization_insufficient', { reasonCode: 'cost_exceeds_hold', fields: ['spend_auth_token_id', 'input.image_count'] });
+      }
+      const claimed = await deps.ledger.claim(tokenId, executionId);
+      const execution = deps.store.createPending({
+        executionId,
+        workflowId: workflowIdFor(executionId),
+        spendAuthTokenId: tokenId,
+        accountId: claimed.account_id,
+        agentId: claimed.agent_id,
+        targetId: target.target_id,
+        request,
+        fingerprint: requestFingerprint,
+        routeVersion: ROUTE_VERSION,
+        snapshot,
+        heldUnits: claimed.held_units,
+        currency: claimed.currency,
+      });
+      return await schedule(execution, 201);
+    } catch (error) {
+      if (error instanceof LedgerUnavailable) throw notReady('ledger_unavailable');
+      if (error instanceof LedgerRefused) {
+        if (error.status === 404) throw new ApiError(422, 'authorization_not_found', { fields: ['spend_auth_token_id'] });
+        if (error.status === 409) throw conflict(error.reasonCode === 'claimed_by_another_execution' ? 'authorization_claimed_elsewhere' : (error.reasonCode ?? 'authorization_conflict'), ['spend_auth_token_id']);
+        // 401 or another refusal: our ledger credential no longer works — not the caller's fault.
+        throw notReady('ledger_refused');
+      }
+      throw error;
+    }
+  }
+
+  return {
+    async admit(body: unknown): Promise<Admitted> {
+      let request: ExecutionRequest;
+      try {
+        request = parseInput(executionRequestSchema, body);
+      } catch (error) {
+        if (error instanceof ApiError) throw invalid('field_invalid', error.fields ?? []);
+        throw error;
+      }
+      const tokenId = request.spend_auth_token_id;
+      const requestFingerprint = fingerprint(request);
+
+      // Wait out an admission of the same token already under way, then look again.
+      for (let running = inFlight.get(tokenId); running !== undefined; running = inFlight.get(tokenId)) {
+        await running.catch(() => undefined);
+      }
+      const existing = deps.store.admission(tokenId);
+      if (existing) return replay(request, requestFingerprint, existing.execution_id, existing.fingerprint);
+
+      const selector = targetSelector(request);
+      if ('fields' in selector) throw invalid(selector.reason, selector.fields);
+      const selection = selectTarget(deps.targets(), selector.selector, request.input.image_size);
+      if (!selection.ok) throw invalid(selection.reason, selection.fields);
+      if (request.input.image_count > selection.target.max_image_count) throw invalid('image_count_out_of_range', ['input.image_count']);
+      if (!deps.readiness.isReady()) throw notReady('readiness_withdrawn');
+
+      const admission = admitNew(request, requestFingerprint, selection);
+      inFlight.set(tokenId, admission);
+      try {
+        return await admission;
+      } finally {
+        inFlight.delete(tokenId);
+      }
+    },
+  };
+}
+
+/** Reason codes for which `executor_admission_rejected` is written (spec §6: an allowlist). */
+export const ADMISSION_REJECTION_REASONS = [
+  'field_invalid',
+  'target_required',
+  'target_ambiguous',
+  'target_not_selectable',
+  'pricing_selector_not_matched',
+  'image_count_out_of_range',
+  'immutable_field_changed',
+] as const;

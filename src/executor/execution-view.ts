@@ -1,0 +1,79 @@
+import { recommendedAction } from './domain/execution-states.js';
+import type { ArtifactRow, ExecutionStore } from './store/execution-store.js';
+
+const iso = (ms: bigint | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+
+/**
+ * Execution detail (`GET /v1/executions/{id}`): explicit state and phase, target, authorization
+ * summary, frozen pricing snapshot, provider attempts without any URL, receipt, timestamps and a
+ * recommended operator action. Storage paths and polling URLs never appear.
+ */
+export function executionDetail(store: ExecutionStore, executionId: string) {
+  const row = store.execution(executionId);
+  if (row === undefined) return undefined;
+  const receipt = store.receipt(executionId);
+  const request = JSON.parse(row.request_json) as { input: Record<string, unknown> };
+  return {
+    execution_id: row.execution_id,
+    workflow_id: row.workflow_id,
+    state: row.state,
+    phase: row.phase,
+    state_reason: row.state_reason,
+    target_id: row.target_id,
+    input: request.input,
+    authorization: {
+      spend_auth_token_id: row.spend_auth_token_id,
+      account_id: row.account_id,
+      agent_id: row.agent_id,
+      held_units: row.authorization_held_units,
+      units_scale: 6,
+      held_cents: row.authorization_held_cents,
+      currency: row.currency,
+    },
+    pricing_snapshot: JSON.parse(row.pricing_snapshot) as unknown,
+    provider_attempts: store.providerAttempts(executionId).map((attempt) => ({
+      attempt_id: attempt.attempt_id,
+      attempt_number: attempt.attempt_number,
+      state: attempt.state,
+      request_id: attempt.request_id,
+      checkpointed: attempt.operation_id !== null,
+      deadline_at: iso(attempt.deadline_at),
+      exact_amount: attempt.exact_amount,
+      scale: attempt.scale,
+      currency: attempt.currency,
+    })),
+    receipt:
+      receipt === undefined
+        ? null
+        : {
+            receipt_id: receipt.receipt_id,
+            exact_amount: receipt.exact_amount,
+            scale: receipt.scale,
+            amount_units: receipt.amount_units,
+            currency: receipt.currency,
+            provider_request_id: receipt.provider_request_id,
+            receipt_shape: receipt.receipt_shape,
+            ledger_settlement_id: receipt.ledger_settlement_id,
+            created_at: iso(receipt.created_at),
+          },
+    artifact_count: store.artifacts(executionId).length,
+    recommended_action: recommendedAction(row.state),
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+/** One artifact as callers see it: identity, size, type, digest and where to fetch the bytes. */
+export function artifactView(row: ArtifactRow) {
+  return {
+    artifact_id: row.artifact_id,
+    ordinal: row.ordinal,
+    media_type: row.media_type,
+    size_bytes: row.size_bytes,
+    sha256: row.sha256,
+    width: row.width,
+    height: row.height,
+    content_path: `/v1/executions/${row.execution_id}/artifacts/${row.artifact_id}/content`,
+    created_at: iso(row.created_at),
+  };
+}

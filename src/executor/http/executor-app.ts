@@ -1,0 +1,136 @@
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { BuildInfo } from '../../build-info.js';
+import { capabilityDigest, digestsEqual } from '../../credentials/capability.js';
+import { ApiError } from '../../http/api-error.js';
+import { createJsonServer, parseInput } from '../../http/json-server.js';
+import { credentialGuard } from '../../http/require-credential.js';
+import { ADMISSION_REJECTION_REASONS, ROUTE_VERSION, type createAdmission } from '../admission.js';
+import type { ArtifactStore } from '../artifact-store.js';
+import { artifactView, executionDetail } from '../execution-view.js';
+import type { ProviderCatalog } from '../provider-catalog.js';
+import type { Readiness } from '../readiness.js';
+import type { ExecutionStore } from '../store/execution-store.js';
+import type { ExecutionTarget } from '../../config/executor-config-schema.js';
+
+export interface ExecutorAppDependencies {
+  readonly store: ExecutionStore;
+  readonly artifacts: ArtifactStore;
+  readonly admission: ReturnType<typeof createAdmission>;
+  readonly readiness: Readiness;
+  readonly buildInfo: BuildInfo;
+  readonly catalog: () => ProviderCatalog;
+  readonly targets: () => readonly ExecutionTarget[];
+  /** The caller capability; only its digest is kept. */
+  readonly callerCapability: string;
+  readonly logger: FastifyBaseLogger;
+}
+
+const executionParams = z.strictObject({ execution_id: z.string().regex(/^exe_[0-9a-f]{32}$/, 'must be an execution id') });
+const artifactParams = executionParams.extend({ artifact_id: z.string().regex(/^art_[0-9a-f-]{36}$/, 'must be an artifact id') });
+const PUBLIC_ROUTES = new Set(['/livez', '/readyz', '/version']);
+
+/**
+ * Writes `executor_admission_rejected` the first time, per process, that each allowlisted
+ * (route version, reason) pair is refused (spec §6): field paths only, never values.
+ */
+function admissionRejections(logger: FastifyBaseLogger) {
+  const seen = new Set<string>();
+  return (error: ApiError) => {
+    const reason = error.reasonCode;
+    if (reason === undefined || !(ADMISSION_REJECTION_REASONS as readonly string[]).includes(reason)) return;
+    const key = `${ROUTE_VERSION}:${reason}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    logger.info({
+      event: 'executor_admission_rejected',
+      route: 'create_execution',
+      route_version: ROUTE_VERSION,
+      status: error.status,
+      code: error.code,
+      reason_code: reason,
+      fields: error.fields ?? [],
+    });
+  };
+}
+
+/** Builds the executor HTTP API (spec §4; docs/executor-api.md). Only `executor serve` listens. */
+export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance {
+  const app = createJsonServer({
+    logger: deps.logger,
+    isRoutine: (request, reply) => reply.statusCode < 400 && PUBLIC_ROUTES.has(request.routeOptions.url ?? ''),
+  });
+  const callerDigest = capabilityDigest(deps.callerCapability);
+  const requireCaller = credentialGuard((token) =>
+    digestsEqual(capabilityDigest(token), callerDigest) ? { credential_id: 'caller', kind: 'caller', agent_id: null } : null,
+  );
+  const rejected = admissionRejections(deps.logger);
+
+  app.get('/livez', () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) =>
+    deps.readiness.isReady() ? { status: 'ready' } : reply.code(503).send({ status: 'not_ready', reason: deps.readiness.reason() }),
+  );
+  app.get('/version', () => deps.buildInfo);
+
+  app.get('/v1/provider-catalog', (request) => {
+    requireCaller(request, 'caller');
+    return deps.catalog();
+  });
+
+  app.get('/v2/execution-targets', (request) => {
+    requireCaller(request, 'caller');
+    return {
+      targets: deps.targets().map((target) => ({
+        target_id: target.target_id,
+        label: target.label ?? null,
+        provider: target.provider,
+        model: target.model,
+        presets: target.presets.filter((preset) => target.pricing.by_image_size[preset] !== undefined),
+        default_image_size: target.presets[0],
+        max_image_count: target.max_image_count,
+        pricing: { currency: target.pricing.currency, unit: target.pricing.unit, version: target.pricing.version, by_image_size: target.pricing.by_image_size },
+      })),
+    };
+  });
+
+  app.post('/v2/executions', async (request, reply) => {
+    requireCaller(request, 'caller');
+    try {
+      const admitted = await deps.admission.admit(request.body);
+      return await reply.code(admitted.status).send({ execution: executionDetail(deps.store, admitted.execution.execution_id) });
+    } catch (error) {
+      if (error instanceof ApiError) rejected(error);
+      throw error;
+    }
+  });
+
+  app.get('/v1/executions/:execution_id', (request) => {
+    requireCaller(request, 'caller');
+    const { execution_id: executionId } = parseInput(executionParams, request.params);
+    const execution = executionDetail(deps.store, executionId);
+    if (execution === undefined) throw new ApiError(404, 'not_found');
+    return { execution };
+  });
+
+  app.get('/v1/executions/:execution_id/artifacts', (request) => {
+    requireCaller(request, 'caller');
+    const { execution_id: executionId } = parseInput(executionParams, request.params);
+    if (deps.store.execution(executionId) === undefined) throw new ApiError(404, 'not_found');
+    return { execution_id: executionId, artifacts: deps.store.artifacts(executionId).map(artifactView) };
+  });
+
+  app.get('/v1/executions/:execution_id/artifacts/:artifact_id/content', async (request, reply) => {
+    requireCaller(request, 'caller');
+    const params = parseInput(artifactParams, request.params);
+    const artifact = deps.store.artifact(params.execution_id, params.artifact_id);
+    if (artifact === undefined) throw new ApiError(404, 'not_found');
+    return reply
+      .header('content-type', artifact.media_type)
+      .header('content-length', artifact.size_bytes.toString())
+      .header('etag', `"sha256-${artifact.sha256}"`)
+      .header('cache-control', 'private, max-age=31536000, immutable')
+      .send(deps.artifacts.read(artifact.storage_key));
+  });
+
+  return app;
+}

@@ -1,0 +1,238 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { executionIdFor } from '../../src/executor/domain/execution-states.js';
+import { call, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { executionRequest, startTestExecutor, unknownToken, withoutTargetId, type TestExecutor } from '../support/executor.js';
+
+interface ExecutionBody {
+  execution: {
+    execution_id: string;
+    state: string;
+    target_id: string;
+    authorization: { account_id: string; agent_id: string; held_units: string; spend_auth_token_id: string };
+    pricing_snapshot: { image_size: string; image_count: number; unit_price: { numerator: string; denominator: string } };
+    recommended_action: { code: string };
+  };
+  error?: { code: string; reason_code?: string; fields?: string[]; retryable?: boolean };
+}
+
+let ledger: TestLedger;
+let actors: Actors;
+let executor: TestExecutor;
+
+beforeEach(async () => {
+  ledger = await startTestLedger();
+  actors = await setUpActors(ledger);
+});
+
+afterEach(async () => {
+  await executor.close();
+  await ledger.close();
+});
+
+async function approvedToken(amountUnits = '900000'): Promise<string> {
+  const created = await call<{ authorization: { token_id: string; status: string } }>(ledger.url, 'POST', '/authorizations', {
+    token: actors.agent,
+    body: { amount_units: amountUnits, units_scale: 6, currency: 'USD' },
+  });
+  return created.body.authorization.token_id;
+}
+
+const submit = (body: unknown, options: { rawBody?: string; contentType?: string } = {}) =>
+  call<ExecutionBody>(executor.url, 'POST', '/v2/executions', { token: executor.caller, body, ...options });
+
+/** How many times the ledger was asked to resolve a token. */
+const resolves = () => ledger.logs().filter((line) => line.route === '/executor/authorizations/:token_id' && line.method === 'GET').length;
+
+describe('admission of a new token', () => {
+  beforeEach(async () => {
+    executor = await startTestExecutor(ledger);
+  });
+
+  it('resolves and claims at the ledger, persists the pending execution with its frozen pricing, and schedules it', async () => {
+    const tokenId = await approvedToken();
+    const result = await submit(executionRequest(tokenId));
+    expect(result.status).toBe(201);
+    const execution = result.body.execution;
+    expect(execution).toMatchObject({
+      execution_id: executionIdFor(tokenId),
+      state: 'scheduled',
+      target_id: 'lexec:target:v1:flux-schnell',
+      authorization: { spend_auth_token_id: tokenId, agent_id: actors.agentId, held_units: '900000' },
+      pricing_snapshot: { image_size: 'square_hd', image_count: 2, unit_price: { numerator: '3', denominator: '1000' } },
+      recommended_action: { code: 'wait' },
+    });
+    const atLedger = await call<{ authorization: { status: string; execution_id: string; account_id: string } }>(ledger.url, 'GET', `/authorizations/${tokenId}`, {
+      token: ledger.adminToken,
+    });
+    expect(atLedger.body.authorization).toMatchObject({ status: 'claimed', execution_id: execution.execution_id });
+    // The ledger's answer is authoritative for account and agent.
+    expect(execution.authorization.account_id).toBe(atLedger.body.authorization.account_id);
+    expect(executor.query('SELECT state, authorization_held_units, authorization_held_cents FROM executions')).toEqual([
+      { state: 'scheduled', authorization_held_units: 900_000n, authorization_held_cents: 90n },
+    ]);
+  });
+
+  it('replays an identical body locally — any key order or whitespace — without asking the ledger', async () => {
+    const tokenId = await approvedToken();
+    const body = executionRequest(tokenId);
+    expect((await submit(body)).status).toBe(201);
+    const asked = resolves();
+    const reordered = JSON.stringify(Object.fromEntries(Object.entries(body).reverse()), null, 4);
+    const replay = await submit(undefined, { rawBody: reordered });
+    expect(replay.status).toBe(200);
+    expect(replay.body.execution.execution_id).toBe(executionIdFor(tokenId));
+    expect(resolves()).toBe(asked);
+  });
+
+  it('a changed immutable field conflicts, naming the field', async () => {
+    const tokenId = await approvedToken();
+    await submit(executionRequest(tokenId));
+    const changed = await submit(executionRequest(tokenId, { input: { prompt: 'something else', image_count: 2, image_size: 'square_hd' } }));
+    expect(changed).toMatchObject({ status: 409, body: { error: { code: 'conflict', reason_code: 'immutable_field_changed', fields: ['input.prompt'] } } });
+    expect(JSON.stringify(changed.body)).not.toContain('something else');
+  });
+
+  it('many concurrent identical requests create one execution with one ledger resolve', async () => {
+    const tokenId = await approvedToken();
+    const results = await Promise.all(Array.from({ length: 20 }, () => submit(executionRequest(tokenId))));
+    expect(results.map((result) => result.status).sort()).toEqual([200, ...Array<number>(18).fill(200), 201].sort());
+    expect(new Set(results.map((result) => result.body.execution.execution_id)).size).toBe(1);
+    expect(resolves()).toBe(1);
+    expect(executor.query('SELECT execution_id FROM executions')).toHaveLength(1);
+  });
+
+  it('repairs a crash between the ledger claim and the local insert: the retry claims again with the same id', async () => {
+    const tokenId = await approvedToken();
+    await call(ledger.url, 'POST', `/executor/authorizations/${tokenId}/claim`, { token: actors.executor, body: { execution_id: executionIdFor(tokenId) } });
+    expect((await submit(executionRequest(tokenId))).status).toBe(201);
+  });
+
+  it('accepts the four legacy target fields in place of target_id', async () => {
+    const tokenId = await approvedToken();
+    const withoutTarget = withoutTargetId(executionRequest(tokenId));
+    const result = await submit({ ...withoutTarget, provider: 'fal', model: 'fal-ai/flux/schnell', pricing_version: '2026-11-01', target_version: 'v1' });
+    expect(result.status).toBe(201);
+    expect(result.body.execution.target_id).toBe('lexec:target:v1:flux-schnell');
+  });
+
+  it('defaults image_size to the target’s first preset', async () => {
+    const tokenId = await approvedToken();
+    const result = await submit(executionRequest(tokenId, { input: { prompt: 'p', image_count: 1 } }));
+    expect(result.body.execution.pricing_snapshot.image_size).toBe('square_hd');
+  });
+});
+
+describe('admission refusals', () => {
+  beforeEach(async () => {
+    executor = await startTestExecutor(ledger);
+  });
+
+  it('target_not_selectable names target_id, or the legacy fields', async () => {
+    const tokenId = await approvedToken();
+    expect((await submit(executionRequest(tokenId, { target_id: 'lexec:target:v1:retired' }))).body).toEqual({
+      error: { code: 'invalid_request', reason_code: 'target_not_selectable', fields: ['target_id'] },
+    });
+    const withoutTarget = withoutTargetId(executionRequest(tokenId));
+    expect((await submit({ ...withoutTarget, provider: 'fal', model: 'fal-ai/other', pricing_version: '2026-11-01', target_version: 'v1' })).body).toEqual({
+      error: { code: 'invalid_request', reason_code: 'target_not_selectable', fields: ['provider', 'model', 'pricing_version', 'target_version'] },
+    });
+    expect(resolves()).toBe(0);
+  });
+
+  it('pricing_selector_not_matched names input.image_size', async () => {
+    const tokenId = await approvedToken();
+    for (const size of ['square', 'huge']) {
+      const result = await submit(executionRequest(tokenId, { input: { prompt: 'p', image_count: 1, image_size: size } }));
+      expect(result.body).toEqual({ error: { code: 'invalid_request', reason_code: 'pricing_selector_not_matched', fields: ['input.image_size'] } });
+    }
+  });
+
+  it('needs exactly one way of naming the target', async () => {
+    const tokenId = await approvedToken();
+    const withoutTarget = withoutTargetId(executionRequest(tokenId));
+    expect((await submit(withoutTarget)).body).toEqual({ error: { code: 'invalid_request', reason_code: 'target_required', fields: ['target_id'] } });
+    expect((await submit({ ...withoutTarget, provider: 'fal' })).body).toEqual({
+      error: { code: 'invalid_request', reason_code: 'target_required', fields: ['model', 'pricing_version', 'target_version'] },
+    });
+    expect((await submit(executionRequest(tokenId, { model: 'fal-ai/flux/schnell' }))).body).toEqual({
+      error: { code: 'invalid_request', reason_code: 'target_ambiguous', fields: ['target_id', 'model'] },
+    });
+  });
+
+  it('refuses an authorization that is not usable, without claiming it', async () => {
+    const pending = await approvedToken('2000000');
+    expect((await submit(executionRequest(pending))).body).toEqual({
+      error: { code: 'conflict', reason_code: 'authorization_requested', fields: ['spend_auth_token_id'] },
+    });
+    expect((await submit(executionRequest(unknownToken()))).body).toEqual({ error: { code: 'authorization_not_found', fields: ['spend_auth_token_id'] } });
+    const elsewhere = await approvedToken();
+    await call(ledger.url, 'POST', `/executor/authorizations/${elsewhere}/claim`, { token: actors.executor, body: { execution_id: 'exe_other' } });
+    expect((await submit(executionRequest(elsewhere))).body).toEqual({
+      error: { code: 'conflict', reason_code: 'authorization_claimed_elsewhere', fields: ['spend_auth_token_id'] },
+    });
+  });
+
+  it('refuses work that would cost more than the hold, before claiming', async () => {
+    // 4 images at 3/1000 USD = 12 000 micro-units; hold 10 000.
+    const tokenId = await approvedToken('10000');
+    const result = await submit(executionRequest(tokenId, { input: { prompt: 'p', image_count: 4, image_size: 'square_hd' } }));
+    expect(result).toMatchObject({ status: 422, body: { error: { code: 'authorization_insufficient', reason_code: 'cost_exceeds_hold' } } });
+    const atLedger = await call<{ authorization: { status: string } }>(ledger.url, 'GET', `/authorizations/${tokenId}`, { token: ledger.adminToken });
+    expect(atLedger.body.authorization.status).toBe('approved');
+  });
+
+  it('answers 503 not_ready while readiness is withdrawn, without asking the ledger', async () => {
+    const tokenId = await approvedToken();
+    executor.readiness.withdraw('ledger_unavailable');
+    const result = await submit(executionRequest(tokenId));
+    expect(result).toEqual({ status: 503, body: { error: { code: 'not_ready', reason_code: 'readiness_withdrawn', retryable: true } } });
+    expect(resolves()).toBe(0);
+    expect((await call(executor.url, 'GET', '/readyz')).status).toBe(503);
+    executor.readiness.restore();
+    expect((await submit(executionRequest(tokenId))).status).toBe(201);
+  });
+
+  it('writes executor_admission_rejected once per reason, with field paths only', async () => {
+    const tokenId = await approvedToken();
+    for (let index = 0; index < 3; index += 1) await submit(executionRequest(tokenId, { target_id: 'lexec:target:v1:secret-target-MARKER' }));
+    await submit(executionRequest(tokenId, { input: { prompt: 'p', image_count: 1, image_size: 'square' } }));
+    await submit(executionRequest(tokenId, { input: { prompt: 'p', image_count: 99 } }));
+    await submit(undefined, { rawBody: '{"malformed' });
+    const events = executor.logs().filter((line) => line.event === 'executor_admission_rejected');
+    expect(events.map((event) => [event.reason_code, event.fields, event.route, event.route_version, event.status, event.code])).toEqual([
+      ['target_not_selectable', ['target_id'], 'create_execution', 2, 400, 'invalid_request'],
+      ['pricing_selector_not_matched', ['input.image_size'], 'create_execution', 2, 400, 'invalid_request'],
+      ['field_invalid', ['input.image_count'], 'create_execution', 2, 400, 'invalid_request'],
+    ]);
+    const text = JSON.stringify(executor.logs());
+    expect(text).not.toContain('MARKER');
+    expect(text).not.toContain(tokenId);
+  });
+});
+
+describe('scheduling failure after the pending execution was created', () => {
+  it('answers 503 not_ready; the identical retry reuses the execution without a second resolve', async () => {
+    let failures = 1;
+    executor = await startTestExecutor(ledger, {
+      scheduler: {
+        schedule() {
+          if (failures === 0) return Promise.resolve();
+          failures -= 1;
+          return Promise.reject(new Error('engine unavailable'));
+        },
+      },
+    });
+    const tokenId = await approvedToken();
+    const first = await submit(executionRequest(tokenId));
+    expect(first).toEqual({ status: 503, body: { error: { code: 'not_ready', reason_code: 'scheduling_failed', retryable: true } } });
+    expect(executor.query('SELECT state FROM executions')).toEqual([{ state: 'pending' }]);
+    const detail = await call<ExecutionBody>(executor.url, 'GET', `/v1/executions/${executionIdFor(tokenId)}`, { token: executor.caller });
+    expect(detail.body.execution.recommended_action.code).toBe('retry_admission');
+
+    const retry = await submit(executionRequest(tokenId));
+    expect(retry.status).toBe(200);
+    expect(retry.body.execution.state).toBe('scheduled');
+    expect(resolves()).toBe(1);
+    expect(executor.query('SELECT COUNT(*) AS n FROM executions')).toEqual([{ n: 1n }]);
+  });
+});
