@@ -1,0 +1,225 @@
+import { randomUUID } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateCapability } from '../../src/credentials/capability.js';
+import { createArtifactStore } from '../../src/executor/artifact-store.js';
+import { executionIdFor } from '../../src/executor/domain/execution-states.js';
+import { call, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { executionRequest, startTestExecutor, type TestExecutor } from '../support/executor.js';
+
+let ledger: TestLedger;
+let actors: Actors;
+let executor: TestExecutor;
+let executionId: string;
+let tokenId: string;
+
+beforeAll(async () => {
+  ledger = await startTestLedger();
+  actors = await setUpActors(ledger);
+  executor = await startTestExecutor(ledger);
+  const created = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', {
+    token: actors.agent,
+    body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
+  });
+  tokenId = created.body.authorization.token_id;
+  const admitted = await call<{ execution: { execution_id: string } }>(executor.url, 'POST', '/v2/executions', {
+    token: executor.caller,
+    body: executionRequest(tokenId),
+  });
+  executionId = admitted.body.execution.execution_id;
+});
+
+afterAll(async () => {
+  await executor.close();
+  await ledger.close();
+});
+
+const get = <T = Record<string, unknown>>(path: string, token: string | undefined = executor.caller) => call<T>(executor.url, 'GET', path, { token });
+
+describe('authentication', () => {
+  const protectedRoutes = () => [
+    ['GET', '/v1/provider-catalog'],
+    ['GET', '/v2/execution-targets'],
+    ['POST', '/v2/executions'],
+    ['GET', `/v1/executions/${executionId}`],
+    ['GET', `/v1/executions/${executionId}/artifacts`],
+    ['GET', `/v1/executions/${executionId}/artifacts/art_${randomUUID()}/content`],
+  ];
+
+  it('every execution, artifact, catalog and targets route needs the caller capability', async () => {
+    for (const [method, path] of protectedRoutes()) {
+      for (const token of [undefined, 'nonsense', generateCapability('caller'), ledger.adminToken, actors.executor]) {
+        const result = await call(executor.url, method ?? 'GET', path ?? '/', { token, body: method === 'POST' ? executionRequest(tokenId) : undefined });
+        expect(result, `${method ?? ''} ${path ?? ''}`).toEqual({ status: 401, body: { error: { code: 'unauthorized' } } });
+      }
+    }
+  });
+
+  it('/livez, /readyz and /version are public and expose safe status only', async () => {
+    expect(await get('/livez', undefined)).toEqual({ status: 200, body: { status: 'ok' } });
+    expect(await get('/readyz', undefined)).toEqual({ status: 200, body: { status: 'ready' } });
+    const version = await get('/version', undefined);
+    expect(Object.keys(version.body).sort()).toEqual(['build_kind', 'commit', 'contract_version', 'product', 'product_version']);
+  });
+});
+
+describe('reads', () => {
+  it('execution detail has explicit state, target, authorization, pricing, attempts, receipt and an action — no URLs or paths', async () => {
+    const detail = await get<{ execution: Record<string, unknown> }>(`/v1/executions/${executionId}`);
+    expect(detail.status).toBe(200);
+    expect(detail.body.execution).toMatchObject({
+      execution_id: executionId,
+      workflow_id: `lexec-execution-${executionId}`,
+      state: 'scheduled',
+      phase: null,
+      target_id: 'lexec:target:v1:flux-schnell',
+      input: { prompt: 'a lighthouse at dusk', image_count: 2, image_size: 'square_hd' },
+      authorization: { spend_auth_token_id: tokenId, agent_id: actors.agentId, held_units: '900000', units_scale: 6, held_cents: '90', currency: 'USD' },
+      provider_attempts: [],
+      receipt: null,
+      artifact_count: 0,
+      recommended_action: { code: 'wait' },
+    });
+    const text = JSON.stringify(detail.body);
+    expect(text).not.toMatch(/https?:\/\//);
+    expect(text).not.toContain(executor.dir);
+  });
+
+  it('reads do not depend on readiness', async () => {
+    executor.readiness.withdraw('ledger_unavailable');
+    try {
+      expect((await get(`/v1/executions/${executionId}`)).status).toBe(200);
+      expect((await get(`/v1/executions/${executionId}/artifacts`)).status).toBe(200);
+      expect((await get('/v1/provider-catalog')).status).toBe(200);
+      expect((await get('/readyz', undefined)).body).toEqual({ status: 'not_ready', reason: 'ledger_unavailable' });
+    } finally {
+      executor.readiness.restore();
+    }
+  });
+
+  it('unknown or malformed ids are 404 or 400 with the field', async () => {
+    expect(await get(`/v1/executions/${executionIdFor(randomUUID())}`)).toEqual({ status: 404, body: { error: { code: 'not_found' } } });
+    expect(await get('/v1/executions/not-an-id')).toEqual({ status: 400, body: { error: { code: 'invalid_request', fields: ['execution_id'] } } });
+    expect((await get(`/v1/executions/${executionIdFor(randomUUID())}/artifacts`)).status).toBe(404);
+  });
+
+  it('lists artifacts and serves their bytes; storage paths never leave the process', async () => {
+    const store = createArtifactStore(executor.config.storage.artifact_root);
+    const bytes = new Uint8Array(Buffer.from('\x89PNG\r\n\x1a\nnot really a png, but bytes'));
+    const stored = await store.write(executionId, 0, 'image/png', bytes);
+    const artifactId = `art_${randomUUID()}`;
+    executor.store.insertArtifact({
+      artifact_id: artifactId,
+      execution_id: executionId,
+      ordinal: 0n,
+      media_type: 'image/png',
+      size_bytes: BigInt(stored.sizeBytes),
+      sha256: stored.sha256,
+      storage_key: stored.storageKey,
+      width: 1024n,
+      height: 1024n,
+    });
+    const listing = await get<{ artifacts: Record<string, unknown>[] }>(`/v1/executions/${executionId}/artifacts`);
+    expect(listing.body.artifacts).toEqual([
+      expect.objectContaining({
+        artifact_id: artifactId,
+        ordinal: '0',
+        media_type: 'image/png',
+        size_bytes: String(bytes.byteLength),
+        sha256: stored.sha256,
+        width: '1024',
+        height: '1024',
+        content_path: `/v1/executions/${executionId}/artifacts/${artifactId}/content`,
+      }),
+    ]);
+    expect(JSON.stringify(listing.body)).not.toContain(stored.storageKey);
+
+    const response = await fetch(`${executor.url}/v1/executions/${executionId}/artifacts/${artifactId}/content`, {
+      headers: { authorization: `Bearer ${executor.caller}` },
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('image/png');
+    expect(response.headers.get('etag')).toBe(`"sha256-${stored.sha256}"`);
+    expect(Buffer.from(await response.arrayBuffer())).toEqual(Buffer.from(bytes));
+  });
+});
+
+describe('artifact store', () => {
+  it('writes atomically under the root with size, sha256 and private modes, leaving no temporary file', async () => {
+    const store = createArtifactStore(join(executor.dir, 'other-artifacts'));
+    const id = executionIdFor(randomUUID());
+    const stored = await store.write(id, 3, 'image/png', new Uint8Array([1, 2, 3]));
+    const path = join(executor.dir, 'other-artifacts', stored.storageKey);
+    expect(await readFile(path)).toEqual(Buffer.from([1, 2, 3]));
+    expect(stored).toMatchObject({ sizeBytes: 3, sha256: '039058c6f2c0cb492c533b0a4d14ef77cc0f78abccced5287d84a1a2011cfb81' });
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+    expect(await readdir(join(executor.dir, 'other-artifacts', id))).toEqual([stored.storageKey.split('/')[1]]);
+  });
+
+  it('refuses a storage key outside the root', () => {
+    const store = createArtifactStore(join(executor.dir, 'artifacts'));
+    expect(() => store.read('../executor.db')).toThrow(/outside the artifact root/);
+  });
+});
+
+describe('catalog and targets', () => {
+  it('the provider catalog is schema v1 with four independent facts and no secrets', async () => {
+    const catalog = await get('/v1/provider-catalog');
+    expect(catalog.body).toMatchObject({
+      catalog_schema_version: 1,
+      providers_mode: 'sandbox',
+      facts: {
+        configured: true,
+        credential_reference_present: false,
+        production_validated: false,
+        live_qualified: false,
+        live_qualified_reason: 'not_performed',
+      },
+      targets: [{ target_id: 'lexec:target:v1:flux-schnell', model: 'fal-ai/flux/schnell', policy_versions: { pricing: '2026-11-01', target: 'v1' } }],
+    });
+    expect(JSON.stringify(catalog.body)).not.toMatch(/store|keychain|capability/);
+  });
+
+  it('execution targets list the selectable choices with only priced presets', async () => {
+    const targets = await get<{ targets: { target_id: string; presets: string[]; default_image_size: string }[] }>('/v2/execution-targets');
+    expect(targets.body.targets).toHaveLength(1);
+    expect(targets.body.targets[0]).toMatchObject({ target_id: 'lexec:target:v1:flux-schnell', default_image_size: 'square_hd' });
+    expect(targets.body.targets[0]?.presets).not.toContain('square');
+  });
+});
+
+describe('bad admission input: 400/413/415 with field paths, never the value, never a 500', () => {
+  const marker = 'VALUE-MARKER-77';
+  const cases: [string, unknown, string[]][] = [
+    ['missing fields', {}, ['input', 'input_schema_version', 'schema_version', 'spend_auth_token_id']],
+    ['a wrong schema version', { schema_version: 3 }, ['schema_version']],
+    ['a non-UUID token id', { spend_auth_token_id: marker }, ['spend_auth_token_id']],
+    ['a huge prompt', { input: { prompt: 'x'.repeat(4001), image_count: 1 } }, ['input.prompt']],
+    ['an empty prompt', { input: { prompt: '', image_count: 1 } }, ['input.prompt']],
+    ['zero images', { input: { prompt: 'p', image_count: 0 } }, ['input.image_count']],
+    ['too many images', { input: { prompt: 'p', image_count: 5 } }, ['input.image_count']],
+    ['a fractional image count', { input: { prompt: 'p', image_count: 1.5 } }, ['input.image_count']],
+    ['a string image count', { input: { prompt: 'p', image_count: '2' } }, ['input.image_count']],
+    ['an unknown field', { surprise: marker }, ['surprise']],
+    ['an unknown input field', { input: { prompt: 'p', image_count: 1, seed: 7 } }, ['input.seed']],
+    ['a wrong target type', { target_id: 7 }, ['target_id']],
+  ];
+
+  it.each(cases)('%s', async (_name, change, fields) => {
+    const body = Object.keys(change as object).length === 0 ? {} : { ...executionRequest(randomUUID()), ...(change as object) };
+    const result = await call<{ error: { fields: string[] } }>(executor.url, 'POST', '/v2/executions', { token: executor.caller, body });
+    expect(result.status).toBe(400);
+    expect(result.body.error.fields.sort()).toEqual(fields);
+    expect(JSON.stringify(result.body)).not.toContain(marker);
+  });
+
+  it('malformed JSON, a wrong content type and an oversize body', async () => {
+    const post = (rawBody: string, contentType?: string) => call(executor.url, 'POST', '/v2/executions', { token: executor.caller, rawBody, contentType });
+    expect(await post('{"schema_version": 2,')).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'malformed_json' } } });
+    expect((await post('schema_version=2', 'application/x-www-form-urlencoded')).status).toBe(415);
+    expect((await post(JSON.stringify({ ...executionRequest(randomUUID()), pad: 'x'.repeat(70_000) }))).status).toBe(413);
+    expect((await post('[]')).status).toBe(400);
+    expect((await post('null')).status).toBe(400);
+  });
+});
