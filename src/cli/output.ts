@@ -1,5 +1,6 @@
 import { stripVTControlCharacters } from 'node:util';
 import type { WriteStream } from 'node:tty';
+import { bigintAsString } from '../domain/canonical-json.js';
 import { BugError } from '../errors.js';
 import { colorLevel, resolveColor, type ColorChoice } from './color.js';
 
@@ -52,11 +53,7 @@ const plain: Styler = {
  * consumer whatever a message was built from.
  */
 export function serializeJsonDocument(document: unknown): string {
-  return JSON.stringify(document, (_key, value: unknown) => {
-    if (typeof value === 'bigint') return value.toString();
-    if (typeof value === 'string') return stripVTControlCharacters(value);
-    return value;
-  });
+  return JSON.stringify(document, (key, value: unknown) => (typeof value === 'string' ? stripVTControlCharacters(value) : bigintAsString(key, value)));
 }
 
 async function colorStyler(env: OutputOptions['env'], stderr: OutputStreams['stderr']): Promise<Styler> {

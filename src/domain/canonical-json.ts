@@ -1,5 +1,10 @@
 import { createHash } from 'node:crypto';
 
+/** A JSON.stringify replacer writing bigint amounts as exact decimal strings (never floats). */
+export function bigintAsString(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString() : value;
+}
+
 /**
  * JSON with object keys sorted at every depth and no whitespace: two documents that differ only
  * in key order or formatting have the same canonical form (and fingerprint). bigint values are

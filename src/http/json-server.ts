@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { toFieldIssues } from '../config/zod-issues.js';
+import { bigintAsString } from '../domain/canonical-json.js';
 import { ApiError } from './api-error.js';
 
 /** Largest JSON body any lexec route accepts. */
@@ -10,10 +11,6 @@ export interface JsonServerOptions {
   readonly logger: FastifyBaseLogger;
   /** Whether a finished request is routine and so not logged (spec §6 rule 4). */
   readonly isRoutine?: (request: FastifyRequest, reply: FastifyReply) => boolean;
-}
-
-function bigintSafe(_key: string, value: unknown): unknown {
-  return typeof value === 'bigint' ? value.toString() : value;
 }
 
 /**
@@ -32,7 +29,7 @@ export function createJsonServer({ logger, isRoutine }: JsonServerOptions): Fast
   });
   // JSON only: without this, Fastify would accept text/plain bodies as strings.
   app.removeContentTypeParser('text/plain');
-  app.setReplySerializer((payload) => JSON.stringify(payload, bigintSafe));
+  app.setReplySerializer((payload) => JSON.stringify(payload, bigintAsString));
 
   app.setNotFoundHandler((_request, reply) => {
     void reply.code(404).send(new ApiError(404, 'not_found').toBody());

@@ -1,0 +1,202 @@
+import { spawn } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { capabilityDigest, generateCapability } from '../../src/credentials/capability.js';
+import { writePrivateFile } from '../../src/credentials/private-file.js';
+import { LEDGER_CREDENTIAL_ID, managedCredentialPaths } from '../../src/executor/managed-credentials.js';
+import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { migrate } from '../../src/storage/open-database.js';
+import { BIN, makeTempDir, removeDir, runLexec } from '../support/cli.js';
+import { sandboxConfig, type JsonObject } from '../support/config-fixtures.js';
+import { call, mintCredential } from '../support/ledger.js';
+import { ledgerConfig, spawnLedger, type LedgerProcess } from '../support/ledger-process.js';
+import { executionRequest } from '../support/executor.js';
+
+let dir: string;
+let ledger: LedgerProcess | undefined;
+let admin: string;
+const stoppers: (() => Promise<unknown>)[] = [];
+
+beforeEach(async () => {
+  dir = await makeTempDir('lexec-executor-proc-');
+});
+
+afterEach(async () => {
+  for (const stop of stoppers.splice(0).reverse()) await stop();
+  if (ledger) await ledger.stop('SIGKILL');
+  ledger = undefined;
+  await removeDir(dir);
+});
+
+async function startLedger(port = 0): Promise<LedgerProcess> {
+  ledger = await spawnLedger(dir, ledgerConfig(join(dir, 'ledger'), { http: { host: '127.0.0.1', port } }));
+  admin = (await readFile(ledger.adminCapabilityPath, 'utf8')).trim();
+  return ledger;
+}
+
+/** What `credentials bootstrap-managed` leaves behind: both capabilities, the ledger one registered. */
+async function managedCredentials(stateDir: string, ledgerUrl: string): Promise<string> {
+  const paths = managedCredentialPaths(stateDir);
+  const caller = generateCapability('caller');
+  const executor = generateCapability('executor');
+  await writePrivateFile(paths.caller, `${caller}\n`);
+  await writePrivateFile(paths.ledger, `${executor}\n`);
+  const registered = await call(ledgerUrl, 'PUT', `/credentials/${LEDGER_CREDENTIAL_ID}`, {
+    token: admin,
+    body: { kind: 'executor', digest_sha256: capabilityDigest(executor).toString('hex') },
+  });
+  expect(registered.status).toBe(201);
+  return caller;
+}
+
+async function executorConfigFile(ledgerUrl: string, change?: (config: JsonObject) => void): Promise<string> {
+  const config = sandboxConfig();
+  config.http = { host: '127.0.0.1', port: 0 };
+  (config.ledger as JsonObject).endpoint = ledgerUrl;
+  config.credentials = { mode: 'managed', state_dir: join(dir, 'executor', 'credentials') };
+  config.storage = {
+    database_path: join(dir, 'executor', 'executor.db'),
+    artifact_root: join(dir, 'executor', 'artifacts'),
+    catalog_path: join(dir, 'executor', 'provider-catalog.json'),
+  };
+  config.development_allowance = true;
+  change?.(config);
+  const path = join(dir, 'executor.json');
+  await writeFile(path, JSON.stringify(config, null, 2));
+  return path;
+}
+
+interface ExecutorProcess {
+  url: () => string;
+  lines: string[];
+  exit: Promise<number>;
+  stop: (signal?: NodeJS.Signals) => Promise<number>;
+}
+
+function spawnExecutor(configPath: string): ExecutorProcess {
+  const child = spawn(process.execPath, [BIN, 'executor', 'serve', '--config', configPath, '--json'], {
+    env: { PATH: process.env.PATH ?? '', HOME: dir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk: string) => lines.push(...chunk.split('\n').filter(Boolean)));
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => lines.push(...chunk.split('\n').filter(Boolean)));
+  const exit = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? -1)));
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    if (child.exitCode === null) child.kill(signal);
+    return exit;
+  };
+  stoppers.push(() => stop('SIGKILL'));
+  const url = () => {
+    const started = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((event) => event.event === 'executor_started');
+    return started === undefined ? '' : `http://127.0.0.1:${String(started.port)}`;
+  };
+  return { url, lines, exit, stop };
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const readyz = async (url: string) => (url === '' ? 0 : (await fetch(`${url}/readyz`).catch(() => ({ status: 0 }))).status);
+
+describe('executor serve', () => {
+  it('becomes ready against a compatible ledger, admits for real, and stops gracefully on SIGTERM', async () => {
+    const ledgerProcess = await startLedger();
+    const caller = await managedCredentials(join(dir, 'executor', 'credentials'), ledgerProcess.url);
+    const executor = spawnExecutor(await executorConfigFile(ledgerProcess.url));
+    await until('ready', async () => ((await readyz(executor.url())) === 200 ? true : undefined));
+
+    const created = await call<{ agent: { agent_id: string } }>(ledgerProcess.url, 'POST', '/agents', { token: admin, body: { name: 'bot' } });
+    const agent = await mintCredential({ url: ledgerProcess.url, adminToken: admin }, 'agent', created.body.agent.agent_id);
+    const authorization = await call<{ authorization: { token_id: string } }>(ledgerProcess.url, 'POST', '/authorizations', {
+      token: agent,
+      body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
+    });
+    const admitted = await call<{ execution: { state: string } }>(executor.url(), 'POST', '/v2/executions', {
+      token: caller,
+      body: executionRequest(authorization.body.authorization.token_id),
+    });
+    expect(admitted).toMatchObject({ status: 201, body: { execution: { state: 'scheduled' } } });
+
+    const catalog = JSON.parse(await readFile(join(dir, 'executor', 'provider-catalog.json'), 'utf8')) as { catalog_schema_version: number };
+    expect(catalog.catalog_schema_version).toBe(1);
+    expect(await executor.stop()).toBe(0);
+    const events = executor.lines.flatMap((line) => {
+      try {
+        return [(JSON.parse(line) as { event?: string }).event];
+      } catch {
+        return [];
+      }
+    });
+    expect(events).toEqual(expect.arrayContaining(['executor_started', 'executor_ready', 'executor_stopping', 'executor_stopped']));
+    const text = executor.lines.join('\n');
+    expect(text).not.toContain(caller);
+    expect(text).not.toMatch(/lexec_(caller|executor|admin)_[A-Za-z0-9_-]{20}/);
+  });
+
+  it('stays up but not ready while the ledger is down, and becomes ready when it returns', async () => {
+    const first = await startLedger();
+    await managedCredentials(join(dir, 'executor', 'credentials'), first.url);
+    const port = Number(new URL(first.url).port);
+    await first.stop();
+    const executor = spawnExecutor(await executorConfigFile(first.url));
+    await until('listening', () => (executor.url() === '' ? undefined : true));
+    expect((await fetch(`${executor.url()}/livez`)).status).toBe(200);
+    expect(await readyz(executor.url())).toBe(503);
+    await startLedger(port);
+    await until('ready', async () => ((await readyz(executor.url())) === 200 ? true : undefined));
+  });
+
+  it.each([
+    ['a ledger version other than the pinned one', (config: JsonObject) => ((config.ledger as JsonObject).product_version = 'v9.9.9'), 'ledger_version_mismatch'],
+    ['a development build without the development allowance', (config: JsonObject) => (config.development_allowance = false), 'development_build_refused'],
+  ])('refuses to run with %s', async (_name, change, code) => {
+    const ledgerProcess = await startLedger();
+    await managedCredentials(join(dir, 'executor', 'credentials'), ledgerProcess.url);
+    const executor = spawnExecutor(await executorConfigFile(ledgerProcess.url, change));
+    expect(await executor.exit).toBe(1);
+    const failure = executor.lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.ok === false);
+    expect(failure).toMatchObject({ ok: false, error: { code } });
+  });
+
+  it('refuses to start without its managed credentials', async () => {
+    const ledgerProcess = await startLedger();
+    const run = await runLexec(['executor', 'serve', '--config', await executorConfigFile(ledgerProcess.url), '--json'], { home: dir });
+    expect(run.exitCode).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'managed_credentials_missing' } });
+  });
+
+  it('refuses a database whose migration would overflow, leaving it untouched', async () => {
+    const ledgerProcess = await startLedger();
+    await managedCredentials(join(dir, 'executor', 'credentials'), ledgerProcess.url);
+    const configPath = await executorConfigFile(ledgerProcess.url);
+    const legacy = new Database(join(dir, 'executor', 'executor.db'));
+    legacy.defaultSafeIntegers(true);
+    migrate(legacy, EXECUTOR_MIGRATIONS.slice(0, 1));
+    legacy
+      .prepare(
+        `INSERT INTO executions (execution_id, workflow_id, spend_auth_token_id, account_id, agent_id, target_id, request_json, pricing_snapshot,
+           authorization_held_cents, currency, state, created_at, updated_at)
+         VALUES ('exe_x', 'wf', 'tok', 'a', 'b', 't', '{}', '{}', 922337203685478, 'USD', 'succeeded', 1, 1)`,
+      )
+      .run();
+    legacy.close();
+    const run = await runLexec(['executor', 'serve', '--config', configPath, '--json'], { home: dir });
+    expect(run.exitCode).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'migration_refused' } });
+    const after = new Database(join(dir, 'executor', 'executor.db'), { readonly: true });
+    expect(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: 1 });
+    after.close();
+  });
+});
