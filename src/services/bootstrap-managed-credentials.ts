@@ -156,7 +156,7 @@ function inBootstrapTerms(error: unknown, configPath: string, presented: 'admin'
     return new UserError(code, `The ledger refused the ${presented} capability in ${tokenFile}: it is not registered at the ledger that ${where} names.`, {
       nextStep:
         presented === 'admin'
-          ? `Pass --ledger-admin-capability the admin_capability_path of the ledger running at the configured endpoint; nothing was changed.`
+          ? 'Pass --ledger-admin-capability the admin_capability_path of the ledger running at the configured endpoint.'
           : 'Run the bootstrap again; if this repeats, the endpoint may not lead to the ledger that registered the credential.',
     });
   }
@@ -169,7 +169,12 @@ function inBootstrapTerms(error: unknown, configPath: string, presented: 'admin'
  * absent one is generated and written before it is sent. A 409 means the id is held by another
  * capability: nothing is overwritten, and a file written by this run is removed again.
  */
-async function registerLedgerCredential(admin: LedgerClient, path: string, existing: string | null, configPath: string): Promise<{ token: string; outcome: BootstrapOutcome }> {
+async function registerLedgerCredential(
+  admin: LedgerClient,
+  path: string,
+  existing: string | null,
+  request: BootstrapManagedRequest,
+): Promise<{ token: string; outcome: BootstrapOutcome }> {
   const token = existing ?? generateCapability('executor');
   if (existing === null) await writeCapabilityFile(path, token, 'ledger_credential_conflict');
   try {
@@ -179,7 +184,7 @@ async function registerLedgerCredential(admin: LedgerClient, path: string, exist
     if (!(error instanceof UserError && error.code === 'ledger_conflict')) {
       // Kept on any other failure: the registration may have succeeded with its answer lost,
       // and the next run re-registers the same digest (unchanged) instead of conflicting.
-      throw inBootstrapTerms(error, configPath, 'admin', path);
+      throw inBootstrapTerms(error, request.configPath, 'admin', request.adminCapabilityPath);
     }
     if (existing === null) await unlink(path).catch(() => undefined);
     throw new UserError(
@@ -233,7 +238,7 @@ export async function bootstrapManagedCredentials(request: BootstrapManagedReque
   // Every check passed; from here on things change. The ledger credential goes first: its 409
   // is the only refusal left, and it then finds the caller capability untouched as well.
   await createStateDirectory(stateDir);
-  const ledger = await registerLedgerCredential(admin, paths.ledger, ledgerToken, configPath);
+  const ledger = await registerLedgerCredential(admin, paths.ledger, ledgerToken, request);
   try {
     await client(ledger.token).listAgents();
   } catch (error) {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -200,6 +200,17 @@ describe('first and repeated bootstrap', () => {
     expect(run.stderr).toMatch(/caller capability {3}reused/);
     expect(run.stderr).toMatch(/ledger credential {3}reused \(at http:\/\/127\.0\.0\.1:\d+\)/);
     expect(await snapshot(stateDir())).toEqual(before);
+  });
+
+  it('a run stopped after the ledger registration (no caller capability yet) is completed by the next one', async () => {
+    const executorFile = join(stateDir(), 'ledger.capability');
+    const before = { content: await readFile(executorFile, 'utf8'), mtimeMs: (await stat(executorFile)).mtimeMs };
+    await unlink(join(stateDir(), 'caller.capability'));
+    const result = succeeded(await bootstrap(join(dir(), 'executor.json')));
+    expect(result).toMatchObject({ caller_capability: 'created', ledger_credential: 'reused' });
+    expect({ content: await readFile(executorFile, 'utf8'), mtimeMs: (await stat(executorFile)).mtimeMs }).toEqual(before);
+    expect((await stat(join(stateDir(), 'caller.capability'))).mode & 0o777).toBe(0o600);
+    await capabilityIn(join(stateDir(), 'caller.capability'));
   });
 
   it('after a ledger restore without the credential, re-registers the existing file (created) and then reuses it', async () => {
