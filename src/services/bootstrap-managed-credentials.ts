@@ -105,7 +105,8 @@ async function existingCapability(path: string, kind: CredentialKind, conflictCo
     });
   }
   if (capabilityKind(token) !== kind) {
-    throw new UserError(conflictCode, `The file ${path} exists but does not hold a ${kind} capability (its content is not shown); lexec never overwrites a credential file.`, {
+    const article = kind === 'executor' ? 'an' : 'a';
+    throw new UserError(conflictCode, `The file ${path} exists but does not hold ${article} ${kind} capability (its content is not shown); lexec never overwrites a credential file.`, {
       nextStep: `Move ${path} away after checking what it is, then run the bootstrap again to create a new one.`,
     });
   }

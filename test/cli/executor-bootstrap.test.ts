@@ -324,7 +324,8 @@ describe('conflicts fail closed and overwrite nothing', () => {
     const stateDir = join(dir, 'credentials');
     await writeCapability(join(stateDir, 'ledger.capability'), generateCapability('caller'));
     const before = await snapshot(stateDir);
-    failed(await bootstrap(config), 1, 'ledger_credential_conflict');
+    const error = failed(await bootstrap(config), 1, 'ledger_credential_conflict');
+    expect(error.message).toContain('does not hold an executor capability');
     expect(await snapshot(stateDir)).toEqual(before);
   });
 
