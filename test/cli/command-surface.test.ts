@@ -17,7 +17,7 @@ interface ManifestFlag {
  */
 describe('command surface', () => {
   const manifest = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'oclif.manifest.json'), 'utf8')) as {
-    commands: Record<string, { flags: Record<string, ManifestFlag>; args: Record<string, { name: string; required?: boolean }> }>;
+    commands: Record<string, { hidden?: boolean; flags: Record<string, ManifestFlag>; args: Record<string, { name: string; required?: boolean }> }>;
   };
   const surface = Object.fromEntries(
     Object.entries(manifest.commands)
@@ -64,6 +64,12 @@ describe('command surface', () => {
       'ledger:policy:init': [global[0], flag('file', { required: true }), global[1]],
       'ledger:policy:set': ledgerVerb(flag('agent-id', { required: true }), flag('file', { required: true })),
       'ledger:policy:show': ledgerVerb(flag('agent-id', { required: true }), flag('export')),
+      'executor:credentials:bootstrap-managed': [
+        global[0],
+        { name: 'config', type: 'option', required: true, options: undefined, default: undefined },
+        global[1],
+        { name: 'ledger-admin-capability', type: 'option', required: true, options: undefined, default: undefined },
+      ],
       'executor:validate-config': [
         global[0],
         { name: 'config', type: 'option', required: true, options: undefined, default: undefined },
@@ -77,6 +83,13 @@ describe('command surface', () => {
       ],
       version: global,
     });
+  });
+
+  it('hides only the launcher-internal commands from help', () => {
+    const hidden = Object.entries(manifest.commands)
+      .filter(([, command]) => command.hidden === true)
+      .map(([id]) => id);
+    expect(hidden).toEqual(['executor:credentials:bootstrap-managed']);
   });
 
   it('takes positional arguments only where listed', () => {
