@@ -3,6 +3,7 @@ import { PRODUCT_NAME } from '../product.js';
 import { UNITS_SCALE } from '../domain/money.js';
 import {
   absolutePath,
+  credentialedEndpointUrl,
   exactVersion,
   grpcUrl,
   httpListen,
@@ -41,7 +42,7 @@ export const targetId = z
 const preset = z.enum(IMAGE_SIZE_PRESETS, { error: `must be one of: ${IMAGE_SIZE_PRESETS.join(', ')}` });
 
 const ledger = z.strictObject({
-  endpoint: httpUrl,
+  endpoint: credentialedEndpointUrl,
   product_version: productVersion,
 });
 

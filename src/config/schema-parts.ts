@@ -51,6 +51,17 @@ export const httpUrl = z
   .string({ error: 'must be an http:// or https:// URL' })
   .refine((value) => isPlainUrl(value, ['http:', 'https:']), 'must be an http:// or https:// URL without credentials, query or fragment');
 
+/**
+ * A service endpoint that credentials are sent to: https anywhere, plain http only on a loopback
+ * address — a capability must never cross a network in clear.
+ */
+export const credentialedEndpointUrl = z
+  .string({ error: 'must be an https:// URL, or http:// on a loopback address' })
+  .refine((value) => {
+    if (isPlainUrl(value, ['https:'])) return true;
+    return isPlainUrl(value, ['http:']) && isLoopbackHost(new URL(value).hostname);
+  }, 'must be an https:// URL, or http:// on a loopback address (credentials never cross a network in clear), without credentials, query or fragment');
+
 export const loopbackHttpUrl = z
   .string({ error: 'must be an http:// URL on a loopback address' })
   .refine(

@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { chmod, mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { UserError } from '../errors.js';
@@ -22,7 +22,8 @@ function errorCode(error: unknown): string | undefined {
  */
 export async function ensurePrivateDirectory(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const info = await stat(dir);
+  // lstat: a symbolic link to some other directory is not this private directory.
+  const info = await lstat(dir);
   const uid = currentUid();
   if (!info.isDirectory() || (uid !== null && info.uid !== uid) || (info.mode & 0o077) !== 0) {
     throw new UserError('credential_directory_not_private', `The credential directory ${dir} is not private.`, {

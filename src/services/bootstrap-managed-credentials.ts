@@ -1,6 +1,5 @@
 import { lstat, unlink } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
-import { isLoopbackHost } from '../config/schema-parts.js';
 import { capabilityDigest, capabilityKind, generateCapability, type CredentialKind } from '../credentials/capability.js';
 import { ensurePrivateDirectory, readPrivateFile } from '../credentials/private-file.js';
 import { UsageError, UserError } from '../errors.js';
@@ -45,15 +44,12 @@ function currentUid(): number | null {
   return typeof process.getuid === 'function' ? process.getuid() : null;
 }
 
-/** The ledger base URL from the configuration. The admin capability crosses the wire in clear over http, so only to loopback. */
-function ledgerEndpoint(endpoint: string, configPath: string): string {
+/**
+ * The ledger base URL from the configuration. The schema already refuses plain http:// to a
+ * host that is not loopback, so no capability is ever sent there in clear.
+ */
+function ledgerEndpoint(endpoint: string): string {
   const url = new URL(endpoint);
-  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
-    throw new UserError('ledger_endpoint_insecure', `The ledger endpoint in ${configPath} uses plain http:// to a host that is not loopback; lexec will not send a capability there in clear.`, {
-      nextStep: 'Use https:// for a remote ledger, or a loopback address (127.0.0.1, ::1, localhost) for a local one.',
-      issues: [{ path: 'ledger.endpoint', message: 'plain http:// is allowed only on a loopback address' }],
-    });
-  }
   return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }
 
@@ -220,7 +216,7 @@ export async function bootstrapManagedCredentials(request: BootstrapManagedReque
     });
   }
   const stateDir = config.credentials.state_dir;
-  const url = ledgerEndpoint(config.ledger.endpoint, configPath);
+  const url = ledgerEndpoint(config.ledger.endpoint);
   const adminToken = await readAdminCapability(adminCapabilityPath);
 
   const paths = managedCredentialPaths(stateDir);

@@ -70,6 +70,11 @@ describe('command surface', () => {
         global[1],
         { name: 'ledger-admin-capability', type: 'option', required: true, options: undefined, default: undefined },
       ],
+      'executor:serve': [
+        global[0],
+        { name: 'config', type: 'option', required: true, options: undefined, default: undefined },
+        global[1],
+      ],
       'executor:validate-config': [
         global[0],
         { name: 'config', type: 'option', required: true, options: undefined, default: undefined },

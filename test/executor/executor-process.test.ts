@@ -3,9 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { capabilityDigest, generateCapability } from '../../src/credentials/capability.js';
-import { writePrivateFile } from '../../src/credentials/private-file.js';
-import { LEDGER_CREDENTIAL_ID, managedCredentialPaths } from '../../src/executor/managed-credentials.js';
+import { managedCredentialPaths } from '../../src/executor/managed-credentials.js';
 import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
 import { migrate } from '../../src/storage/open-database.js';
 import { BIN, makeTempDir, removeDir, runLexec } from '../support/cli.js';
@@ -36,19 +34,14 @@ async function startLedger(port = 0): Promise<LedgerProcess> {
   return ledger;
 }
 
-/** What `credentials bootstrap-managed` leaves behind: both capabilities, the ledger one registered. */
-async function managedCredentials(stateDir: string, ledgerUrl: string): Promise<string> {
-  const paths = managedCredentialPaths(stateDir);
-  const caller = generateCapability('caller');
-  const executor = generateCapability('executor');
-  await writePrivateFile(paths.caller, `${caller}\n`);
-  await writePrivateFile(paths.ledger, `${executor}\n`);
-  const registered = await call(ledgerUrl, 'PUT', `/credentials/${LEDGER_CREDENTIAL_ID}`, {
-    token: admin,
-    body: { kind: 'executor', digest_sha256: capabilityDigest(executor).toString('hex') },
-  });
-  expect(registered.status).toBe(201);
-  return caller;
+/** Runs the real `executor credentials bootstrap-managed`; returns the caller capability it created. */
+async function bootstrap(configPath: string): Promise<string> {
+  const run = await runLexec(
+    ['executor', 'credentials', 'bootstrap-managed', '--config', configPath, '--ledger-admin-capability', ledger?.adminCapabilityPath ?? '', '--json'],
+    { home: dir },
+  );
+  expect(run.exitCode, run.stdout + run.stderr).toBe(0);
+  return (await readFile(managedCredentialPaths(join(dir, 'executor', 'credentials')).caller, 'utf8')).trim();
 }
 
 async function executorConfigFile(ledgerUrl: string, change?: (config: JsonObject) => void): Promise<string> {
@@ -85,7 +78,7 @@ function spawnExecutor(configPath: string): ExecutorProcess {
   child.stderr.on('data', (chunk: string) => lines.push(...chunk.split('\n').filter(Boolean)));
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', (chunk: string) => lines.push(...chunk.split('\n').filter(Boolean)));
-  const exit = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? -1)));
+  const exit = new Promise<number>((resolve) => child.once('exit', (code) => { resolve(code ?? -1); }));
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
     if (child.exitCode === null) child.kill(signal);
     return exit;
@@ -113,8 +106,9 @@ const readyz = async (url: string) => (url === '' ? 0 : (await fetch(`${url}/rea
 describe('executor serve', () => {
   it('becomes ready against a compatible ledger, admits for real, and stops gracefully on SIGTERM', async () => {
     const ledgerProcess = await startLedger();
-    const caller = await managedCredentials(join(dir, 'executor', 'credentials'), ledgerProcess.url);
-    const executor = spawnExecutor(await executorConfigFile(ledgerProcess.url));
+    const configPath = await executorConfigFile(ledgerProcess.url);
+    const caller = await bootstrap(configPath);
+    const executor = spawnExecutor(configPath);
     await until('ready', async () => ((await readyz(executor.url())) === 200 ? true : undefined));
 
     const created = await call<{ agent: { agent_id: string } }>(ledgerProcess.url, 'POST', '/agents', { token: admin, body: { name: 'bot' } });
@@ -147,10 +141,11 @@ describe('executor serve', () => {
 
   it('stays up but not ready while the ledger is down, and becomes ready when it returns', async () => {
     const first = await startLedger();
-    await managedCredentials(join(dir, 'executor', 'credentials'), first.url);
+    const configPath = await executorConfigFile(first.url);
+    await bootstrap(configPath);
     const port = Number(new URL(first.url).port);
     await first.stop();
-    const executor = spawnExecutor(await executorConfigFile(first.url));
+    const executor = spawnExecutor(configPath);
     await until('listening', () => (executor.url() === '' ? undefined : true));
     expect((await fetch(`${executor.url()}/livez`)).status).toBe(200);
     expect(await readyz(executor.url())).toBe(503);
@@ -163,8 +158,9 @@ describe('executor serve', () => {
     ['a development build without the development allowance', (config: JsonObject) => (config.development_allowance = false), 'development_build_refused'],
   ])('refuses to run with %s', async (_name, change, code) => {
     const ledgerProcess = await startLedger();
-    await managedCredentials(join(dir, 'executor', 'credentials'), ledgerProcess.url);
-    const executor = spawnExecutor(await executorConfigFile(ledgerProcess.url, change));
+    const configPath = await executorConfigFile(ledgerProcess.url, change);
+    await bootstrap(configPath);
+    const executor = spawnExecutor(configPath);
     expect(await executor.exit).toBe(1);
     const failure = executor.lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.ok === false);
     expect(failure).toMatchObject({ ok: false, error: { code } });
@@ -179,8 +175,8 @@ describe('executor serve', () => {
 
   it('refuses a database whose migration would overflow, leaving it untouched', async () => {
     const ledgerProcess = await startLedger();
-    await managedCredentials(join(dir, 'executor', 'credentials'), ledgerProcess.url);
     const configPath = await executorConfigFile(ledgerProcess.url);
+    await bootstrap(configPath);
     const legacy = new Database(join(dir, 'executor', 'executor.db'));
     legacy.defaultSafeIntegers(true);
     migrate(legacy, EXECUTOR_MIGRATIONS.slice(0, 1));

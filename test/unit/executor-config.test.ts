@@ -148,13 +148,18 @@ describe('ledger', () => {
     expect(issueAt(issuesOf(config), 'ledger.product_version').message).toContain('exact product version');
   });
 
-  it.each(['ftp://127.0.0.1:7400', 'http://user:pw@127.0.0.1:7400', 'http://127.0.0.1:7400/?token=x', '127.0.0.1:7400'])(
+  it.each(['ftp://127.0.0.1:7400', 'http://user:pw@127.0.0.1:7400', 'http://127.0.0.1:7400/?token=x', '127.0.0.1:7400', 'http://ledger.internal:7400'])(
     'refuses the endpoint %s',
     (endpoint) => {
       const config = mutate(sandboxConfig(), (c) => ((c.ledger as JsonObject).endpoint = endpoint));
-      expect(issueAt(issuesOf(config), 'ledger.endpoint').message).toContain('http://');
+      expect(issueAt(issuesOf(config), 'ledger.endpoint').message).toContain('https://');
     },
   );
+
+  it.each(['http://127.0.0.1:7400', 'http://localhost:7400', 'http://[::1]:7400', 'https://ledger.internal:7400'])('accepts the endpoint %s', (endpoint) => {
+    const config = mutate(sandboxConfig(), (c) => ((c.ledger as JsonObject).endpoint = endpoint));
+    expect(parseExecutorConfig(config).ok).toBe(true);
+  });
 });
 
 describe('workflow engine', () => {
