@@ -196,3 +196,71 @@ describe('executor serve', () => {
     after.close();
   });
 });
+
+describe('admission rules between real ledger and executor processes', () => {
+  it('replays locally, conflicts on a changed field, shares one admission under concurrency, logs rejections once, refuses bad input', async () => {
+    const ledgerProcess = await startLedger();
+    const configPath = await executorConfigFile(ledgerProcess.url);
+    const caller = await bootstrap(configPath);
+    const executor = spawnExecutor(configPath);
+    await until('ready', async () => ((await readyz(executor.url())) === 200 ? true : undefined));
+    const created = await call<{ agent: { agent_id: string } }>(ledgerProcess.url, 'POST', '/agents', { token: admin, body: { name: 'bot' } });
+    const agent = await mintCredential({ url: ledgerProcess.url, adminToken: admin }, 'agent', created.body.agent.agent_id);
+    const token = async () =>
+      (
+        await call<{ authorization: { token_id: string } }>(ledgerProcess.url, 'POST', '/authorizations', {
+          token: agent,
+          body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
+        })
+      ).body.authorization.token_id;
+    const submit = (body: unknown, rawBody?: string, contentType?: string) =>
+      call<{ execution: { execution_id: string }; error?: Record<string, unknown> }>(executor.url(), 'POST', '/v2/executions', {
+        token: caller,
+        body,
+        rawBody,
+        contentType,
+      });
+    const resolves = () =>
+      ledgerProcess.events().filter((event) => event.route === '/executor/authorizations/:token_id' && event.method === 'GET').length;
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
+
+    // Concurrency: one execution, one resolve.
+    const shared = await token();
+    const results = await Promise.all(Array.from({ length: 12 }, () => submit(executionRequest(shared))));
+    expect(results.filter((result) => result.status === 201)).toHaveLength(1);
+    expect(results.filter((result) => result.status === 200)).toHaveLength(11);
+    await settle();
+    expect(resolves()).toBe(1);
+
+    // Replay: no ledger call. Conflict: the changed path.
+    expect((await submit(executionRequest(shared))).status).toBe(200);
+    const changed = await submit(executionRequest(shared, { input: { prompt: 'different', image_count: 2, image_size: 'square_hd' } }));
+    expect(changed).toMatchObject({ status: 409, body: { error: { reason_code: 'immutable_field_changed', fields: ['input.prompt'] } } });
+    await settle();
+    expect(resolves()).toBe(1);
+
+    // Refusals, and executor_admission_rejected once per reason.
+    const fresh = await token();
+    for (let index = 0; index < 3; index += 1) {
+      expect((await submit(executionRequest(fresh, { target_id: 'lexec:target:v1:gone' }))).body.error).toMatchObject({ reason_code: 'target_not_selectable' });
+    }
+    expect((await submit(undefined, JSON.stringify({ pad: 'x'.repeat(70_000) }))).status).toBe(413);
+    expect((await submit(undefined, 'a=b', 'application/x-www-form-urlencoded')).status).toBe(415);
+    expect((await submit(undefined, '{"schema_version":')).status).toBe(400);
+    expect((await call(executor.url(), 'POST', '/v2/executions', { token: admin, body: executionRequest(fresh) })).status).toBe(401);
+    await settle();
+    const rejected = executor.lines.flatMap((line) => {
+      try {
+        const event = JSON.parse(line) as Record<string, unknown>;
+        return event.event === 'executor_admission_rejected' ? [event] : [];
+      } catch {
+        return [];
+      }
+    });
+    expect(rejected.map((event) => [event.reason_code, event.fields])).toEqual([
+      ['immutable_field_changed', ['input.prompt']],
+      ['target_not_selectable', ['target_id']],
+    ]);
+    expect(executor.lines.join('\n')).not.toContain(fresh);
+  });
+});
