@@ -103,23 +103,31 @@ async function until<T>(what: string, probe: () => Promise<T | undefined> | T | 
 
 const readyz = async (url: string) => (url === '' ? 0 : (await fetch(`${url}/readyz`).catch(() => ({ status: 0 }))).status);
 
+/** A ledger and a bootstrapped executor, both real processes, the executor ready; plus a way to get approved tokens. */
+async function readyStack() {
+  const ledgerProcess = await startLedger();
+  const configPath = await executorConfigFile(ledgerProcess.url);
+  const caller = await bootstrap(configPath);
+  const executor = spawnExecutor(configPath);
+  await until('ready', async () => ((await readyz(executor.url())) === 200 ? true : undefined));
+  const created = await call<{ agent: { agent_id: string } }>(ledgerProcess.url, 'POST', '/agents', { token: admin, body: { name: 'bot' } });
+  const agent = await mintCredential({ url: ledgerProcess.url, adminToken: admin }, 'agent', created.body.agent.agent_id);
+  const approvedToken = async () =>
+    (
+      await call<{ authorization: { token_id: string } }>(ledgerProcess.url, 'POST', '/authorizations', {
+        token: agent,
+        body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
+      })
+    ).body.authorization.token_id;
+  return { ledgerProcess, caller, executor, approvedToken };
+}
+
 describe('executor serve', () => {
   it('becomes ready against a compatible ledger, admits for real, and stops gracefully on SIGTERM', async () => {
-    const ledgerProcess = await startLedger();
-    const configPath = await executorConfigFile(ledgerProcess.url);
-    const caller = await bootstrap(configPath);
-    const executor = spawnExecutor(configPath);
-    await until('ready', async () => ((await readyz(executor.url())) === 200 ? true : undefined));
-
-    const created = await call<{ agent: { agent_id: string } }>(ledgerProcess.url, 'POST', '/agents', { token: admin, body: { name: 'bot' } });
-    const agent = await mintCredential({ url: ledgerProcess.url, adminToken: admin }, 'agent', created.body.agent.agent_id);
-    const authorization = await call<{ authorization: { token_id: string } }>(ledgerProcess.url, 'POST', '/authorizations', {
-      token: agent,
-      body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
-    });
+    const { caller, executor, approvedToken } = await readyStack();
     const admitted = await call<{ execution: { state: string } }>(executor.url(), 'POST', '/v2/executions', {
       token: caller,
-      body: executionRequest(authorization.body.authorization.token_id),
+      body: executionRequest(await approvedToken()),
     });
     expect(admitted).toMatchObject({ status: 201, body: { execution: { state: 'scheduled' } } });
 
@@ -199,20 +207,7 @@ describe('executor serve', () => {
 
 describe('admission rules between real ledger and executor processes', () => {
   it('replays locally, conflicts on a changed field, shares one admission under concurrency, logs rejections once, refuses bad input', async () => {
-    const ledgerProcess = await startLedger();
-    const configPath = await executorConfigFile(ledgerProcess.url);
-    const caller = await bootstrap(configPath);
-    const executor = spawnExecutor(configPath);
-    await until('ready', async () => ((await readyz(executor.url())) === 200 ? true : undefined));
-    const created = await call<{ agent: { agent_id: string } }>(ledgerProcess.url, 'POST', '/agents', { token: admin, body: { name: 'bot' } });
-    const agent = await mintCredential({ url: ledgerProcess.url, adminToken: admin }, 'agent', created.body.agent.agent_id);
-    const token = async () =>
-      (
-        await call<{ authorization: { token_id: string } }>(ledgerProcess.url, 'POST', '/authorizations', {
-          token: agent,
-          body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
-        })
-      ).body.authorization.token_id;
+    const { ledgerProcess, caller, executor, approvedToken: token } = await readyStack();
     const submit = (body: unknown, rawBody?: string, contentType?: string) =>
       call<{ execution: { execution_id: string }; error?: Record<string, unknown> }>(executor.url(), 'POST', '/v2/executions', {
         token: caller,
