@@ -1,0 +1,885 @@
+// Benchmark: executor admission (`POST /v2/executions`) against a real `lexec executor serve` and a
+// real `lexec ledger serve` on loopback, read against a baseline server built from the same HTTP
+// stack and the same SQLite durability. Prints figures; asserts nothing about timings and exits 0
+// whatever they are (a non-zero exit means the benchmark itself could not run: a process did not
+// start, a request answered with an unexpected status, or the final verification failed).
+//
+//   node bench/executor-admission/run.mjs [--requests N] [--warmup N] [--concurrency 1,8]
+//                                         [--count-fsyncs N] [--cpu-prof DIR] [--dir PATH]
+//                                         (from the repository root)
+//
+// Three child processes in one fresh temporary directory under --dir (default the OS temp dir),
+// each on 127.0.0.1 port 0, each with its own SQLite database in WAL mode with synchronous=FULL
+// (every committed transaction is fsynced before the answer), each logging one JSON line per
+// request on stderr, which this script reads to the end:
+//   ledger    node bin/run.js ledger serve --config <tmp>/ledger.json
+//             default policy: approval threshold and caps far above the run, so every
+//             authorization is approved by policy at request time;
+//   executor  node bin/run.js executor serve --config <tmp>/executor.json
+//             the shipped templates/executor.example.json with managed credentials (created by the
+//             real `lexec executor credentials bootstrap-managed --ledger-admin-capability …`),
+//             development_allowance true; the benchmark waits until /readyz answers 200;
+//   baseline  node bench/executor-admission/baseline-server.mjs <tmp>/baseline/baseline.db
+//             createJsonServer + openDatabase + pino to stderr, and two routes: POST /insert (one
+//             INSERT in its own transaction) and GET /select/:id (one SELECT by primary key).
+// All three are stopped with SIGTERM at the end, also when the benchmark fails or is interrupted,
+// and the directory is removed.
+//
+// Set-up (not timed): every authorization the run needs, requested in advance with agent
+// credentials (one agent per 1000 authorizations), each answered 201 `approved` by policy.
+//
+// Measured, per concurrency level (default 1, then 8 independent request loops), each operation
+// W warm-up requests (default 200) and then N measured requests (default 2000), in this order:
+//   insert baseline  POST /insert                          201
+//   new admission    POST /v2/executions, a fresh token    201, execution `scheduled` for that token
+//   select baseline  GET  /select/:id (rows inserted so far, round-robin)                 200
+//   replay           POST /v2/executions, the identical body of an admitted execution     200, same execution
+// Reported per level and operation: requests per second (N / wall time of the measured requests),
+// p50/p99 latency (nearest rank), and the CPU time the executor, the ledger, the baseline (from
+// /proc) and this client used per request. Then the two ratios at each level, with their targets
+// as information only: new admissions/s ÷ insert/s (target ≥ 0.30) and replays/s ÷ select/s
+// (target ≥ 0.70).
+//
+// With --count-fsyncs N (needs strace and permission to attach), N more requests of each operation
+// run at concurrency 1 while `strace -f -c -e trace=fsync,fdatasync` is attached to all three
+// servers, and the fsync/fdatasync calls per request of each server are reported. strace slows
+// the servers down; these requests are not timed.
+//
+// With --cpu-prof DIR the three servers run with `node --cpu-prof` and write executor.cpuprofile,
+// ledger.cpuprofile and baseline.cpuprofile into DIR when they stop (open them in Chrome DevTools).
+// Profiling costs the servers CPU: figures of such a run are not comparable with plain runs.
+//
+// At the end, with the services still running, the executor's database (opened read-only) must
+// hold exactly one execution per admitted token, with the execution id its answer named, in state
+// `scheduled`, and nothing else; the ledger's database (read-only) must show every one of these
+// authorizations `claimed` by exactly that execution and no authorization left in another
+// state; the ledger's admin list of claimed authorizations is read as a cross-check. A last
+// context figure, taken after the services stopped, times 4 KiB writes + fdatasync in the same
+// directory: what one durable commit pays at least.
+import { Buffer } from 'node:buffer';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { closeSync, existsSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { clearTimeout, setTimeout } from 'node:timers';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
+
+const benchDir = dirname(fileURLToPath(import.meta.url));
+const root = dirname(dirname(benchDir));
+const START_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 10_000;
+const BOOTSTRAP_TIMEOUT_MS = 60_000;
+const FSYNC_PROBE_WRITES = 200;
+const BIG_CAP = '1000000000000000000';
+/** The hold of every authorization: 0.01 USD; one request costs 2 images at 3/1000 USD = 6000 units. */
+const HOLD_UNITS = '10000';
+const AUTHORIZATIONS_PER_AGENT = 1000;
+const TARGETS = { admission: 0.3, replay: 0.7 };
+const OPERATIONS = ['insert', 'admission', 'select', 'replay'];
+const LABELS = { insert: 'insert baseline', admission: 'new admission', select: 'select baseline', replay: 'replay' };
+const SERVICES = ['executor', 'ledger', 'baseline'];
+
+/** A failure of the benchmark itself; reported after the services are stopped. */
+class BenchError extends Error {}
+
+const fail = (message) => {
+  throw new BenchError(message);
+};
+
+function parseCount(name, value, minimum) {
+  if (value === undefined || !/^\d+$/.test(value) || Number(value) < minimum) {
+    fail(`${name} needs a whole number >= ${minimum} (got ${value === undefined ? 'nothing' : JSON.stringify(value)}).`);
+  }
+  return Number(value);
+}
+
+const USAGE =
+  'usage: node bench/executor-admission/run.mjs [--requests N (default 2000)] [--warmup N (default 200)] [--concurrency LIST (default 1,8)] [--count-fsyncs N (default 0: off)] [--cpu-prof DIR (default: off)] [--dir PATH (default the OS temp dir)]';
+
+function parseArgs(argv) {
+  const options = { requests: 2000, warmup: 200, countFsyncs: 0, cpuProf: null, dir: tmpdir(), concurrency: [1, 8] };
+  for (let index = 0; index < argv.length; index += 1) {
+    const arg = argv[index];
+    const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    if (name === '--requests') {
+      options.requests = parseCount(name, inline ?? argv[++index], 1);
+    } else if (name === '--warmup') {
+      options.warmup = parseCount(name, inline ?? argv[++index], 0);
+    } else if (name === '--count-fsyncs') {
+      options.countFsyncs = parseCount(name, inline ?? argv[++index], 0);
+    } else if (name === '--concurrency') {
+      const value = inline ?? argv[++index];
+      const levels = (value ?? '').split(',');
+      if (levels.some((level) => !/^[1-9]\d*$/.test(level) || Number(level) > 64)) fail(`--concurrency needs a comma-separated list of whole numbers 1-64 (got ${JSON.stringify(value ?? null)}).`);
+      options.concurrency = levels.map(Number);
+    } else if (name === '--dir' || name === '--cpu-prof') {
+      const value = inline ?? argv[++index];
+      if (value === undefined || value === '') fail(`${name} needs a directory.`);
+      options[name === '--dir' ? 'dir' : 'cpuProf'] = resolve(value);
+    } else if (name === '--help' || name === '-h') {
+      process.stdout.write(`${USAGE}\n`);
+      process.exit(0);
+    } else {
+      fail(`unknown argument ${JSON.stringify(arg)}; ${USAGE}`);
+    }
+  }
+  return options;
+}
+
+// --- child processes ----------------------------------------------------------------------------
+
+/** Every child process this script started (services and strace), so none outlives it. */
+const children = [];
+const STDERR_TAIL_CHARS = 2000;
+
+const childEnv = (home) => {
+  const env = { HOME: home };
+  if (process.env.PATH !== undefined) env.PATH = process.env.PATH;
+  return env;
+};
+
+function track(name, child) {
+  const entry = { name, child, exit: null, exited: null };
+  entry.exited = new Promise((done) => {
+    child.once('exit', (code, signal) => {
+      entry.exit = { code, signal };
+      done(entry.exit);
+    });
+    child.once('error', (error) => {
+      entry.exit ??= { code: null, signal: null, error: error.message };
+      done(entry.exit);
+    });
+  });
+  children.push(entry);
+  return entry;
+}
+
+/** Stops one child with `signal` (SIGKILL if it has not exited after 10 s); returns how it ended. */
+async function stopChild(entry, signal = 'SIGTERM') {
+  if (entry === undefined || entry === null) return null;
+  if (entry.exit === null) entry.child.kill(signal);
+  let timer;
+  const outcome = await Promise.race([entry.exited, new Promise((done) => (timer = setTimeout(() => done(null), STOP_TIMEOUT_MS)))]);
+  clearTimeout(timer);
+  if (outcome === null) {
+    entry.child.kill('SIGKILL');
+    await entry.exited;
+    return { ...entry.exit, forced: true };
+  }
+  return { ...outcome, forced: false };
+}
+
+async function stopAll() {
+  const outcomes = {};
+  // The executor first (it calls the ledger), strace before the processes it is attached to.
+  const order = ['strace', 'executor', 'baseline', 'ledger'];
+  const ranked = [...children].sort((a, b) => order.indexOf(a.name.split(':')[0]) - order.indexOf(b.name.split(':')[0]));
+  for (const entry of ranked) {
+    const outcome = await stopChild(entry, entry.name.startsWith('strace') ? 'SIGINT' : 'SIGTERM');
+    if (!entry.name.startsWith('strace')) outcomes[entry.name] = outcome;
+  }
+  return outcomes;
+}
+
+// Last resort (uncaught error, process.exit elsewhere): never leave a child running.
+process.on('exit', () => {
+  for (const entry of children) if (entry.exit === null) entry.child.kill('SIGTERM');
+});
+
+/**
+ * A long-running service: `node <args>` in the repository root, stdout and stderr read to the end
+ * (only a tail is kept for error messages). JSON lines are parsed only while someone waits for an
+ * event; the servers log one line per request, and parsing them all would cost the client CPU.
+ */
+function startService(name, args, home, cpuProfDir) {
+  const profile = cpuProfDir === null ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`];
+  const child = spawn(process.execPath, [...profile, ...args], { cwd: root, env: childEnv(home), stdio: ['ignore', 'pipe', 'pipe'] });
+  const entry = track(name, child);
+  const service = { name, entry, tail: '', scanned: 0, waiters: new Map(), seen: new Map() };
+  const scan = () => {
+    let newline;
+    while (service.waiters.size > 0 && (newline = service.tail.indexOf('\n', service.scanned)) !== -1) {
+      const line = service.tail.slice(service.scanned, newline);
+      service.scanned = newline + 1;
+      try {
+        const doc = JSON.parse(line);
+        if (typeof doc.event === 'string' && !service.seen.has(doc.event)) {
+          service.seen.set(doc.event, doc);
+          service.waiters.get(doc.event)?.(doc);
+          service.waiters.delete(doc.event);
+        }
+      } catch {
+        // Not a JSON line (e.g. a crash trace): kept in the tail for the error message.
+      }
+    }
+    if (service.waiters.size === 0 && service.tail.length > 2 * STDERR_TAIL_CHARS) {
+      service.tail = service.tail.slice(-STDERR_TAIL_CHARS);
+      service.scanned = service.tail.length;
+    }
+  };
+  for (const stream of [child.stdout, child.stderr]) {
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk) => {
+      service.tail += chunk;
+      scan();
+    });
+  }
+  service.tailText = () => {
+    const text = service.tail.trim();
+    return text === '' ? '' : `\n${name} output (last lines):\n${text.length > STDERR_TAIL_CHARS ? text.slice(text.indexOf('\n', text.length - STDERR_TAIL_CHARS) + 1) : text}`;
+  };
+  /** Resolves with the first log line of `event`; fails if the process exits or the time runs out. */
+  service.waitFor = (event) => {
+    if (service.seen.has(event)) return Promise.resolve(service.seen.get(event));
+    return new Promise((found, refused) => {
+      const timer = setTimeout(() => refused(new BenchError(`${name} did not log ${event} within ${START_TIMEOUT_MS / 1000} s.${service.tailText()}`)), START_TIMEOUT_MS);
+      service.waiters.set(event, (doc) => {
+        clearTimeout(timer);
+        found(doc);
+      });
+      scan();
+      void entry.exited.then((exit) => {
+        clearTimeout(timer);
+        if (!service.seen.has(event)) refused(new BenchError(`${name} exited before it logged ${event} (${exit.error ?? exit.signal ?? `exit ${exit.code}`}).${service.tailText()}`));
+      });
+    });
+  };
+  return service;
+}
+
+/**
+ * CPU time (user + system) a process has used so far, in ms, from /proc (Linux; clock ticks of
+ * 10 ms); null where /proc is not available. Time blocked in fsync is not CPU time.
+ */
+function processCpuMs(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+const clientCpuMs = () => {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+};
+
+// --- HTTP client --------------------------------------------------------------------------------
+
+const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+
+/** One request; `payload` is an already serialised JSON body or undefined. */
+function call(port, method, path, token, payload) {
+  const headers = { authorization: `Bearer ${token}` };
+  if (payload !== undefined) {
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = Buffer.byteLength(payload);
+  }
+  return new Promise((done, failed) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers, agent }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => (text += chunk));
+      res.on('end', () => {
+        try {
+          done({ status: res.statusCode, body: text === '' ? {} : JSON.parse(text) });
+        } catch {
+          failed(new BenchError(`${method} ${path} answered ${res.statusCode} with a body that is not JSON: ${JSON.stringify(text.slice(0, 200))}`));
+        }
+      });
+      res.on('error', failed);
+    });
+    req.on('error', failed);
+    req.end(payload);
+  });
+}
+
+/** One call that must answer `expected`; anything else aborts the benchmark with the answer. */
+async function expect(service, step, expected, method, path, token, body) {
+  let answer;
+  try {
+    answer = await call(service.port, method, path, token, body === undefined || typeof body === 'string' ? body : JSON.stringify(body));
+  } catch (error) {
+    if (error instanceof BenchError) throw error;
+    const gone = service.entry.exit === null ? '' : ` (${service.name} exited: ${service.entry.exit.signal ?? `exit ${service.entry.exit.code}`})`;
+    throw new BenchError(`${step}: ${method} ${path} failed: ${error.message}${gone}${service.tailText()}`);
+  }
+  if (answer.status !== expected) {
+    throw new BenchError(`${step}: ${method} ${path} at the ${service.name} answered ${answer.status}, expected ${expected}: ${JSON.stringify(answer.body).slice(0, 500)}`);
+  }
+  return answer.body;
+}
+
+// --- set-up -------------------------------------------------------------------------------------
+
+function writeConfigs(workDir, ledgerPort) {
+  const executorDir = join(workDir, 'executor');
+  const template = JSON.parse(readFileSync(join(root, 'templates', 'executor.example.json'), 'utf8'));
+  const config = {
+    ...template,
+    http: { host: '127.0.0.1', port: 0 },
+    ledger: { ...template.ledger, endpoint: `http://127.0.0.1:${ledgerPort}` },
+    credentials: { mode: 'managed', state_dir: join(executorDir, 'credentials') },
+    storage: {
+      database_path: join(executorDir, 'executor.db'),
+      artifact_root: join(executorDir, 'artifacts'),
+      catalog_path: join(executorDir, 'provider-catalog.json'),
+    },
+    development_allowance: true,
+  };
+  const path = join(workDir, 'executor.json');
+  writeFileSync(path, `${JSON.stringify(config, null, 2)}\n`);
+  return { path, config };
+}
+
+function ledgerConfig(workDir) {
+  const ledgerDir = join(workDir, 'ledger');
+  const config = {
+    schema_version: 1,
+    http: { host: '127.0.0.1', port: 0 },
+    database_path: join(ledgerDir, 'ledger.db'),
+    admin_capability_path: join(ledgerDir, 'credentials', 'admin.capability'),
+    contract_level: 'v4.5',
+    authorization_ttl_seconds: 3600,
+    default_policy: {
+      per_authorization_cap_units: BIG_CAP,
+      daily_cap_units: BIG_CAP,
+      approval_threshold_units: BIG_CAP,
+      units_scale: 6,
+      currency: 'USD',
+    },
+  };
+  const path = join(workDir, 'ledger.json');
+  writeFileSync(path, `${JSON.stringify(config, null, 2)}\n`);
+  return { path, config };
+}
+
+/** The real `lexec executor credentials bootstrap-managed`; its output never contains a capability. */
+function bootstrapManaged(workDir, configPath, adminCapabilityPath) {
+  const run = spawnSync(
+    process.execPath,
+    ['bin/run.js', 'executor', 'credentials', 'bootstrap-managed', '--config', configPath, '--ledger-admin-capability', adminCapabilityPath, '--json'],
+    { cwd: root, env: childEnv(workDir), encoding: 'utf8', timeout: BOOTSTRAP_TIMEOUT_MS },
+  );
+  if (run.status !== 0) fail(`executor credentials bootstrap-managed failed (${run.error?.message ?? run.signal ?? `exit ${run.status}`}): ${`${run.stdout ?? ''}${run.stderr ?? ''}`.trim().slice(0, 1000)}`);
+}
+
+async function setUpAgent(ledger, adminToken, capability, index) {
+  const created = await expect(ledger, 'add agent', 201, 'POST', '/agents', adminToken, { name: `bench-executor-admission-${index}` });
+  const agentId = created.agent.agent_id;
+  const policy = await expect(ledger, 'set policy', 200, 'PUT', `/agents/${agentId}/policy`, adminToken, {
+    per_authorization_cap_units: BIG_CAP,
+    daily_cap_units: BIG_CAP,
+    approval_threshold_units: BIG_CAP,
+    units_scale: 6,
+    currency: 'USD',
+  });
+  if (policy.policy.approval_threshold_units !== BIG_CAP) fail(`set policy: the ledger kept an approval threshold of ${policy.policy.approval_threshold_units}.`);
+  const token = capability.generateCapability('agent');
+  await expect(ledger, 'register agent credential', 201, 'PUT', `/credentials/cred_${randomUUID()}`, adminToken, {
+    kind: 'agent',
+    agent_id: agentId,
+    digest_sha256: capability.capabilityDigest(token).toString('hex'),
+  });
+  return { agentId, token };
+}
+
+/**
+ * Requests `count` authorizations (8 at a time), AUTHORIZATIONS_PER_AGENT per agent; each must be
+ * approved by policy at once. (The ledger's daily-cap check sums all of an agent's authorizations
+ * of the last 24 hours, so one agent for thousands of them would only make this set-up slow.)
+ */
+async function preCreateAuthorizations(ledger, adminToken, capability, count) {
+  const agents = [];
+  for (let index = 0; index * AUTHORIZATIONS_PER_AGENT < count; index += 1) agents.push(await setUpAgent(ledger, adminToken, capability, index));
+  const tokens = new Array(count);
+  let next = 0;
+  const body = JSON.stringify({ amount_units: HOLD_UNITS, units_scale: 6, currency: 'USD', purpose: 'bench-executor-admission' });
+  const loop = async () => {
+    while (next < count) {
+      const index = next++;
+      const agentToken = agents[Math.floor(index / AUTHORIZATIONS_PER_AGENT)].token;
+      const answer = await expect(ledger, 'request authorization', 201, 'POST', '/authorizations', agentToken, body);
+      if (answer.authorization?.status !== 'approved') fail(`request authorization: expected approved by policy, got ${JSON.stringify(answer.authorization?.status)}.`);
+      tokens[index] = answer.authorization.token_id;
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, loop));
+  return { tokens, agents: agents.length };
+}
+
+/** A complete, valid execution request for `tokenId` (as test/support/executor.ts builds it). */
+function executionRequest(tokenId) {
+  return {
+    schema_version: 2,
+    spend_auth_token_id: tokenId,
+    input: { prompt: 'a lighthouse at dusk', image_count: 2, image_size: 'square_hd' },
+    input_schema_version: 1,
+    target_id: 'lexec:target:v1:flux-schnell',
+  };
+}
+
+// --- operations ---------------------------------------------------------------------------------
+
+/**
+ * The four operations. Each call makes one HTTP request and checks its answer; state (tokens
+ * consumed, executions admitted, rows inserted) lives in `state`.
+ */
+function operations(services, credentials, state) {
+  const { executor, baseline } = services;
+  const insertBody = JSON.stringify({ payload: 'bench-executor-admission' });
+  return {
+    async insert() {
+      const body = await expect(baseline, 'insert', 201, 'POST', '/insert', credentials.caller, insertBody);
+      if (typeof body.row?.id !== 'string') fail(`insert: no row id in ${JSON.stringify(body).slice(0, 300)}`);
+      state.rows.push(body.row.id);
+    },
+    async admission() {
+      if (state.nextToken >= state.tokens.length) fail('admission: ran out of pre-created authorizations.');
+      const token = state.tokens[state.nextToken++];
+      const payload = JSON.stringify(executionRequest(token));
+      const body = await expect(executor, 'new admission', 201, 'POST', '/v2/executions', credentials.caller, payload);
+      const execution = body.execution;
+      if (execution?.state !== 'scheduled' || execution.authorization?.spend_auth_token_id !== token || !/^exe_[0-9a-f]{32}$/.test(execution.execution_id ?? '')) {
+        fail(`new admission: expected a scheduled execution for ${token}, got ${JSON.stringify(body).slice(0, 500)}`);
+      }
+      state.admitted.push({ token, executionId: execution.execution_id, payload });
+    },
+    async select() {
+      if (state.rows.length === 0) fail('select: no rows inserted yet.');
+      const id = state.rows[state.nextRow++ % state.rows.length];
+      const body = await expect(baseline, 'select', 200, 'GET', `/select/${id}`, credentials.caller);
+      if (body.row?.id !== id) fail(`select: expected row ${id}, got ${JSON.stringify(body).slice(0, 300)}`);
+    },
+    async replay() {
+      if (state.admitted.length === 0) fail('replay: nothing admitted yet.');
+      const admitted = state.admitted[state.nextReplay++ % state.admitted.length];
+      const body = await expect(executor, 'replay', 200, 'POST', '/v2/executions', credentials.caller, admitted.payload);
+      if (body.execution?.execution_id !== admitted.executionId || body.execution.state !== 'scheduled') {
+        fail(`replay: expected execution ${admitted.executionId} scheduled, got ${JSON.stringify(body).slice(0, 500)}`);
+      }
+    },
+  };
+}
+
+/** Runs `count` requests of `operation` on `concurrency` loops; returns wall ms, CPU ms per process and latencies. */
+async function runRequests(services, operation, concurrency, count) {
+  const latencies = [];
+  let next = 0;
+  const loop = async () => {
+    while (next < count) {
+      next += 1;
+      const start = performance.now();
+      await operation();
+      latencies.push(performance.now() - start);
+    }
+  };
+  const cpuOf = () => Object.fromEntries(SERVICES.map((name) => [name, processCpuMs(services[name].entry.child.pid)]));
+  const serverBefore = cpuOf();
+  const clientBefore = clientCpuMs();
+  const start = performance.now();
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, loop));
+  const wallMs = performance.now() - start;
+  const serverAfter = cpuOf();
+  const cpu = Object.fromEntries(
+    SERVICES.map((name) => [name, serverBefore[name] === null || serverAfter[name] === null ? null : serverAfter[name] - serverBefore[name]]),
+  );
+  cpu.client = clientCpuMs() - clientBefore;
+  return { wallMs, cpu, latencies };
+}
+
+// --- fsync counting (optional) ------------------------------------------------------------------
+
+/** Attaches `strace -f -c` (fsync, fdatasync) to a process; resolves once it is attached. */
+async function attachStrace(workDir, service, label) {
+  const output = join(workDir, `strace-${service.name}-${label}.txt`);
+  const child = spawn('strace', ['-f', '-c', '-e', 'trace=fsync,fdatasync', '-o', output, '-p', String(service.entry.child.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const entry = track(`strace:${service.name}`, child);
+  let text = '';
+  child.stderr.setEncoding('utf8');
+  await new Promise((attached, refused) => {
+    const timer = setTimeout(() => refused(new BenchError(`strace did not attach to the ${service.name} within 10 s: ${text.trim().slice(0, 500)}`)), 10_000);
+    child.stderr.on('data', (chunk) => {
+      text += chunk;
+      if (/attached/.test(text)) {
+        clearTimeout(timer);
+        attached();
+      }
+    });
+    void entry.exited.then((exit) => {
+      clearTimeout(timer);
+      refused(new BenchError(`strace could not attach to the ${service.name} (${exit.error ?? exit.signal ?? `exit ${exit.code}`}): ${text.trim().slice(0, 500)}`));
+    });
+  });
+  // -f attaches every thread; give the remaining threads a moment.
+  await new Promise((done) => setTimeout(done, 300));
+  return { entry, output };
+}
+
+/** Detaches strace (SIGINT) and reads its summary: calls per syscall name. */
+async function detachStrace(tracer) {
+  await stopChild(tracer.entry, 'SIGINT');
+  children.splice(children.indexOf(tracer.entry), 1);
+  const calls = { fsync: 0, fdatasync: 0 };
+  let text;
+  try {
+    text = readFileSync(tracer.output, 'utf8');
+  } catch {
+    return calls;
+  }
+  for (const line of text.split('\n')) {
+    const parts = line.trim().split(/\s+/);
+    const name = parts.at(-1);
+    if ((name === 'fsync' || name === 'fdatasync') && /^\d+$/.test(parts[3] ?? '')) calls[name] = Number(parts[3]);
+  }
+  return calls;
+}
+
+async function countFsyncs(workDir, services, ops, count) {
+  const probe = spawnSync('strace', ['-V'], { encoding: 'utf8' });
+  if (probe.status !== 0) fail(`--count-fsyncs needs strace (${probe.error?.message ?? `strace -V exited ${probe.status}`}).`);
+  const counts = {};
+  for (const operation of OPERATIONS) {
+    const tracers = {};
+    for (const name of SERVICES) tracers[name] = await attachStrace(workDir, services[name], operation);
+    for (let index = 0; index < count; index += 1) await ops[operation]();
+    counts[operation] = {};
+    for (const name of SERVICES) {
+      const calls = await detachStrace(tracers[name]);
+      counts[operation][name] = { ...calls, per_request: (calls.fsync + calls.fdatasync) / count };
+    }
+  }
+  return { requests: count, counts };
+}
+
+// --- verification -------------------------------------------------------------------------------
+
+function openReadOnly(path) {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  db.defaultSafeIntegers(true);
+  return db;
+}
+
+async function verify(services, paths, adminToken, state) {
+  const expected = new Map(state.admitted.map((admitted) => [admitted.token, admitted.executionId]));
+  if (expected.size !== state.admitted.length) fail(`verify: ${state.admitted.length} admissions named only ${expected.size} distinct tokens.`);
+  if (state.nextToken !== state.tokens.length) fail(`verify: ${state.tokens.length - state.nextToken} pre-created authorizations were not used.`);
+
+  const executorDb = openReadOnly(paths.executorDb);
+  try {
+    const rows = executorDb.prepare('SELECT execution_id, spend_auth_token_id, state FROM executions').all();
+    const perToken = new Map();
+    for (const row of rows) perToken.set(row.spend_auth_token_id, [...(perToken.get(row.spend_auth_token_id) ?? []), row]);
+    if (rows.length !== expected.size) fail(`verify: the executor database holds ${rows.length} executions, expected ${expected.size}.`);
+    for (const [token, executionId] of expected) {
+      const found = perToken.get(token) ?? [];
+      if (found.length !== 1 || found[0].execution_id !== executionId || found[0].state !== 'scheduled') {
+        fail(`verify: token ${token} has ${found.length} executions in the executor database (${JSON.stringify(found.map((row) => [row.execution_id, row.state]))}); expected exactly ${executionId}, scheduled.`);
+      }
+    }
+    const fingerprints = executorDb.prepare('SELECT COUNT(*) AS n FROM admission_fingerprints').get().n;
+    if (Number(fingerprints) !== expected.size) fail(`verify: the executor database holds ${fingerprints} admission fingerprints, expected ${expected.size}.`);
+  } finally {
+    executorDb.close();
+  }
+
+  const ledgerDb = openReadOnly(paths.ledgerDb);
+  let claimed = 0;
+  try {
+    // The ledger is fresh: every authorization it holds was requested by this benchmark.
+    const rows = ledgerDb.prepare('SELECT token_id, status, execution_id FROM authorizations').all();
+    if (rows.length !== state.tokens.length) fail(`verify: the ledger holds ${rows.length} authorizations, expected ${state.tokens.length}.`);
+    for (const row of rows) {
+      const executionId = expected.get(row.token_id);
+      if (row.status !== 'claimed' || executionId === undefined || row.execution_id !== executionId) {
+        fail(`verify: authorization ${row.token_id} is ${row.status} by ${JSON.stringify(row.execution_id)} at the ledger; expected claimed by ${JSON.stringify(executionId ?? null)}.`);
+      }
+      claimed += 1;
+    }
+  } finally {
+    ledgerDb.close();
+  }
+
+  // Cross-check through the ledger's admin API (the list pages at 500).
+  const listed = await expect(services.ledger, 'verify', 200, 'GET', '/authorizations?status=claimed&limit=500', adminToken);
+  if (listed.authorizations.length !== Math.min(500, expected.size)) fail(`verify: the ledger lists ${listed.authorizations.length} claimed authorizations, expected ${Math.min(500, expected.size)}.`);
+  for (const authorization of listed.authorizations) {
+    if (expected.get(authorization.token_id) !== authorization.execution_id) fail(`verify: the ledger lists ${authorization.token_id} claimed by ${authorization.execution_id}, not by the execution the executor admitted.`);
+  }
+  const approved = await expect(services.ledger, 'verify', 200, 'GET', '/authorizations?status=approved&limit=500', adminToken);
+  if (approved.authorizations.length !== 0) fail(`verify: ${approved.authorizations.length} authorizations are still approved (unclaimed) at the ledger.`);
+  return { executions: expected.size, claimed };
+}
+
+// --- figures ------------------------------------------------------------------------------------
+
+/** Nearest-rank percentile. */
+function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+const round2 = (value) => Math.round(value * 100) / 100;
+const round3 = (value) => Math.round(value * 1000) / 1000;
+
+function summarise(run) {
+  const sorted = [...run.latencies].sort((a, b) => a - b);
+  const requests = sorted.length;
+  const cpuPerRequest = Object.fromEntries(Object.entries(run.cpu).map(([name, ms]) => [name, ms === null ? null : ms / requests]));
+  return { requests, wallMs: run.wallMs, perSecond: requests / (run.wallMs / 1000), p50: percentile(sorted, 50), p99: percentile(sorted, 99), cpuPerRequest };
+}
+
+/** Times 4 KiB writes, each followed by fdatasync, cycling over a preallocated 1 MiB file in `dir`. */
+function fsyncProbe(dir) {
+  const path = join(dir, 'fsync-probe.bin');
+  const fd = openSync(path, 'w');
+  try {
+    const block = Buffer.alloc(4096, 7);
+    for (let offset = 0; offset < 1024 * 1024; offset += block.length) writeSync(fd, block, 0, block.length, offset);
+    fdatasyncSync(fd);
+    const samples = [];
+    for (let index = 0; index < FSYNC_PROBE_WRITES; index += 1) {
+      const start = performance.now();
+      writeSync(fd, block, 0, block.length, (index * block.length) % (1024 * 1024));
+      fdatasyncSync(fd);
+      samples.push(performance.now() - start);
+    }
+    samples.sort((a, b) => a - b);
+    return { writes: samples.length, p50: percentile(samples, 50), p99: percentile(samples, 99) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const FILESYSTEMS = { ef53: 'ext4', '1021994': 'tmpfs', '794c7630': 'overlayfs', '9123683e': 'btrfs', '58465342': 'xfs', '2fc12fc1': 'zfs', '6969': 'nfs' };
+
+function filesystemOf(dir) {
+  try {
+    const magic = statfsSync(dir).type.toString(16);
+    return FILESYSTEMS[magic] ?? `0x${magic}`;
+  } catch {
+    return null;
+  }
+}
+
+function ratiosOf(levels) {
+  return levels.map((level) => {
+    const admission = level.ops.admission.perSecond / level.ops.insert.perSecond;
+    const replay = level.ops.replay.perSecond / level.ops.select.perSecond;
+    return { concurrency: level.concurrency, admission, replay };
+  });
+}
+
+const verdict = (value, target) => (value >= target ? 'PASS' : 'BELOW');
+
+function table(header, rows, leftColumns = 1) {
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
+  const format = (row) => row.map((cell, column) => (column < leftColumns ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  ');
+  return [format(header), format(widths.map((width) => '-'.repeat(width))), ...rows.map(format)];
+}
+
+function report(options, outcome, workDir) {
+  const { levels, verification, probe, stopped, filesystem, fsyncs, setUp } = outcome;
+  const cpuList = cpus();
+  const facts = {
+    node: process.version,
+    cpus: cpuList.length,
+    cpu_model: cpuList[0]?.model?.trim() ?? null,
+    platform: `${process.platform}-${process.arch}`,
+    filesystem,
+    client: 'node:http keep-alive Agent',
+    requests: options.requests,
+    warmup: options.warmup,
+  };
+  const ms = (value) => (value === null ? '?' : value.toFixed(2));
+  const rows = levels.flatMap((level) =>
+    OPERATIONS.map((operation) => {
+      const op = level.ops[operation];
+      return [
+        LABELS[operation],
+        String(level.concurrency),
+        op.perSecond.toFixed(1),
+        op.p50.toFixed(2),
+        op.p99.toFixed(2),
+        ms(op.cpuPerRequest.executor),
+        ms(op.cpuPerRequest.ledger),
+        ms(op.cpuPerRequest.baseline),
+        ms(op.cpuPerRequest.client),
+      ];
+    }),
+  );
+  const ratios = ratiosOf(levels);
+  const ratioRows = ratios.flatMap((ratio) => [
+    [String(ratio.concurrency), 'new admissions/s ÷ insert/s', ratio.admission.toFixed(2), `>= ${TARGETS.admission.toFixed(2)}`, verdict(ratio.admission, TARGETS.admission)],
+    [String(ratio.concurrency), 'replays/s ÷ select/s', ratio.replay.toFixed(2), `>= ${TARGETS.replay.toFixed(2)}`, verdict(ratio.replay, TARGETS.replay)],
+  ]);
+  const stoppedText = Object.entries(stopped)
+    .map(([name, how]) => `${name} ${how === null ? 'never started' : `${how.signal ?? `exit ${how.code}`}${how.forced ? ' (SIGKILL after SIGTERM timed out)' : ''}`}`)
+    .join(', ');
+  const lines = [
+    `Executor admission on loopback — ${facts.node}, ${facts.cpus} CPUs (${facts.cpu_model ?? 'unknown CPU'}), ${facts.platform}`,
+    `servers: lexec executor serve + lexec ledger serve + baseline (createJsonServer + openDatabase), child processes; SQLite WAL + synchronous=FULL on ${facts.filesystem ?? 'unknown filesystem'} (${workDir})`,
+    `client: ${facts.client}; ${facts.requests} measured requests per operation and level after ${facts.warmup} warm-up requests`,
+    `set-up (not timed): ${setUp.authorizations} authorizations approved by policy for ${setUp.agents} agent(s) in ${setUp.seconds.toFixed(1)} s`,
+    ...(options.cpuProf === null ? [] : [`profiled: node --cpu-prof, profiles in ${options.cpuProf} (figures not comparable with unprofiled runs)`]),
+    '',
+    ...table(['operation', 'c', 'req/s', 'p50 ms', 'p99 ms', 'executor CPU ms/req', 'ledger CPU ms/req', 'baseline CPU ms/req', 'client CPU ms/req'], rows),
+    '',
+    'ratios (information only; the benchmark never fails on a timing):',
+    ...table(['c', 'ratio', 'value', 'target', 'reading'], ratioRows, 2),
+  ];
+  if (fsyncs !== null) {
+    lines.push('', `fsync + fdatasync calls per request (strace -f -c, ${fsyncs.requests} requests of each operation at concurrency 1, not timed):`);
+    lines.push(
+      ...table(
+        ['operation', ...SERVICES],
+        OPERATIONS.map((operation) => [LABELS[operation], ...SERVICES.map((name) => fsyncs.counts[operation][name].per_request.toFixed(2))]),
+      ),
+    );
+  }
+  lines.push(
+    '',
+    `verified: ${verification.executions} executions in the executor database, one per admitted token, all scheduled; ${verification.claimed} authorizations claimed by exactly those executions at the ledger`,
+    `fsync floor: ${probe.writes} x (4 KiB write + fdatasync) in the same directory: p50 ${probe.p50.toFixed(2)} ms, p99 ${probe.p99.toFixed(2)} ms`,
+    `stopped: ${stoppedText}`,
+  );
+  process.stdout.write(`${lines.join('\n')}\n`);
+
+  const result = {
+    benchmark: 'executor-admission',
+    ...facts,
+    levels: levels.map((level) => ({
+      concurrency: level.concurrency,
+      operations: Object.fromEntries(
+        OPERATIONS.map((operation) => {
+          const op = level.ops[operation];
+          return [
+            operation,
+            {
+              requests: op.requests,
+              wall_s: round2(op.wallMs / 1000),
+              per_second: round2(op.perSecond),
+              latency_ms: { p50: round2(op.p50), p99: round2(op.p99) },
+              cpu_ms_per_request: Object.fromEntries(Object.entries(op.cpuPerRequest).map(([name, value]) => [name, value === null ? null : round3(value)])),
+            },
+          ];
+        }),
+      ),
+    })),
+    ratios: ratios.map((ratio) => ({
+      concurrency: ratio.concurrency,
+      admission_over_insert: round3(ratio.admission),
+      admission_target: TARGETS.admission,
+      admission_met: ratio.admission >= TARGETS.admission,
+      replay_over_select: round3(ratio.replay),
+      replay_target: TARGETS.replay,
+      replay_met: ratio.replay >= TARGETS.replay,
+    })),
+    fsyncs_per_request: fsyncs === null ? null : { requests: fsyncs.requests, ...Object.fromEntries(OPERATIONS.map((operation) => [operation, Object.fromEntries(SERVICES.map((name) => [name, fsyncs.counts[operation][name].per_request]))])) },
+    set_up: { authorizations: setUp.authorizations, agents: setUp.agents, seconds: round2(setUp.seconds) },
+    verified_executions: verification.executions,
+    verified_claimed: verification.claimed,
+    fsync_probe_ms: { writes: probe.writes, p50: round2(probe.p50), p99: round2(probe.p99) },
+    exits: Object.fromEntries(Object.entries(stopped).map(([name, how]) => [name, how === null ? null : { code: how.code, signal: how.signal, forced: how.forced }])),
+  };
+  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+}
+
+// --- main ---------------------------------------------------------------------------------------
+
+async function main(options, workDir) {
+  const needed = ['dist/credentials/capability.js', 'dist/commands/ledger/serve.js', 'dist/commands/executor/serve.js', 'dist/http/json-server.js', 'dist/storage/open-database.js', 'oclif.manifest.json'];
+  const missing = needed.filter((name) => !existsSync(join(root, name)));
+  if (missing.length > 0) fail(`${missing.join(' and ')} missing in ${root}; run \`npm run build\` first.`);
+  if (options.cpuProf !== null) mkdirSync(options.cpuProf, { recursive: true });
+  const capability = await import(pathToFileURL(join(root, 'dist', 'credentials', 'capability.js')).href);
+
+  // The ledger.
+  const ledgerFiles = ledgerConfig(workDir);
+  const ledger = startService('ledger', ['bin/run.js', 'ledger', 'serve', '--config', ledgerFiles.path], workDir, options.cpuProf);
+  ledger.port = (await ledger.waitFor('ledger_started')).port;
+  const adminToken = readFileSync(ledgerFiles.config.admin_capability_path, 'utf8').trim();
+
+  // The executor, with managed credentials bootstrapped for real.
+  const executorFiles = writeConfigs(workDir, ledger.port);
+  bootstrapManaged(workDir, executorFiles.path, ledgerFiles.config.admin_capability_path);
+  const caller = readFileSync(join(executorFiles.config.credentials.state_dir, 'caller.capability'), 'utf8').trim();
+  const executor = startService('executor', ['bin/run.js', 'executor', 'serve', '--config', executorFiles.path, '--json'], workDir, options.cpuProf);
+  executor.port = (await executor.waitFor('executor_started')).port;
+  await executor.waitFor('executor_ready');
+  const ready = await call(executor.port, 'GET', '/readyz', caller);
+  if (ready.status !== 200) fail(`the executor logged executor_ready but /readyz answered ${ready.status}: ${JSON.stringify(ready.body)}`);
+
+  // The baseline.
+  const baselineDir = join(workDir, 'baseline');
+  mkdirSync(baselineDir, { mode: 0o700 });
+  const baseline = startService('baseline', [join(benchDir, 'baseline-server.mjs'), join(baselineDir, 'baseline.db')], workDir, options.cpuProf);
+  baseline.port = (await baseline.waitFor('baseline_started')).port;
+
+  const services = { executor, ledger, baseline };
+  const perLevel = options.warmup + options.requests;
+  const setUpStart = performance.now();
+  const created = await preCreateAuthorizations(ledger, adminToken, capability, perLevel * options.concurrency.length + options.countFsyncs);
+  const setUp = { authorizations: created.tokens.length, agents: created.agents, seconds: (performance.now() - setUpStart) / 1000 };
+  const state = { tokens: created.tokens, nextToken: 0, admitted: [], rows: [], nextRow: 0, nextReplay: 0 };
+  const ops = operations(services, { caller }, state);
+
+  const levels = [];
+  for (const concurrency of options.concurrency) {
+    const level = { concurrency, ops: {} };
+    for (const operation of OPERATIONS) {
+      if (options.warmup > 0) await runRequests(services, ops[operation], concurrency, options.warmup);
+      level.ops[operation] = summarise(await runRequests(services, ops[operation], concurrency, options.requests));
+    }
+    levels.push(level);
+  }
+  const fsyncs = options.countFsyncs > 0 ? await countFsyncs(workDir, services, ops, options.countFsyncs) : null;
+
+  const verification = await verify(services, { executorDb: executorFiles.config.storage.database_path, ledgerDb: ledgerFiles.config.database_path }, adminToken, state);
+  agent.destroy();
+  const stopped = await stopAll();
+  for (const [name, how] of Object.entries(stopped)) {
+    if (how !== null && (how.forced || how.code !== 0)) fail(`${name} did not stop cleanly on SIGTERM (${how.signal ?? `exit ${how.code}`}${how.forced ? ', killed' : ''}).${services[name]?.tailText() ?? ''}`);
+  }
+  const probe = fsyncProbe(workDir);
+  return { levels, verification, probe, stopped, filesystem: filesystemOf(workDir), fsyncs, setUp };
+}
+
+let options;
+let workDir = null;
+let exitCode = 0;
+let outcome = null;
+let interrupted = false;
+try {
+  options = parseArgs(process.argv.slice(2));
+  try {
+    workDir = mkdtempSync(join(options.dir, 'lexec-executor-admission-'));
+  } catch (error) {
+    fail(`cannot create a temporary directory in ${options.dir}: ${error.message}`);
+  }
+  const stopOnSignal = (signal) => {
+    interrupted = true;
+    process.stderr.write(`bench/executor-admission: interrupted by ${signal}; stopping the services.\n`);
+    void stopAll().finally(() => {
+      if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
+      process.exit(130);
+    });
+  };
+  process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
+  outcome = await main(options, workDir);
+} catch (error) {
+  exitCode = interrupted ? 130 : 1;
+  // After an interruption the requests in flight fail as the services stop; that is not news.
+  if (!interrupted) process.stderr.write(`bench/executor-admission: ${error instanceof BenchError ? error.message : (error?.stack ?? String(error))}\n`);
+}
+agent.destroy();
+await stopAll();
+if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
+if (outcome !== null) report(options, outcome, workDir);
+process.exit(exitCode);
