@@ -1,5 +1,5 @@
 import { recommendedAction } from './domain/execution-states.js';
-import type { ArtifactRow, ExecutionStore } from './store/execution-store.js';
+import type { ArtifactRow, ExecutionRow, ExecutionStore } from './store/execution-store.js';
 
 const iso = (ms: bigint | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
@@ -8,8 +8,8 @@ const iso = (ms: bigint | null) => (ms === null ? null : new Date(Number(ms)).to
  * summary, frozen pricing snapshot, provider attempts without any URL, receipt, timestamps and a
  * recommended operator action. Storage paths and polling URLs never appear.
  */
-export function executionDetail(store: ExecutionStore, executionId: string) {
-  const row = store.execution(executionId);
+export function executionDetail(store: ExecutionStore, executionId: string, known?: ExecutionRow) {
+  const row = known ?? store.execution(executionId);
   if (row === undefined) return undefined;
   const receipt = store.receipt(executionId);
   const request = JSON.parse(row.request_json) as { input: Record<string, unknown> };

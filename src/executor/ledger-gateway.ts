@@ -1,3 +1,5 @@
+import http from 'node:http';
+import https from 'node:https';
 import { z } from 'zod';
 
 /*
@@ -59,6 +61,8 @@ export interface LedgerGateway {
   probe(): Promise<void>;
   resolve(tokenId: string): Promise<LedgerResolution>;
   claim(tokenId: string, executionId: string): Promise<LedgerResolution>;
+  /** Closes kept-alive connections (at shutdown). */
+  close(): void;
 }
 
 export interface LedgerGatewayOptions {
@@ -69,35 +73,58 @@ export interface LedgerGatewayOptions {
   readonly probeMarker?: string;
 }
 
+/** Largest ledger answer the executor reads. */
+const MAX_ANSWER_BYTES = 1024 * 1024;
+
 export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGateway {
   const base = options.endpoint.replace(/\/+$/, '');
+  const secure = base.startsWith('https:');
+  // Keep-alive: admission makes two ledger calls per new token; reconnecting each time costs
+  // more than the calls. node:http is used over fetch for its lower per-request overhead.
+  const agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+  const timeoutMs = options.timeoutMs ?? 5_000;
+
+  function send(method: string, path: string, body: string | undefined, authenticated: boolean): Promise<{ status: number; text: string }> {
+    return new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { accept: 'application/json' };
+      if (authenticated) headers.authorization = `Bearer ${options.credential}`;
+      if (body !== undefined) {
+        headers['content-type'] = 'application/json';
+        headers['content-length'] = String(Buffer.byteLength(body));
+      }
+      const request = (secure ? https : http).request(`${base}${path}`, { method, agent, headers }, (response) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_ANSWER_BYTES) request.destroy(new LedgerUnavailable('answer too large'));
+          else chunks.push(chunk);
+        });
+        response.on('end', () => {
+          resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+        });
+        response.on('error', reject);
+      });
+      request.setTimeout(timeoutMs, () => request.destroy(new LedgerUnavailable('timeout')));
+      request.on('error', (error) => {
+        reject(error instanceof LedgerUnavailable ? error : new LedgerUnavailable('connection failed'));
+      });
+      request.end(body);
+    });
+  }
 
   async function request<S extends z.ZodType>(method: string, path: string, schema: S, body?: unknown, authenticated = true): Promise<z.output<S>> {
-    let response: Response;
-    try {
-      response = await fetch(`${base}${path}`, {
-        method,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(options.timeoutMs ?? 5_000),
-        headers: {
-          ...(authenticated ? { authorization: `Bearer ${options.credential}` } : {}),
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-    } catch (error) {
-      throw new LedgerUnavailable(error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'connection failed');
-    }
+    const answer = await send(method, path, body === undefined ? undefined : JSON.stringify(body), authenticated);
+    if (answer.status >= 500 || (answer.status >= 300 && answer.status < 400)) throw new LedgerUnavailable(`HTTP ${answer.status}`);
     let payload: unknown;
     try {
-      payload = await response.json();
+      payload = JSON.parse(answer.text);
     } catch {
-      throw new LedgerUnavailable(`unreadable answer (HTTP ${response.status})`);
+      throw new LedgerUnavailable(`unreadable answer (HTTP ${answer.status})`);
     }
-    if (response.status >= 500 || (response.status >= 300 && response.status < 400)) throw new LedgerUnavailable(`HTTP ${response.status}`);
-    if (response.status >= 400) {
+    if (answer.status >= 400) {
       const parsed = errorSchema.safeParse(payload);
-      throw new LedgerRefused(response.status, parsed.success ? parsed.data.error.code : 'unknown', parsed.success ? parsed.data.error.reason_code : undefined);
+      throw new LedgerRefused(answer.status, parsed.success ? parsed.data.error.code : 'unknown', parsed.success ? parsed.data.error.reason_code : undefined);
     }
     const parsed = schema.safeParse(payload);
     if (!parsed.success) throw new LedgerUnavailable('answer did not match the ledger contract');
@@ -112,6 +139,9 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
       await request('GET', `/agents?operational_probe=${encodeURIComponent(options.probeMarker ?? 'executor-readiness')}`, z.object({ agents: z.array(z.unknown()) }));
     },
     resolve: async (tokenId) => (await request('GET', `/executor/authorizations/${encodeURIComponent(tokenId)}`, authorizationEnvelope)).authorization,
+    close: () => {
+      agent.destroy();
+    },
     claim: async (tokenId, executionId) =>
       (await request('POST', `/executor/authorizations/${encodeURIComponent(tokenId)}/claim`, authorizationEnvelope, { execution_id: executionId })).authorization,
   };

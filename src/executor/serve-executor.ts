@@ -104,10 +104,12 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
     if (outcome instanceof UserError) {
       logger.error({ event: 'executor_incompatible_ledger', code: outcome.code });
       await app.close();
+      ledger.close();
       throw outcome;
     }
     logger.info({ event: 'executor_stopping', signal: outcome });
     await app.close();
+    ledger.close();
     logger.info({ event: 'executor_stopped', signal: outcome });
     return { status: 'stopped', signal: outcome };
   } finally {

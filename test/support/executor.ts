@@ -98,6 +98,7 @@ export async function startTestExecutor(
     query: <T>(sql: string, ...params: unknown[]) => reader.prepare(sql).all(...params) as T[],
     async close() {
       await app.close();
+      ledgerGateway.close();
       reader.close();
       db.close();
       await removeDir(dir);

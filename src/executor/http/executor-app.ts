@@ -97,7 +97,7 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     requireCaller(request, 'caller');
     try {
       const admitted = await deps.admission.admit(request.body);
-      return await reply.code(admitted.status).send({ execution: executionDetail(deps.store, admitted.execution.execution_id) });
+      return await reply.code(admitted.status).send({ execution: executionDetail(deps.store, admitted.execution.execution_id, admitted.execution) });
     } catch (error) {
       if (error instanceof ApiError) rejected(error);
       throw error;

@@ -92,65 +92,80 @@ export type ExecutionStore = ReturnType<typeof createExecutionStore>;
 
 /** Typed access to the executor's database. Money columns are bigint; every write is one transaction. */
 export function createExecutionStore(db: Database.Database, now: () => number = Date.now) {
-  const admissionByToken = db.prepare('SELECT * FROM admission_fingerprints WHERE spend_auth_token_id = ?');
-  const executionById = db.prepare('SELECT * FROM executions WHERE execution_id = ?');
+  // Prepared once: admission and reads are the executor's hot paths.
+  const statements = {
+    admissionByToken: db.prepare('SELECT * FROM admission_fingerprints WHERE spend_auth_token_id = ?'),
+    executionById: db.prepare('SELECT * FROM executions WHERE execution_id = ?'),
+    insertExecution: db.prepare(
+      `INSERT INTO executions (execution_id, workflow_id, spend_auth_token_id, account_id, agent_id, target_id, request_json, pricing_snapshot,
+         authorization_held_cents, authorization_held_units, units_scale, currency, state, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 6, ?, 'pending', ?, ?)`,
+    ),
+    insertAdmission: db.prepare(
+      'INSERT INTO admission_fingerprints (spend_auth_token_id, route_version, fingerprint, execution_id, created_at) VALUES (?, ?, ?, ?, ?)',
+    ),
+    markScheduled: db.prepare("UPDATE executions SET state = 'scheduled', updated_at = ? WHERE execution_id = ? AND state = 'pending'"),
+    attempts: db.prepare('SELECT * FROM provider_attempts WHERE execution_id = ? ORDER BY attempt_number'),
+    receipt: db.prepare('SELECT * FROM receipts WHERE execution_id = ?'),
+    artifacts: db.prepare('SELECT * FROM artifacts WHERE execution_id = ? ORDER BY ordinal'),
+    artifact: db.prepare('SELECT * FROM artifacts WHERE execution_id = ? AND artifact_id = ?'),
+    insertArtifact: db.prepare(
+      `INSERT INTO artifacts (artifact_id, execution_id, ordinal, media_type, size_bytes, sha256, storage_key, width, height, created_at)
+       VALUES (@artifact_id, @execution_id, @ordinal, @media_type, @size_bytes, @sha256, @storage_key, @width, @height, @created_at)`,
+    ),
+  };
+  const createPending = db.transaction((execution: NewExecution) => {
+    const at = now();
+    statements.insertExecution.run(
+      execution.executionId,
+      execution.workflowId,
+      execution.spendAuthTokenId,
+      execution.accountId,
+      execution.agentId,
+      execution.targetId,
+      canonicalJson(execution.request),
+      canonicalJson(execution.snapshot),
+      centsCeil(execution.heldUnits),
+      execution.heldUnits,
+      execution.currency,
+      at,
+      at,
+    );
+    statements.insertAdmission.run(execution.spendAuthTokenId, execution.routeVersion, execution.fingerprint, execution.executionId, at);
+  });
 
   return {
-    admission: (spendAuthTokenId: string) => admissionByToken.get(spendAuthTokenId) as AdmissionRow | undefined,
-    execution: (executionId: string) => executionById.get(executionId) as ExecutionRow | undefined,
+    admission: (spendAuthTokenId: string) => statements.admissionByToken.get(spendAuthTokenId) as AdmissionRow | undefined,
+    execution: (executionId: string) => statements.executionById.get(executionId) as ExecutionRow | undefined,
 
     /** Durably records a new pending execution and its admission fingerprint, together. */
     createPending(execution: NewExecution): ExecutionRow {
-      db.transaction(() => {
-        const at = now();
-        db.prepare(
-          `INSERT INTO executions (execution_id, workflow_id, spend_auth_token_id, account_id, agent_id, target_id, request_json, pricing_snapshot,
-             authorization_held_cents, authorization_held_units, units_scale, currency, state, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 6, ?, 'pending', ?, ?)`,
-        ).run(
-          execution.executionId,
-          execution.workflowId,
-          execution.spendAuthTokenId,
-          execution.accountId,
-          execution.agentId,
-          execution.targetId,
-          canonicalJson(execution.request),
-          canonicalJson(execution.snapshot),
-          centsCeil(execution.heldUnits),
-          execution.heldUnits,
-          execution.currency,
-          at,
-          at,
-        );
-        db.prepare('INSERT INTO admission_fingerprints (spend_auth_token_id, route_version, fingerprint, execution_id, created_at) VALUES (?, ?, ?, ?, ?)').run(
-          execution.spendAuthTokenId,
-          execution.routeVersion,
-          execution.fingerprint,
-          execution.executionId,
-          at,
-        );
-      }).immediate();
-      return executionById.get(execution.executionId) as ExecutionRow;
+      createPending.immediate(execution);
+      return statements.executionById.get(execution.executionId) as ExecutionRow;
     },
 
-    /** pending → scheduled, once the engine has accepted the stable workflow id. */
+    /**
+     * pending → scheduled, once the engine has accepted the stable workflow id. This commit does
+     * not wait for its own fsync: the next durable commit carries it, and losing it in a crash
+     * only leaves the execution pending, which scheduling again at its stable id repairs.
+     */
     markScheduled(executionId: string): ExecutionRow {
-      db.prepare("UPDATE executions SET state = 'scheduled', updated_at = ? WHERE execution_id = ? AND state = 'pending'").run(now(), executionId);
-      return executionById.get(executionId) as ExecutionRow;
+      db.pragma('synchronous = NORMAL');
+      try {
+        statements.markScheduled.run(now(), executionId);
+      } finally {
+        db.pragma('synchronous = FULL');
+      }
+      return statements.executionById.get(executionId) as ExecutionRow;
     },
 
-    providerAttempts: (executionId: string) =>
-      db.prepare('SELECT * FROM provider_attempts WHERE execution_id = ? ORDER BY attempt_number').all(executionId) as ProviderAttemptRow[],
-    receipt: (executionId: string) => db.prepare('SELECT * FROM receipts WHERE execution_id = ?').get(executionId) as ReceiptRow | undefined,
-    artifacts: (executionId: string) => db.prepare('SELECT * FROM artifacts WHERE execution_id = ? ORDER BY ordinal').all(executionId) as ArtifactRow[],
-    artifact: (executionId: string, artifactId: string) =>
-      db.prepare('SELECT * FROM artifacts WHERE execution_id = ? AND artifact_id = ?').get(executionId, artifactId) as ArtifactRow | undefined,
+    providerAttempts: (executionId: string) => statements.attempts.all(executionId) as ProviderAttemptRow[],
+    receipt: (executionId: string) => statements.receipt.get(executionId) as ReceiptRow | undefined,
+    artifacts: (executionId: string) => statements.artifacts.all(executionId) as ArtifactRow[],
+    artifact: (executionId: string, artifactId: string) => statements.artifact.get(executionId, artifactId) as ArtifactRow | undefined,
 
     insertArtifact(row: Omit<ArtifactRow, 'created_at'>): void {
-      db.prepare(
-        `INSERT INTO artifacts (artifact_id, execution_id, ordinal, media_type, size_bytes, sha256, storage_key, width, height, created_at)
-         VALUES (@artifact_id, @execution_id, @ordinal, @media_type, @size_bytes, @sha256, @storage_key, @width, @height, @created_at)`,
-      ).run({ ...row, created_at: now() });
+      statements.insertArtifact.run({ ...row, created_at: now() });
     },
   };
 }
