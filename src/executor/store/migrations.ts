@@ -170,8 +170,30 @@ export function applyPreciseReceiptConversion(db: Database.Database): void {
   db.prepare('UPDATE provider_attempts SET exact_amount = cost_cents, scale = 2 WHERE exact_amount IS NULL AND cost_cents IS NOT NULL').run();
 }
 
+/**
+ * The embedded workflow engine's runs: one row per stable workflow id. The payload is the
+ * execution id and the phase — nothing else (no credentials, bodies, URLs or paths).
+ */
+const embeddedEngine = `
+  CREATE TABLE workflow_runs (
+    workflow_id TEXT PRIMARY KEY,
+    execution_id TEXT NOT NULL UNIQUE REFERENCES executions (execution_id),
+    phase TEXT NOT NULL CHECK (phase IN ('submit_provider', 'poll_provider_operation', 'store_artifacts', 'settle')),
+    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed')),
+    attempt INTEGER NOT NULL DEFAULT 0,
+    available_at INTEGER NOT NULL,
+    lease_owner TEXT,
+    lease_expires_at INTEGER,
+    last_error_code TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE INDEX workflow_runs_due ON workflow_runs (status, available_at);
+`;
+
 export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'legacy_v4_3_whole_cents', up: legacyShape },
   { version: 2, name: 'micro_units', up: microUnits },
   { version: 3, name: 'precise_receipts', up: preciseReceipts },
+  { version: 4, name: 'embedded_engine', up: embeddedEngine },
 ];

@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import type Database from 'better-sqlite3';
+import type { ExecutionPhase } from '../domain/execution-states.js';
+import type { ExecutionScheduler } from '../execution-scheduler.js';
+
+/** What running one phase of an execution decided. */
+export type ActivityOutcome =
+  | { readonly kind: 'next'; readonly phase: ExecutionPhase }
+  | { readonly kind: 'done' }
+  | { readonly kind: 'later'; readonly delayMs: number };
+
+/** Runs one phase of one execution. All truth lives in the executor's database. */
+export type RunActivity = (executionId: string, phase: ExecutionPhase) => Promise<ActivityOutcome>;
+
+export interface EmbeddedEngineOptions {
+  readonly db: Database.Database;
+  readonly runActivity: RunActivity;
+  readonly now?: () => number;
+  /** How often the worker polls for due runs. */
+  readonly pollIntervalMs?: number;
+  /** How long a leased run is owned before another worker may take it. */
+  readonly leaseMs?: number;
+  /** Runs executed at once. */
+  readonly concurrency?: number;
+  /** Reports an activity that threw (a bug or an unexpected failure); the run is retried. */
+  readonly onActivityError?: (executionId: string, phase: ExecutionPhase, error: unknown) => void;
+}
+
+export interface EmbeddedEngine extends ExecutionScheduler {
+  /** Starts the worker: first takes over runs left by a previous process, then polls. */
+  start(): void;
+  /** Stops taking new runs and waits up to `boundMs` for those in flight. */
+  drain(boundMs: number): Promise<{ drained: boolean; inFlight: number }>;
+  /** The positive poller proof for readiness: a worker that polled within two intervals. */
+  pollers(): number;
+}
+
+/** Retry delay after an activity error: 1 s doubling to 60 s. */
+export function backoffMs(attempt: number): number {
+  return Math.min(60_000, 1_000 * 2 ** Math.max(0, attempt - 1));
+}
+
+/**
+ * The `embedded` workflow engine (ARCHITECTURE.md): a durable phase runner inside the executor,
+ * on its own SQLite. One run per stable workflow id (scheduling again is a no-op), leases so a
+ * run has one owner, retry with backoff, and recovery of runs a previous process left behind.
+ */
+export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEngine {
+  const { db } = options;
+  const now = options.now ?? Date.now;
+  const pollIntervalMs = options.pollIntervalMs ?? 200;
+  const leaseMs = options.leaseMs ?? 60_000;
+  const concurrency = options.concurrency ?? 4;
+  const owner = `worker_${randomUUID()}`;
+  const inFlight = new Set<Promise<void>>();
+  let timer: NodeJS.Timeout | undefined;
+  let running = false;
+  let lastPollAt = 0;
+
+  const statements = {
+    schedule: db.prepare(
+      `INSERT INTO workflow_runs (workflow_id, execution_id, phase, status, available_at, created_at, updated_at)
+       VALUES (?, ?, 'submit_provider', 'queued', ?, ?, ?) ON CONFLICT (workflow_id) DO NOTHING`,
+    ),
+    takeOver: db.prepare("UPDATE workflow_runs SET status = 'queued', available_at = ?, lease_owner = NULL, updated_at = ? WHERE status = 'running' AND lease_owner <> ?"),
+    lease: db.prepare(
+      `UPDATE workflow_runs SET status = 'running', lease_owner = @owner, lease_expires_at = @expires, attempt = attempt + 1, updated_at = @now
+       WHERE workflow_id IN (
+         SELECT workflow_id FROM workflow_runs
+         WHERE (status = 'queued' AND available_at <= @now) OR (status = 'running' AND lease_expires_at <= @now)
+         ORDER BY available_at LIMIT @limit)
+       RETURNING workflow_id, execution_id, phase, attempt`,
+    ),
+    advance: db.prepare(
+      "UPDATE workflow_runs SET phase = ?, status = 'queued', available_at = ?, attempt = 0, last_error_code = NULL, lease_owner = NULL, updated_at = ? WHERE workflow_id = ? AND lease_owner = ?",
+    ),
+    complete: db.prepare("UPDATE workflow_runs SET status = 'completed', lease_owner = NULL, updated_at = ? WHERE workflow_id = ? AND lease_owner = ?"),
+    later: db.prepare(
+      "UPDATE workflow_runs SET status = 'queued', available_at = ?, last_error_code = ?, lease_owner = NULL, updated_at = ? WHERE workflow_id = ? AND lease_owner = ?",
+    ),
+  };
+
+  async function execute(run: { workflow_id: string; execution_id: string; phase: ExecutionPhase; attempt: bigint }): Promise<void> {
+    let outcome: ActivityOutcome;
+    let errorCode: string | null = null;
+    try {
+      outcome = await options.runActivity(run.execution_id, run.phase);
+    } catch (error) {
+      options.onActivityError?.(run.execution_id, run.phase, error);
+      errorCode = error instanceof Error ? error.name : 'error';
+      outcome = { kind: 'later', delayMs: backoffMs(Number(run.attempt)) };
+    }
+    const at = now();
+    if (outcome.kind === 'next') statements.advance.run(outcome.phase, at, at, run.workflow_id, owner);
+    else if (outcome.kind === 'done') statements.complete.run(at, run.workflow_id, owner);
+    else statements.later.run(at + outcome.delayMs, errorCode, at, run.workflow_id, owner);
+  }
+
+  function poll(): void {
+    if (!running) return;
+    lastPollAt = now();
+    const free = concurrency - inFlight.size;
+    if (free > 0) {
+      const at = now();
+      const runs = statements.lease.all({ owner, expires: at + leaseMs, now: at, limit: free }) as {
+        workflow_id: string;
+        execution_id: string;
+        phase: ExecutionPhase;
+        attempt: bigint;
+      }[];
+      for (const run of runs) {
+        const job = execute(run).finally(() => {
+          inFlight.delete(job);
+          // A finished run may have queued the next phase: look again at once.
+          if (running) setImmediate(poll);
+        });
+        inFlight.add(job);
+      }
+    }
+    clearTimeout(timer);
+    timer = setTimeout(poll, pollIntervalMs);
+  }
+
+  return {
+    async schedule(executionId, workflowId) {
+      const at = now();
+      statements.schedule.run(workflowId, executionId, at, at, at);
+      if (running) setImmediate(poll);
+      return Promise.resolve();
+    },
+    start() {
+      if (running) return;
+      running = true;
+      // Runs a previous process left leased are due now; their activities are idempotent and
+      // guarded (a submission is never repeated), so waiting out the old lease gains nothing.
+      statements.takeOver.run(now(), now(), owner);
+      poll();
+    },
+    async drain(boundMs) {
+      running = false;
+      clearTimeout(timer);
+      let bound: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        bound = setTimeout(() => { resolve('timeout'); }, boundMs);
+      });
+      const result = await Promise.race([Promise.all(inFlight).then(() => 'drained' as const), timedOut]);
+      clearTimeout(bound);
+      return { drained: result === 'drained', inFlight: inFlight.size };
+    },
+    pollers: () => (running && now() - lastPollAt <= 2 * pollIntervalMs + 1_000 ? 1 : 0),
+  };
+}
