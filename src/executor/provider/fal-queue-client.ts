@@ -1,0 +1,234 @@
+import http from 'node:http';
+import https from 'node:https';
+import { z } from 'zod';
+
+/*
+ * One adapter for the sandbox and the live provider: the fal queue protocol (ARCHITECTURE.md
+ * "Provider protocol"). The distinction that decides money: a submission that failed before a
+ * connection existed was provably never transmitted; anything later may have reached the
+ * provider and is ambiguous.
+ */
+
+/** The submission provably never left this process (no connection was established). */
+export class NotTransmitted extends Error {
+  constructor(readonly detail: string) {
+    super(`not transmitted: ${detail}`);
+    this.name = 'NotTransmitted';
+  }
+}
+
+/** The provider may have received the request; what happened is unknown. */
+export class TransmissionAmbiguous extends Error {
+  constructor(readonly detail: string) {
+    super(`ambiguous: ${detail}`);
+    this.name = 'TransmissionAmbiguous';
+  }
+}
+
+/** The provider answered, but not as the protocol says (foreign host, mismatched id, bad shape). */
+export class ProviderProtocolError extends Error {
+  constructor(readonly detail: string) {
+    super(`protocol: ${detail}`);
+    this.name = 'ProviderProtocolError';
+  }
+}
+
+/** The provider could not be asked right now (connection, timeout, 5xx) while reading. */
+export class ProviderUnavailable extends Error {
+  constructor(readonly detail: string) {
+    super(`unavailable: ${detail}`);
+    this.name = 'ProviderUnavailable';
+  }
+}
+
+export interface ProviderEndpoint {
+  /** Where submissions go: the sandbox's base URL, or the live queue origin. */
+  readonly submitBase: string;
+  /** Sent as `Authorization: Key <key>`. */
+  readonly apiKey: string;
+  /** Origins (`scheme://host[:port]`) polling URLs may point at. */
+  readonly pollingOrigins: readonly string[];
+  /** Origins media URLs may point at. */
+  readonly mediaOrigins: readonly string[];
+  readonly timeoutMs?: number;
+}
+
+/** The checkpoint of a submitted operation: enough to poll it again after a restart. */
+export interface SubmittedOperation {
+  readonly requestId: string;
+  /** The provider's operation path, `<model>/requests/<request_id>` on the polling origin. */
+  readonly operationId: string;
+  /** The validated polling origin. */
+  readonly pollingOrigin: string;
+}
+
+const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+const MAX_JSON_BYTES = 1024 * 1024;
+const MAX_MEDIA_BYTES = 32 * 1024 * 1024;
+
+const submitAnswer = z.object({ request_id: z.string().regex(SAFE_ID), status_url: z.string(), response_url: z.string() });
+const statusAnswer = z.object({ status: z.enum(['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED']), request_id: z.string().optional(), error: z.unknown().optional() });
+const resultAnswer = z.object({
+  images: z.array(z.object({ url: z.string(), width: z.number().int().positive().optional(), height: z.number().int().positive().optional(), content_type: z.string().optional() })),
+  request_id: z.string().optional(),
+});
+
+interface Answer {
+  readonly status: number;
+  readonly body: Buffer;
+  readonly contentType: string;
+}
+
+function originOf(value: string): string | null {
+  try {
+    return new URL(value).origin;
+  } catch {
+    return null;
+  }
+}
+
+export type FalQueueClient = ReturnType<typeof createFalQueueClient>;
+
+export function createFalQueueClient(endpoint: ProviderEndpoint) {
+  const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+  const timeoutMs = endpoint.timeoutMs ?? 30_000;
+
+  /** One HTTP exchange; `connected` tells whether any byte could have reached the peer. */
+  function exchange(method: string, url: string, body: string | undefined, limit: number): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      const secure = url.startsWith('https:');
+      let connected = false;
+      const headers: Record<string, string> = { authorization: `Key ${endpoint.apiKey}`, accept: 'application/json' };
+      if (body !== undefined) {
+        headers['content-type'] = 'application/json';
+        headers['content-length'] = String(Buffer.byteLength(body));
+      }
+      const request = (secure ? https : http).request(url, { method, headers, agent: secure ? agents.https : agents.http }, (response) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > limit) request.destroy(new Error('answer too large'));
+          else chunks.push(chunk);
+        });
+        response.on('end', () => {
+          resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks), contentType: response.headers['content-type'] ?? '' });
+        });
+        response.on('error', (error) => {
+          reject(Object.assign(error, { connected: true }));
+        });
+      });
+      request.on('socket', (socket) => {
+        // A reused keep-alive socket is already connected: bytes go out at once.
+        if (!socket.connecting) connected = true;
+        socket.once('connect', () => {
+          connected = true;
+        });
+        socket.once('secureConnect', () => {
+          connected = true;
+        });
+      });
+      request.setTimeout(timeoutMs, () => request.destroy(new Error('timeout')));
+      request.on('error', (error) => {
+        reject(Object.assign(error, { connected }));
+      });
+      request.end(body);
+    });
+  }
+
+  function parseJson(answer: Answer): unknown {
+    try {
+      return JSON.parse(answer.body.toString('utf8'));
+    } catch {
+      return undefined;
+    }
+  }
+
+  async function read(url: string, limit = MAX_JSON_BYTES): Promise<Answer> {
+    try {
+      const answer = await exchange('GET', url, undefined, limit);
+      if (answer.status >= 500 || answer.status === 429) throw new ProviderUnavailable(`HTTP ${answer.status}`);
+      return answer;
+    } catch (error) {
+      if (error instanceof ProviderUnavailable) throw error;
+      throw new ProviderUnavailable(error instanceof Error && error.message === 'timeout' ? 'timeout' : 'connection failed');
+    }
+  }
+
+  function operationUrl(operation: SubmittedOperation, suffix: string): string {
+    return `${operation.pollingOrigin}/${operation.operationId}${suffix}`;
+  }
+
+  return {
+    /**
+     * Sends exactly one submission. Throws NotTransmitted when no connection was made,
+     * TransmissionAmbiguous for anything that may have reached the provider without a valid
+     * acceptance. The answer's URLs must be on an allowed polling origin, in the protocol's shape.
+     */
+    async submit(model: string, input: { prompt: string; image_size: string; num_images: number }): Promise<SubmittedOperation> {
+      let answer: Answer;
+      try {
+        answer = await exchange('POST', `${endpoint.submitBase.replace(/\/+$/, '')}/${model}`, JSON.stringify(input), MAX_JSON_BYTES);
+      } catch (error) {
+        const connected = (error as { connected?: boolean }).connected === true;
+        const detail = error instanceof Error && error.message === 'timeout' ? 'timeout' : 'connection failed';
+        throw connected ? new TransmissionAmbiguous(detail) : new NotTransmitted(detail);
+      }
+      if (answer.status < 200 || answer.status >= 300) throw new TransmissionAmbiguous(`HTTP ${answer.status}`);
+      const parsed = submitAnswer.safeParse(parseJson(answer));
+      if (!parsed.success) throw new TransmissionAmbiguous('invalid acceptance');
+      const { request_id: requestId, status_url: statusUrl, response_url: responseUrl } = parsed.data;
+      const pollingOrigin = originOf(statusUrl);
+      if (pollingOrigin === null || !endpoint.pollingOrigins.includes(pollingOrigin) || originOf(responseUrl) !== pollingOrigin) {
+        throw new TransmissionAmbiguous('polling host not allowed');
+      }
+      const operationId = `${model}/requests/${requestId}`;
+      if (statusUrl !== `${pollingOrigin}/${operationId}/status` || responseUrl !== `${pollingOrigin}/${operationId}`) {
+        throw new TransmissionAmbiguous('polling URLs not in the protocol shape');
+      }
+      return { requestId, operationId, pollingOrigin };
+    },
+
+    /** One status poll of the checkpointed operation. */
+    async status(operation: SubmittedOperation): Promise<{ status: 'IN_QUEUE' | 'IN_PROGRESS' | 'COMPLETED'; failed: boolean }> {
+      const answer = await read(operationUrl(operation, '/status'));
+      const parsed = statusAnswer.safeParse(parseJson(answer));
+      if (answer.status >= 400 || !parsed.success) throw new ProviderProtocolError(`status answer HTTP ${answer.status}`);
+      if (parsed.data.request_id !== undefined && parsed.data.request_id !== operation.requestId) throw new ProviderProtocolError('mismatched request id');
+      return { status: parsed.data.status, failed: parsed.data.error !== undefined && parsed.data.error !== null };
+    },
+
+    /** The result of a completed operation: image references on allowed media origins. */
+    async result(operation: SubmittedOperation): Promise<{ url: string; width?: number | undefined; height?: number | undefined }[]> {
+      const answer = await read(operationUrl(operation, ''));
+      const parsed = resultAnswer.safeParse(parseJson(answer));
+      if (answer.status >= 400 || !parsed.success) throw new ProviderProtocolError(`result answer HTTP ${answer.status}`);
+      if (parsed.data.request_id !== undefined && parsed.data.request_id !== operation.requestId) throw new ProviderProtocolError('mismatched request id');
+      for (const image of parsed.data.images) {
+        const origin = originOf(image.url);
+        if (origin === null || !endpoint.mediaOrigins.includes(origin)) throw new ProviderProtocolError('media host not allowed');
+      }
+      return parsed.data.images.map((image) => ({ url: image.url, width: image.width, height: image.height }));
+    },
+
+    /** The bytes of one image, from an allowed media origin. */
+    async media(url: string): Promise<{ bytes: Buffer; mediaType: string }> {
+      const origin = originOf(url);
+      if (origin === null || !endpoint.mediaOrigins.includes(origin)) throw new ProviderProtocolError('media host not allowed');
+      const answer = await read(url, MAX_MEDIA_BYTES);
+      if (answer.status !== 200) throw new ProviderProtocolError(`media answer HTTP ${answer.status}`);
+      const mediaType = answer.contentType.split(';')[0]?.trim() ?? '';
+      if (!['image/png', 'image/jpeg', 'image/webp'].includes(mediaType)) throw new ProviderProtocolError('media type not an image');
+      return { bytes: answer.body, mediaType };
+    },
+
+    close(): void {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
+}
+
+/** The fixed live queue origin and media origins (live accepts nothing else). */
+export const LIVE_QUEUE_ORIGIN = 'https://queue.fal.run';
+export const LIVE_MEDIA_ORIGINS = ['https://fal.media', 'https://v2.fal.media', 'https://v3.fal.media'] as const;
