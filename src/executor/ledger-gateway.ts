@@ -61,6 +61,12 @@ export interface LedgerGateway {
   probe(): Promise<void>;
   resolve(tokenId: string): Promise<LedgerResolution>;
   claim(tokenId: string, executionId: string): Promise<LedgerResolution>;
+  /** Settles with a precise receipt; returns the ledger's settlement id. Idempotent by receipt id. */
+  settle(tokenId: string, executionId: string, receipt: Record<string, unknown>): Promise<{ settlementId: string }>;
+  /** Releases the claim (idempotent). */
+  release(tokenId: string, executionId: string, reason: string): Promise<void>;
+  /** Parks the claimed authorization for reconciliation with evidence (one open record). */
+  openReconciliation(tokenId: string, executionId: string, reason: string, evidence: Record<string, unknown>): Promise<void>;
   /** Closes kept-alive connections (at shutdown). */
   close(): void;
 }
@@ -132,6 +138,7 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
   }
 
   const authorizationEnvelope = z.object({ authorization: resolutionSchema });
+  const settleEnvelope = z.object({ authorization: z.object({ settlement: z.object({ settlement_id: z.string() }) }) });
 
   return {
     version: () => request('GET', '/version', versionSchema, undefined, false),
@@ -141,6 +148,23 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
     resolve: async (tokenId) => (await request('GET', `/executor/authorizations/${encodeURIComponent(tokenId)}`, authorizationEnvelope)).authorization,
     close: () => {
       agent.destroy();
+    },
+    async settle(tokenId, executionId, receipt) {
+      const answer = await request('POST', `/executor/authorizations/${encodeURIComponent(tokenId)}/settle`, settleEnvelope, {
+        execution_id: executionId,
+        receipt,
+      });
+      return { settlementId: answer.authorization.settlement.settlement_id };
+    },
+    async release(tokenId, executionId, reason) {
+      await request('POST', `/executor/authorizations/${encodeURIComponent(tokenId)}/release`, z.object({}).loose(), { execution_id: executionId, reason });
+    },
+    async openReconciliation(tokenId, executionId, reason, evidence) {
+      await request('POST', `/executor/authorizations/${encodeURIComponent(tokenId)}/reconciliation`, z.object({}).loose(), {
+        execution_id: executionId,
+        reason,
+        evidence,
+      });
     },
     claim: async (tokenId, executionId) =>
       (await request('POST', `/executor/authorizations/${encodeURIComponent(tokenId)}/claim`, authorizationEnvelope, { execution_id: executionId })).authorization,

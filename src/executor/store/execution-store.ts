@@ -33,6 +33,9 @@ export interface AdmissionRow {
 
 export interface ProviderAttemptRow {
   attempt_id: string;
+  execution_id: string;
+  delivered_images: bigint | null;
+  outcome_code: string | null;
   attempt_number: bigint;
   state: string;
   request_id: string | null;
@@ -109,9 +112,29 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     receipt: db.prepare('SELECT * FROM receipts WHERE execution_id = ?'),
     artifacts: db.prepare('SELECT * FROM artifacts WHERE execution_id = ? ORDER BY ordinal'),
     artifact: db.prepare('SELECT * FROM artifacts WHERE execution_id = ? AND artifact_id = ?'),
+    setRunning: db.prepare("UPDATE executions SET state = 'running', phase = ?, updated_at = ? WHERE execution_id = ? AND state IN ('pending', 'scheduled', 'running')"),
+    setFinal: db.prepare("UPDATE executions SET state = ?, phase = NULL, state_reason = ?, updated_at = ? WHERE execution_id = ? AND state NOT IN ('succeeded', 'failed')"),
+    latestAttempt: db.prepare('SELECT * FROM provider_attempts WHERE execution_id = ? ORDER BY attempt_number DESC LIMIT 1'),
+    insertAttempt: db.prepare(
+      "INSERT INTO provider_attempts (attempt_id, execution_id, attempt_number, state, currency, created_at, updated_at) VALUES (?, ?, ?, 'submitting', ?, ?, ?)",
+    ),
+    checkpoint: db.prepare(
+      "UPDATE provider_attempts SET state = 'checkpointed', request_id = ?, operation_id = ?, polling_host = ?, deadline_at = ?, updated_at = ? WHERE attempt_id = ? AND state = 'submitting'",
+    ),
+    attemptOutcome: db.prepare('UPDATE provider_attempts SET state = ?, outcome_code = ?, updated_at = ? WHERE attempt_id = ?'),
+    delivered: db.prepare('UPDATE provider_attempts SET delivered_images = ?, updated_at = ? WHERE attempt_id = ?'),
+    insertReceipt: db.prepare(
+      `INSERT INTO receipts (receipt_id, execution_id, amount_cents, amount_units, units_scale, exact_amount, scale, currency, provider_request_id,
+         price_model_snapshot, receipt_shape, created_at)
+       VALUES (@receipt_id, @execution_id, @amount_cents, @amount_units, 6, @amount_units, 6, @currency, @provider_request_id, @price_model_snapshot, 'precise', @created_at)
+       ON CONFLICT (receipt_id) DO NOTHING`,
+    ),
+    settled: db.prepare('UPDATE receipts SET ledger_settlement_id = ? WHERE receipt_id = ? AND ledger_settlement_id IS NULL'),
+    nonTerminal: db.prepare("SELECT execution_id, workflow_id, state FROM executions WHERE state IN ('pending', 'scheduled', 'running') ORDER BY created_at"),
     insertArtifact: db.prepare(
       `INSERT INTO artifacts (artifact_id, execution_id, ordinal, media_type, size_bytes, sha256, storage_key, width, height, created_at)
-       VALUES (@artifact_id, @execution_id, @ordinal, @media_type, @size_bytes, @sha256, @storage_key, @width, @height, @created_at)`,
+       VALUES (@artifact_id, @execution_id, @ordinal, @media_type, @size_bytes, @sha256, @storage_key, @width, @height, @created_at)
+       ON CONFLICT (execution_id, ordinal) DO NOTHING`,
     ),
   };
   const createPending = db.transaction((execution: NewExecution) => {
@@ -163,6 +186,55 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     receipt: (executionId: string) => statements.receipt.get(executionId) as ReceiptRow | undefined,
     artifacts: (executionId: string) => statements.artifacts.all(executionId) as ArtifactRow[],
     artifact: (executionId: string, artifactId: string) => statements.artifact.get(executionId, artifactId) as ArtifactRow | undefined,
+
+    /** scheduled/running → running in `phase`. */
+    setRunning(executionId: string, phase: ExecutionPhase): void {
+      statements.setRunning.run(phase, now(), executionId);
+    },
+
+    /** → succeeded | failed | reconciliation, with a reason code. A terminal state never changes. */
+    setFinal(executionId: string, state: 'succeeded' | 'failed' | 'reconciliation', reason: string | null): void {
+      statements.setFinal.run(state, reason, now(), executionId);
+    },
+
+    latestAttempt: (executionId: string) => statements.latestAttempt.get(executionId) as ProviderAttemptRow | undefined,
+
+    /** Durably records that a submission is about to be sent — before a single byte leaves. */
+    createAttempt(attemptId: string, executionId: string, attemptNumber: number, currency: string): void {
+      const at = now();
+      statements.insertAttempt.run(attemptId, executionId, attemptNumber, currency, at, at);
+    },
+
+    /** The checkpoint after a successful submit: request id, operation id, polling origin, original deadline. */
+    checkpoint(attemptId: string, checkpoint: { requestId: string; operationId: string; pollingOrigin: string; deadlineAt: number }): void {
+      statements.checkpoint.run(checkpoint.requestId, checkpoint.operationId, checkpoint.pollingOrigin, checkpoint.deadlineAt, now(), attemptId);
+    },
+
+    setAttemptOutcome(attemptId: string, state: string, outcomeCode: string | null): void {
+      statements.attemptOutcome.run(state, outcomeCode, now(), attemptId);
+    },
+
+    setDelivered(attemptId: string, images: number): void {
+      statements.delivered.run(images, now(), attemptId);
+    },
+
+    /** Keeps the precise receipt before the ledger is asked; a second call changes nothing. */
+    insertPreciseReceipt(receipt: {
+      receipt_id: string;
+      execution_id: string;
+      amount_units: bigint;
+      currency: string;
+      provider_request_id: string;
+      price_model_snapshot: string;
+    }): void {
+      statements.insertReceipt.run({ ...receipt, amount_cents: centsCeil(receipt.amount_units), created_at: now() });
+    },
+
+    markReceiptSettled(receiptId: string, settlementId: string): void {
+      statements.settled.run(settlementId, receiptId);
+    },
+
+    nonTerminal: () => statements.nonTerminal.all() as { execution_id: string; workflow_id: string; state: ExecutionState }[],
 
     insertArtifact(row: Omit<ArtifactRow, 'created_at'>): void {
       statements.insertArtifact.run({ ...row, created_at: now() });

@@ -189,6 +189,9 @@ const embeddedEngine = `
     updated_at INTEGER NOT NULL
   );
   CREATE INDEX workflow_runs_due ON workflow_runs (status, available_at);
+
+  ALTER TABLE provider_attempts ADD COLUMN delivered_images INTEGER CHECK (delivered_images >= 0);
+  ALTER TABLE provider_attempts ADD COLUMN outcome_code TEXT;
 `;
 
 export const EXECUTOR_MIGRATIONS: readonly Migration[] = [

@@ -1,0 +1,248 @@
+import { randomUUID } from 'node:crypto';
+import { canonicalJson } from '../domain/canonical-json.js';
+import type { PriceModelSnapshot } from '../domain/price-model-snapshot.js';
+import type { ArtifactStore } from './artifact-store.js';
+import type { ExecutionPhase } from './domain/execution-states.js';
+import { costUnits } from './domain/pricing.js';
+import type { ActivityOutcome } from './engine/embedded-engine.js';
+import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
+import {
+  NotTransmitted,
+  ProviderProtocolError,
+  ProviderUnavailable,
+  TransmissionAmbiguous,
+  type FalQueueClient,
+  type SubmittedOperation,
+} from './provider/fal-queue-client.js';
+import type { ExecutionRow, ExecutionStore, ProviderAttemptRow } from './store/execution-store.js';
+
+/** Why an execution was parked for a human (also the ledger reconciliation reason). */
+export type ReconciliationReason = 'submission_unconfirmed' | 'billing_ambiguous' | 'deadline_expired' | 'receipt_rejected';
+
+export interface ExecutionRunnerOptions {
+  readonly store: ExecutionStore;
+  readonly provider: FalQueueClient;
+  readonly ledger: LedgerGateway;
+  readonly artifacts: ArtifactStore;
+  readonly now?: () => number;
+  /** The absolute deadline of a provider operation, counted from its submission. */
+  readonly operationDeadlineMs: number;
+  readonly pollIntervalMs?: number;
+  /** Structured events (no secrets, URLs or paths). */
+  readonly log?: (event: Record<string, unknown>) => void;
+}
+
+const later = (delayMs: number): ActivityOutcome => ({ kind: 'later', delayMs });
+const next = (phase: ExecutionPhase): ActivityOutcome => ({ kind: 'next', phase });
+const done: ActivityOutcome = { kind: 'done' };
+
+function operationOf(attempt: ProviderAttemptRow): SubmittedOperation {
+  return { requestId: attempt.request_id ?? '', operationId: attempt.operation_id ?? '', pollingOrigin: attempt.polling_host ?? '' };
+}
+
+/**
+ * Runs the phases of an execution (spec §1.4, §3 recovery dispositions; docs/executions.md):
+ *   submit_provider          one submission per attempt; the attempt is recorded before any byte
+ *                            is sent and checkpointed right after the provider accepts;
+ *   poll_provider_operation  polls that same operation until done or its original deadline;
+ *   store_artifacts          fetches the images and stores them atomically;
+ *   settle                   keeps the precise receipt, then settles it at the ledger.
+ * Every step reads the truth from the database first, so running a phase again after a crash
+ * never repeats a submission or a financial effect.
+ */
+export function createExecutionRunner(options: ExecutionRunnerOptions) {
+  const { store, provider, ledger, artifacts } = options;
+  const now = options.now ?? Date.now;
+  const pollIntervalMs = options.pollIntervalMs ?? 500;
+  const log = options.log ?? (() => undefined);
+
+  /** Parks the execution (locally first, then at the ledger); no new submission, no release. */
+  async function reconcile(execution: ExecutionRow, reason: ReconciliationReason, evidence: Record<string, unknown>): Promise<ActivityOutcome> {
+    store.setFinal(execution.execution_id, 'reconciliation', reason);
+    log({ event: 'execution_reconciliation', execution_id: execution.execution_id, reason });
+    return openLedgerRecord(execution, reason, evidence);
+  }
+
+  async function openLedgerRecord(execution: ExecutionRow, reason: string, evidence: Record<string, unknown>): Promise<ActivityOutcome> {
+    try {
+      await ledger.openReconciliation(execution.spend_auth_token_id, execution.execution_id, reason, evidence);
+      return done;
+    } catch (error) {
+      if (error instanceof LedgerUnavailable) return later(5_000);
+      // The ledger refused the record (e.g. the authorization is already final): the local
+      // record and its evidence remain for the operator.
+      log({ event: 'execution_reconciliation_not_recorded_at_ledger', execution_id: execution.execution_id, status: error instanceof LedgerRefused ? error.status : 'error' });
+      return done;
+    }
+  }
+
+  function evidenceOf(attempt: ProviderAttemptRow | undefined, extra: Record<string, unknown> = {}): Record<string, unknown> {
+    return {
+      attempt_id: attempt?.attempt_id ?? null,
+      provider_request_id: attempt?.request_id ?? null,
+      outcome_code: attempt?.outcome_code ?? null,
+      ...extra,
+    };
+  }
+
+  async function releaseNotTransmitted(execution: ExecutionRow): Promise<ActivityOutcome> {
+    try {
+      await ledger.release(execution.spend_auth_token_id, execution.execution_id, 'not_transmitted');
+    } catch (error) {
+      if (error instanceof LedgerUnavailable) return later(5_000);
+      throw error;
+    }
+    store.setFinal(execution.execution_id, 'failed', 'not_transmitted');
+    log({ event: 'execution_failed', execution_id: execution.execution_id, reason: 'not_transmitted' });
+    return done;
+  }
+
+  async function submit(execution: ExecutionRow, snapshot: PriceModelSnapshot): Promise<ActivityOutcome> {
+    const existing = store.latestAttempt(execution.execution_id);
+    if (existing !== undefined) {
+      // Never a second submission: decide from what the first one left behind.
+      if (existing.state === 'checkpointed') return next('poll_provider_operation');
+      if (existing.state === 'not_transmitted') return releaseNotTransmitted(execution);
+      if (existing.state === 'submitting') store.setAttemptOutcome(existing.attempt_id, 'ambiguous', 'interrupted_before_checkpoint');
+      return reconcile(execution, 'submission_unconfirmed', evidenceOf(store.latestAttempt(execution.execution_id)));
+    }
+    const attemptId = `att_${randomUUID()}`;
+    store.createAttempt(attemptId, execution.execution_id, 1, snapshot.currency);
+    const request = JSON.parse(execution.request_json) as { input: { prompt: string } };
+    let operation: SubmittedOperation;
+    try {
+      operation = await provider.submit(snapshot.model, { prompt: request.input.prompt, image_size: snapshot.image_size, num_images: snapshot.image_count });
+    } catch (error) {
+      if (error instanceof NotTransmitted) {
+        store.setAttemptOutcome(attemptId, 'not_transmitted', error.detail);
+        return releaseNotTransmitted(execution);
+      }
+      const detail = error instanceof TransmissionAmbiguous ? error.detail : 'unexpected';
+      store.setAttemptOutcome(attemptId, 'ambiguous', detail);
+      return reconcile(execution, 'submission_unconfirmed', evidenceOf(store.latestAttempt(execution.execution_id)));
+    }
+    store.checkpoint(attemptId, { ...operation, deadlineAt: now() + options.operationDeadlineMs });
+    log({ event: 'provider_operation_checkpointed', execution_id: execution.execution_id, attempt_id: attemptId });
+    return next('poll_provider_operation');
+  }
+
+  async function poll(execution: ExecutionRow): Promise<ActivityOutcome> {
+    const attempt = store.latestAttempt(execution.execution_id);
+    if (attempt?.state !== 'checkpointed') return submit(execution, JSON.parse(execution.pricing_snapshot) as PriceModelSnapshot);
+    if (now() >= Number(attempt.deadline_at)) {
+      // The original deadline is never refreshed, and no replacement operation is ever sent.
+      store.setAttemptOutcome(attempt.attempt_id, 'deadline_expired', 'deadline_expired');
+      return reconcile(execution, 'deadline_expired', evidenceOf(store.latestAttempt(execution.execution_id)));
+    }
+    try {
+      const status = await provider.status(operationOf(attempt));
+      if (status.status !== 'COMPLETED') return later(pollIntervalMs);
+      if (status.failed) {
+        store.setAttemptOutcome(attempt.attempt_id, 'provider_failed', 'completed_with_error');
+        return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id)));
+      }
+      return next('store_artifacts');
+    } catch (error) {
+      if (error instanceof ProviderUnavailable) return later(pollIntervalMs);
+      store.setAttemptOutcome(attempt.attempt_id, 'ambiguous', error instanceof ProviderProtocolError ? error.detail : 'unexpected');
+      return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id)));
+    }
+  }
+
+  async function storeArtifacts(execution: ExecutionRow, snapshot: PriceModelSnapshot): Promise<ActivityOutcome> {
+    const attempt = store.latestAttempt(execution.execution_id);
+    if (attempt?.state !== 'checkpointed') return submit(execution, snapshot);
+    try {
+      const images = (await provider.result(operationOf(attempt))).slice(0, snapshot.image_count);
+      if (images.length === 0) {
+        store.setAttemptOutcome(attempt.attempt_id, 'ambiguous', 'no_images');
+        return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id)));
+      }
+      const stored = new Set(store.artifacts(execution.execution_id).map((artifact) => Number(artifact.ordinal)));
+      for (const [ordinal, image] of images.entries()) {
+        if (stored.has(ordinal)) continue;
+        const { bytes, mediaType } = await provider.media(image.url);
+        const written = await artifacts.write(execution.execution_id, ordinal, mediaType, bytes);
+        store.insertArtifact({
+          artifact_id: `art_${randomUUID()}`,
+          execution_id: execution.execution_id,
+          ordinal: BigInt(ordinal),
+          media_type: mediaType,
+          size_bytes: BigInt(written.sizeBytes),
+          sha256: written.sha256,
+          storage_key: written.storageKey,
+          width: image.width === undefined ? null : BigInt(image.width),
+          height: image.height === undefined ? null : BigInt(image.height),
+        });
+      }
+      store.setDelivered(attempt.attempt_id, images.length);
+      return next('settle');
+    } catch (error) {
+      if (error instanceof ProviderUnavailable) return later(pollIntervalMs);
+      store.setAttemptOutcome(attempt.attempt_id, 'ambiguous', error instanceof ProviderProtocolError ? error.detail : 'unexpected');
+      return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id)));
+    }
+  }
+
+  async function settle(execution: ExecutionRow, snapshot: PriceModelSnapshot): Promise<ActivityOutcome> {
+    const attempt = store.latestAttempt(execution.execution_id);
+    const delivered = Number(attempt?.delivered_images ?? 0);
+    if (attempt === undefined || delivered === 0) return storeArtifacts(execution, snapshot);
+    const receiptId = `rcpt_${execution.execution_id.slice('exe_'.length)}`;
+    const amountUnits = costUnits(snapshot, delivered);
+    // Kept before the ledger is asked: a charge made is never forgotten, whatever the ledger says.
+    store.insertPreciseReceipt({
+      receipt_id: receiptId,
+      execution_id: execution.execution_id,
+      amount_units: amountUnits,
+      currency: snapshot.currency,
+      provider_request_id: attempt.request_id ?? receiptId,
+      price_model_snapshot: canonicalJson(snapshot),
+    });
+    const kept = store.receipt(execution.execution_id);
+    if (kept === undefined) throw new Error('receipt was not kept');
+    try {
+      const { settlementId } = await ledger.settle(execution.spend_auth_token_id, execution.execution_id, {
+        receipt_id: kept.receipt_id,
+        amount_units: String(kept.amount_units),
+        units_scale: 6,
+        currency: kept.currency,
+        provider_request_id: kept.provider_request_id,
+        price_model_snapshot: JSON.parse(kept.price_model_snapshot ?? '{}') as unknown,
+      });
+      store.markReceiptSettled(kept.receipt_id, settlementId);
+      store.setAttemptOutcome(attempt.attempt_id, 'completed', null);
+      store.setFinal(execution.execution_id, 'succeeded', null);
+      log({ event: 'execution_succeeded', execution_id: execution.execution_id });
+      return done;
+    } catch (error) {
+      if (error instanceof LedgerUnavailable) return later(5_000);
+      if (error instanceof LedgerRefused) {
+        // E.g. an older ledger that refuses the precise shape: keep the receipt, never retry the
+        // provider, never drop precision.
+        return reconcile(execution, 'receipt_rejected', evidenceOf(attempt, { receipt_id: kept.receipt_id, ledger_code: error.code }));
+      }
+      throw error;
+    }
+  }
+
+  return async function runActivity(executionId: string, phase: ExecutionPhase): Promise<ActivityOutcome> {
+    const execution = store.execution(executionId);
+    if (execution === undefined || execution.state === 'succeeded' || execution.state === 'failed') return done;
+    if (execution.state === 'reconciliation') {
+      return openLedgerRecord(execution, execution.state_reason ?? 'billing_ambiguous', evidenceOf(store.latestAttempt(executionId)));
+    }
+    const snapshot = JSON.parse(execution.pricing_snapshot) as PriceModelSnapshot;
+    store.setRunning(executionId, phase);
+    switch (phase) {
+      case 'submit_provider':
+        return submit(execution, snapshot);
+      case 'poll_provider_operation':
+        return poll(execution);
+      case 'store_artifacts':
+        return storeArtifacts(execution, snapshot);
+      case 'settle':
+        return settle(execution, snapshot);
+    }
+  };
+}
