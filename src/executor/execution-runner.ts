@@ -139,7 +139,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
       if (status.status !== 'COMPLETED') return later(pollIntervalMs);
       if (status.failed) {
         store.setAttemptOutcome(attempt.attempt_id, 'provider_failed', 'completed_with_error');
-        return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id)));
+        return await reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id)));
       }
       return next('store_artifacts');
     } catch (error) {
@@ -156,7 +156,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
       const images = (await provider.result(operationOf(attempt))).slice(0, snapshot.image_count);
       if (images.length === 0) {
         store.setAttemptOutcome(attempt.attempt_id, 'ambiguous', 'no_images');
-        return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id)));
+        return await reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id)));
       }
       const stored = new Set(store.artifacts(execution.execution_id).map((artifact) => Number(artifact.ordinal)));
       for (const [ordinal, image] of images.entries()) {
