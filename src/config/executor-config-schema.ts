@@ -96,16 +96,25 @@ const spendCeiling = z.strictObject({
   currency: z.literal('USD', { error: 'must be "USD"' }),
 });
 
+/** The absolute deadline of a provider operation, from its submission; never refreshed. */
+const operationDeadline = z
+  .number({ error: 'must be a whole number of seconds' })
+  .int('must be a whole number of seconds')
+  .min(1, 'must be at least 1')
+  .max(86_400, 'must be at most 86400 (one day)')
+  .default(600);
+
 const providers = z.discriminatedUnion(
   'mode',
   [
     z.strictObject({ mode: z.literal('disabled') }),
-    z.strictObject({ mode: z.literal('sandbox'), base_url: loopbackHttpUrl }),
+    z.strictObject({ mode: z.literal('sandbox'), base_url: loopbackHttpUrl, operation_deadline_seconds: operationDeadline }),
     z.strictObject({
       mode: z.literal('live'),
       target_id: targetId,
       credential: secretReference,
       spend_ceiling: spendCeiling,
+      operation_deadline_seconds: operationDeadline,
       acknowledgement: z.literal(LIVE_SPEND_ACKNOWLEDGEMENT, {
         error: `must be exactly the live-spend acknowledgement: "${LIVE_SPEND_ACKNOWLEDGEMENT}"`,
       }),

@@ -7,15 +7,3 @@
 export interface ExecutionScheduler {
   schedule(executionId: string, workflowId: string): Promise<void>;
 }
-
-/**
- * Accepts every schedule and runs nothing: executions wait in state `scheduled` until a
- * workflow engine runs them. The executor uses it until its engine is configured to run work.
- */
-export function createDeferredScheduler(): ExecutionScheduler {
-  return {
-    async schedule() {
-      // Intentionally nothing: the durable state `scheduled` is the hand-off.
-    },
-  };
-}

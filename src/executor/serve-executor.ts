@@ -7,9 +7,13 @@ import { bigintAsString } from '../domain/canonical-json.js';
 import { UserError } from '../errors.js';
 import { loadExecutorConfig } from '../services/validate-executor-config.js';
 import { openDatabase } from '../storage/open-database.js';
+import lockfile from 'proper-lockfile';
 import { createAdmission } from './admission.js';
+import { createEmbeddedEngine } from './engine/embedded-engine.js';
+import { createExecutionRunner } from './execution-runner.js';
+import { createFalQueueClient } from './provider/fal-queue-client.js';
+import { operationDeadlineMs, providerEndpoint } from './provider/provider-endpoint.js';
 import { createArtifactStore } from './artifact-store.js';
-import { createDeferredScheduler } from './execution-scheduler.js';
 import { loadExecutorCredentials, readSecret } from './executor-credentials.js';
 import { buildExecutorApp } from './http/executor-app.js';
 import { proveLedgerCompatible } from './ledger-compatibility.js';
@@ -27,6 +31,9 @@ export interface ExecutorStopped {
 /** How long to wait between startup attempts to prove the ledger compatible. */
 const STARTUP_RETRY_MS = 2_000;
 
+/** How long shutdown waits for running activities before leaving them to the next start. */
+const DRAIN_BOUND_MS = 10_000;
+
 /**
  * Runs the executor until SIGINT or SIGTERM (spec §1, §8 Operations 1): loads its configuration
  * and credentials, opens and migrates its own database, listens on loopback, and becomes ready
@@ -35,10 +42,18 @@ const STARTUP_RETRY_MS = 2_000;
  */
 export async function serveExecutor(configPath: string): Promise<ExecutorStopped> {
   const config = await loadExecutorConfig(configPath);
+  if (config.workflow_engine.mode !== 'embedded') {
+    throw new UserError('workflow_engine_unavailable', `The ${config.workflow_engine.mode} workflow engine is not available in this release.`, {
+      nextStep: 'Use "workflow_engine": {"mode": "embedded"}; Temporal modes arrive in a later release.',
+      issues: [{ path: 'workflow_engine.mode', message: 'only "embedded" runs in this release' }],
+    });
+  }
   const credentials = await loadExecutorCredentials(config);
-  const providerCredentialPresent =
-    config.providers.mode === 'live' ? await readSecret(config.providers.credential, 'provider credential').then(() => true) : false;
+  const liveKey = config.providers.mode === 'live' ? await readSecret(config.providers.credential, 'provider credential') : undefined;
+  const providerCredentialPresent = liveKey !== undefined;
   const logger = pino({ base: { service: 'executor' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
+  // One executor per database: its engine takes over runs that an earlier process left.
+  const unlock = await lockDatabase(config.storage.database_path);
   const db = openDatabase(config.storage.database_path, EXECUTOR_MIGRATIONS);
   try {
     await mkdir(config.storage.artifact_root, { recursive: true, mode: 0o700 });
@@ -53,10 +68,40 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
     await writeFile(temporary, `${JSON.stringify(catalog, bigintAsString, 2)}\n`);
     await rename(temporary, config.storage.catalog_path);
 
+    const artifacts = createArtifactStore(config.storage.artifact_root);
+    const endpoint = providerEndpoint(config, liveKey);
+    const provider = endpoint === null ? null : createFalQueueClient(endpoint);
+    const runActivity =
+      provider === null
+        ? () => Promise.resolve({ kind: 'done' as const })
+        : createExecutionRunner({
+            store,
+            provider,
+            ledger,
+            artifacts,
+            operationDeadlineMs: operationDeadlineMs(config),
+            log: (event) => {
+              logger.info(event);
+            },
+          });
+    const engine = createEmbeddedEngine({
+      db,
+      runActivity,
+      onActivityError: (executionId, phase, error) => {
+        logger.error({ event: 'execution_activity_error', execution_id: executionId, phase, error_name: error instanceof Error ? error.name : 'unknown' });
+      },
+    });
+    engine.start();
+    // Restart recovery: every non-terminal execution is scheduled again at its stable id.
+    for (const execution of store.nonTerminal()) {
+      await engine.schedule(execution.execution_id, execution.workflow_id);
+      if (execution.state === 'pending') store.markScheduled(execution.execution_id);
+    }
+
     const app = buildExecutorApp({
       store,
-      artifacts: createArtifactStore(config.storage.artifact_root),
-      admission: createAdmission({ store, ledger, scheduler: createDeferredScheduler(), readiness, targets }),
+      artifacts,
+      admission: createAdmission({ store, ledger, scheduler: engine, readiness, targets }),
       readiness,
       buildInfo,
       catalog: () => catalog,
@@ -79,6 +124,12 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
     const fatal = new Promise<UserError>((resolve) => {
       const attempt = async (): Promise<void> => {
         try {
+          if (engine.pollers() < 1) {
+            // Startup needs a positive poller proof (spec §3 rule 1).
+            logger.warn({ event: 'executor_dependency_probe', dependency: 'workflow_engine', outcome: 'no_poller' });
+            if (!stopping) setTimeout(() => void attempt(), STARTUP_RETRY_MS).unref();
+            return;
+          }
           await proveLedgerCompatible(ledger, { pinnedVersion: config.ledger.product_version, developmentAllowance: config.development_allowance, self: buildInfo });
           readiness.restore();
           logger.info({ event: 'executor_ready' });
@@ -101,18 +152,36 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
     const outcome = await Promise.race([signal, fatal]);
     stopping = true;
     readiness.withdraw('shutting_down');
+    const shutdown = async () => {
+      await app.close();
+      const drained = await engine.drain(DRAIN_BOUND_MS);
+      if (!drained.drained) logger.warn({ event: 'executor_drain_incomplete', in_flight: drained.inFlight });
+      provider?.close();
+      ledger.close();
+    };
     if (outcome instanceof UserError) {
       logger.error({ event: 'executor_incompatible_ledger', code: outcome.code });
-      await app.close();
-      ledger.close();
+      await shutdown();
       throw outcome;
     }
     logger.info({ event: 'executor_stopping', signal: outcome });
-    await app.close();
-    ledger.close();
+    await shutdown();
     logger.info({ event: 'executor_stopped', signal: outcome });
     return { status: 'stopped', signal: outcome };
   } finally {
     db.close();
+    await unlock();
+  }
+}
+
+/** Takes the executor's exclusive lock on its database; a second executor is refused. */
+async function lockDatabase(databasePath: string): Promise<() => Promise<void>> {
+  await mkdir(dirname(databasePath), { recursive: true, mode: 0o700 });
+  try {
+    return await lockfile.lock(databasePath, { realpath: false, stale: 15_000, update: 5_000 });
+  } catch {
+    throw new UserError('executor_database_locked', `Another executor is using ${databasePath}.`, {
+      nextStep: 'Stop the other executor first; one executor owns a database at a time.',
+    });
   }
 }
