@@ -57,7 +57,7 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
             created_at: iso(receipt.created_at),
           },
     artifact_count: store.artifacts(executionId).length,
-    recommended_action: recommendedAction(row.state),
+    recommended_action: recommendedAction(row.state, row.state_reason),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };

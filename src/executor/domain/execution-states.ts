@@ -27,8 +27,8 @@ export function workflowIdFor(executionId: string): string {
   return `lexec-execution-${executionId}`;
 }
 
-/** What the operator should do next, by state (shown in execution detail). */
-export function recommendedAction(state: ExecutionState): { code: string; description: string } {
+/** What the operator should do next, by state and reason (shown in execution detail). */
+export function recommendedAction(state: ExecutionState, reason: string | null = null): { code: string; description: string } {
   switch (state) {
     case 'pending':
       return { code: 'retry_admission', description: 'Not yet scheduled: resubmit the identical request to schedule it (no second authorization is used).' };
@@ -40,6 +40,19 @@ export function recommendedAction(state: ExecutionState): { code: string; descri
     case 'failed':
       return { code: 'none', description: 'Failed before any charge; the authorization was released.' };
     case 'reconciliation':
+      if (reason === 'deadline_expired') {
+        // The poll-existing path is closed for good; re-inspecting the provider operation is not offered.
+        return {
+          code: 'contact_provider_support',
+          description: "The operation's original deadline passed: contact the provider's support with the request id, and keep inspecting this execution and its reconciliation record. No replacement operation is ever sent.",
+        };
+      }
+      if (reason === 'receipt_rejected') {
+        return {
+          code: 'upgrade_ledger_then_reconcile',
+          description: 'The ledger refused the precise receipt (it is kept here): upgrade the installation, then resolve the reconciliation record. Never retry the provider or drop precision.',
+        };
+      }
       return { code: 'inspect_reconciliation', description: 'Billing needs a human: inspect the reconciliation record with the evidence kept here.' };
   }
 }
