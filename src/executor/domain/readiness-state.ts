@@ -11,9 +11,9 @@ export const DEFAULT_PROBE_INTERVAL_MS = 5_000;
 /** The shortest interval accepted, so a misconfiguration cannot turn probing into a busy loop. */
 export const MIN_PROBE_INTERVAL_MS = 100;
 
-/** The probe interval actually used: the default when absent or not a finite number, clamped to [MIN, grace] (rule 11). */
+/** The probe interval actually used: the default when absent or NaN, otherwise clamped to [MIN, grace] (rule 11). */
 export function probeIntervalMs(requested?: number): number {
-  if (requested === undefined || !Number.isFinite(requested)) return DEFAULT_PROBE_INTERVAL_MS;
+  if (requested === undefined || Number.isNaN(requested)) return DEFAULT_PROBE_INTERVAL_MS;
   return Math.min(Math.max(Math.round(requested), MIN_PROBE_INTERVAL_MS), READINESS_GRACE_MS);
 }
 
