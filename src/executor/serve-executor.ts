@@ -20,6 +20,7 @@ import { proveLedgerCompatible } from './ledger-compatibility.js';
 import { createLedgerGateway, LedgerUnavailable } from './ledger-gateway.js';
 import { activeTargets, providerCatalog } from './provider-catalog.js';
 import { createReadiness } from './readiness.js';
+import { createReadinessMonitor, systemTimers } from './readiness-monitor.js';
 import { createExecutionStore } from './store/execution-store.js';
 import { EXECUTOR_MIGRATIONS } from './store/migrations.js';
 
@@ -27,9 +28,6 @@ export interface ExecutorStopped {
   readonly status: 'stopped';
   readonly signal: string;
 }
-
-/** How long to wait between startup attempts to prove the ledger compatible. */
-const STARTUP_RETRY_MS = 2_000;
 
 /** How long shutdown waits for running activities before leaving them to the next start. */
 const DRAIN_BOUND_MS = 10_000;
@@ -120,38 +118,34 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
       providers_mode: config.providers.mode,
     });
 
-    let stopping = false;
-    const fatal = new Promise<UserError>((resolve) => {
-      const attempt = async (): Promise<void> => {
-        try {
-          if (engine.pollers() < 1) {
-            // Startup needs a positive poller proof (spec §3 rule 1).
-            logger.warn({ event: 'executor_dependency_probe', dependency: 'workflow_engine', outcome: 'no_poller' });
-            if (!stopping) setTimeout(() => void attempt(), STARTUP_RETRY_MS).unref();
-            return;
-          }
-          await proveLedgerCompatible(ledger, { pinnedVersion: config.ledger.product_version, developmentAllowance: config.development_allowance, self: buildInfo });
-          readiness.restore();
-          logger.info({ event: 'executor_ready' });
-        } catch (error) {
-          if (error instanceof UserError) {
-            resolve(error);
-            return;
-          }
-          logger.warn({ event: 'executor_dependency_probe', dependency: 'ledger', outcome: error instanceof LedgerUnavailable ? 'unavailable' : 'error' });
-          readiness.withdraw('ledger_unavailable');
-          if (!stopping) setTimeout(() => void attempt(), STARTUP_RETRY_MS).unref();
-        }
-      };
-      void attempt();
+    // Readiness: startup needs the engine's poller proof and the ledger compatibility proof;
+    // afterwards the monitor follows spec §3 rules 2-12. An incompatible ledger at startup ends
+    // the process (waiting cannot fix it); later failures only withdraw readiness.
+    const monitor = createReadinessMonitor({
+      clock: Date,
+      timers: systemTimers(),
+      readiness,
+      logger,
+      engine: () => Promise.resolve({ outcome: 'ok', pollers: engine.pollers() }),
+      ledger: () => proveLedgerCompatible(ledger, { pinnedVersion: config.ledger.product_version, developmentAllowance: config.development_allowance, self: buildInfo }),
+      ledgerFailureReason: (error) => (error instanceof UserError ? error.code : error instanceof LedgerUnavailable ? 'unavailable' : undefined),
+      isFatalAtStartup: (error) => error instanceof UserError,
     });
+    const fatal = monitor.start().then(
+      () => new Promise<never>(() => undefined),
+      (error: unknown) => (error instanceof UserError ? error : new UserError('executor_startup_failed', 'The executor could not start.', { nextStep: 'See the log.' })),
+    );
     const signal = new Promise<string>((resolve) => {
-      process.once('SIGINT', () => { resolve('SIGINT'); });
-      process.once('SIGTERM', () => { resolve('SIGTERM'); });
+      process.once('SIGINT', () => {
+        resolve('SIGINT');
+      });
+      process.once('SIGTERM', () => {
+        resolve('SIGTERM');
+      });
     });
     const outcome = await Promise.race([signal, fatal]);
-    stopping = true;
     readiness.withdraw('shutting_down');
+    monitor.stop();
     const shutdown = async () => {
       await app.close();
       const drained = await engine.drain(DRAIN_BOUND_MS);
