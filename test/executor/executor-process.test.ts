@@ -161,6 +161,26 @@ describe('executor serve', () => {
     await until('ready', async () => ((await readyz(executor.url())) === 200 ? true : undefined));
   });
 
+  it('withdraws readiness when the running ledger stops and restores it when it returns; reads stay up', async () => {
+    const { ledgerProcess, executor, caller } = await readyStack();
+    const port = Number(new URL(ledgerProcess.url).port);
+    await ledgerProcess.stop();
+    await until('withdrawn', async () => ((await readyz(executor.url())) === 503 ? true : undefined), 20_000);
+    expect((await fetch(`${executor.url()}/livez`)).status).toBe(200);
+    expect((await call(executor.url(), 'GET', '/v1/provider-catalog', { token: caller })).status).toBe(200);
+    await startLedger(port);
+    await until('restored', async () => ((await readyz(executor.url())) === 200 ? true : undefined), 20_000);
+    const probes = executor.lines.flatMap((line) => {
+      try {
+        const event = JSON.parse(line) as Record<string, unknown>;
+        return event.event === 'executor_dependency_probe' && event.dependency === 'ledger' ? [event] : [];
+      } catch {
+        return [];
+      }
+    });
+    expect(probes.some((event) => event.outcome !== 'ok')).toBe(true);
+  }, 60_000);
+
   it.each([
     ['a ledger version other than the pinned one', (config: JsonObject) => ((config.ledger as JsonObject).product_version = 'v9.9.9'), 'ledger_version_mismatch'],
     ['a development build without the development allowance', (config: JsonObject) => (config.development_allowance = false), 'development_build_refused'],
