@@ -152,7 +152,9 @@ async function answerOf<T>(response: Response): Promise<FalAnswer<T>> {
 }
 
 export interface QueueSubmitted {
+  readonly status: 'IN_QUEUE';
   readonly request_id: string;
+  readonly queue_position: number;
   readonly status_url: string;
   readonly response_url: string;
   readonly cancel_url: string;

@@ -24,8 +24,11 @@ export interface SandboxAppOptions {
 export interface SandboxApp {
   /** The `request` listener of a `node:http` server. */
   readonly handle: (request: IncomingMessage, response: ServerResponse) => void;
-  /** Ends every withheld answer (hang, latency) by closing its connection; for shutdown. */
-  close(): void;
+  /**
+   * For shutdown: ends every withheld answer (hang, latency) by closing its connection and
+   * resolves once every request under way has finished and been logged.
+   */
+  close(): Promise<void>;
 }
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
@@ -49,6 +52,7 @@ const ROUTINE = new Set(['GET /__sandbox/health', 'GET /__sandbox/version']);
 export function buildSandboxApp(options: SandboxAppOptions): SandboxApp {
   const { state, faults, logger } = options;
   const parked = new Set<() => void>();
+  const inFlight = new Set<Promise<void>>();
 
   const withhold = (response: ServerResponse, ms: number | null): Promise<boolean> =>
     new Promise((resolve) => {
@@ -151,9 +155,16 @@ export function buildSandboxApp(options: SandboxAppOptions): SandboxApp {
   return {
     handle(request, response) {
       const started = performance.now();
+      let settle = () => {};
+      const done = new Promise<void>((resolve) => {
+        settle = resolve;
+      });
+      inFlight.add(done);
+      void done.then(() => inFlight.delete(done));
       route(request, response).then(
         (template) => {
           const log = () => {
+            settle();
             const answered = response.writableFinished;
             if (answered && response.statusCode < 400 && ROUTINE.has(template)) return;
             logger.info({
@@ -170,6 +181,7 @@ export function buildSandboxApp(options: SandboxAppOptions): SandboxApp {
           else response.once('close', log);
         },
         (error: unknown) => {
+          settle();
           if (request.destroyed) {
             // The client went away mid-request (e.g. while sending its body): nothing to answer.
             logger.info({ event: 'http_request', method: request.method, route: 'unfinished', status: null, answered: false });
@@ -181,8 +193,9 @@ export function buildSandboxApp(options: SandboxAppOptions): SandboxApp {
         },
       );
     },
-    close() {
+    async close() {
       for (const abort of [...parked]) abort();
+      await Promise.all([...inFlight]);
     },
   };
 }

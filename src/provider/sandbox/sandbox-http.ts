@@ -22,8 +22,9 @@ export function readBody(request: IncomingMessage, limit = MAX_SANDBOX_BODY_BYTE
       resolve(size > limit ? BODY_TOO_LARGE : Buffer.concat(parts));
     });
     request.once('error', reject);
-    request.once('aborted', () => {
-      reject(new Error('request aborted'));
+    // After 'end' this is a no-op; before it, the client (or shutdown) cut the body short.
+    request.once('close', () => {
+      reject(new Error('request closed before its body ended'));
     });
   });
 }

@@ -124,12 +124,12 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
         resolve();
       });
     });
-    app.close();
     server.closeIdleConnections();
-    // A keep-alive connection still finishing an answer is given a moment, then closed.
+    // A connection still sending a request or finishing an answer gets a moment, then is cut.
     const force = setTimeout(() => {
       server.closeAllConnections();
     }, 1_000);
+    await app.close();
     await closed;
     clearTimeout(force);
     logger.info({ event: 'sandbox_stopped', signal, submissions: state.submissions().length });
