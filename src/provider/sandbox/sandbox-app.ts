@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { BuildInfo } from '../../build-info.js';
-import { toFieldIssues } from '../../config/zod-issues.js';
 import { cancel, media, result, status, submit, type QueueContext } from './fal-queue-routes.js';
-import { faultSetSchema, type FaultBook } from './sandbox-faults.js';
-import { BODY_TOO_LARGE, decodeJson, readBody, sendJson } from './sandbox-http.js';
+import { handleControl } from './sandbox-control.js';
+import type { FaultBook } from './sandbox-faults.js';
+import { sendJson } from './sandbox-http.js';
 import type { SandboxState } from './sandbox-state.js';
 
 export interface SandboxAppOptions {
@@ -88,46 +88,12 @@ export function buildSandboxApp(options: SandboxAppOptions): SandboxApp {
     hang: (response) => void withhold(response, null),
   };
 
-  async function control(method: string, path: string, request: IncomingMessage, response: ServerResponse): Promise<string> {
-    if (path === '/__sandbox/health' && method === 'GET') sendJson(response, 200, { status: 'ok' });
-    else if (path === '/__sandbox/version' && method === 'GET') sendJson(response, 200, options.buildInfo);
-    else if (path === '/__sandbox/submissions' && method === 'GET') sendJson(response, 200, { submissions: state.submissions() });
-    else if (path === '/__sandbox/faults' && method === 'GET') sendJson(response, 200, { faults: faults.list() });
-    else if (path === '/__sandbox/faults' && method === 'DELETE') {
-      faults.clear();
-      logger.info({ event: 'sandbox_faults_set', count: 0 });
-      sendJson(response, 200, { faults: [] });
-    } else if (path === '/__sandbox/faults' && method === 'PUT') {
-      const body = await readBody(request);
-      if (body === BODY_TOO_LARGE) sendJson(response, 413, { error: { code: 'payload_too_large' } });
-      else {
-        const decoded = decodeJson(body);
-        const parsed = decoded.ok ? faultSetSchema.safeParse(decoded.value, { reportInput: true }) : undefined;
-        if (parsed?.success === true) {
-          faults.replace(parsed.data.faults);
-          logger.info({ event: 'sandbox_faults_set', count: parsed.data.faults.length, kinds: parsed.data.faults.map((fault) => fault.kind) });
-          sendJson(response, 200, { faults: faults.list() });
-        } else {
-          const issues = parsed === undefined ? [{ path: '(body)', message: 'must be a JSON document' }] : toFieldIssues(parsed.error.issues);
-          sendJson(response, 400, { error: { code: 'invalid_request', fields: issues.map((issue) => issue.path), issues } });
-        }
-      }
-    } else if (['/__sandbox/health', '/__sandbox/version', '/__sandbox/submissions', '/__sandbox/faults'].includes(path)) {
-      sendJson(response, 405, { error: { code: 'method_not_allowed' } });
-      return `${method} ${path}`;
-    } else {
-      sendJson(response, 404, { error: { code: 'not_found' } });
-      return 'unmatched';
-    }
-    return `${method} ${path}`;
-  }
-
   /** Dispatches one request; returns the route template that is logged (never the URL). */
   async function route(request: IncomingMessage, response: ServerResponse): Promise<string> {
     const method = request.method ?? 'GET';
     const url = new URL(request.url ?? '/', 'http://sandbox.invalid');
     const path = url.pathname;
-    if (path.startsWith('/__sandbox/')) return control(method, path, request, response);
+    if (path.startsWith('/__sandbox/')) return handleControl(options, method, path, request, response);
     const mediaMatch = MEDIA.exec(path);
     if (mediaMatch !== null && method === 'GET') {
       await media(ctx, response, mediaMatch[1] ?? '', Number(mediaMatch[2]));
