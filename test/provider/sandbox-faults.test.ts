@@ -41,6 +41,14 @@ describe('sandbox faults: submit', () => {
     expect((await falSubmit(sandbox.url, body)).status).toBe(200);
   });
 
+  it('submit faults are used only by an authorized, valid submit', async () => {
+    await sandbox.setFaults([{ kind: 'drop_after_receipt', times: 1 }]);
+    expect((await falSubmit(sandbox.url, body, { key: null })).status).toBe(401);
+    expect((await falSubmit(sandbox.url, { ...body, num_images: 5 })).status).toBe(422);
+    expect((await sandbox.faults()).map((fault) => fault.remaining)).toEqual([1]);
+    await expect(falSubmit(sandbox.url, body)).rejects.toThrow();
+  });
+
   it('drop_after_receipt logs the submission and creates the job, then destroys the connection without an answer', async () => {
     await sandbox.setFaults([{ kind: 'drop_after_receipt', times: 1 }]);
     const before = (await sandbox.submissions()).length;
@@ -164,6 +172,11 @@ describe('sandbox faults: status, result and media', () => {
     const result = await falCall<{ images: { url: string }[] }>(other.body.response_url.replace('https://queue.attacker.test:8443', sandbox.url));
     expect(result.body.images.map((image) => image.url)).toEqual([0, 1].map((index) => `http://evil.example/media/${other.body.request_id}/${index}.png`));
     expect(await lastSubmission()).toMatchObject({ faults: ['foreign_host:response_url', 'foreign_host:image_url'] });
+
+    // Another port on the same loopback host is foreign too.
+    await sandbox.setFaults([{ kind: 'foreign_host', origin: 'http://127.0.0.1:9', times: 1 }]);
+    const sameHost = await falSubmit(sandbox.url, body);
+    expect(sameHost.body.status_url).toBe(`http://127.0.0.1:9/${SANDBOX_MODEL}/requests/${sameHost.body.request_id}/status`);
   });
 
   it('mismatched_request_id reports another request id in the status body and header, or in the result header', async () => {
