@@ -86,6 +86,16 @@ describe('command surface', () => {
         global[1],
         { name: 'version', type: 'boolean', required: false, options: undefined, default: undefined },
       ],
+      'provider:sandbox:serve': [
+        global[0],
+        { name: 'complete-after-ms', type: 'option', required: false, options: undefined, default: '40' },
+        { name: 'faults-file', type: 'option', required: false, options: undefined, default: undefined },
+        { name: 'host', type: 'option', required: false, options: undefined, default: '127.0.0.1' },
+        global[1],
+        { name: 'latency-ms', type: 'option', required: false, options: undefined, default: '0' },
+        { name: 'port', type: 'option', required: false, options: undefined, default: '0' },
+        { name: 'submissions-log', type: 'option', required: false, options: undefined, default: undefined },
+      ],
       version: global,
     });
   });
