@@ -7,7 +7,7 @@ import { bigintAsString } from '../domain/canonical-json.js';
 import { UserError } from '../errors.js';
 import { loadExecutorConfig } from '../services/validate-executor-config.js';
 import { openDatabase } from '../storage/open-database.js';
-import lockfile from 'proper-lockfile';
+import { acquireProcessLock } from '../storage/process-lock.js';
 import { createAdmission } from './admission.js';
 import { createEmbeddedEngine } from './engine/embedded-engine.js';
 import { createExecutionRunner } from './execution-runner.js';
@@ -168,14 +168,14 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
   }
 }
 
-/** Takes the executor's exclusive lock on its database; a second executor is refused. */
+/** Takes the executor's exclusive lock on its database; a second live executor is refused. */
 async function lockDatabase(databasePath: string): Promise<() => Promise<void>> {
   await mkdir(dirname(databasePath), { recursive: true, mode: 0o700 });
-  try {
-    return await lockfile.lock(databasePath, { realpath: false, stale: 15_000, update: 5_000 });
-  } catch {
-    throw new UserError('executor_database_locked', `Another executor is using ${databasePath}.`, {
-      nextStep: 'Stop the other executor first; one executor owns a database at a time.',
-    });
-  }
+  return acquireProcessLock(
+    `${databasePath}.lock`,
+    () =>
+      new UserError('executor_database_locked', `Another executor is using ${databasePath}.`, {
+        nextStep: 'Stop the other executor first; one executor owns a database at a time.',
+      }),
+  );
 }
