@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { canonicalJson } from '../domain/canonical-json.js';
-import type { PriceModelSnapshot } from '../domain/price-model-snapshot.js';
+import { priceModelSnapshotSchema, type PriceModelSnapshot } from '../domain/price-model-snapshot.js';
 import type { ArtifactStore } from './artifact-store.js';
 import type { ExecutionPhase } from './domain/execution-states.js';
 import { costUnits } from './domain/pricing.js';
@@ -35,6 +35,11 @@ export interface ExecutionRunnerOptions {
 const later = (delayMs: number): ActivityOutcome => ({ kind: 'later', delayMs });
 const next = (phase: ExecutionPhase): ActivityOutcome => ({ kind: 'next', phase });
 const done: ActivityOutcome = { kind: 'done' };
+
+/** The frozen snapshot as stored (canonical JSON, amounts as digit strings), parsed back to exact bigints. */
+function frozenSnapshot(execution: ExecutionRow): PriceModelSnapshot {
+  return priceModelSnapshotSchema.parse(JSON.parse(execution.pricing_snapshot));
+}
 
 function operationOf(attempt: ProviderAttemptRow): SubmittedOperation {
   return { requestId: attempt.request_id ?? '', operationId: attempt.operation_id ?? '', pollingOrigin: attempt.polling_host ?? '' };
@@ -128,7 +133,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
 
   async function poll(execution: ExecutionRow): Promise<ActivityOutcome> {
     const attempt = store.latestAttempt(execution.execution_id);
-    if (attempt?.state !== 'checkpointed') return submit(execution, JSON.parse(execution.pricing_snapshot) as PriceModelSnapshot);
+    if (attempt?.state !== 'checkpointed') return submit(execution, frozenSnapshot(execution));
     if (now() >= Number(attempt.deadline_at)) {
       // The original deadline is never refreshed, and no replacement operation is ever sent.
       store.setAttemptOutcome(attempt.attempt_id, 'deadline_expired', 'deadline_expired');
@@ -232,7 +237,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
     if (execution.state === 'reconciliation') {
       return openLedgerRecord(execution, execution.state_reason ?? 'billing_ambiguous', evidenceOf(store.latestAttempt(executionId)));
     }
-    const snapshot = JSON.parse(execution.pricing_snapshot) as PriceModelSnapshot;
+    const snapshot = frozenSnapshot(execution);
     store.setRunning(executionId, phase);
     switch (phase) {
       case 'submit_provider':
