@@ -44,7 +44,7 @@ function spawnExecutor(configPath: string) {
   const lines: string[] = [];
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', (chunk: string) => lines.push(...chunk.split('\n').filter(Boolean)));
-  const exit = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? 128)));
+  const exit = new Promise<number>((resolve) => child.once('exit', (code) => { resolve(code ?? 128); }));
   const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     return exit;
@@ -161,7 +161,7 @@ async function stack(options: { contractLevel?: 'v4.5' | 'v4.4'; sandboxArgs?: s
         }, timeoutMs);
       } catch (error) {
         const tail = result.executor.lines.filter((line) => !line.includes('http_request') && !line.includes('dependency_probe')).slice(-8).join('\n');
-        throw new Error(`${String(error)}; last state ${JSON.stringify(last)}; executor log tail:\n${tail}`);
+        throw new Error(`${String(error)}; last state ${JSON.stringify(last)}; executor log tail:\n${tail}`, { cause: error });
       }
     },
     async authorization(tokenId) {
@@ -208,7 +208,7 @@ describe('end to end', () => {
       expect(bytes.readUInt32BE(16)).toBe(1024);
     }
     expect(await s.authorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '6000' } });
-    expect((await s.sandbox.submissions()).filter((record) => record.request_id !== undefined && record.request_id !== null)).toHaveLength(1);
+    expect((await s.sandbox.submissions()).filter((record) => record.request_id !== null)).toHaveLength(1);
   }, 60_000);
 });
 
