@@ -9,6 +9,8 @@ export interface ExecutorCredentials {
   readonly caller: string;
   /** The executor's capability at the ledger. */
   readonly ledger: string;
+  /** Capability of the reconciliation route; without one the route admits nobody. */
+  readonly reconciliation: string | null;
 }
 
 /** Reads a secret named by coordinates. Only private files are supported in this release. */
@@ -23,11 +25,19 @@ export async function readSecret(reference: SecretReference, what: string): Prom
 export async function loadExecutorCredentials(config: ExecutorConfig): Promise<ExecutorCredentials> {
   const { credentials } = config;
   if (credentials.mode === 'explicit') {
-    return { caller: await readSecret(credentials.caller, 'caller capability'), ledger: await readSecret(credentials.ledger, 'ledger credential') };
+    return {
+      caller: await readSecret(credentials.caller, 'caller capability'),
+      ledger: await readSecret(credentials.ledger, 'ledger credential'),
+      reconciliation: credentials.reconciliation === undefined ? null : await readSecret(credentials.reconciliation, 'reconciliation capability'),
+    };
   }
   const paths = managedCredentialPaths(credentials.state_dir);
   try {
-    return { caller: await readPrivateFile(paths.caller, 'caller capability'), ledger: await readPrivateFile(paths.ledger, 'ledger credential') };
+    return {
+      caller: await readPrivateFile(paths.caller, 'caller capability'),
+      ledger: await readPrivateFile(paths.ledger, 'ledger credential'),
+      reconciliation: await readPrivateFile(paths.reconciliation, 'reconciliation capability'),
+    };
   } catch (error) {
     if (error instanceof UserError && error.code === 'secret_file_missing') {
       throw new UserError('managed_credentials_missing', `The managed credentials in ${credentials.state_dir} have not been created.`, {

@@ -13,6 +13,9 @@ export const CALLER_CAPABILITY_FILE = 'caller.capability';
 /** The executor's own capability at the ledger, kind `executor`. */
 export const LEDGER_CAPABILITY_FILE = 'ledger.capability';
 
+/** The capability of the executor's reconciliation route (separate from the caller's), kind `reconciliation`. */
+export const RECONCILIATION_CAPABILITY_FILE = 'reconciliation.capability';
+
 /** The id under which the executor→ledger credential is registered at the ledger. */
 export const LEDGER_CREDENTIAL_ID = 'lexec-executor';
 
@@ -20,5 +23,6 @@ export function managedCredentialPaths(stateDir: string) {
   return {
     caller: join(stateDir, CALLER_CAPABILITY_FILE),
     ledger: join(stateDir, LEDGER_CAPABILITY_FILE),
+    reconciliation: join(stateDir, RECONCILIATION_CAPABILITY_FILE),
   };
 }

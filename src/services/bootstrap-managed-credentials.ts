@@ -22,6 +22,7 @@ export type BootstrapOutcome = 'created' | 'reused';
 /** What the command reports: categories and locations only, never a capability. */
 export interface BootstrapManagedResult {
   readonly caller_capability: BootstrapOutcome;
+  readonly reconciliation_capability: BootstrapOutcome;
   readonly ledger_credential: BootstrapOutcome;
   readonly ledger_endpoint: string;
   readonly state_dir: string;
@@ -223,6 +224,7 @@ export async function bootstrapManagedCredentials(request: BootstrapManagedReque
   const stateDirExists = await inspectStateDirectory(stateDir);
   const callerToken = stateDirExists ? await existingCapability(paths.caller, 'caller', 'caller_capability_conflict') : null;
   const ledgerToken = stateDirExists ? await existingCapability(paths.ledger, 'executor', 'ledger_credential_conflict') : null;
+  const reconciliationToken = stateDirExists ? await existingCapability(paths.reconciliation, 'reconciliation', 'reconciliation_capability_conflict') : null;
 
   const client = (token: string) => createLedgerClient({ url, token, ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }) });
   const admin = client(adminToken);
@@ -243,8 +245,12 @@ export async function bootstrapManagedCredentials(request: BootstrapManagedReque
   }
 
   if (callerToken === null) await writeCapabilityFile(paths.caller, generateCapability('caller'), 'caller_capability_conflict');
+  if (reconciliationToken === null) {
+    await writeCapabilityFile(paths.reconciliation, generateCapability('reconciliation'), 'reconciliation_capability_conflict');
+  }
   return {
     caller_capability: callerToken === null ? 'created' : 'reused',
+    reconciliation_capability: reconciliationToken === null ? 'created' : 'reused',
     ledger_credential: ledger.outcome,
     ledger_endpoint: url,
     state_dir: stateDir,

@@ -18,6 +18,7 @@ import { startLedgerProcess, type TemporaryLedgerProcess } from '../support/ledg
 
 interface Result {
   caller_capability: 'created' | 'reused';
+  reconciliation_capability: 'created' | 'reused';
   ledger_credential: 'created' | 'reused';
   ledger_endpoint: string;
   state_dir: string;
@@ -165,11 +166,18 @@ describe('first and repeated bootstrap', () => {
   it('creates the caller capability and the executor→ledger credential, 0600 in a 0700 directory, and registers only the digest', async () => {
     const config = await writeExecutorConfig(dir());
     const result = succeeded(await bootstrap(config));
-    expect(result).toEqual({ caller_capability: 'created', ledger_credential: 'created', ledger_endpoint: ledger.url, state_dir: stateDir() });
+    expect(result).toEqual({
+      caller_capability: 'created',
+      reconciliation_capability: 'created',
+      ledger_credential: 'created',
+      ledger_endpoint: ledger.url,
+      state_dir: stateDir(),
+    });
 
     expect((await stat(stateDir())).mode & 0o777).toBe(0o700);
-    expect(await listTree(stateDir())).toEqual(['caller.capability', 'ledger.capability']);
-    for (const file of ['caller.capability', 'ledger.capability']) expect((await stat(join(stateDir(), file))).mode & 0o777).toBe(0o600);
+    expect(await listTree(stateDir())).toEqual(['caller.capability', 'ledger.capability', 'reconciliation.capability']);
+    for (const file of ['caller.capability', 'ledger.capability', 'reconciliation.capability']) expect((await stat(join(stateDir(), file))).mode & 0o777).toBe(0o600);
+    expect(await readFile(join(stateDir(), 'reconciliation.capability'), 'utf8')).toMatch(/^lexec_reconciliation_[A-Za-z0-9_-]{43}\n$/);
     expect(await readFile(join(stateDir(), 'caller.capability'), 'utf8')).toMatch(/^lexec_caller_[A-Za-z0-9_-]{43}\n$/);
     expect(await readFile(join(stateDir(), 'ledger.capability'), 'utf8')).toMatch(/^lexec_executor_[A-Za-z0-9_-]{43}\n$/);
 
@@ -186,7 +194,13 @@ describe('first and repeated bootstrap', () => {
     const before = await snapshot(stateDir());
     const rows = executorCredentials(ledger.dir);
     const result = succeeded(await bootstrap(join(dir(), 'executor.json')));
-    expect(result).toEqual({ caller_capability: 'reused', ledger_credential: 'reused', ledger_endpoint: ledger.url, state_dir: stateDir() });
+    expect(result).toEqual({
+      caller_capability: 'reused',
+      reconciliation_capability: 'reused',
+      ledger_credential: 'reused',
+      ledger_endpoint: ledger.url,
+      state_dir: stateDir(),
+    });
     expect(await snapshot(stateDir())).toEqual(before);
     expect(executorCredentials(ledger.dir)).toEqual(rows);
   });
