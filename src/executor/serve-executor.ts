@@ -20,6 +20,7 @@ import { proveLedgerCompatible } from './ledger-compatibility.js';
 import { createLedgerGateway, LedgerUnavailable } from './ledger-gateway.js';
 import { activeTargets, providerCatalog } from './provider-catalog.js';
 import { createReadiness } from './readiness.js';
+import { createReconciliation } from './reconciliation.js';
 import { createReadinessMonitor, systemTimers } from './readiness-monitor.js';
 import { createExecutionStore } from './store/execution-store.js';
 import { EXECUTOR_MIGRATIONS } from './store/migrations.js';
@@ -105,6 +106,8 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
       catalog: () => catalog,
       targets,
       callerCapability: credentials.caller,
+      reconciliationCapability: credentials.reconciliation,
+      reconciliation: createReconciliation({ store, ledger }),
       logger,
     });
     await app.listen({ host: config.http.host, port: config.http.port });

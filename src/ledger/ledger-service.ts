@@ -197,6 +197,16 @@ export function createLedgerService(options: LedgerServiceOptions) {
     };
   }
 
+  /**
+   * An authorization that becomes final closes its open reconciliation record, so ledger and
+   * executor agree: resolved by the executor unless the reconciliation route records its own.
+   */
+  function closeOpenRecord(tokenId: string, resolution: 'settled' | 'released', at: number): void {
+    db.prepare(
+      "UPDATE reconciliation_records SET status = 'resolved', resolution = ?, resolved_by = 'executor', resolved_at = ? WHERE token_id = ? AND status = 'open'",
+    ).run(resolution, at, tokenId);
+  }
+
   /** Settles inside an open transaction; shared by the executor route and reconciliation. */
   function settleWithin(tokenId: string, executionId: string, receipt: Receipt) {
     if (receipt.shape === 'precise' && options.contractLevel === 'v4.4') {
@@ -236,6 +246,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
       at,
     );
     db.prepare("UPDATE authorizations SET status = 'settled', closed_at = ? WHERE token_id = ?").run(at, tokenId);
+    closeOpenRecord(tokenId, 'settled', at);
     return { replayed: false, row: load(tokenId) };
   }
 
@@ -253,6 +264,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
       at,
     );
     db.prepare("UPDATE authorizations SET status = 'released', closed_at = ? WHERE token_id = ?").run(at, tokenId);
+    closeOpenRecord(tokenId, 'released', at);
     return { replayed: false, row: load(tokenId) };
   }
 

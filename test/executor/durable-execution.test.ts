@@ -80,6 +80,8 @@ interface Stack {
   admin: string;
   reconciliation: string;
   caller: string;
+  /** The executor reconciliation route's capability. */
+  resolver: string;
   configPath: string;
   executor: ReturnType<typeof spawnExecutor>;
   /** Starts the executor again on the same state (after a kill). */
@@ -113,7 +115,9 @@ async function stack(options: { contractLevel?: 'v4.5' | 'v4.4'; sandboxArgs?: s
   await writeFile(configPath, JSON.stringify(config, null, 2));
   const bootstrap = await runLexec(['executor', 'credentials', 'bootstrap-managed', '--config', configPath, '--ledger-admin-capability', ledger.adminCapabilityPath], { home: dir });
   expect(bootstrap.exitCode, bootstrap.stderr).toBe(0);
-  const caller = (await readFile(managedCredentialPaths(join(dir, 'executor', 'credentials')).caller, 'utf8')).trim();
+  const managed = managedCredentialPaths(join(dir, 'executor', 'credentials'));
+  const caller = (await readFile(managed.caller, 'utf8')).trim();
+  const resolver = (await readFile(managed.reconciliation, 'utf8')).trim();
 
   const created = await call<{ agent: { agent_id: string } }>(ledger.url, 'POST', '/agents', { token: admin, body: { name: 'bot' } });
   const agent = await mintCredential({ url: ledger.url, adminToken: admin }, 'agent', created.body.agent.agent_id);
@@ -128,6 +132,7 @@ async function stack(options: { contractLevel?: 'v4.5' | 'v4.4'; sandboxArgs?: s
     admin,
     reconciliation,
     caller,
+    resolver,
     configPath,
     executor: spawnExecutor(configPath),
     async restart() {
@@ -310,5 +315,75 @@ describe('recovery dispositions (SIGKILL and restart)', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect((await s.execution(executionId)).state).toBe('failed');
     expect((await s.authorization(tokenId)).status).toBe('released');
+  }, 60_000);
+});
+
+describe('the executor reconciliation route', () => {
+  const resolve = (s: Stack, executionId: string, body: unknown, token = s.resolver) =>
+    call<{ replayed: boolean; resolution: Record<string, unknown>; execution: Execution; error?: Record<string, unknown> }>(
+      s.executor.url(),
+      'POST',
+      `/v1/reconciliation/executions/${executionId}/resolve`,
+      { token, body },
+    );
+
+  it('lists executions under reconciliation with evidence and settles one with the provider evidence, recorded', async () => {
+    const s = await stack();
+    await setFaults(s, [{ kind: 'complete_with_error' }]);
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId, 2);
+    await s.waitFor(executionId, 'reconciliation', (e) => e.state === 'reconciliation');
+
+    expect((await call(s.executor.url(), 'GET', '/v1/reconciliation/executions', { token: s.caller })).status).toBe(401);
+    const listed = await call<{ executions: { execution_id: string; evidence: { outcome_code: string }[] }[] }>(
+      s.executor.url(),
+      'GET',
+      '/v1/reconciliation/executions',
+      { token: s.resolver },
+    );
+    expect(listed.body.executions.map((execution) => [execution.execution_id, execution.evidence[0]?.outcome_code])).toEqual([[executionId, 'completed_with_error']]);
+    expect((await resolve(s, executionId, { resolution: 'settle', note: 'provider invoice' })).body).toEqual({
+      error: { code: 'invalid_request', reason_code: 'images_billed_required', fields: ['images_billed'] },
+    });
+
+    const settled = await resolve(s, executionId, { resolution: 'settle', images_billed: 1, note: 'provider invoice INV-1 shows one image' });
+    expect(settled.status).toBe(200);
+    expect(settled.body).toMatchObject({
+      replayed: false,
+      resolution: { resolution: 'settled', images_billed: '1', amount_units: '3000', note: 'provider invoice INV-1 shows one image' },
+      execution: { state: 'succeeded', state_reason: 'reconciled_settled', receipt: { exact_amount: '3000', receipt_shape: 'precise' } },
+    });
+    expect(await s.authorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '3000' } });
+    expect(await openRecords(s)).toEqual([]);
+    expect((await resolve(s, executionId, { resolution: 'settle', images_billed: 1, note: 'again' })).body).toMatchObject({ replayed: true });
+    expect((await resolve(s, executionId, { resolution: 'release', note: 'changed my mind' })).body).toEqual({ error: { code: 'conflict', reason_code: 'already_resolved' } });
+    expect(await s.sandbox.submissions()).toHaveLength(1);
+  }, 60_000);
+
+  it('releases when the provider proves no charge', async () => {
+    const s = await stack();
+    await setFaults(s, [{ kind: 'hang_submit', times: 1 }]);
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId);
+    await until('submission received', async () => ((await s.sandbox.submissions()).length === 1 ? true : undefined));
+    await s.executor.kill('SIGKILL');
+    await s.sandbox.clearFaults();
+    await s.restart();
+    await s.waitFor(executionId, 'reconciliation', (e) => e.state === 'reconciliation');
+    const released = await resolve(s, executionId, { resolution: 'release', note: 'provider support: request never queued' });
+    expect(released.body).toMatchObject({ resolution: { resolution: 'released' }, execution: { state: 'failed', state_reason: 'reconciled_no_charge' } });
+    expect((await s.authorization(tokenId)).status).toBe('released');
+    expect(await openRecords(s)).toEqual([]);
+  }, 60_000);
+
+  it('an older ledger still refuses the kept precise receipt: nothing is resolved until the upgrade', async () => {
+    const s = await stack({ contractLevel: 'v4.4' });
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId, 1);
+    await s.waitFor(executionId, 'reconciliation', (e) => e.state === 'reconciliation');
+    const refused = await resolve(s, executionId, { resolution: 'settle', note: 'try settling' });
+    expect(refused).toMatchObject({ status: 409, body: { error: { code: 'conflict', reason_code: 'ledger_precise_receipt_unsupported' } } });
+    expect((await s.execution(executionId)).state).toBe('reconciliation');
+    expect((await s.authorization(tokenId)).status).toBe('claimed');
   }, 60_000);
 });

@@ -9,6 +9,7 @@ import { parseExecutorConfig } from '../../src/config/parse-executor-config.js';
 import type { ExecutorConfig } from '../../src/config/executor-config-schema.js';
 import { generateCapability } from '../../src/credentials/capability.js';
 import { createAdmission } from '../../src/executor/admission.js';
+import { createReconciliation } from '../../src/executor/reconciliation.js';
 import { createArtifactStore } from '../../src/executor/artifact-store.js';
 import type { ExecutionScheduler } from '../../src/executor/execution-scheduler.js';
 import { buildExecutorApp } from '../../src/executor/http/executor-app.js';
@@ -81,6 +82,8 @@ export async function startTestExecutor(
     catalog: () => providerCatalog(config, false),
     targets,
     callerCapability: caller,
+    reconciliationCapability: null,
+    reconciliation: createReconciliation({ store, ledger: ledgerGateway }),
     logger: pino(sink),
   });
   await app.listen({ host: '127.0.0.1', port: 0 });

@@ -11,6 +11,7 @@ import { artifactView, executionDetail } from '../execution-view.js';
 import type { ProviderCatalog } from '../provider-catalog.js';
 import type { Readiness } from '../readiness.js';
 import type { ExecutionStore } from '../store/execution-store.js';
+import { resolutionBody, type createReconciliation } from '../reconciliation.js';
 import type { ExecutionTarget } from '../../config/executor-config-schema.js';
 
 export interface ExecutorAppDependencies {
@@ -23,6 +24,9 @@ export interface ExecutorAppDependencies {
   readonly targets: () => readonly ExecutionTarget[];
   /** The caller capability; only its digest is kept. */
   readonly callerCapability: string;
+  /** The reconciliation route's capability (null: the route admits nobody); only its digest is kept. */
+  readonly reconciliationCapability: string | null;
+  readonly reconciliation: ReturnType<typeof createReconciliation>;
   readonly logger: FastifyBaseLogger;
 }
 
@@ -63,6 +67,12 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
   const callerDigest = capabilityDigest(deps.callerCapability);
   const requireCaller = credentialGuard((token) =>
     digestsEqual(capabilityDigest(token), callerDigest) ? { credential_id: 'caller', kind: 'caller', agent_id: null } : null,
+  );
+  const reconciliationDigest = deps.reconciliationCapability === null ? null : capabilityDigest(deps.reconciliationCapability);
+  const requireReconciliation = credentialGuard((token) =>
+    reconciliationDigest !== null && digestsEqual(capabilityDigest(token), reconciliationDigest)
+      ? { credential_id: 'reconciliation', kind: 'reconciliation', agent_id: null }
+      : null,
   );
   const rejected = admissionRejections(deps.logger);
 
@@ -130,6 +140,17 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
       .header('etag', `"sha256-${artifact.sha256}"`)
       .header('cache-control', 'private, max-age=31536000, immutable')
       .send(deps.artifacts.read(artifact.storage_key));
+  });
+
+  app.get('/v1/reconciliation/executions', (request) => {
+    requireReconciliation(request, 'reconciliation');
+    return { executions: deps.reconciliation.list() };
+  });
+
+  app.post('/v1/reconciliation/executions/:execution_id/resolve', async (request) => {
+    requireReconciliation(request, 'reconciliation');
+    const { execution_id: executionId } = parseInput(executionParams, request.params);
+    return deps.reconciliation.resolve(executionId, parseInput(resolutionBody, request.body));
   });
 
   return app;

@@ -130,6 +130,11 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
        ON CONFLICT (receipt_id) DO NOTHING`,
     ),
     settled: db.prepare('UPDATE receipts SET ledger_settlement_id = ? WHERE receipt_id = ? AND ledger_settlement_id IS NULL'),
+    underReconciliation: db.prepare("SELECT * FROM executions WHERE state = 'reconciliation' ORDER BY created_at"),
+    resolution: db.prepare('SELECT * FROM reconciliation_resolutions WHERE execution_id = ?'),
+    insertResolution: db.prepare(
+      'INSERT INTO reconciliation_resolutions (execution_id, resolution, images_billed, amount_units, note, resolved_at) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
     nonTerminal: db.prepare("SELECT execution_id, workflow_id, state FROM executions WHERE state IN ('pending', 'scheduled', 'running') ORDER BY created_at"),
     insertArtifact: db.prepare(
       `INSERT INTO artifacts (artifact_id, execution_id, ordinal, media_type, size_bytes, sha256, storage_key, width, height, created_at)
@@ -232,6 +237,26 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
 
     markReceiptSettled(receiptId: string, settlementId: string): void {
       statements.settled.run(settlementId, receiptId);
+    },
+
+    underReconciliation: () => statements.underReconciliation.all() as ExecutionRow[],
+    resolution: (executionId: string) =>
+      statements.resolution.get(executionId) as
+        | { resolution: 'settled' | 'released'; images_billed: bigint | null; amount_units: bigint | null; note: string; resolved_at: bigint }
+        | undefined,
+
+    /** Records a human's resolution and moves the execution to its final state, together. */
+    recordResolution(executionId: string, resolution: { kind: 'settled' | 'released'; imagesBilled: number | null; amountUnits: bigint | null; note: string }): void {
+      db.transaction(() => {
+        const at = now();
+        statements.insertResolution.run(executionId, resolution.kind, resolution.imagesBilled, resolution.amountUnits, resolution.note, at);
+        statements.setFinal.run(
+          resolution.kind === 'settled' ? 'succeeded' : 'failed',
+          resolution.kind === 'settled' ? 'reconciled_settled' : 'reconciled_no_charge',
+          at,
+          executionId,
+        );
+      }).immediate();
     },
 
     nonTerminal: () => statements.nonTerminal.all() as { execution_id: string; workflow_id: string; state: ExecutionState }[],

@@ -190,6 +190,15 @@ const embeddedEngine = `
   );
   CREATE INDEX workflow_runs_due ON workflow_runs (status, available_at);
 
+  CREATE TABLE reconciliation_resolutions (
+    execution_id TEXT PRIMARY KEY REFERENCES executions (execution_id),
+    resolution TEXT NOT NULL CHECK (resolution IN ('settled', 'released')),
+    images_billed INTEGER,
+    amount_units INTEGER,
+    note TEXT NOT NULL,
+    resolved_at INTEGER NOT NULL
+  );
+
   ALTER TABLE provider_attempts ADD COLUMN delivered_images INTEGER CHECK (delivered_images >= 0);
   ALTER TABLE provider_attempts ADD COLUMN outcome_code TEXT;
 `;

@@ -1,0 +1,104 @@
+import { z } from 'zod';
+import { canonicalJson } from '../domain/canonical-json.js';
+import { priceModelSnapshotSchema } from '../domain/price-model-snapshot.js';
+import { ApiError, conflict } from '../http/api-error.js';
+import { executionDetail } from './execution-view.js';
+import { costUnits } from './domain/pricing.js';
+import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
+import type { ExecutionStore } from './store/execution-store.js';
+
+/** A human's decision on an execution under reconciliation. */
+export const resolutionBody = z.discriminatedUnion(
+  'resolution',
+  [
+    z.strictObject({
+      resolution: z.literal('settle'),
+      /** Images the provider's evidence says were charged; not needed when a receipt is already kept. */
+      images_billed: z.number({ error: 'must be a whole number' }).int('must be a whole number').min(1, 'must be at least 1').max(16).optional(),
+      note: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(500, 'must be at most 500 characters'),
+    }),
+    z.strictObject({
+      resolution: z.literal('release'),
+      note: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(500, 'must be at most 500 characters'),
+    }),
+  ],
+  { error: 'must be {"resolution":"settle",…} or {"resolution":"release",…}' },
+);
+export type ResolutionBody = z.output<typeof resolutionBody>;
+
+/**
+ * The executor's reconciliation route (issue 5 item 6; docs/executions.md): lists executions
+ * under reconciliation with their evidence, and resolves one — settling with a precise receipt
+ * (the kept one, or one for the images the provider's evidence shows), or releasing when the
+ * provider proves there was no charge. Every resolution is recorded with its note.
+ */
+export function createReconciliation({ store, ledger }: { store: ExecutionStore; ledger: LedgerGateway }) {
+  function ledgerTrouble(error: unknown): never {
+    if (error instanceof LedgerUnavailable) throw new ApiError(503, 'not_ready', { reasonCode: 'ledger_unavailable', retryable: true });
+    if (error instanceof LedgerRefused) throw conflict(`ledger_${error.code}`);
+    throw error;
+  }
+
+  return {
+    list() {
+      return store.underReconciliation().map((row) => ({
+        ...executionDetail(store, row.execution_id, row),
+        evidence: store.providerAttempts(row.execution_id).map((attempt) => ({
+          attempt_id: attempt.attempt_id,
+          provider_request_id: attempt.request_id,
+          state: attempt.state,
+          outcome_code: attempt.outcome_code,
+          delivered_images: attempt.delivered_images,
+        })),
+      }));
+    },
+
+    async resolve(executionId: string, body: ResolutionBody) {
+      const execution = store.execution(executionId);
+      if (execution === undefined) throw new ApiError(404, 'not_found');
+      const recorded = store.resolution(executionId);
+      const wanted = body.resolution === 'settle' ? 'settled' : 'released';
+      if (recorded !== undefined) {
+        if (recorded.resolution === wanted) return { replayed: true, resolution: recorded, execution: executionDetail(store, executionId) };
+        throw conflict('already_resolved');
+      }
+      if (execution.state !== 'reconciliation') throw conflict('not_under_reconciliation');
+
+      if (body.resolution === 'release') {
+        await ledger.release(execution.spend_auth_token_id, executionId, 'reconciled_no_charge').catch(ledgerTrouble);
+        store.recordResolution(executionId, { kind: 'released', imagesBilled: null, amountUnits: null, note: body.note });
+      } else {
+        const snapshot = priceModelSnapshotSchema.parse(JSON.parse(execution.pricing_snapshot));
+        let kept = store.receipt(executionId);
+        if (kept === undefined) {
+          if (body.images_billed === undefined) throw new ApiError(400, 'invalid_request', { reasonCode: 'images_billed_required', fields: ['images_billed'] });
+          if (body.images_billed > snapshot.image_count) throw new ApiError(400, 'invalid_request', { reasonCode: 'more_than_asked', fields: ['images_billed'] });
+          const attempt = store.latestAttempt(executionId);
+          store.insertPreciseReceipt({
+            receipt_id: `rcpt_${executionId.slice('exe_'.length)}`,
+            execution_id: executionId,
+            amount_units: costUnits(snapshot, body.images_billed),
+            currency: snapshot.currency,
+            provider_request_id: attempt?.request_id ?? `rcpt_${executionId.slice('exe_'.length)}`,
+            price_model_snapshot: canonicalJson(snapshot),
+          });
+          kept = store.receipt(executionId);
+        }
+        if (kept?.amount_units == null) throw new ApiError(500, 'internal_error');
+        const { settlementId } = await ledger
+          .settle(execution.spend_auth_token_id, executionId, {
+            receipt_id: kept.receipt_id,
+            amount_units: kept.amount_units.toString(),
+            units_scale: 6,
+            currency: kept.currency,
+            provider_request_id: kept.provider_request_id,
+            price_model_snapshot: JSON.parse(kept.price_model_snapshot ?? '{}') as unknown,
+          })
+          .catch(ledgerTrouble);
+        store.markReceiptSettled(kept.receipt_id, settlementId);
+        store.recordResolution(executionId, { kind: 'settled', imagesBilled: body.images_billed ?? null, amountUnits: kept.amount_units, note: body.note });
+      }
+      return { replayed: false, resolution: store.resolution(executionId), execution: executionDetail(store, executionId) };
+    },
+  };
+}
