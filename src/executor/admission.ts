@@ -19,6 +19,10 @@ export interface AdmissionDependencies {
   readonly readiness: Readiness;
   /** The active, operator-approved targets (none when providers are disabled). */
   readonly targets: () => readonly ExecutionTarget[];
+  /** sandbox, live or disabled. */
+  readonly providerMode: string;
+  /** Live mode's spend ceiling in micro-units (null outside live mode). */
+  readonly liveSpendCeiling: bigint | null;
 }
 
 export interface Admitted {
@@ -41,6 +45,9 @@ const invalid = (reasonCode: string, fields: readonly string[]) => new ApiError(
  */
 export function createAdmission(deps: AdmissionDependencies) {
   const inFlight = new Map<string, Promise<Admitted>>();
+  // Live admissions run one at a time: one executor owns the database, so this makes the
+  // spend-ceiling check and the insert that commits the spend one atomic step.
+  let liveTurn: Promise<unknown> = Promise.resolve();
 
   async function schedule(execution: ExecutionRow, status: 201 | 200): Promise<Admitted> {
     if (execution.state !== 'pending') return { status, execution };
@@ -75,8 +82,12 @@ export function createAdmission(deps: AdmissionDependencies) {
         throw conflict(resolution.status === 'claimed' ? 'authorization_claimed_elsewhere' : `authorization_${resolution.status}`, ['spend_auth_token_id']);
       }
       if (resolution.currency !== snapshot.currency) throw new ApiError(422, 'authorization_currency_mismatch', { fields: ['spend_auth_token_id'] });
-      if (costUnits(snapshot, request.input.image_count) > resolution.held_units) {
+      const quotedUnits = costUnits(snapshot, request.input.image_count);
+      if (quotedUnits > resolution.held_units) {
         throw new ApiError(422, 'authorization_insufficient', { reasonCode: 'cost_exceeds_hold', fields: ['spend_auth_token_id', 'input.image_count'] });
+      }
+      if (deps.liveSpendCeiling !== null && deps.store.liveCommittedUnits() + quotedUnits > deps.liveSpendCeiling) {
+        throw new ApiError(422, 'live_spend_ceiling_reached', { fields: ['input.image_count'] });
       }
       const claimed = await deps.ledger.claim(tokenId, executionId);
       const execution = deps.store.createPending({
@@ -92,6 +103,8 @@ export function createAdmission(deps: AdmissionDependencies) {
         snapshot,
         heldUnits: claimed.held_units,
         currency: claimed.currency,
+        quotedUnits,
+        providerMode: deps.providerMode,
       });
       return await schedule(execution, 201);
     } catch (error) {
@@ -132,7 +145,12 @@ export function createAdmission(deps: AdmissionDependencies) {
       if (request.input.image_count > selection.target.max_image_count) throw invalid('image_count_out_of_range', ['input.image_count']);
       if (!deps.readiness.isReady()) throw notReady('readiness_withdrawn');
 
-      const admission = admitNew(request, requestFingerprint, selection);
+      let admission: Promise<Admitted>;
+      if (deps.liveSpendCeiling === null) admission = admitNew(request, requestFingerprint, selection);
+      else {
+        admission = liveTurn.catch(() => undefined).then(() => admitNew(request, requestFingerprint, selection));
+        liveTurn = admission;
+      }
       inFlight.set(tokenId, admission);
       try {
         return await admission;

@@ -100,7 +100,15 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
     const app = buildExecutorApp({
       store,
       artifacts,
-      admission: createAdmission({ store, ledger, scheduler: engine, readiness, targets }),
+      admission: createAdmission({
+        store,
+        ledger,
+        scheduler: engine,
+        readiness,
+        targets,
+        providerMode: config.providers.mode,
+        liveSpendCeiling: config.providers.mode === 'live' ? config.providers.spend_ceiling.amount_units : null,
+      }),
       readiness,
       buildInfo,
       catalog: () => catalog,

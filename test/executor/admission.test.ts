@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../src/config/executor-config-schema.js';
 import { executionIdFor } from '../../src/executor/domain/execution-states.js';
 import { call, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 import { executionRequest, startTestExecutor, unknownToken, withoutTargetId, type TestExecutor } from '../support/executor.js';
@@ -234,5 +235,37 @@ describe('scheduling failure after the pending execution was created', () => {
     expect(retry.body.execution.state).toBe('scheduled');
     expect(resolves()).toBe(1);
     expect(executor.query('SELECT COUNT(*) AS n FROM executions')).toEqual([{ n: 1n }]);
+  });
+});
+
+describe('live mode spend ceiling', () => {
+  beforeEach(async () => {
+    executor = await startTestExecutor(ledger, {
+      change: (config) => {
+        const target = (config.execution_targets as Record<string, unknown>[])[0] as Record<string, unknown>;
+        target.presets = ['square_hd'];
+        (target.pricing as Record<string, unknown>).by_image_size = { square_hd: { numerator: '3', denominator: '1000' } };
+        config.providers = {
+          mode: 'live',
+          target_id: 'lexec:target:v1:flux-schnell',
+          credential: { store: 'file', path: '/nonexistent/fal.key' },
+          spend_ceiling: { amount_units: '10000', units_scale: 6, currency: 'USD' },
+          acknowledgement: LIVE_SPEND_ACKNOWLEDGEMENT,
+        };
+      },
+    });
+  });
+
+  it('admits live work only while the committed live spend stays within the ceiling, before claiming', async () => {
+    // Each request: 2 images x 3/1000 USD = 6000 micro-units; ceiling 10 000.
+    const tokens = await Promise.all(Array.from({ length: 5 }, () => approvedToken()));
+    const results = await Promise.all(tokens.map((token) => submit(executionRequest(token))));
+    expect(results.filter((result) => result.status === 201)).toHaveLength(1);
+    const refused = results.filter((result) => result.status === 422);
+    expect(refused).toHaveLength(4);
+    for (const result of refused) expect(result.body.error).toEqual({ code: 'live_spend_ceiling_reached', fields: ['input.image_count'] });
+    const claimed = await call<{ authorizations: unknown[] }>(ledger.url, 'GET', '/authorizations?status=claimed', { token: ledger.adminToken });
+    expect(claimed.body.authorizations).toHaveLength(1);
+    expect(executor.query("SELECT quoted_units, provider_mode FROM executions")).toEqual([{ quoted_units: 6000n, provider_mode: 'live' }]);
   });
 });

@@ -93,7 +93,9 @@ interface Stack {
   authorization(tokenId: string): Promise<{ status: string; settlement: { amount_units: string } | null }>;
 }
 
-async function stack(options: { contractLevel?: 'v4.5' | 'v4.4'; sandboxArgs?: string[]; deadlineSeconds?: number } = {}): Promise<Stack> {
+async function stack(
+  options: { contractLevel?: 'v4.5' | 'v4.4'; sandboxArgs?: string[]; deadlineSeconds?: number; providersDisabled?: boolean } = {},
+): Promise<Stack> {
   const ledger = await spawnLedger(join(dir), ledgerConfig(join(dir, 'ledger'), { contract_level: options.contractLevel ?? 'v4.5' }));
   cleanups.push(() => ledger.stop('SIGKILL'));
   const sandbox = await spawnSandbox({ args: options.sandboxArgs ?? ['--complete-after-ms', '200'] });
@@ -109,7 +111,9 @@ async function stack(options: { contractLevel?: 'v4.5' | 'v4.4'; sandboxArgs?: s
     artifact_root: join(dir, 'executor', 'artifacts'),
     catalog_path: join(dir, 'executor', 'provider-catalog.json'),
   };
-  config.providers = { mode: 'sandbox', base_url: sandbox.url, operation_deadline_seconds: options.deadlineSeconds ?? 600 };
+  config.providers = options.providersDisabled
+    ? { mode: 'disabled' }
+    : { mode: 'sandbox', base_url: sandbox.url, operation_deadline_seconds: options.deadlineSeconds ?? 600 };
   config.development_allowance = true;
   const configPath = join(dir, 'executor.json');
   await writeFile(configPath, JSON.stringify(config, null, 2));
@@ -385,5 +389,50 @@ describe('the executor reconciliation route', () => {
     expect(refused).toMatchObject({ status: 409, body: { error: { code: 'conflict', reason_code: 'ledger_precise_receipt_unsupported' } } });
     expect((await s.execution(executionId)).state).toBe('reconciliation');
     expect((await s.authorization(tokenId)).status).toBe('claimed');
+  }, 60_000);
+});
+
+describe('provider hosts, answers and the disabled mode', () => {
+  it('an acceptance whose status URL is on a foreign host is never polled: the submission is ambiguous', async () => {
+    const s = await stack();
+    await setFaults(s, [{ kind: 'foreign_host', field: 'status_url' }]);
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId, 1);
+    const execution = await s.waitFor(executionId, 'reconciliation', (e) => e.state === 'reconciliation');
+    expect(execution).toMatchObject({ state_reason: 'submission_unconfirmed', provider_attempts: [{ state: 'ambiguous', checkpointed: false }] });
+    expect(await s.sandbox.submissions()).toHaveLength(1);
+    expect((await s.authorization(tokenId)).status).toBe('claimed');
+  }, 60_000);
+
+  it('a status answer for another request id makes billing ambiguous', async () => {
+    const s = await stack();
+    await setFaults(s, [{ kind: 'mismatched_request_id', route: 'status' }]);
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId, 1);
+    const execution = await s.waitFor(executionId, 'reconciliation', (e) => e.state === 'reconciliation');
+    expect(execution.state_reason).toBe('billing_ambiguous');
+    expect(await s.sandbox.submissions()).toHaveLength(1);
+  }, 60_000);
+
+  it('fewer images than asked are stored and billed as delivered', async () => {
+    const s = await stack();
+    await setFaults(s, [{ kind: 'fewer_images', omit: 1 }]);
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId, 2);
+    const execution = await s.waitFor(executionId, 'success', (e) => e.state === 'succeeded');
+    expect(execution.artifact_count).toBe(1);
+    expect(execution.receipt?.exact_amount).toBe('3000');
+    expect(await s.authorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '3000' } });
+  }, 60_000);
+
+  it('{"mode":"disabled"} admits nothing and sends nothing', async () => {
+    const s = await stack({ providersDisabled: true });
+    const tokenId = await s.approvedToken();
+    const answer = await call(s.executor.url(), 'POST', '/v2/executions', { token: s.caller, body: executionRequest(tokenId) });
+    expect(answer.body).toEqual({ error: { code: 'invalid_request', reason_code: 'target_not_selectable', fields: ['target_id'] } });
+    const targets = await call<{ targets: unknown[] }>(s.executor.url(), 'GET', '/v2/execution-targets', { token: s.caller });
+    expect(targets.body.targets).toEqual([]);
+    expect(await s.sandbox.submissions()).toHaveLength(0);
+    expect((await s.authorization(tokenId)).status).toBe('approved');
   }, 60_000);
 });

@@ -68,7 +68,15 @@ export async function startTestExecutor(
   const ledgerGateway = createLedgerGateway({ endpoint: ledger.url, credential });
   const scheduler = options.scheduler ?? { schedule: () => Promise.resolve() };
   const targets = () => activeTargets(config);
-  const admission = createAdmission({ store, ledger: ledgerGateway, scheduler, readiness, targets });
+  const admission = createAdmission({
+    store,
+    ledger: ledgerGateway,
+    scheduler,
+    readiness,
+    targets,
+    providerMode: config.providers.mode,
+    liveSpendCeiling: config.providers.mode === 'live' ? config.providers.spend_ceiling.amount_units : null,
+  });
   const lines: string[] = [];
   const sink = new PassThrough();
   sink.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)));

@@ -89,6 +89,10 @@ export interface NewExecution {
   readonly snapshot: PriceModelSnapshot;
   readonly heldUnits: bigint;
   readonly currency: string;
+  /** The exact cost of the request as asked, at admission. */
+  readonly quotedUnits: bigint;
+  /** sandbox or live: live spend counts against the spend ceiling. */
+  readonly providerMode: string;
 }
 
 export type ExecutionStore = ReturnType<typeof createExecutionStore>;
@@ -101,8 +105,8 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     executionById: db.prepare('SELECT * FROM executions WHERE execution_id = ?'),
     insertExecution: db.prepare(
       `INSERT INTO executions (execution_id, workflow_id, spend_auth_token_id, account_id, agent_id, target_id, request_json, pricing_snapshot,
-         authorization_held_cents, authorization_held_units, units_scale, currency, state, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 6, ?, 'pending', ?, ?)`,
+         authorization_held_cents, authorization_held_units, units_scale, currency, state, quoted_units, provider_mode, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 6, ?, 'pending', ?, ?, ?, ?)`,
     ),
     insertAdmission: db.prepare(
       'INSERT INTO admission_fingerprints (spend_auth_token_id, route_version, fingerprint, execution_id, created_at) VALUES (?, ?, ?, ?, ?)',
@@ -130,6 +134,7 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
        ON CONFLICT (receipt_id) DO NOTHING`,
     ),
     settled: db.prepare('UPDATE receipts SET ledger_settlement_id = ? WHERE receipt_id = ? AND ledger_settlement_id IS NULL'),
+    liveCommitted: db.prepare("SELECT COALESCE(SUM(quoted_units), 0) AS units FROM executions WHERE provider_mode = 'live' AND state <> 'failed'"),
     underReconciliation: db.prepare("SELECT * FROM executions WHERE state = 'reconciliation' ORDER BY created_at"),
     resolution: db.prepare('SELECT * FROM reconciliation_resolutions WHERE execution_id = ?'),
     insertResolution: db.prepare(
@@ -156,6 +161,8 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       centsCeil(execution.heldUnits),
       execution.heldUnits,
       execution.currency,
+      execution.quotedUnits,
+      execution.providerMode,
       at,
       at,
     );
@@ -240,6 +247,8 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     },
 
     underReconciliation: () => statements.underReconciliation.all() as ExecutionRow[],
+    /** Live spend committed so far: the quoted cost of every live execution that has not failed. */
+    liveCommittedUnits: () => (statements.liveCommitted.get() as { units: bigint }).units,
     resolution: (executionId: string) =>
       statements.resolution.get(executionId) as
         | { resolution: 'settled' | 'released'; images_billed: bigint | null; amount_units: bigint | null; note: string; resolved_at: bigint }

@@ -199,6 +199,9 @@ const embeddedEngine = `
     resolved_at INTEGER NOT NULL
   );
 
+  ALTER TABLE executions ADD COLUMN quoted_units INTEGER CHECK (quoted_units >= 0);
+  ALTER TABLE executions ADD COLUMN provider_mode TEXT;
+
   ALTER TABLE provider_attempts ADD COLUMN delivered_images INTEGER CHECK (delivered_images >= 0);
   ALTER TABLE provider_attempts ADD COLUMN outcome_code TEXT;
 `;
