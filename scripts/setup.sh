@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# The README's first command: install lexec from the lockfile (which builds it), then run the
-# main job. Until the launcher lands, the main job shows the build and validates the shipped
-# executor configuration example.
+# The README's first command: install lexec from the lockfile (which builds it), then the main
+# job: a sandbox stack (ledger, sandbox provider, executor as real processes) executes one real
+# generation end to end and saves the images in ./lexec-demo-output. The launcher
+# (`lexec stack start` + `lexec run`) will take this over.
 set -euo pipefail
 source "$(dirname "$0")/node-env.sh"
 cd "$lexec_root"
 npm ci --no-audit --no-fund
-npx lexec version
-npx lexec executor validate-config --config "$lexec_root/templates/executor.example.json"
-npx lexec --help
+node scripts/sandbox-demo.mjs "$@"
