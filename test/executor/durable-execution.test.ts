@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { managedCredentialPaths } from '../../src/executor/managed-credentials.js';
 import { BIN, makeTempDir, removeDir, runLexec } from '../support/cli.js';
@@ -218,6 +219,16 @@ describe('end to end', () => {
     }
     expect(await s.authorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '6000' } });
     expect((await s.sandbox.submissions()).filter((record) => record.request_id !== null)).toHaveLength(1);
+
+    // What the engine persisted: the stable workflow id, the execution id and the phase — no
+    // credential, body, URL or path.
+    const db = new Database(join(dir, 'executor', 'executor.db'), { readonly: true });
+    const runs = db.prepare('SELECT * FROM workflow_runs').all() as Record<string, unknown>[];
+    db.close();
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ workflow_id: `lexec-execution-${executionId}`, execution_id: executionId, phase: 'settle', status: 'completed' });
+    const persisted = JSON.stringify(runs);
+    for (const forbidden of [s.caller, 'http', '/', 'lexec_', 'lighthouse', dir]) expect(persisted).not.toContain(forbidden);
   }, 60_000);
 });
 
