@@ -507,13 +507,25 @@ function ledgerLine(line) {
   }
 }
 
-/** Resolves once the executor logged a terminal state for `id`. */
-function terminalOf(id) {
+/** Resolves once the executor logged a terminal state for `id`; fails if it exits or STALL_TIMEOUT_MS pass first. */
+function terminalOf(id, stack) {
   if (run.terminal.has(id)) return Promise.resolve(run.terminal.get(id));
-  return new Promise((done) => {
+  const executor = stack.executor;
+  return new Promise((done, refused) => {
+    const timer = setTimeout(() => {
+      run.waiters.delete(id);
+      refused(new BenchError(`execution ${id} was not terminal after ${STALL_TIMEOUT_MS / 1000} s.${executor.tailText()}`));
+    }, STALL_TIMEOUT_MS);
     run.waiters.set(id, () => {
+      clearTimeout(timer);
       run.waiters.delete(id);
       done(run.terminal.get(id));
+    });
+    void executor.entry.exited.then((exit) => {
+      if (!run.waiters.has(id)) return;
+      clearTimeout(timer);
+      run.waiters.delete(id);
+      refused(new BenchError(`the executor exited (${exit.error ?? exit.signal ?? `exit ${exit.code}`}) before execution ${id} was terminal.${executor.tailText()}`));
     });
   });
 }
@@ -577,7 +589,7 @@ async function partLatency(stack, options) {
   for (let index = 0; index < options.warmup + options.latency; index += 1) {
     const warm = index < options.warmup;
     const record = await admit(stack, warm ? 'warm-up' : 'latency');
-    const end = options.detect === 'poll' ? await pollUntilTerminal(stack, record.id, options.pollMs) : await terminalOf(record.id);
+    const end = options.detect === 'poll' ? await pollUntilTerminal(stack, record.id, options.pollMs) : await terminalOf(record.id, stack);
     if (end.state !== 'succeeded') fail(`latency: execution ${record.id} ended ${end.state}.${stack.executor.tailText()}`);
     if (options.detect === 'log') {
       // Not timed: the API must agree with the log.
@@ -812,7 +824,7 @@ async function countFsyncs(stack, count) {
   for (const [name, service] of Object.entries(services)) tracers[name] = await attachStrace(stack.workDir, service);
   for (let index = 0; index < count; index += 1) {
     const record = await admit(stack, 'fsyncs');
-    const end = await terminalOf(record.id);
+    const end = await terminalOf(record.id, stack);
     if (end.state !== 'succeeded') fail(`count fsyncs: execution ${record.id} ended ${end.state}.`);
   }
   // The last execution's final commits are logged before the engine marks its run completed.
