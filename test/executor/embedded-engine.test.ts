@@ -117,6 +117,25 @@ describe('embedded engine', () => {
     expect(calls).toBe(2);
   });
 
+  it('an execution under way keeps its place: its next phase runs before a newer execution starts', async () => {
+    const first = execution(1);
+    const second = execution(2);
+    const calls: string[] = [];
+    const worker = engine(
+      (id, phase) => {
+        calls.push(`${id === first ? 'first' : 'second'}:${phase}`);
+        return Promise.resolve(phase === 'submit_provider' ? { kind: 'next', phase: 'poll_provider_operation' } : { kind: 'done' });
+      },
+      { concurrency: 1 },
+    );
+    await worker.schedule(first, workflowIdFor(first));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await worker.schedule(second, workflowIdFor(second));
+    worker.start();
+    await until(() => runRow(second).status === 'completed' && runRow(first).status === 'completed');
+    expect(calls).toEqual(['first:submit_provider', 'first:poll_provider_operation', 'second:submit_provider', 'second:poll_provider_operation']);
+  });
+
   it('a "later" outcome re-runs the same phase after the delay', async () => {
     const id = execution(1);
     let polls = 0;

@@ -63,16 +63,18 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEn
        VALUES (?, ?, 'submit_provider', 'queued', ?, ?, ?) ON CONFLICT (workflow_id) DO NOTHING`,
     ),
     takeOver: db.prepare("UPDATE workflow_runs SET status = 'queued', available_at = ?, lease_owner = NULL, updated_at = ? WHERE status = 'running' AND lease_owner <> ?"),
+    // Two index-ordered reads instead of one OR (which would sort every due run each poll).
+    dueQueued: db.prepare("SELECT workflow_id FROM workflow_runs WHERE status = 'queued' AND available_at <= ? ORDER BY available_at LIMIT ?"),
+    expiredLeases: db.prepare("SELECT workflow_id FROM workflow_runs WHERE status = 'running' AND lease_expires_at <= ? LIMIT ?"),
     lease: db.prepare(
       `UPDATE workflow_runs SET status = 'running', lease_owner = @owner, lease_expires_at = @expires, attempt = attempt + 1, updated_at = @now
-       WHERE workflow_id IN (
-         SELECT workflow_id FROM workflow_runs
-         WHERE (status = 'queued' AND available_at <= @now) OR (status = 'running' AND lease_expires_at <= @now)
-         ORDER BY available_at LIMIT @limit)
+       WHERE workflow_id = @workflow_id AND ((status = 'queued' AND available_at <= @now) OR (status = 'running' AND lease_expires_at <= @now))
        RETURNING workflow_id, execution_id, phase, attempt`,
     ),
     advance: db.prepare(
-      "UPDATE workflow_runs SET phase = ?, status = 'queued', available_at = ?, attempt = 0, last_error_code = NULL, lease_owner = NULL, updated_at = ? WHERE workflow_id = ? AND lease_owner = ?",
+      // The next phase keeps the run's place in line (its creation time): executions already under
+      // way finish before a backlog of new ones starts.
+      "UPDATE workflow_runs SET phase = ?, status = 'queued', available_at = MIN(created_at, ?), attempt = 0, last_error_code = NULL, lease_owner = NULL, updated_at = ? WHERE workflow_id = ? AND lease_owner = ?",
     ),
     complete: db.prepare("UPDATE workflow_runs SET status = 'completed', lease_owner = NULL, updated_at = ? WHERE workflow_id = ? AND lease_owner = ?"),
     later: db.prepare(
@@ -80,7 +82,21 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEn
     ),
   };
 
-  async function execute(run: { workflow_id: string; execution_id: string; phase: ExecutionPhase; attempt: bigint }): Promise<void> {
+  type LeasedRun = { workflow_id: string; execution_id: string; phase: ExecutionPhase; attempt: bigint };
+
+  /** Leases up to `limit` due runs in one transaction (one commit per poll). */
+  const leaseDue = db.transaction((at: number, limit: number): LeasedRun[] => {
+    const candidates = [
+      ...(statements.dueQueued.all(at, limit) as { workflow_id: string }[]),
+      ...(statements.expiredLeases.all(at, limit) as { workflow_id: string }[]),
+    ].slice(0, limit);
+    return candidates.flatMap(({ workflow_id: workflowId }) => {
+      const run = statements.lease.get({ owner, expires: at + leaseMs, now: at, workflow_id: workflowId }) as LeasedRun | undefined;
+      return run === undefined ? [] : [run];
+    });
+  });
+
+  async function execute(run: LeasedRun): Promise<void> {
     let outcome: ActivityOutcome;
     let errorCode: string | null = null;
     try {
@@ -101,13 +117,7 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEn
     lastPollAt = now();
     const free = concurrency - inFlight.size;
     if (free > 0) {
-      const at = now();
-      const runs = statements.lease.all({ owner, expires: at + leaseMs, now: at, limit: free }) as {
-        workflow_id: string;
-        execution_id: string;
-        phase: ExecutionPhase;
-        attempt: bigint;
-      }[];
+      const runs = leaseDue.immediate(now(), free);
       for (const run of runs) {
         const job = execute(run).finally(() => {
           inFlight.delete(job);
