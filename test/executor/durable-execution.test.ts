@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -95,7 +97,14 @@ interface Stack {
 }
 
 async function stack(
-  options: { contractLevel?: 'v4.5' | 'v4.4'; sandboxArgs?: string[]; deadlineSeconds?: number; providersDisabled?: boolean } = {},
+  options: {
+    contractLevel?: 'v4.5' | 'v4.4';
+    sandboxArgs?: string[];
+    deadlineSeconds?: number;
+    providersDisabled?: boolean;
+    /** Put a relay between executor and ledger; returns the URL the executor should use. */
+    relay?: (ledgerUrl: string) => Promise<string>;
+  } = {},
 ): Promise<Stack> {
   const ledger = await spawnLedger(join(dir), ledgerConfig(join(dir, 'ledger'), { contract_level: options.contractLevel ?? 'v4.5' }));
   cleanups.push(() => ledger.stop('SIGKILL'));
@@ -105,7 +114,7 @@ async function stack(
 
   const config = sandboxConfig();
   config.http = { host: '127.0.0.1', port: 0 };
-  (config.ledger as JsonObject).endpoint = ledger.url;
+  (config.ledger as JsonObject).endpoint = options.relay === undefined ? ledger.url : await options.relay(ledger.url);
   config.credentials = { mode: 'managed', state_dir: join(dir, 'executor', 'credentials') };
   config.storage = {
     database_path: join(dir, 'executor', 'executor.db'),
@@ -190,6 +199,45 @@ async function openRecords(s: Stack) {
 }
 
 const setFaults = (s: Stack, faults: SandboxFault[]) => s.sandbox.setFaults(faults);
+
+/**
+ * A loopback HTTP relay to the ledger that can hold (never answer) requests whose path matches,
+ * to stop the executor at an exact point of a flow.
+ */
+async function ledgerRelay(target: string) {
+  let hold: RegExp | null = null;
+  const held: http.ServerResponse[] = [];
+  const server = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      if (hold?.test(request.url ?? '')) {
+        held.push(response);
+        return;
+      }
+      const forward = http.request(`${target}${request.url ?? ''}`, { method: request.method, headers: request.headers }, (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      });
+      forward.on('error', () => response.destroy());
+      forward.end(Buffer.concat(chunks));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(async () => {
+    for (const response of held) response.destroy();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${String(port)}`,
+    hold(pattern: RegExp | null) {
+      hold = pattern;
+    },
+    heldCount: () => held.length,
+  };
+}
 
 describe('end to end', () => {
   it('an authorization and a POST become stored PNG artifacts, a settlement of exactly the priced amount, and one submission', async () => {
@@ -317,18 +365,29 @@ describe('recovery dispositions (SIGKILL and restart)', () => {
     expect((await openRecords(s)).map((record) => record.reason)).toEqual(['receipt_rejected']);
   }, 60_000);
 
-  it('failure proven to precede transmission: released, failed, and a restart changes nothing', async () => {
-    const s = await stack();
+  it('failure proven to precede transmission: killed before the release reached the ledger, released after the restart', async () => {
+    let relay: Awaited<ReturnType<typeof ledgerRelay>> | undefined;
+    const s = await stack({
+      relay: async (ledgerUrl) => {
+        relay = await ledgerRelay(ledgerUrl);
+        return relay.url;
+      },
+    });
+    if (relay === undefined) throw new Error('no relay');
+    const gate = relay;
     await s.sandbox.stop('SIGKILL');
+    gate.hold(/\/release$/);
     const tokenId = await s.approvedToken();
     const executionId = await s.submit(tokenId, 1);
+    // The submission failed before any connection; the release is on its way and held.
+    await until('release held', () => Promise.resolve(gate.heldCount() > 0 ? true : undefined));
+    expect((await s.execution(executionId)).provider_attempts).toMatchObject([{ state: 'not_transmitted' }]);
+    expect((await s.authorization(tokenId)).status).toBe('claimed');
+    await s.executor.kill('SIGKILL');
+    gate.hold(null);
+    await s.restart();
     const execution = await s.waitFor(executionId, 'failure', (e) => e.state === 'failed');
     expect(execution).toMatchObject({ state_reason: 'not_transmitted', provider_attempts: [{ state: 'not_transmitted' }] });
-    expect((await s.authorization(tokenId)).status).toBe('released');
-    await s.executor.kill('SIGKILL');
-    await s.restart();
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect((await s.execution(executionId)).state).toBe('failed');
     expect((await s.authorization(tokenId)).status).toBe('released');
   }, 60_000);
 });
