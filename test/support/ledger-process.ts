@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BIN, makeTempDir, removeDir } from './cli.js';
+import { makeTempDir, removeDir } from './cli.js';
+import { spawnServerProcess } from './server-process.js';
 
 /** A real `lexec ledger serve` child process on loopback. */
 export interface LedgerProcess {
@@ -49,68 +49,19 @@ export async function spawnLedger(
 ): Promise<LedgerProcess> {
   const configPath = join(dir, name);
   await writeFile(configPath, JSON.stringify(config, null, 2));
-  const child = spawn(process.execPath, [BIN, 'ledger', 'serve', '--config', configPath], {
+  const server = await spawnServerProcess(['ledger', 'serve', '--config', configPath], {
+    startedEvent: 'ledger_started',
     env: { PATH: process.env.PATH ?? '', HOME: dir },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    startTimeoutMs,
   });
-  let exited = false;
-  const exit = new Promise<number>((resolve) => {
-    child.once('exit', (code, signal) => {
-      exited = true;
-      resolve(code ?? (signal === null ? -1 : 128));
-    });
-  });
-  const lines: string[] = [];
-  let partial = '';
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (chunk: string) => {
-    const parts = (partial + chunk).split('\n');
-    partial = parts.pop() ?? '';
-    lines.push(...parts.filter(Boolean));
-  });
-  const events = () =>
-    lines.flatMap((line) => {
-      try {
-        return [JSON.parse(line) as Record<string, unknown>];
-      } catch {
-        return [];
-      }
-    });
-  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
-    if (!exited) {
-      child.kill(signal);
-      const kill = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exit;
-      clearTimeout(kill);
-    }
-    return exit;
+  return {
+    url: `http://127.0.0.1:${String(server.started.port)}`,
+    configPath,
+    adminCapabilityPath: String(config.admin_capability_path),
+    stderrLines: server.stderrLines,
+    events: server.events,
+    stop: server.stop,
   };
-  try {
-    const port = await new Promise<number>((resolve, reject) => {
-      const deadline = Date.now() + startTimeoutMs;
-      const timer = setInterval(() => {
-        const started = events().find((event) => event.event === 'ledger_started');
-        if (started) {
-          clearInterval(timer);
-          resolve(Number(started.port));
-        } else if (exited || Date.now() > deadline) {
-          clearInterval(timer);
-          reject(new Error(`ledger did not start (${exited ? 'exited' : 'timed out'}); stderr:\n${lines.join('\n')}`));
-        }
-      }, 20);
-    });
-    return {
-      url: `http://127.0.0.1:${port}`,
-      configPath,
-      adminCapabilityPath: String(config.admin_capability_path),
-      stderrLines: () => [...lines],
-      events,
-      stop,
-    };
-  } catch (error) {
-    await stop('SIGKILL');
-    throw error;
-  }
 }
 
 /** A ledger process in its own temporary directory; `stop()` also removes the directory. */

@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import type { z } from 'zod';
 import type { faultSchema, FaultView } from '../../src/provider/sandbox/sandbox-faults.js';
 import type { SubmissionRecord } from '../../src/provider/sandbox/sandbox-state.js';
-import { BIN } from './cli.js';
+import { spawnServerProcess } from './server-process.js';
 
 /*
  * A real `lexec provider sandbox serve` child process, plus helpers for its control API and its
@@ -53,81 +52,31 @@ async function control<T>(url: string, method: string, path: string, body?: unkn
 /** Starts the sandbox and waits for its `sandbox_started` line (which carries the port). */
 export async function spawnSandbox(options: SandboxOptions = {}): Promise<SandboxProcess> {
   const args = options.args ?? [];
-  const child = spawn(process.execPath, [BIN, 'provider', 'sandbox', 'serve', ...(args.includes('--port') ? [] : ['--port', '0']), ...args], {
+  const server = await spawnServerProcess(['provider', 'sandbox', 'serve', ...(args.includes('--port') ? [] : ['--port', '0']), ...args], {
+    startedEvent: 'sandbox_started',
     env: { PATH: process.env.PATH ?? '', HOME: tmpdir() },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    startTimeoutMs: options.startTimeoutMs,
   });
-  let exited = false;
-  const exit = new Promise<number>((resolve) => {
-    child.once('exit', (code, signal) => {
-      exited = true;
-      resolve(code ?? (signal === null ? -1 : 128));
-    });
-  });
-  const lines: string[] = [];
-  let partial = '';
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (chunk: string) => {
-    const parts = (partial + chunk).split('\n');
-    partial = parts.pop() ?? '';
-    lines.push(...parts.filter(Boolean));
-  });
-  const events = () =>
-    lines.flatMap((line) => {
-      try {
-        return [JSON.parse(line) as Record<string, unknown>];
-      } catch {
-        return [];
-      }
-    });
-  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
-    if (!exited) {
-      child.kill(signal);
-      const kill = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exit;
-      clearTimeout(kill);
-    }
-    return exit;
+  const url = String(server.started.origin);
+  return {
+    url,
+    port: Number(server.started.port),
+    stderrLines: server.stderrLines,
+    events: server.events,
+    async setFaults(faults) {
+      return (await control<{ faults: FaultView[] }>(url, 'PUT', '/__sandbox/faults', { faults })).faults;
+    },
+    async clearFaults() {
+      await control(url, 'DELETE', '/__sandbox/faults');
+    },
+    async faults() {
+      return (await control<{ faults: FaultView[] }>(url, 'GET', '/__sandbox/faults')).faults;
+    },
+    async submissions() {
+      return (await control<{ submissions: SubmissionRecord[] }>(url, 'GET', '/__sandbox/submissions')).submissions;
+    },
+    stop: server.stop,
   };
-  const timeoutMs = options.startTimeoutMs ?? 15_000;
-  try {
-    const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
-      const deadline = Date.now() + timeoutMs;
-      const timer = setInterval(() => {
-        const event = events().find((candidate) => candidate.event === 'sandbox_started');
-        if (event) {
-          clearInterval(timer);
-          resolve(event);
-        } else if (exited || Date.now() > deadline) {
-          clearInterval(timer);
-          reject(new Error(`sandbox did not start (${exited ? 'exited' : 'timed out'}); stderr:\n${lines.join('\n')}`));
-        }
-      }, 20);
-    });
-    const url = String(started.origin);
-    return {
-      url,
-      port: Number(started.port),
-      stderrLines: () => [...lines],
-      events,
-      async setFaults(faults) {
-        return (await control<{ faults: FaultView[] }>(url, 'PUT', '/__sandbox/faults', { faults })).faults;
-      },
-      async clearFaults() {
-        await control(url, 'DELETE', '/__sandbox/faults');
-      },
-      async faults() {
-        return (await control<{ faults: FaultView[] }>(url, 'GET', '/__sandbox/faults')).faults;
-      },
-      async submissions() {
-        return (await control<{ submissions: SubmissionRecord[] }>(url, 'GET', '/__sandbox/submissions')).submissions;
-      },
-      stop,
-    };
-  } catch (error) {
-    await stop('SIGKILL');
-    throw error;
-  }
 }
 
 /** The default model of the sandbox tests. */

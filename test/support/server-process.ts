@@ -1,0 +1,77 @@
+import { spawn } from 'node:child_process';
+import { BIN } from './cli.js';
+
+/** A lexec server running as a real child process (`lexec … serve`). */
+export interface ServerProcess {
+  /** The server's `*_started` log event (it carries the port it bound). */
+  readonly started: Record<string, unknown>;
+  /** stderr so far, as lines. */
+  readonly stderrLines: () => string[];
+  /** Parsed JSON log lines so far. */
+  readonly events: () => Record<string, unknown>[];
+  /** Sends `signal` (SIGKILL after 5 s) and waits for the exit code. Idempotent. */
+  readonly stop: (signal?: NodeJS.Signals) => Promise<number>;
+}
+
+/**
+ * Starts `lexec <args>` and waits for the JSON log event named `startedEvent`. A process that
+ * exits or does not start in time is killed and reported with its stderr.
+ */
+export async function spawnServerProcess(
+  args: readonly string[],
+  options: { startedEvent: string; env: Record<string, string>; startTimeoutMs?: number },
+): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: options.env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let exited = false;
+  const exit = new Promise<number>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exited = true;
+      resolve(code ?? (signal === null ? -1 : 128));
+    });
+  });
+  const lines: string[] = [];
+  let partial = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk: string) => {
+    const parts = (partial + chunk).split('\n');
+    partial = parts.pop() ?? '';
+    lines.push(...parts.filter(Boolean));
+  });
+  const events = () =>
+    lines.flatMap((line) => {
+      try {
+        return [JSON.parse(line) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    if (!exited) {
+      child.kill(signal);
+      const kill = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exit;
+      clearTimeout(kill);
+    }
+    return exit;
+  };
+  const timeoutMs = options.startTimeoutMs ?? 15_000;
+  try {
+    const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      const deadline = Date.now() + timeoutMs;
+      const timer = setInterval(() => {
+        const event = events().find((candidate) => candidate.event === options.startedEvent);
+        if (event) {
+          clearInterval(timer);
+          resolve(event);
+        } else if (exited || Date.now() > deadline) {
+          clearInterval(timer);
+          reject(new Error(`lexec ${args.slice(0, 2).join(' ')} did not start (${exited ? 'exited' : 'timed out'}); stderr:\n${lines.join('\n')}`));
+        }
+      }, 20);
+    });
+    return { started, stderrLines: () => [...lines], events, stop };
+  } catch (error) {
+    await stop('SIGKILL');
+    throw error;
+  }
+}
