@@ -92,7 +92,7 @@
 import { Buffer } from 'node:buffer';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -100,6 +100,7 @@ import { performance } from 'node:perf_hooks';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
+import { filesystemOf, percentile } from '../lib/measure.mjs';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const root = dirname(dirname(benchDir));
@@ -1013,23 +1014,10 @@ async function verify(stack, paths) {
 
 // --- figures ------------------------------------------------------------------------------------
 
-/** Nearest-rank percentile of a sorted array. */
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
 
 const round2 = (value) => (value === null ? null : Math.round(value * 100) / 100);
 
-const FILESYSTEMS = { ef53: 'ext4', '1021994': 'tmpfs', '794c7630': 'overlayfs', '9123683e': 'btrfs', '58465342': 'xfs', '2fc12fc1': 'zfs', '6969': 'nfs' };
 
-function filesystemOf(dir) {
-  try {
-    const magic = statfsSync(dir).type.toString(16);
-    return FILESYSTEMS[magic] ?? `0x${magic}`;
-  } catch {
-    return null;
-  }
-}
 
 function table(header, rows, leftColumns = 1) {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));

@@ -39,13 +39,14 @@
 import { Buffer } from 'node:buffer';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, fdatasyncSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { filesystemOf, fsyncProbe, percentile } from '../lib/measure.mjs';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const root = dirname(dirname(benchDir));
@@ -53,7 +54,6 @@ const STEPS = ['request', 'approve', 'resolve', 'claim', 'settle'];
 const HOLD_UNITS = '3000';
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
-const FSYNC_PROBE_WRITES = 200;
 
 /** A failure of the benchmark itself; reported after the ledger is stopped. */
 class BenchError extends Error {}
@@ -436,10 +436,6 @@ async function verify(client, adminToken, agentId, ids) {
 
 // --- figures ------------------------------------------------------------------------------------
 
-/** Nearest-rank percentile. */
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
 
 const round2 = (value) => Math.round(value * 100) / 100;
 
@@ -462,38 +458,8 @@ function summarise(concurrency, run) {
   };
 }
 
-/** Times 4 KiB writes, each followed by fdatasync, cycling over a preallocated 1 MiB file in `dir`. */
-function fsyncProbe(dir) {
-  const path = join(dir, 'fsync-probe.bin');
-  const fd = openSync(path, 'w');
-  try {
-    const block = Buffer.alloc(4096, 7);
-    for (let offset = 0; offset < 1024 * 1024; offset += block.length) writeSync(fd, block, 0, block.length, offset);
-    fdatasyncSync(fd);
-    const samples = [];
-    for (let index = 0; index < FSYNC_PROBE_WRITES; index += 1) {
-      const start = performance.now();
-      writeSync(fd, block, 0, block.length, (index * block.length) % (1024 * 1024));
-      fdatasyncSync(fd);
-      samples.push(performance.now() - start);
-    }
-    samples.sort((a, b) => a - b);
-    return { writes: samples.length, p50: percentile(samples, 50), p99: percentile(samples, 99) };
-  } finally {
-    closeSync(fd);
-  }
-}
 
-const FILESYSTEMS = { ef53: 'ext4', '1021994': 'tmpfs', '794c7630': 'overlayfs', '9123683e': 'btrfs', '58465342': 'xfs', '2fc12fc1': 'zfs', '6969': 'nfs' };
 
-function filesystemOf(dir) {
-  try {
-    const magic = statfsSync(dir).type.toString(16);
-    return FILESYSTEMS[magic] ?? `0x${magic}`;
-  } catch {
-    return null;
-  }
-}
 
 function report(options, outcome, workDir) {
   const { client, levels, verification, probe, stopped, filesystem } = outcome;
