@@ -201,6 +201,21 @@ async function openRecords(s: Stack) {
 const setFaults = (s: Stack, faults: SandboxFault[]) => s.sandbox.setFaults(faults);
 
 /**
+ * Admits one execution whose submission reaches the sandbox but is never answered, SIGKILLs the
+ * executor there (before any checkpoint) and starts it again.
+ */
+async function killDuringSubmission(s: Stack): Promise<{ tokenId: string; executionId: string }> {
+  await setFaults(s, [{ kind: 'hang_submit', times: 1 }]);
+  const tokenId = await s.approvedToken();
+  const executionId = await s.submit(tokenId);
+  await until('submission received', async () => ((await s.sandbox.submissions()).length === 1 ? true : undefined));
+  await s.executor.kill('SIGKILL');
+  await s.sandbox.clearFaults();
+  await s.restart();
+  return { tokenId, executionId };
+}
+
+/**
  * A loopback HTTP relay to the ledger that can hold (never answer) requests whose path matches,
  * to stop the executor at an exact point of a flow.
  */
@@ -283,13 +298,7 @@ describe('end to end', () => {
 describe('recovery dispositions (SIGKILL and restart)', () => {
   it('submit may have succeeded, checkpoint not committed: reconciliation, no resubmit, no release', async () => {
     const s = await stack();
-    await setFaults(s, [{ kind: 'hang_submit', times: 1 }]);
-    const tokenId = await s.approvedToken();
-    const executionId = await s.submit(tokenId);
-    await until('submission received', async () => ((await s.sandbox.submissions()).length === 1 ? true : undefined));
-    await s.executor.kill('SIGKILL');
-    await s.sandbox.clearFaults();
-    await s.restart();
+    const { tokenId, executionId } = await killDuringSubmission(s);
     const execution = await s.waitFor(executionId, 'reconciliation', (e) => e.state === 'reconciliation');
     expect(execution.state_reason).toBe('submission_unconfirmed');
     expect(execution.provider_attempts).toMatchObject([{ state: 'ambiguous', checkpointed: false }]);
@@ -436,13 +445,7 @@ describe('the executor reconciliation route', () => {
 
   it('releases when the provider proves no charge', async () => {
     const s = await stack();
-    await setFaults(s, [{ kind: 'hang_submit', times: 1 }]);
-    const tokenId = await s.approvedToken();
-    const executionId = await s.submit(tokenId);
-    await until('submission received', async () => ((await s.sandbox.submissions()).length === 1 ? true : undefined));
-    await s.executor.kill('SIGKILL');
-    await s.sandbox.clearFaults();
-    await s.restart();
+    const { tokenId, executionId } = await killDuringSubmission(s);
     await s.waitFor(executionId, 'reconciliation', (e) => e.state === 'reconciliation');
     const released = await resolve(s, executionId, { resolution: 'release', note: 'provider support: request never queued' });
     expect(released.body).toMatchObject({ resolution: { resolution: 'released' }, execution: { state: 'failed', state_reason: 'reconciled_no_charge' } });
