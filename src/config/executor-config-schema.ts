@@ -66,7 +66,7 @@ const storage = z.strictObject({
   catalog_path: absolutePath,
 });
 
-const taskQueue = identifier(200);
+export const taskQueue = identifier(200);
 
 const workflowEngine = z.discriminatedUnion(
   'mode',
@@ -90,14 +90,14 @@ const workflowEngine = z.discriminatedUnion(
   { error: 'must be a workflow engine: mode embedded, managed_local or external' },
 );
 
-const spendCeiling = z.strictObject({
+export const spendCeilingSchema = z.strictObject({
   amount_units: wholeNumber({ min: 1n, what: 'the spend ceiling' }),
   units_scale: z.literal(UNITS_SCALE, { error: `must be ${UNITS_SCALE} (amounts are micro-units)` }),
   currency: z.literal('USD', { error: 'must be "USD"' }),
 });
 
 /** The absolute deadline of a provider operation, from its submission; never refreshed. */
-const operationDeadline = z
+export const operationDeadline = z
   .number({ error: 'must be a whole number of seconds' })
   .int('must be a whole number of seconds')
   .min(1, 'must be at least 1')
@@ -113,7 +113,7 @@ const providers = z.discriminatedUnion(
       mode: z.literal('live'),
       target_id: targetId,
       credential: secretReference,
-      spend_ceiling: spendCeiling,
+      spend_ceiling: spendCeilingSchema,
       operation_deadline_seconds: operationDeadline,
       acknowledgement: z.literal(LIVE_SPEND_ACKNOWLEDGEMENT, {
         error: `must be exactly the live-spend acknowledgement: "${LIVE_SPEND_ACKNOWLEDGEMENT}"`,
@@ -135,7 +135,7 @@ const pricing = z.strictObject({
   by_image_size: z.partialRecord(preset, price),
 });
 
-const executionTarget = z
+export const executionTargetSchema = z
   .strictObject({
     target_id: targetId,
     label: z.string({ error: 'must be a string' }).min(1).max(200).optional(),
@@ -172,7 +172,7 @@ export const executorConfigSections = {
   storage,
   workflow_engine: workflowEngine,
   providers,
-  execution_targets: z.array(executionTarget, { error: 'must be a list of execution targets' }).max(100, 'must list at most 100 targets'),
+  execution_targets: z.array(executionTargetSchema, { error: 'must be a list of execution targets' }).max(100, 'must list at most 100 targets'),
   development_allowance: z.boolean({ error: 'must be true or false' }).default(false),
 };
 

@@ -1,0 +1,23 @@
+import { LexecCommand } from '../../cli/lexec-command.js';
+import type { Output } from '../../cli/output.js';
+import { profileFlags } from '../../cli/profile-flags.js';
+import { listStackGenerations, type GenerationsResult } from '../../services/stack-generations.js';
+
+export default class StackGenerations extends LexecCommand<GenerationsResult> {
+  static override summary = "List the profile's retained generations, newest first; the active one is marked.";
+  static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --json'];
+  static override flags = { ...profileFlags };
+
+  protected override async execute(): Promise<GenerationsResult> {
+    const { flags } = await this.parse(StackGenerations);
+    return listStackGenerations({ env: process.env, profileFlag: flags.profile });
+  }
+
+  protected override renderHuman(result: GenerationsResult, output: Output): void {
+    if (result.generations.length === 0) output.line(`Profile ${result.profile} has no generation yet (\`lexec stack render\`).`);
+    for (const generation of result.generations) {
+      const mark = generation.active ? output.style.ok('active') : '      ';
+      output.line(`${mark} ${generation.generation_id}  ${generation.rendered_at}  ${generation.product_version} ${generation.build_kind} ${generation.commit.slice(0, 12)}`);
+    }
+  }
+}

@@ -1,0 +1,28 @@
+import { LexecCommand } from '../../cli/lexec-command.js';
+import type { Output } from '../../cli/output.js';
+import { profileFlags } from '../../cli/profile-flags.js';
+import { renderStack, type RenderResult } from '../../services/stack-generations.js';
+
+export default class StackRender extends LexecCommand<RenderResult> {
+  static override summary = 'Render the profile into a generation (immutable runtime files); never activates it.';
+  static override description =
+    'Same profile and same binary give the same generation id. Prints the id, the files changed against the active generation and the components affected. Apply it with `lexec stack stop`, `lexec stack activate --generation <id>`, `lexec stack start`. Never calls the provider.';
+  static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --profile live --json'];
+  static override flags = { ...profileFlags };
+
+  protected override async execute(): Promise<RenderResult> {
+    const { flags } = await this.parse(StackRender);
+    return renderStack({ env: process.env, profileFlag: flags.profile, now: new Date() });
+  }
+
+  protected override renderHuman(result: RenderResult, output: Output): void {
+    output.line(`generation ${output.style.bold(result.generation_id)} (${result.outcome === 'created' ? 'new' : 'rendered before'}) for profile ${result.profile}`);
+    if (result.is_active) {
+      output.line('It is the active generation: nothing to apply.');
+      return;
+    }
+    output.line(`changed files against ${result.active_generation ?? 'no active generation'}: ${result.changed_files.join(', ') || 'none'}`);
+    output.line(`components affected: ${result.affected_components.join(', ') || 'none'}`);
+    output.line(output.style.dim(`Apply: lexec stack stop, lexec stack activate --generation ${result.generation_id}, lexec stack start`));
+  }
+}

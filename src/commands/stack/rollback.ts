@@ -1,0 +1,25 @@
+import { Flags } from '@oclif/core';
+import { LexecCommand } from '../../cli/lexec-command.js';
+import type { Output } from '../../cli/output.js';
+import { profileFlags } from '../../cli/profile-flags.js';
+import { renderActivation } from '../../cli/render-stack.js';
+import { activateStackGeneration, type ActivateResult } from '../../services/stack-generations.js';
+
+export default class StackRollback extends LexecCommand<ActivateResult> {
+  static override summary = 'Go back to a retained earlier generation (the stack must be stopped).';
+  static override description = 'Refused while the stack runs: `lexec stack stop` first, then `lexec stack start` (there is no restart).';
+  static override examples = ['<%= config.bin %> <%= command.id %> --generation g3f9a0c1d2e4b5a6f'];
+  static override flags = {
+    ...profileFlags,
+    generation: Flags.string({ required: true, summary: 'Generation id (see `lexec stack generations`).' }),
+  };
+
+  protected override async execute(): Promise<ActivateResult> {
+    const { flags } = await this.parse(StackRollback);
+    return activateStackGeneration({ env: process.env, profileFlag: flags.profile, generationId: flags.generation, action: 'rollback' });
+  }
+
+  protected override renderHuman(result: ActivateResult, output: Output): void {
+    renderActivation(result, output);
+  }
+}

@@ -1,0 +1,148 @@
+import { readBuildInfo } from '../build-info.js';
+import { UsageError, UserError } from '../errors.js';
+import { listGenerations, readActiveId, readManifest, storeGeneration, writeActiveId } from '../stack/generation-store.js';
+import { loadProfile, resolveProfileName } from '../stack/profile-store.js';
+import { compareGenerations, generationIdSchema, renderGeneration, type GenerationChange, type GenerationManifest } from '../stack/render-generation.js';
+import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
+import { acquireLauncherLock, assertStackStopped } from '../stack/stack-locks.js';
+
+export interface ProfileRequest {
+  readonly env: NodeJS.ProcessEnv;
+  readonly profileFlag: string | undefined;
+}
+
+export interface RenderResult extends GenerationChange {
+  readonly profile: string;
+  readonly generation_id: string;
+  /** `created`: a new generation directory; `exists`: the same inputs were rendered before. */
+  readonly outcome: 'created' | 'exists';
+  readonly active_generation: string | null;
+  readonly is_active: boolean;
+}
+
+async function profileContext(request: ProfileRequest): Promise<{ home: string; paths: ProfilePaths }> {
+  const home = lexecHome(request.env);
+  const { name } = await resolveProfileName(home, request.profileFlag);
+  return { home, paths: profilePaths(home, name) };
+}
+
+async function withLauncherLock<T>(paths: ProfilePaths, work: () => Promise<T>): Promise<T> {
+  const release = await acquireLauncherLock(paths);
+  try {
+    return await work();
+  } finally {
+    await release();
+  }
+}
+
+/** The active generation's manifest, or null before the first activation. */
+export async function activeManifest(paths: ProfilePaths): Promise<GenerationManifest | null> {
+  const id = await readActiveId(paths);
+  if (id === null) return null;
+  const manifest = await readManifest(paths, id);
+  if (manifest === null) {
+    throw new UserError('active_generation_missing', `The active generation ${id} of profile "${paths.name}" is not in ${paths.generationsDir}.`, {
+      nextStep: 'Render the profile (`lexec stack render`) and activate the new generation (`lexec stack activate --generation <id>`).',
+    });
+  }
+  return manifest;
+}
+
+/**
+ * Renders a profile into a generation without activating it. Used by `stack render` and by the
+ * first `stack start` (which then activates it); returns what changed against the active one.
+ */
+export async function renderProfile(paths: ProfilePaths, home: string, now: Date): Promise<RenderResult> {
+  const { profile } = await loadProfile(home, paths.name);
+  const rendered = renderGeneration({ profile, paths, build: readBuildInfo(), now });
+  const outcome = await storeGeneration(paths, rendered);
+  const stored = (await readManifest(paths, rendered.id)) ?? rendered.manifest;
+  const active = await activeManifest(paths);
+  return {
+    profile: paths.name,
+    generation_id: rendered.id,
+    outcome,
+    active_generation: active?.generation_id ?? null,
+    is_active: active?.generation_id === rendered.id,
+    ...compareGenerations(active, stored),
+  };
+}
+
+/** `stack render`: renders, prints the id and the changes; never replaces the active generation. */
+export async function renderStack(request: ProfileRequest & { now: Date }): Promise<RenderResult> {
+  const { home, paths } = await profileContext(request);
+  return withLauncherLock(paths, () => renderProfile(paths, home, request.now));
+}
+
+export interface GenerationSummary {
+  readonly generation_id: string;
+  readonly rendered_at: string;
+  readonly active: boolean;
+  readonly product_version: string;
+  readonly commit: string;
+  readonly build_kind: string;
+}
+
+export interface GenerationsResult {
+  readonly profile: string;
+  readonly active_generation: string | null;
+  readonly generations: readonly GenerationSummary[];
+}
+
+/** `stack generations`: every retained generation, newest first, the active one marked. */
+export async function listStackGenerations(request: ProfileRequest): Promise<GenerationsResult> {
+  const { paths } = await profileContext(request);
+  const active = await readActiveId(paths);
+  const generations = (await listGenerations(paths)).map((manifest) => ({
+    generation_id: manifest.generation_id,
+    rendered_at: manifest.rendered_at,
+    active: manifest.generation_id === active,
+    product_version: manifest.lineage.product_version,
+    commit: manifest.lineage.commit,
+    build_kind: manifest.lineage.build_kind,
+  }));
+  return { profile: paths.name, active_generation: active, generations };
+}
+
+export interface ActivateResult extends GenerationChange {
+  readonly profile: string;
+  readonly previous_generation: string | null;
+  readonly active_generation: string;
+  readonly changed: boolean;
+}
+
+/**
+ * `stack activate` and `stack rollback`: point the profile at a retained generation. Refused
+ * while the stack runs — a running component would otherwise disagree with the active files.
+ */
+export async function activateStackGeneration(request: ProfileRequest & { generationId: string; action: 'activate' | 'rollback' }): Promise<ActivateResult> {
+  if (!generationIdSchema.safeParse(request.generationId).success) {
+    throw new UsageError('generation_id_invalid', '--generation must be a generation id such as g3f9a0c1d2e4b5a6f (17 characters).', {
+      nextStep: '`lexec stack generations` lists the retained ids.',
+    });
+  }
+  const { paths } = await profileContext(request);
+  return withLauncherLock(paths, async () => {
+    await assertStackStopped(paths, request.action);
+    const target = await readManifest(paths, request.generationId);
+    if (target === null) {
+      throw new UserError('generation_not_found', `Profile "${paths.name}" has no retained generation ${request.generationId}.`, {
+        nextStep: '`lexec stack generations` lists the retained ones; `lexec stack render` produces one from the profile.',
+      });
+    }
+    const previous = await readActiveId(paths).catch((error: unknown) => {
+      // A damaged pointer is exactly what activating repairs.
+      if (error instanceof UserError) return null;
+      throw error;
+    });
+    const previousManifest = previous === null ? null : await readManifest(paths, previous).catch(() => null);
+    if (previous !== target.generation_id) await writeActiveId(paths, target.generation_id);
+    return {
+      profile: paths.name,
+      previous_generation: previous,
+      active_generation: target.generation_id,
+      changed: previous !== target.generation_id,
+      ...compareGenerations(previousManifest, target),
+    };
+  });
+}

@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { toFieldIssues } from '../config/zod-issues.js';
+import { UserError } from '../errors.js';
+import { generationIdSchema, manifestSchema, RUNTIME_FILES, type GenerationManifest, type RenderedGeneration } from './render-generation.js';
+import type { ProfilePaths } from './stack-home.js';
+
+/*
+ * Generations on disk: `generations/<id>/` holds the rendered runtime files and manifest.json,
+ * written once into a temporary directory as read-only files, fsynced and renamed into place.
+ * A generation is never rewritten: rendering the same inputs again finds it and reuses it. The
+ * `active` file names the generation `stack start` runs; only activate and rollback change it.
+ */
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
+}
+
+async function writeDurably(path: string, content: string, mode: number): Promise<void> {
+  const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  try {
+    await handle.writeFile(content, 'utf8');
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, constants.O_RDONLY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+export function generationDir(paths: ProfilePaths, id: string): string {
+  return join(paths.generationsDir, generationIdSchema.parse(id));
+}
+
+/** Writes a rendered generation unless it exists; `exists` means the same id was rendered before. */
+export async function storeGeneration(paths: ProfilePaths, rendered: RenderedGeneration): Promise<'created' | 'exists'> {
+  const target = generationDir(paths, rendered.id);
+  if ((await readManifest(paths, rendered.id)) !== null) return 'exists';
+  await mkdir(paths.generationsDir, { recursive: true, mode: 0o700 });
+  const temporary = join(paths.generationsDir, `.${rendered.id}.${randomBytes(6).toString('hex')}.tmp`);
+  await mkdir(temporary, { mode: 0o700 });
+  try {
+    for (const name of RUNTIME_FILES) await writeDurably(join(temporary, name), rendered.files[name], 0o400);
+    await writeDurably(join(temporary, 'manifest.json'), `${JSON.stringify(rendered.manifest, null, 2)}\n`, 0o400);
+    await syncDirectory(temporary);
+    await rename(temporary, target);
+  } catch (error) {
+    await rm(temporary, { recursive: true, force: true });
+    // Another render of the same inputs won the rename: the generation exists, which is the goal.
+    if (errorCode(error) === 'ENOTEMPTY' || errorCode(error) === 'EEXIST') return 'exists';
+    throw error;
+  }
+  await syncDirectory(paths.generationsDir);
+  return 'created';
+}
+
+/** A generation's manifest, or null when there is no such generation. */
+export async function readManifest(paths: ProfilePaths, id: string): Promise<GenerationManifest | null> {
+  let text: string;
+  try {
+    text = await readFile(join(generationDir(paths, id), 'manifest.json'), 'utf8');
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return null;
+    throw error;
+  }
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    throw damagedGeneration(paths, id, []);
+  }
+  const parsed = manifestSchema.safeParse(document, { reportInput: true });
+  if (!parsed.success || parsed.data.generation_id !== id) throw damagedGeneration(paths, id, parsed.success ? [] : toFieldIssues(parsed.error.issues));
+  return parsed.data;
+}
+
+function damagedGeneration(paths: ProfilePaths, id: string, issues: ReturnType<typeof toFieldIssues>): UserError {
+  return new UserError('generation_damaged', `The manifest of generation ${id} in ${paths.generationsDir} is damaged.`, {
+    nextStep: 'Do not start from it: render the profile again (a new generation) and activate that one.',
+    issues,
+  });
+}
+
+/** Every retained generation, newest first. */
+export async function listGenerations(paths: ProfilePaths): Promise<GenerationManifest[]> {
+  let entries: string[];
+  try {
+    entries = await readdir(paths.generationsDir);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return [];
+    throw error;
+  }
+  const manifests: GenerationManifest[] = [];
+  for (const entry of entries) {
+    if (!generationIdSchema.safeParse(entry).success) continue;
+    const manifest = await readManifest(paths, entry);
+    if (manifest !== null) manifests.push(manifest);
+  }
+  return manifests.sort((a, b) => b.rendered_at.localeCompare(a.rendered_at) || a.generation_id.localeCompare(b.generation_id));
+}
+
+/** The active generation id, or null before the first activation. */
+export async function readActiveId(paths: ProfilePaths): Promise<string | null> {
+  let text: string;
+  try {
+    text = await readFile(paths.activeFile, 'utf8');
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return null;
+    throw error;
+  }
+  const parsed = generationIdSchema.safeParse(text.trim());
+  if (!parsed.success) {
+    throw new UserError('active_generation_invalid', `The active generation pointer ${paths.activeFile} is damaged.`, {
+      nextStep: 'List the generations with `lexec stack generations`, then `lexec stack activate --generation <id>`.',
+    });
+  }
+  return parsed.data;
+}
+
+/** Points `active` at a retained generation: temporary file, fsync, rename, fsync of the directory. */
+export async function writeActiveId(paths: ProfilePaths, id: string): Promise<void> {
+  const temporary = `${paths.activeFile}.${randomBytes(6).toString('hex')}.tmp`;
+  await writeDurably(temporary, `${generationIdSchema.parse(id)}\n`, 0o600);
+  await rename(temporary, paths.activeFile);
+  await syncDirectory(paths.dir);
+}
+
+/** The content of one rendered runtime file. */
+export async function readGenerationFile(paths: ProfilePaths, id: string, name: (typeof RUNTIME_FILES)[number]): Promise<string> {
+  return readFile(join(generationDir(paths, id), name), 'utf8');
+}

@@ -1,0 +1,83 @@
+import { readFile, unlink } from 'node:fs/promises';
+import { z } from 'zod';
+import { absolutePath, loopbackHttpUrl } from '../config/schema-parts.js';
+import { toFieldIssues } from '../config/zod-issues.js';
+import { writePrivateFile } from '../credentials/private-file.js';
+import { UserError } from '../errors.js';
+import { generationIdSchema } from './render-generation.js';
+import type { ProfilePaths } from './stack-home.js';
+
+/*
+ * The active handoff (spec §5.6): how CLI clients find a running stack — its endpoints plus the
+ * paths of the credential files, never the credentials. `stack start` writes it (0600 in the
+ * 0700 state directory) once the stack is ready; `stack stop` withdraws it. A server-bound
+ * command on a selected profile takes endpoint and credential paths from it as one bundle.
+ */
+
+export const HANDOFF_VERSION = 1;
+
+export const handoffSchema = z.strictObject({
+  handoff_version: z.literal(HANDOFF_VERSION),
+  profile: z.string(),
+  generation_id: generationIdSchema,
+  /** The supervisor that owns the stack; a handoff whose supervisor is gone is not active. */
+  supervisor_pid: z.number().int().positive(),
+  written_at: z.iso.datetime(),
+  ledger: z.strictObject({ endpoint: loopbackHttpUrl }),
+  executor: z.strictObject({ endpoint: loopbackHttpUrl }),
+  /** Absolute paths of private capability files, by role. */
+  credentials: z.strictObject({
+    /** Ledger admin (agents, policies, credentials). */
+    admin: absolutePath,
+    /** The profile's local agent: requests spend authorizations (`lexec run`). */
+    agent: absolutePath,
+    /** Approves or denies authorizations above the approval threshold. */
+    approver: absolutePath,
+    /** The executor's caller capability: executions, artifacts, catalog, targets. */
+    caller: absolutePath,
+    /** The executor's reconciliation capability. */
+    reconciliation: absolutePath,
+  }),
+  agent: z.strictObject({ name: z.string(), agent_id: z.string() }),
+});
+export type Handoff = z.output<typeof handoffSchema>;
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
+}
+
+export async function writeHandoff(paths: ProfilePaths, handoff: Handoff): Promise<void> {
+  await writePrivateFile(paths.handoffFile, `${JSON.stringify(handoffSchema.parse(handoff), null, 2)}\n`);
+}
+
+/** The handoff on disk, or null when there is none. A damaged one is a user error. */
+export async function readHandoff(paths: ProfilePaths): Promise<Handoff | null> {
+  let text: string;
+  try {
+    text = await readFile(paths.handoffFile, 'utf8');
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return null;
+    throw error;
+  }
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    document = null;
+  }
+  const parsed = handoffSchema.safeParse(document, { reportInput: true });
+  if (!parsed.success) {
+    throw new UserError('handoff_invalid', `The active handoff of profile "${paths.name}" (${paths.handoffFile}) is damaged.`, {
+      nextStep: `Run \`lexec stack stop --profile ${paths.name}\` then \`lexec stack start --profile ${paths.name}\` to write it again.`,
+      issues: toFieldIssues(parsed.error.issues),
+    });
+  }
+  return parsed.data;
+}
+
+/** Withdraws the handoff; nothing to do when there is none. */
+export async function withdrawHandoff(paths: ProfilePaths): Promise<void> {
+  await unlink(paths.handoffFile).catch((error: unknown) => {
+    if (errorCode(error) !== 'ENOENT') throw error;
+  });
+}
