@@ -57,15 +57,33 @@ export async function renderProfile(paths: ProfilePaths, home: string, now: Date
   const rendered = renderGeneration({ profile, paths, build: readBuildInfo(), now });
   const outcome = await storeGeneration(paths, rendered);
   const stored = (await readManifest(paths, rendered.id)) ?? rendered.manifest;
-  const active = await activeManifest(paths);
+  const { id: activeId, manifest: active } = await readableActive(paths);
   return {
     profile: paths.name,
     generation_id: rendered.id,
     outcome,
-    active_generation: active?.generation_id ?? null,
-    is_active: active?.generation_id === rendered.id,
+    active_generation: activeId,
+    is_active: activeId === rendered.id,
     ...compareGenerations(active, stored),
   };
+}
+
+/**
+ * The active pointer and manifest as far as they can be read. Rendering must work when the
+ * active generation is damaged or gone: a new generation is exactly how the operator repairs
+ * that, so the comparison then treats every file as changed.
+ */
+async function readableActive(paths: ProfilePaths): Promise<{ id: string | null; manifest: GenerationManifest | null }> {
+  const id = await readActiveId(paths).catch((error: unknown) => {
+    if (error instanceof UserError) return null;
+    throw error;
+  });
+  if (id === null) return { id: null, manifest: null };
+  const manifest = await readManifest(paths, id).catch((error: unknown) => {
+    if (error instanceof UserError) return null;
+    throw error;
+  });
+  return { id, manifest };
 }
 
 /** `stack render`: renders, prints the id and the changes; never replaces the active generation. */
@@ -130,12 +148,8 @@ export async function activateStackGeneration(request: ProfileRequest & { genera
         nextStep: '`lexec stack generations` lists the retained ones; `lexec stack render` produces one from the profile.',
       });
     }
-    const previous = await readActiveId(paths).catch((error: unknown) => {
-      // A damaged pointer is exactly what activating repairs.
-      if (error instanceof UserError) return null;
-      throw error;
-    });
-    const previousManifest = previous === null ? null : await readManifest(paths, previous).catch(() => null);
+    // A damaged pointer or a missing generation is exactly what activating repairs.
+    const { id: previous, manifest: previousManifest } = await readableActive(paths);
     if (previous !== target.generation_id) await writeActiveId(paths, target.generation_id);
     return {
       profile: paths.name,

@@ -1,6 +1,6 @@
 import { UserError } from '../errors.js';
 import { readActiveId } from '../stack/generation-store.js';
-import { listProfileNames, loadProfile, resolveProfileName, writeSelection } from '../stack/profile-store.js';
+import { listProfileNames, loadProfile, readSelection, resolveProfileName, writeSelection } from '../stack/profile-store.js';
 import { lexecHome, profilePaths } from '../stack/stack-home.js';
 import { runningSupervisorPid } from '../stack/stack-locks.js';
 
@@ -58,7 +58,11 @@ export interface SelectResult {
 export async function selectStackProfile({ env, name }: { env: NodeJS.ProcessEnv; name: string }): Promise<SelectResult> {
   const home = lexecHome(env);
   const { paths } = await loadProfile(home, name);
-  const previous = await resolveProfileName(home, undefined);
+  // A damaged saved selection is what selecting repairs; it must not block it.
+  const previous = await readSelection(home).catch((error: unknown) => {
+    if (error instanceof UserError) return null;
+    throw error;
+  });
   await writeSelection(home, paths.name);
-  return { selected: paths.name, previous: previous.source === 'selection' ? previous.name : null };
+  return { selected: paths.name, previous };
 }

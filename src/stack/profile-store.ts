@@ -59,6 +59,7 @@ export async function loadProfile(home: string, name: string): Promise<LoadedPro
   let text: string;
   try {
     const info = await stat(paths.source);
+    if (!info.isFile()) throw profileUnreadable(paths, 'it is not a regular file');
     if (info.size > MAX_PROFILE_BYTES) {
       throw new UserError('profile_too_large', `The profile ${paths.source} is larger than ${MAX_PROFILE_BYTES} bytes.`, {
         nextStep: 'A profile is a few KiB of TOML; check that the right file is in place.',
@@ -66,10 +67,18 @@ export async function loadProfile(home: string, name: string): Promise<LoadedPro
     }
     text = await readFile(paths.source, 'utf8');
   } catch (error) {
-    if (errorCode(error) !== 'ENOENT') throw error;
-    throw profileMissing(paths);
+    if (error instanceof UserError) throw error;
+    if (errorCode(error) === 'ENOENT') throw profileMissing(paths);
+    // Permissions or I/O: the operator's to fix, not a bug of lexec.
+    throw profileUnreadable(paths, errorCode(error) ?? 'I/O error');
   }
   return { paths, profile: await parseProfile(text, paths.source) };
+}
+
+function profileUnreadable(paths: ProfilePaths, reason: string): UserError {
+  return new UserError('profile_unreadable', `The profile ${paths.source} cannot be read (${reason}).`, {
+    nextStep: 'Make profile.toml a regular file this user can read, then run the command again.',
+  });
 }
 
 export function profileMissing(paths: ProfilePaths): UserError {
