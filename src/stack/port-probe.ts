@@ -1,5 +1,6 @@
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { basename } from 'node:path';
 
 /** Who listens on a port: a pid and a process name safe to show (never the full command line). */
 export interface PortHolder {
@@ -42,7 +43,7 @@ async function listeningInodes(port: number): Promise<Set<string>> {
 
 /**
  * A name for a process that is safe to print: for a lexec process its subcommand words
- * (`lexec ledger serve`), otherwise the kernel's short name. Full command lines are never shown:
+ * (`lexec ledger serve`), otherwise the executable's file name. Full command lines are never shown:
  * another program's arguments may hold a secret.
  */
 async function processName(pid: number): Promise<string> {
@@ -56,6 +57,10 @@ async function processName(pid: number): Promise<string> {
     }
     return ['lexec', ...words].join(' ');
   }
+  // The executable's file name (`node`, `nginx`): the kernel's short name is the main thread's
+  // name, which Node.js 24 sets to "MainThread". Another user's exe link cannot be read: then comm.
+  const executable = await readlink(`/proc/${pid}/exe`).catch(() => null);
+  if (executable !== null) return basename(executable.replace(/ \(deleted\)$/, ''));
   return (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => 'unknown process')).trim();
 }
 
