@@ -1,0 +1,206 @@
+import { chmod, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeTempDir, removeDir } from '../../support/cli.js';
+import { lexec, sandboxProfileText, snapshotTree, startChild, writeProfile } from './profile-fixtures.js';
+
+/*
+ * `stack render`, `generations`, `activate`, `rollback` on the real built binary in temporary
+ * LEXEC_HOMEs. A running stack is simulated honestly: a real child process whose pid is in the
+ * supervisor lock file (the lock is how every command tells whether the stack runs).
+ */
+
+interface RenderResult {
+  profile: string;
+  generation_id: string;
+  outcome: 'created' | 'exists';
+  active_generation: string | null;
+  is_active: boolean;
+  changed_files: string[];
+  affected_components: string[];
+}
+interface ActivateResult {
+  profile: string;
+  previous_generation: string | null;
+  active_generation: string;
+  changed: boolean;
+  changed_files: string[];
+  affected_components: string[];
+}
+interface GenerationsResult {
+  active_generation: string | null;
+  generations: { generation_id: string; active: boolean; build_kind: string }[];
+}
+
+let home: string;
+let profileDir: string;
+
+beforeEach(async () => {
+  home = await makeTempDir('lexec-generations-');
+  profileDir = join(home, 'profiles', 'sandbox');
+  await writeProfile(home, 'sandbox', await sandboxProfileText());
+});
+
+afterEach(async () => {
+  await removeDir(home);
+});
+
+async function render(args: string[] = []): Promise<RenderResult> {
+  const run = await lexec(home, ['stack', 'render', '--json', ...args]);
+  expect(run.exitCode, run.stdout).toBe(0);
+  return run.json?.result as unknown as RenderResult;
+}
+
+async function activate(id: string, verb: 'activate' | 'rollback' = 'activate'): Promise<ActivateResult> {
+  const run = await lexec(home, ['stack', verb, '--generation', id, '--json']);
+  expect(run.exitCode, run.stdout).toBe(0);
+  return run.json?.result as unknown as ActivateResult;
+}
+
+/** Edits the profile source the way an operator would: a different sandbox completion time. */
+async function editProfile(completeAfterMs: number): Promise<void> {
+  const path = join(profileDir, 'profile.toml');
+  const text = await readFile(path, 'utf8');
+  await writeFile(path, text.replace(/complete_after_ms = \d+/, `complete_after_ms = ${completeAfterMs}`));
+}
+
+describe('stack render', () => {
+  it('renders the same inputs to the same id and leaves the existing generation untouched', async () => {
+    const first = await render();
+    expect(first).toMatchObject({ profile: 'sandbox', outcome: 'created', active_generation: null, is_active: false });
+    expect(first.changed_files).toEqual(['ledger.json', 'executor.json']);
+    expect(first.affected_components).toEqual(['ledger', 'executor', 'sandbox']);
+    const before = await snapshotTree(join(profileDir, 'generations'));
+    const second = await render();
+    expect(second).toMatchObject({ generation_id: first.generation_id, outcome: 'exists' });
+    expect(await snapshotTree(join(profileDir, 'generations'))).toEqual(before);
+  });
+
+  it('writes a generation as read-only files in a private directory, and never activates it', async () => {
+    const { generation_id: id } = await render();
+    const dir = join(profileDir, 'generations', id);
+    expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    for (const name of ['executor.json', 'ledger.json', 'manifest.json']) expect((await stat(join(dir, name))).mode & 0o777).toBe(0o400);
+    await expect(stat(join(profileDir, 'active'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('renders a changed profile to a new id, lists what changed, and keeps the active generation', async () => {
+    const first = await render();
+    await activate(first.generation_id);
+    await editProfile(900);
+    const second = await render();
+    expect(second.generation_id).not.toBe(first.generation_id);
+    expect(second).toMatchObject({ outcome: 'created', active_generation: first.generation_id, is_active: false, changed_files: [], affected_components: ['sandbox'] });
+    expect((await readFile(join(profileDir, 'active'), 'utf8')).trim()).toBe(first.generation_id);
+    const human = await lexec(home, ['stack', 'render']);
+    expect(human.stderr).toContain(`generation ${second.generation_id} (rendered before)`);
+    expect(human.stderr).toContain('components affected: sandbox');
+    expect(human.stderr).toContain(`lexec stack activate --generation ${second.generation_id}`);
+    expect(human.stdout).toBe('');
+  });
+
+  it('refuses an invalid profile by field path and creates no generation', async () => {
+    await writeFile(join(profileDir, 'profile.toml'), `${await readFile(join(profileDir, 'profile.toml'), 'utf8')}\n[extra]\nkey = 1\n`);
+    const run = await lexec(home, ['stack', 'render', '--json']);
+    expect(run.exitCode).toBe(1);
+    expect(run.json?.error).toMatchObject({ code: 'profile_invalid', issues: [{ path: 'extra', message: 'unknown field' }] });
+    await expect(stat(join(profileDir, 'generations'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('still renders when the active generation is gone, so a new one can be activated', async () => {
+    const first = await render();
+    await activate(first.generation_id);
+    const dir = join(profileDir, 'generations', first.generation_id);
+    await chmod(dir, 0o700);
+    await rm(dir, { recursive: true });
+    await editProfile(700);
+    const second = await render();
+    expect(second).toMatchObject({ active_generation: first.generation_id, changed_files: ['ledger.json', 'executor.json'] });
+    expect((await activate(second.generation_id)).previous_generation).toBe(first.generation_id);
+  });
+});
+
+describe('stack activate and rollback', () => {
+  it('activate and rollback work for any retained generation and report what changes', async () => {
+    const a = (await render()).generation_id;
+    await editProfile(800);
+    const b = (await render()).generation_id;
+    await editProfile(600);
+    const c = (await render()).generation_id;
+
+    expect(await activate(a)).toMatchObject({ previous_generation: null, active_generation: a, changed: true, affected_components: ['ledger', 'executor', 'sandbox'] });
+    expect(await activate(c)).toMatchObject({ previous_generation: a, active_generation: c, changed: true, changed_files: [], affected_components: ['sandbox'] });
+    expect(await activate(b, 'rollback')).toMatchObject({ previous_generation: c, active_generation: b, changed: true });
+    expect(await activate(a, 'rollback')).toMatchObject({ previous_generation: b, active_generation: a });
+    expect(await activate(a)).toMatchObject({ previous_generation: a, changed: false, changed_files: [], affected_components: [] });
+
+    const list = await lexec(home, ['stack', 'generations', '--json']);
+    const result = list.json?.result as unknown as GenerationsResult;
+    expect(result.active_generation).toBe(a);
+    expect(result.generations.map((generation) => generation.generation_id).sort()).toEqual([a, b, c].sort());
+    expect(result.generations.filter((generation) => generation.active).map((generation) => generation.generation_id)).toEqual([a]);
+    const human = await lexec(home, ['stack', 'generations']);
+    expect(human.stderr.split('\n').find((line) => line.startsWith('active'))).toContain(a);
+  });
+
+  it('are refused while the stack runs, and allowed once its supervisor is gone', async () => {
+    const a = (await render()).generation_id;
+    await activate(a);
+    await editProfile(500);
+    const b = (await render()).generation_id;
+    const supervisor = await startChild();
+    try {
+      await writeFile(join(profileDir, 'state', 'supervisor.lock'), `${supervisor.pid}\n`);
+      for (const verb of ['activate', 'rollback']) {
+        const run = await lexec(home, ['stack', verb, '--generation', b, '--json']);
+        expect(run.exitCode).toBe(1);
+        expect(run.json?.error).toMatchObject({ code: 'stack_running' });
+        expect(run.json?.error?.message).toContain(`supervisor pid ${supervisor.pid}`);
+        expect(run.json?.error?.next_step).toContain('lexec stack stop');
+      }
+      expect((await readFile(join(profileDir, 'active'), 'utf8')).trim()).toBe(a);
+      const profiles = await lexec(home, ['stack', 'profiles', '--json']);
+      expect(profiles.json?.result?.profiles).toMatchObject([{ name: 'sandbox', running: true }]);
+    } finally {
+      await supervisor.stop();
+    }
+    expect((await activate(b)).active_generation).toBe(b);
+  });
+
+  it('validate --generation: a malformed id is a usage error (exit 2), an unknown one exit 1', async () => {
+    await render();
+    for (const id of ['latest', 'g123', 'G0123456789abcdef', '../../etc']) {
+      const run = await lexec(home, ['stack', 'activate', '--generation', id, '--json']);
+      expect(run.exitCode).toBe(2);
+      expect(run.json?.error).toMatchObject({ kind: 'usage', code: 'generation_id_invalid' });
+    }
+    const missing = await lexec(home, ['stack', 'rollback', '--json']);
+    expect(missing.exitCode).toBe(2);
+    const unknown = await lexec(home, ['stack', 'rollback', '--generation', 'g0123456789abcdef', '--json']);
+    expect(unknown.exitCode).toBe(1);
+    expect(unknown.json?.error).toMatchObject({ kind: 'user', code: 'generation_not_found' });
+    await expect(stat(join(profileDir, 'active'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('the launcher lock', () => {
+  it('a live holder makes another mutating command exit 5; a dead holder is taken over', async () => {
+    const first = await render();
+    const holder = await startChild();
+    const lock = join(profileDir, 'state', 'launcher.lock');
+    try {
+      await writeFile(lock, `${holder.pid}\n`);
+      for (const args of [['stack', 'render'], ['stack', 'activate', '--generation', first.generation_id]]) {
+        const run = await lexec(home, [...args, '--json']);
+        expect(run.exitCode).toBe(5);
+        expect(run.json?.error).toMatchObject({ code: 'profile_locked' });
+      }
+      // Read-only commands do not take the lock.
+      expect((await lexec(home, ['stack', 'generations', '--json'])).exitCode).toBe(0);
+    } finally {
+      await holder.stop();
+    }
+    expect((await render()).generation_id).toBe(first.generation_id);
+    await expect(stat(lock)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});

@@ -1,0 +1,153 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { parse, stringify } from 'smol-toml';
+import { PACKAGE_ROOT, runLexec, type CliRun } from '../../support/cli.js';
+
+/* Shared by the launcher foundation and doctor tests: example profiles, homes, ports, processes. */
+
+export const EXAMPLES_DIR = join(PACKAGE_ROOT, 'profiles.example');
+
+export type TomlTable = Record<string, unknown>;
+
+/** The shipped example profiles, by file name (`sandbox.toml`, …). */
+export function exampleNames(): string[] {
+  return readdirSync(EXAMPLES_DIR).filter((name) => name.endsWith('.toml')).sort();
+}
+
+export function exampleText(name: string): string {
+  return readFileSync(join(EXAMPLES_DIR, name.endsWith('.toml') ? name : `${name}.toml`), 'utf8');
+}
+
+/** An example profile as a mutable table; `toToml` writes it back. */
+export function exampleTable(name: string): TomlTable {
+  return parse(exampleText(name));
+}
+
+export function toToml(table: TomlTable): string {
+  return stringify(table);
+}
+
+/** The table at a dotted path (`ports`, `execution_targets.0.pricing`). */
+export function tableAt(table: TomlTable, path: string): TomlTable {
+  let current: unknown = table;
+  for (const key of path.split('.')) current = (current as Record<string, unknown>)[key];
+  return current as TomlTable;
+}
+
+/** Writes `<home>/profiles/<name>/profile.toml`. */
+export async function writeProfile(home: string, name: string, text: string): Promise<string> {
+  const dir = join(home, 'profiles', name);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const path = join(dir, 'profile.toml');
+  await writeFile(path, text);
+  return path;
+}
+
+/** `count` distinct ports that were free a moment ago (the kernel picks them; never fixed numbers). */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<import('node:net').Server>((resolve, reject) => {
+          const server = createServer();
+          server.once('error', reject);
+          server.listen({ port: 0, host: '127.0.0.1' }, () => {
+            resolve(server);
+          });
+        }),
+    ),
+  );
+  const ports = servers.map((server) => (server.address() as import('node:net').AddressInfo).port);
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  return ports;
+}
+
+/** A sandbox example profile on free ports. */
+export async function sandboxProfileText(overrides: (table: TomlTable) => void = () => undefined): Promise<string> {
+  const table = exampleTable('sandbox');
+  const [ledger, executor, sandbox] = await freePorts(3);
+  table.ports = { ledger, executor, sandbox };
+  overrides(table);
+  return toToml(table);
+}
+
+/** Runs the built binary with `LEXEC_HOME=home`; `json` parses stdout when it holds the envelope. */
+export async function lexec(home: string, args: readonly string[], env: Record<string, string> = {}): Promise<CliRun & { json: JsonEnvelope | null }> {
+  const run = await runLexec(args, { env: { LEXEC_HOME: home, ...env }, home });
+  let json: JsonEnvelope | null = null;
+  if (args.includes('--json')) json = JSON.parse(run.stdout) as JsonEnvelope;
+  return { ...run, json };
+}
+
+export interface JsonEnvelope {
+  json_version: number;
+  command: string;
+  ok: boolean;
+  result?: Record<string, unknown>;
+  error?: { kind: string; code: string; message: string; next_step: string; issues: { path: string; message: string }[] };
+}
+
+/**
+ * A real child process that stays alive until stopped: used as the owner of a lock file (a
+ * running supervisor, a launcher command) or as a port holder. `script` runs with `node -e`.
+ */
+export async function startChild(script = 'setInterval(() => {}, 1000);', args: readonly string[] = []): Promise<{ child: ChildProcess; pid: number; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, ['-e', script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => {
+      resolve(code);
+    });
+  });
+  // A script that prints READY is ready when it says so; any other once it was spawned.
+  const ready = new Promise<void>((resolve, reject) => {
+    child.once('error', reject);
+    const done = (): void => {
+      resolve();
+    };
+    if (script.includes('READY')) child.stdout.once('data', done);
+    else child.once('spawn', done);
+  });
+  await Promise.race([
+    ready,
+    exited.then((code) => {
+      throw new Error(`child exited early (${code})`);
+    }),
+  ]);
+  if (child.pid === undefined) throw new Error('child has no pid');
+  return {
+    child,
+    pid: child.pid,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        await exited;
+      }
+    },
+  };
+}
+
+/** A child process listening on the given loopback ports; prints READY once all listen. */
+export function listenScript(ports: readonly number[]): string {
+  return `const net = require('node:net'); let n = 0; const ports = ${JSON.stringify(ports)};
+for (const port of ports) net.createServer().listen({ port, host: '127.0.0.1' }, () => { if (++n === ports.length) process.stdout.write('READY\\n'); });
+setInterval(() => {}, 1000);`;
+}
+
+/** Every entry under `dir` with its type, size, modification time and mode: equal snapshots mean nothing changed. */
+export async function snapshotTree(dir: string): Promise<Record<string, string>> {
+  const { lstat, readdir } = await import('node:fs/promises');
+  const snapshot: Record<string, string> = {};
+  const visit = async (path: string, relative: string): Promise<void> => {
+    const info = await lstat(path);
+    const type = info.isDirectory() ? 'dir' : info.isFile() ? 'file' : info.isSymbolicLink() ? 'link' : 'other';
+    // A directory's size and mtime change when an entry is added or removed, so they are kept too.
+    snapshot[relative || '.'] = `${type} ${(info.mode & 0o7777).toString(8)} ${info.size} ${info.mtimeMs}`;
+    if (info.isDirectory()) for (const entry of (await readdir(path)).sort()) await visit(join(path, entry), relative ? `${relative}/${entry}` : entry);
+  };
+  await visit(dir, '');
+  return snapshot;
+}
