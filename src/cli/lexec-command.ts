@@ -1,6 +1,7 @@
 import { Command, Flags } from '@oclif/core';
 import { describeCommandError } from './describe-command-error.js';
 import { COLOR_CHOICES, type ColorChoice } from './color.js';
+import { ExitCode, type ExitCodeValue } from '../errors.js';
 import { jsonFailure, jsonSuccess } from './json-envelope.js';
 import { createOutput, type Output } from './output.js';
 
@@ -31,6 +32,13 @@ export abstract class LexecCommand<Result> extends Command {
   /** Human rendering of the result, on stderr through `output.line`. */
   protected abstract renderHuman(result: Result, output: Output): void;
 
+  /**
+   * The exit code of a result that was printed, when it is not 0. Only a command whose result
+   * can itself be a finding overrides it: `stack doctor` prints its report and exits 3 when a
+   * check failed (docs/cli-output.md).
+   */
+  protected resultExitCode?(result: Result): ExitCodeValue;
+
   /** The command id as typed (`executor validate-config`), used in the JSON envelope. */
   private get commandName(): string {
     return (this.id ?? '').replaceAll(':', ' ');
@@ -44,6 +52,8 @@ export abstract class LexecCommand<Result> extends Command {
       const result = await this.execute(output);
       if (output.jsonMode) output.json(jsonSuccess(this.commandName, result));
       else this.renderHuman(result, output);
+      const exitCode = this.resultExitCode?.(result) ?? ExitCode.ok;
+      if (exitCode !== ExitCode.ok) process.exitCode = exitCode;
     } catch (error) {
       output ??= await createOutput({ jsonMode: early.json, color: 'never', env: process.env, streams: process });
       reportCommandError(output, this.commandName, error);

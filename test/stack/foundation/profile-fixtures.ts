@@ -95,7 +95,10 @@ export interface JsonEnvelope {
  * A real child process that stays alive until stopped: used as the owner of a lock file (a
  * running supervisor, a launcher command) or as a port holder. `script` runs with `node -e`.
  */
-export async function startChild(script = 'setInterval(() => {}, 1000);', args: readonly string[] = []): Promise<{ child: ChildProcess; pid: number; stop: () => Promise<void> }> {
+export async function startChild(
+  script = 'setInterval(() => {}, 1000);',
+  args: readonly string[] = [],
+): Promise<{ child: ChildProcess; pid: number; firstOutput: string; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, ['-e', script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<number | null>((resolve) => {
     child.once('exit', (code) => {
@@ -103,15 +106,20 @@ export async function startChild(script = 'setInterval(() => {}, 1000);', args: 
     });
   });
   // A script that prints READY is ready when it says so; any other once it was spawned.
-  const ready = new Promise<void>((resolve, reject) => {
+  const ready = new Promise<string>((resolve, reject) => {
     child.once('error', reject);
-    const done = (): void => {
-      resolve();
-    };
-    if (script.includes('READY')) child.stdout.once('data', done);
-    else child.once('spawn', done);
+    if (script.includes('READY')) {
+      child.stdout.setEncoding('utf8');
+      child.stdout.once('data', (chunk: string) => {
+        resolve(chunk);
+      });
+    } else {
+      child.once('spawn', () => {
+        resolve('');
+      });
+    }
   });
-  await Promise.race([
+  const firstOutput = await Promise.race([
     ready,
     exited.then((code) => {
       throw new Error(`child exited early (${code})`);
@@ -121,6 +129,7 @@ export async function startChild(script = 'setInterval(() => {}, 1000);', args: 
   return {
     child,
     pid: child.pid,
+    firstOutput,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
@@ -150,4 +159,20 @@ export async function snapshotTree(dir: string): Promise<Record<string, string>>
   };
   await visit(dir, '');
   return snapshot;
+}
+
+/**
+ * A stand-in supervisor: a process that starts one child per port, each listening on it like a
+ * stack component, prints the children's pids as one JSON line, and stops them on SIGTERM.
+ */
+export function fakeSupervisorScript(ports: readonly number[]): string {
+  return `const { spawn } = require('node:child_process');
+const ports = ${JSON.stringify(ports)}; const kids = []; let ready = 0;
+for (const port of ports) {
+  const kid = spawn(process.execPath, ['-e', "require('node:net').createServer().listen({ port: " + port + ", host: '127.0.0.1' }, () => process.stdout.write('up')); setInterval(() => {}, 1000);"], { stdio: ['ignore', 'pipe', 'inherit'] });
+  kids.push(kid);
+  kid.stdout.once('data', () => { if (++ready === ports.length) process.stdout.write(JSON.stringify(kids.map((k) => k.pid)) + '\\n'); });
+}
+process.on('SIGTERM', () => { let left = kids.length; for (const kid of kids) { kid.once('exit', () => { if (--left === 0) process.exit(0); }); kid.kill('SIGTERM'); } });
+setInterval(() => {}, 1000); // READY is the pid line`;
 }

@@ -1,0 +1,179 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { constants } from 'node:fs';
+import { access, lstat, readdir, readFile, stat, statfs } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { z } from 'zod';
+import type { ExecutableObservation, PrivateEntryProblem, SecretFileState } from './doctor-checks.js';
+import type { GenerationManifest } from './render-generation.js';
+import type { ProfilePaths } from './stack-home.js';
+
+/*
+ * What the doctor looks at, read-only: metadata (lstat, statfs), hashes of rendered files, small
+ * state files, /proc. Nothing here writes, creates, locks or connects, and no secret's content
+ * is read — only whether its file exists and is private.
+ */
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
+}
+
+function currentUid(): number | null {
+  return typeof process.getuid === 'function' ? process.getuid() : null;
+}
+
+/** Walks a private directory tree: every directory 0700-or-stricter, every file 0600-or-stricter, all owned, no links. */
+export async function inspectPrivateTree(dir: string): Promise<{ exists: boolean; files: number; problems: PrivateEntryProblem[] }> {
+  const uid = currentUid();
+  const problems: PrivateEntryProblem[] = [];
+  let files = 0;
+  const visit = async (path: string): Promise<void> => {
+    const info = await lstat(path);
+    const type = info.isDirectory() ? 'directory' : info.isFile() ? 'file' : 'other';
+    const mode = info.mode & 0o777;
+    if (info.isSymbolicLink()) problems.push({ path, type, mode, problem: 'symbolic_link' });
+    else if (type === 'other') problems.push({ path, type, mode, problem: 'not_regular' });
+    else if (uid !== null && info.uid !== uid) problems.push({ path, type, mode, problem: 'not_owned' });
+    else if ((mode & 0o077) !== 0) problems.push({ path, type, mode, problem: 'readable_by_others' });
+    if (type === 'file') files += 1;
+    if (type === 'directory') for (const entry of (await readdir(path)).sort()) await visit(join(path, entry));
+  };
+  try {
+    await lstat(dir);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return { exists: false, files: 0, problems: [] };
+    throw error;
+  }
+  await visit(dir);
+  return { exists: true, files, problems };
+}
+
+/** Whether a secret file exists and is private, judged from lstat alone: its content is never read. */
+export async function inspectSecretFile(path: string): Promise<SecretFileState> {
+  let info;
+  try {
+    info = await lstat(path);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') return 'missing';
+    throw error;
+  }
+  const uid = currentUid();
+  if (info.isSymbolicLink()) return 'symbolic_link';
+  if (!info.isFile()) return 'not_regular';
+  if (uid !== null && info.uid !== uid) return 'not_owned';
+  if ((info.mode & 0o077) !== 0) return 'readable_by_others';
+  return 'present';
+}
+
+const VERSION_IN_OUTPUT = /(\d+\.\d+\.\d+)/;
+
+/**
+ * Runs `<path> --version` (the operator's local Temporal CLI; not the provider, not a server)
+ * with a bounded time and no shell, and keeps only the first version number it prints.
+ */
+export async function inspectExecutable(path: string, timeoutMs = 10_000): Promise<ExecutableObservation> {
+  try {
+    if (!(await stat(path)).isFile()) return { state: 'not_a_file' };
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') return { state: 'missing' };
+    throw error;
+  }
+  try {
+    await access(path, constants.X_OK);
+  } catch {
+    return { state: 'not_executable' };
+  }
+  return new Promise((resolve) => {
+    execFile(path, ['--version'], { timeout: timeoutMs, env: { PATH: process.env.PATH ?? '' }, maxBuffer: 64 * 1024 }, (error, stdout) => {
+      if (error !== null) {
+        const reason = error.killed ? 'timed out' : typeof error.code === 'number' ? `exit code ${error.code}` : (errorCode(error) ?? 'could not run');
+        resolve({ state: 'failed', reason });
+        return;
+      }
+      resolve({ state: 'ran', version: VERSION_IN_OUTPUT.exec(stdout)?.[1] ?? null });
+    });
+  });
+}
+
+/** Bytes available to this user on the filesystem that holds `path` (or its nearest existing parent). */
+export async function availableDiskBytes(path: string): Promise<bigint | null> {
+  let current = path;
+  for (;;) {
+    try {
+      const info = await statfs(current, { bigint: true });
+      return info.bavail * info.bsize;
+    } catch (error) {
+      const parent = dirname(current);
+      if (errorCode(error) !== 'ENOENT' || parent === current) return null;
+      current = parent;
+    }
+  }
+}
+
+/** Runtime files of a generation whose content no longer matches the hash its manifest records. */
+export async function mismatchedGenerationFiles(dir: string, manifest: GenerationManifest): Promise<string[]> {
+  const mismatched: string[] = [];
+  for (const file of manifest.files) {
+    const content = await readFile(join(dir, file.name)).catch(() => null);
+    if (content === null || createHash('sha256').update(content).digest('hex') !== file.sha256) mismatched.push(file.name);
+  }
+  return mismatched;
+}
+
+/** The parts of `state/supervisor.json` the doctor uses; the file's other fields are the supervisor's. */
+const supervisorStateSchema = z.looseObject({
+  supervisor_pid: z.number().int().positive(),
+  components: z.record(z.string(), z.looseObject({ pid: z.number().int().positive().nullable() })),
+});
+
+/** Component pids the running supervisor published; empty when it published none (yet). */
+export async function publishedComponentPids(paths: ProfilePaths): Promise<Map<string, number>> {
+  const text = await readFile(paths.supervisorState, 'utf8').catch(() => null);
+  if (text === null) return new Map();
+  let document: unknown = null;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    // Being rewritten or damaged: the port check then falls back to process ancestry.
+  }
+  const parsed = supervisorStateSchema.safeParse(document);
+  if (!parsed.success) return new Map();
+  return new Map(Object.entries(parsed.data.components).flatMap(([name, component]) => (component.pid === null ? [] : [[name, component.pid] as const])));
+}
+
+/** Whether `pid` is `ancestor` or one of its descendants (Linux /proc); false when it cannot be told. */
+export async function descendsFrom(pid: number, ancestor: number): Promise<boolean> {
+  let current = pid;
+  for (let depth = 0; depth < 64 && current > 1; depth += 1) {
+    if (current === ancestor) return true;
+    const text = await readFile(`/proc/${current}/stat`, 'utf8').catch(() => null);
+    // pid (comm) state ppid …; comm may hold spaces or parentheses, so read after the last ')'.
+    const ppid = text === null ? Number.NaN : Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]);
+    if (!Number.isInteger(ppid)) return false;
+    current = ppid;
+  }
+  return false;
+}
+
+/** The pid recorded in a lock file, alive or not; null when there is no lock file. */
+export async function lockFilePid(path: string): Promise<number | null> {
+  const text = await readFile(path, 'utf8').catch(() => null);
+  if (text === null) return null;
+  const pid = Number.parseInt(text, 10);
+  return Number.isInteger(pid) && pid > 0 ? pid : null;
+}
+
+/**
+ * `credential_reference_present` of the catalog the running executor published at its start
+ * (spec §2: true only after server startup resolved the secret). The doctor never resolves it.
+ */
+export async function servedCredentialReferencePresent(paths: ProfilePaths): Promise<boolean> {
+  const text = await readFile(paths.catalogPath, 'utf8').catch(() => null);
+  if (text === null) return false;
+  try {
+    const document = JSON.parse(text) as { facts?: { credential_reference_present?: unknown } };
+    return document.facts?.credential_reference_present === true;
+  } catch {
+    return false;
+  }
+}
