@@ -96,6 +96,14 @@ describe('command surface', () => {
         { name: 'port', type: 'option', required: false, options: undefined, default: '0' },
         { name: 'submissions-log', type: 'option', required: false, options: undefined, default: undefined },
       ],
+      // Launcher: every stack command takes the global --profile.
+      'stack:activate': [global[0], flag('generation', { required: true }), global[1], flag('profile')],
+      'stack:doctor': [...global, flag('profile')],
+      'stack:generations': [...global, flag('profile')],
+      'stack:profiles': [...global, flag('profile')],
+      'stack:render': [...global, flag('profile')],
+      'stack:rollback': [global[0], flag('generation', { required: true }), global[1], flag('profile')],
+      'stack:select': global,
       version: global,
     });
   });
@@ -118,6 +126,7 @@ describe('command surface', () => {
       'ledger:authorizations:approve': tokenId,
       'ledger:authorizations:deny': tokenId,
       'ledger:authorizations:show': tokenId,
+      'stack:select': [{ name: 'name', required: true }],
     });
   });
 });
