@@ -146,7 +146,7 @@ export interface PrivateEntryProblem {
   readonly type: 'file' | 'directory' | 'other';
   /** Permission bits, e.g. 0o644. */
   readonly mode: number;
-  readonly problem: 'readable_by_others' | 'not_owned' | 'symbolic_link' | 'not_regular';
+  readonly problem: 'readable_by_others' | 'not_owned' | 'symbolic_link' | 'not_regular' | 'not_readable';
 }
 
 export interface CredentialStateInput {
@@ -171,7 +171,7 @@ export function credentialPermissionsCheck(input: CredentialStateInput): DoctorC
   const steps = [
     dirs.length > 0 ? `chmod 700 ${dirs.join(' ')}` : null,
     files.length > 0 ? `chmod 600 ${files.join(' ')}` : null,
-    other.length > 0 ? `replace ${other.map((entry) => entry.path).join(', ')} with regular files owned by this user` : null,
+    other.length > 0 ? `make ${other.map((entry) => entry.path).join(', ')} regular files and directories owned by this user` : null,
   ].filter((step) => step !== null);
   return failed(
     'credentials.permissions',

@@ -28,7 +28,12 @@ export async function inspectPrivateTree(dir: string): Promise<{ exists: boolean
   const problems: PrivateEntryProblem[] = [];
   let files = 0;
   const visit = async (path: string): Promise<void> => {
-    const info = await lstat(path);
+    const info = await lstat(path).catch((error: unknown) => {
+      // A running executor's temporary file can vanish between readdir and lstat.
+      if (errorCode(error) === 'ENOENT') return null;
+      throw error;
+    });
+    if (info === null) return;
     const type = info.isDirectory() ? 'directory' : info.isFile() ? 'file' : 'other';
     const mode = info.mode & 0o777;
     if (info.isSymbolicLink()) problems.push({ path, type, mode, problem: 'symbolic_link' });
@@ -36,7 +41,13 @@ export async function inspectPrivateTree(dir: string): Promise<{ exists: boolean
     else if (uid !== null && info.uid !== uid) problems.push({ path, type, mode, problem: 'not_owned' });
     else if ((mode & 0o077) !== 0) problems.push({ path, type, mode, problem: 'readable_by_others' });
     if (type === 'file') files += 1;
-    if (type === 'directory') for (const entry of (await readdir(path)).sort()) await visit(join(path, entry));
+    if (type !== 'directory') return;
+    const entries = await readdir(path).catch(() => null);
+    if (entries === null) {
+      problems.push({ path, type, mode, problem: 'not_readable' });
+      return;
+    }
+    for (const entry of entries.sort()) await visit(join(path, entry));
   };
   try {
     await lstat(dir);
