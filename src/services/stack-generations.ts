@@ -1,7 +1,8 @@
+import { stat } from 'node:fs/promises';
 import { readBuildInfo } from '../build-info.js';
 import { UsageError, UserError } from '../errors.js';
 import { listGenerations, readActiveId, readManifest, storeGeneration, writeActiveId } from '../stack/generation-store.js';
-import { loadProfile, resolveProfileName } from '../stack/profile-store.js';
+import { loadProfile, profileMissing, resolveProfileName } from '../stack/profile-store.js';
 import { compareGenerations, generationIdSchema, renderGeneration, type GenerationChange, type GenerationManifest } from '../stack/render-generation.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
 import { acquireLauncherLock, assertStackStopped } from '../stack/stack-locks.js';
@@ -26,7 +27,13 @@ async function profileContext(request: ProfileRequest): Promise<{ home: string; 
   return { home, paths: profilePaths(home, name) };
 }
 
+/**
+ * Runs a mutating command under the profile's launcher lock. The profile must exist first:
+ * taking the lock creates `state/`, and a mistyped `--profile` must not leave directories behind.
+ */
 async function withLauncherLock<T>(paths: ProfilePaths, work: () => Promise<T>): Promise<T> {
+  const source = await stat(paths.source).catch(() => null);
+  if (source === null) throw profileMissing(paths);
   const release = await acquireLauncherLock(paths);
   try {
     return await work();

@@ -1,7 +1,7 @@
 import { chmod, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeTempDir, removeDir } from '../../support/cli.js';
+import { listTree, makeTempDir, removeDir } from '../../support/cli.js';
 import { lexec, sandboxProfileText, snapshotTree, startChild, writeProfile } from './profile-fixtures.js';
 
 /*
@@ -105,6 +105,19 @@ describe('stack render', () => {
     expect(run.exitCode).toBe(1);
     expect(run.json?.error).toMatchObject({ code: 'profile_invalid', issues: [{ path: 'extra', message: 'unknown field' }] });
     await expect(stat(join(profileDir, 'generations'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('a profile that does not exist is reported, and a mistyped --profile leaves no directory behind', async () => {
+    for (const args of [
+      ['stack', 'render', '--profile', 'typo'],
+      ['stack', 'activate', '--profile', 'typo', '--generation', 'g0123456789abcdef'],
+      ['stack', 'rollback', '--profile', 'typo', '--generation', 'g0123456789abcdef'],
+    ]) {
+      const run = await lexec(home, [...args, '--json']);
+      expect(run.exitCode).toBe(1);
+      expect(run.json?.error).toMatchObject({ code: 'profile_not_found' });
+    }
+    expect(await listTree(join(home, 'profiles'))).toEqual(['sandbox', 'sandbox/profile.toml']);
   });
 
   it('still renders when the active generation is gone, so a new one can be activated', async () => {
