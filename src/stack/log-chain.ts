@@ -1,5 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { UserError } from '../errors.js';
 import type { LogComponent } from './log-lines.js';
 
 /*
@@ -45,6 +46,11 @@ export async function openIfPresent(path: string): Promise<FileHandle | null> {
     return await open(path, 'r');
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return null;
+    if (errorCode(error) === 'EACCES' || errorCode(error) === 'EPERM') {
+      throw new UserError('log_file_unreadable', `The log file ${path} cannot be read (permission denied).`, {
+        nextStep: 'Run the command as the user that runs the stack (the owner of the profile directory).',
+      });
+    }
     throw error;
   }
 }
