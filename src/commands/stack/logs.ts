@@ -1,0 +1,77 @@
+import { Flags } from '@oclif/core';
+import { wholeNumberFlag } from '../../cli/flag-values.js';
+import { LexecCommand } from '../../cli/lexec-command.js';
+import type { Output } from '../../cli/output.js';
+import { profileFlags } from '../../cli/profile-flags.js';
+import { renderLogLines, renderLogsHeader } from '../../cli/render-stack-logs.js';
+import { UsageError } from '../../errors.js';
+import { followStackLogs, LOG_COMPONENT_CHOICES, MAX_LOG_LINES, MIN_LOG_LINES, readStackLogs, type LogsRequest, type LogsResult } from '../../services/stack-logs.js';
+
+export default class StackLogs extends LexecCommand<LogsResult> {
+  static override summary = "Print the last lines of a component's log (or all, merged by time), across rotated files.";
+  static override description =
+    'Reads the local log files of the profile (works whether the stack runs or not). Without --execution-id, executor admission rejections (which carry no execution id) are listed first. Lines go to stderr like all human output; --json prints them as one document. Payload lines never carry colour or control sequences.';
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> --component executor --lines 200',
+    '<%= config.bin %> <%= command.id %> --component all --lines 50 --follow',
+    '<%= config.bin %> <%= command.id %> --component executor --execution-id exe_0123456789abcdef0123456789abcdef --json',
+  ];
+  static override flags = {
+    ...profileFlags,
+    component: Flags.option({ options: LOG_COMPONENT_CHOICES, default: 'all' as const, summary: 'Whose log: ledger, executor, sandbox, supervisor, or all (merged by time).' })(),
+    lines: Flags.string({ default: '100', summary: `How many lines, ${MIN_LOG_LINES} to ${MAX_LOG_LINES}.` }),
+    'execution-id': Flags.string({ summary: "Only the executor's lines of this execution (exe_…)." }),
+    follow: Flags.boolean({ default: false, summary: 'Keep printing new lines, across rotations, until Ctrl-C (not with --json).' }),
+  };
+
+  private followed = false;
+
+  protected override async execute(output: Output): Promise<LogsResult> {
+    const { flags } = await this.parse(StackLogs);
+    const request: LogsRequest = {
+      env: process.env,
+      profileFlag: flags.profile,
+      component: flags.component,
+      lines: wholeNumberFlag(flags.lines, '--lines', MIN_LOG_LINES, MAX_LOG_LINES),
+      executionId: flags['execution-id'],
+    };
+    if (!flags.follow) return readStackLogs(request);
+    if (output.jsonMode) {
+      throw new UsageError('usage_error', '--follow cannot be combined with --json: --json prints exactly one document.', {
+        nextStep: 'Drop --json to follow, or drop --follow to get the last lines as JSON.',
+      });
+    }
+    this.followed = true;
+    const stop = new AbortController();
+    const onSignal = () => {
+      stop.abort();
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      return await followStackLogs(request, {
+        signal: stop.signal,
+        onTail: (result) => {
+          renderLogsHeader(result, output);
+          renderLogLines(result, result.lines, output);
+          output.line(output.style.dim('Following (Ctrl-C to stop)…'));
+        },
+        onLines: (lines) => {
+          renderLogLines(request, lines, output);
+        },
+      });
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  }
+
+  protected override renderHuman(result: LogsResult, output: Output): void {
+    if (this.followed) {
+      output.line(output.style.dim('Stopped following.'));
+      return;
+    }
+    renderLogsHeader(result, output);
+    renderLogLines(result, result.lines, output);
+  }
+}

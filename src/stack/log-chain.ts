@@ -1,0 +1,90 @@
+import { open, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { UserError } from '../errors.js';
+import type { LogComponent } from './log-lines.js';
+
+/*
+ * A component's log chain (naming fixed by the launcher brief, shared with the supervisor that
+ * writes it): `logs/<component>.log` is the active file (at most 10 MiB), `.log.1` … `.log.4`
+ * the retained generations, 1 the newest. Rotation renames .3→.4 … active→.1 and starts a new
+ * active file, so a file's identity (device + inode) survives its renames.
+ */
+
+/** Retained generations besides the active file (spec §6 rule 4: four). */
+export const RETAINED_LOG_GENERATIONS = 4;
+
+export function activeLogPath(logsDir: string, component: LogComponent): string {
+  return join(logsDir, `${component}.log`);
+}
+
+/** `generation` 0 is the active file, 1 … 4 the retained ones (1 = newest). */
+export function logPath(logsDir: string, component: LogComponent, generation: number): string {
+  return generation === 0 ? activeLogPath(logsDir, component) : `${activeLogPath(logsDir, component)}.${generation}`;
+}
+
+/** One file of a chain, opened: reads go through the descriptor, so a rename mid-read changes nothing. */
+export interface OpenLogFile {
+  readonly path: string;
+  readonly generation: number;
+  readonly handle: FileHandle;
+  /** Size when opened: what this read covers. */
+  readonly size: number;
+  readonly identity: string;
+}
+
+export function fileIdentity(stats: { dev: number | bigint; ino: number | bigint }): string {
+  return `${String(stats.dev)}:${String(stats.ino)}`;
+}
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
+}
+
+/** Opens a file for reading, or null when it does not exist (or vanished under a rotation). */
+export async function openIfPresent(path: string): Promise<FileHandle | null> {
+  try {
+    return await open(path, 'r');
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return null;
+    if (errorCode(error) === 'EACCES' || errorCode(error) === 'EPERM') {
+      throw new UserError('log_file_unreadable', `The log file ${path} cannot be read (permission denied).`, {
+        nextStep: 'Run the command as the user that runs the stack (the owner of the profile directory).',
+      });
+    }
+    throw error;
+  }
+}
+
+/**
+ * Opens every file of a component's chain, newest first. Opening newest first means a rotation
+ * during the opening can only make a file show up twice (the renamed active file is found again
+ * as .1), which the identity check drops — never make one go missing, except the oldest
+ * generation that the rotation deletes anyway. The caller closes the handles.
+ */
+export async function openLogChain(logsDir: string, component: LogComponent): Promise<OpenLogFile[]> {
+  const files: OpenLogFile[] = [];
+  const seen = new Set<string>();
+  try {
+    for (let generation = 0; generation <= RETAINED_LOG_GENERATIONS; generation += 1) {
+      const path = logPath(logsDir, component, generation);
+      const handle = await openIfPresent(path);
+      if (handle === null) continue;
+      const stats = await handle.stat();
+      const identity = fileIdentity(stats);
+      if (!stats.isFile() || seen.has(identity)) {
+        await handle.close();
+        continue;
+      }
+      seen.add(identity);
+      files.push({ path, generation, handle, size: stats.size, identity });
+    }
+  } catch (error) {
+    await closeLogChain(files);
+    throw error;
+  }
+  return files;
+}
+
+export async function closeLogChain(files: readonly OpenLogFile[]): Promise<void> {
+  await Promise.all(files.map((file) => file.handle.close()));
+}

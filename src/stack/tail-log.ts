@@ -1,0 +1,100 @@
+import type { FileHandle } from 'node:fs/promises';
+import { closeLogChain, openLogChain } from './log-chain.js';
+import { ADMISSION_REJECTED_EVENT, belongsToExecution, createAdmissionRejectionCollector, parseLogLine, type AdmissionRejection, type LogComponent, type LogLine } from './log-lines.js';
+import { completeLinesEnd, linesBackward } from './read-lines-backward.js';
+import { scanLinesContaining } from './scan-lines-containing.js';
+
+export interface TailRequest {
+  readonly logsDir: string;
+  readonly component: LogComponent;
+  /** How many lines to return, at most. */
+  readonly lines: number;
+  /** Only lines whose `execution_id` is this one. */
+  readonly executionId: string | null;
+  /** Also scan every retained file for `executor_admission_rejected` events. */
+  readonly collectAdmissionRejections: boolean;
+  /** Keep the active file open for a follower, positioned after its last complete line. */
+  readonly keepActiveOpen: boolean;
+}
+
+/** Where a follower resumes: the active file as it was read, and the offset read up to. */
+export interface FollowStart {
+  readonly handle: FileHandle;
+  readonly identity: string;
+  readonly offset: number;
+}
+
+export interface ComponentTail {
+  readonly component: LogComponent;
+  /** Oldest first. */
+  readonly lines: readonly LogLine[];
+  /** Files of the chain that exist (0: nothing logged yet). */
+  readonly filesFound: number;
+  readonly admissionRejections: readonly AdmissionRejection[];
+  /** Set when `keepActiveOpen` and the active file exists; the caller owns (closes) the handle. */
+  readonly followStart: FollowStart | null;
+}
+
+/**
+ * The last lines of one component across its rotated files. Without a filter the files are read
+ * newest first, each backwards in chunks, stopping as soon as enough lines are found. With an
+ * execution id, or for admission rejections, every retained file is searched forward for the id
+ * or event name by byte search and only the matching lines are decoded. Either way only the
+ * requested lines (at most 10,000) and one chunk are in memory, never a file.
+ */
+export async function tailComponent(request: TailRequest): Promise<ComponentTail> {
+  const files = await openLogChain(request.logsDir, request.component);
+  let lines: LogLine[] = [];
+  const rejections = createAdmissionRejectionCollector();
+  let followStart: FollowStart | null = null;
+  try {
+    // Newest first; a follower resumes after the active file's last complete line.
+    const ends: number[] = [];
+    for (const file of files) {
+      const followed = request.keepActiveOpen && file.generation === 0;
+      const end = followed ? await completeLinesEnd(file.handle, file.size) : file.size;
+      if (followed) followStart = { handle: file.handle, identity: file.identity, offset: end };
+      ends.push(end);
+    }
+    const oldestFirst = files.map((file, index) => ({ handle: file.handle, end: ends[index] ?? 0 })).reverse();
+    const { executionId } = request;
+    if (executionId !== null) {
+      for (const { handle, end } of oldestFirst) {
+        await scanLinesContaining(handle, end, executionId, (raw) => {
+          const line = parseLogLine(request.component, raw);
+          if (!belongsToExecution(line, executionId)) return;
+          lines.push(line);
+          // Keep only the most recent matches: memory stays bounded by the requested count.
+          if (lines.length >= 2 * request.lines) lines = lines.slice(-request.lines);
+        });
+      }
+      lines = lines.slice(-request.lines);
+    } else {
+      scan: for (const [index, file] of files.entries()) {
+        for await (const raw of linesBackward(file.handle, ends[index] ?? 0)) {
+          lines.push(parseLogLine(request.component, raw));
+          if (lines.length >= request.lines) break scan;
+        }
+      }
+      lines.reverse();
+    }
+    if (request.collectAdmissionRejections) {
+      for (const { handle, end } of oldestFirst) {
+        await scanLinesContaining(handle, end, ADMISSION_REJECTED_EVENT, (raw) => {
+          rejections.add(parseLogLine(request.component, raw));
+        });
+      }
+    }
+  } catch (error) {
+    await closeLogChain(files);
+    throw error;
+  }
+  await closeLogChain(files.filter((file) => file.handle !== followStart?.handle));
+  return {
+    component: request.component,
+    lines,
+    filesFound: files.length,
+    admissionRejections: rejections.result(),
+    followStart,
+  };
+}

@@ -1,0 +1,65 @@
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { makeTempDir, PACKAGE_ROOT } from '../../support/cli.js';
+
+/** A temporary LEXEC_HOME holding one profile made from a shipped example; no logs yet. */
+export interface ProfileHome {
+  readonly home: string;
+  readonly logsDir: string;
+  readonly profileDir: string;
+  readonly env: Record<string, string>;
+}
+
+export async function makeProfileHome(options: { profile?: string; example?: string; toml?: string } = {}): Promise<ProfileHome> {
+  const home = await makeTempDir('lexec-logs-');
+  const profile = options.profile ?? 'sandbox';
+  const profileDir = join(home, 'profiles', profile);
+  await mkdir(profileDir, { recursive: true, mode: 0o700 });
+  if (options.toml === undefined) {
+    await copyFile(join(PACKAGE_ROOT, 'profiles.example', `${options.example ?? 'sandbox'}.toml`), join(profileDir, 'profile.toml'));
+  } else {
+    await writeFile(join(profileDir, 'profile.toml'), options.toml);
+  }
+  return { home, profileDir, logsDir: join(profileDir, 'logs'), env: { LEXEC_HOME: home } };
+}
+
+/** Writes one log file (`generation` 0 = active `<component>.log`, 1..4 = `.log.N`). */
+export async function writeLog(logsDir: string, component: string, generation: number, lines: readonly string[]): Promise<void> {
+  await mkdir(logsDir, { recursive: true });
+  const name = generation === 0 ? `${component}.log` : `${component}.log.${generation}`;
+  await writeFile(join(logsDir, name), lines.map((line) => `${line}\n`).join(''));
+}
+
+const BASE_TIME = Date.parse('2026-03-01T12:00:00.000Z');
+
+/** A pino-style JSON line as the servers write them (ISO `time`, numeric `level`). */
+export function jsonLine(second: number, event: string, fields: Record<string, unknown> = {}, level = 30): string {
+  return JSON.stringify({ level, time: new Date(BASE_TIME + second * 1000).toISOString(), pid: 4242, service: 'executor', event, ...fields });
+}
+
+export const EXECUTION_A = `exe_${'a'.repeat(32)}`;
+export const EXECUTION_B = `exe_${'b'.repeat(32)}`;
+
+export function admissionRejected(second: number, reason = 'target_not_selectable', fields: string[] = ['target_id']): string {
+  return jsonLine(second, 'executor_admission_rejected', {
+    route: 'create_execution',
+    route_version: 2,
+    status: 400,
+    code: 'invalid_request',
+    reason_code: reason,
+    fields,
+  });
+}
+
+export interface LogsDocument {
+  readonly ok: boolean;
+  readonly result: {
+    readonly profile: string;
+    readonly component: string;
+    readonly execution_id: string | null;
+    readonly log_files: number;
+    readonly lines: { component: string; line: string; parsed?: Record<string, unknown> }[];
+    readonly admission_rejections: Record<string, unknown>[] | null;
+  };
+  readonly error?: { kind: string; code: string; message: string };
+}

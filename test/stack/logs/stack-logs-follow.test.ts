@@ -1,0 +1,86 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BIN, removeDir } from '../../support/cli.js';
+import { EXECUTION_A, EXECUTION_B, jsonLine, makeProfileHome, writeLog, type ProfileHome } from './log-fixtures.js';
+
+const WRITER = fileURLToPath(new URL('./rotating-writer.mjs', import.meta.url));
+
+interface Running {
+  readonly child: ChildProcess;
+  readonly stderr: () => string;
+  readonly exit: Promise<number | null>;
+}
+
+function start(args: readonly string[], env: Record<string, string>): Running {
+  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exit = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => {
+      resolve(code);
+    });
+  });
+  return { child, stderr: () => stderr, exit };
+}
+
+async function until(what: string, condition: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The `seq` of every writer line in a follower's output, in order of appearance. */
+function sequence(stderr: string): number[] {
+  return stderr.split('\n').flatMap((line) => {
+    const json = line.slice(line.indexOf('{'));
+    if (!json.includes('"writer_line"')) return [];
+    return [(JSON.parse(json) as { seq: number }).seq];
+  });
+}
+
+const running: Running[] = [];
+let home: ProfileHome | undefined;
+afterEach(async () => {
+  for (const process of running.splice(0)) process.child.kill('SIGKILL');
+  if (home !== undefined) await removeDir(home.home);
+  home = undefined;
+});
+
+describe('lexec stack logs --follow', () => {
+  it('prints every line a rotating writer appends exactly once, in order, across rotations and split writes, until SIGINT', async () => {
+    home = await makeProfileHome();
+    await writeLog(home.logsDir, 'executor', 0, [jsonLine(1, 'before-1'), jsonLine(2, 'before-2'), jsonLine(3, 'before-3')]);
+    const plain = start([BIN, 'stack', 'logs', '--component', 'executor', '--lines', '2', '--follow'], home.env);
+    const filtered = start([BIN, 'stack', 'logs', '--component', 'all', '--execution-id', EXECUTION_A, '--follow', '--color', 'always'], home.env);
+    running.push(plain, filtered);
+    for (const follower of [plain, filtered]) await until('the follower to start', () => follower.stderr().includes('Following (Ctrl-C to stop)'));
+    expect(plain.stderr()).not.toContain('before-1');
+    expect(plain.stderr()).toContain('"event":"before-2"');
+
+    const writer = start([WRITER, home.logsDir, 'executor', EXECUTION_A, EXECUTION_B], {});
+    running.push(writer);
+    expect(await writer.exit).toBe(0);
+    const all = Array.from({ length: 80 }, (_, index) => index + 1);
+    await until('every line at the plain follower', () => sequence(plain.stderr()).length >= 80);
+    await until('every even line at the filtered follower', () => sequence(filtered.stderr()).length >= 40);
+
+    for (const follower of [plain, filtered]) follower.child.kill('SIGINT');
+    expect(await plain.exit).toBe(0);
+    expect(await filtered.exit).toBe(0);
+    expect(sequence(plain.stderr())).toEqual(all);
+    expect(sequence(filtered.stderr())).toEqual(all.filter((seq) => seq % 2 === 0));
+    expect(plain.stderr().trimEnd().endsWith('Stopped following.')).toBe(true);
+    // Under `all` each line carries its component prefix; the payload after it has no escape.
+    const filteredLines = filtered.stderr().split('\n').filter((line) => line.includes('"writer_line"'));
+    for (const line of filteredLines) {
+      expect(line).toContain('executor');
+      expect(line.slice(line.indexOf('{'))).not.toContain('\u001b');
+    }
+  }, 120_000);
+});
