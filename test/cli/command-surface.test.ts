@@ -42,9 +42,9 @@ describe('command surface', () => {
     options: options.options,
     default: undefined,
   });
-  /** Server-bound ledger verbs: --url and --token-file, plus their own flags, sorted by name with the global ones. */
+  /** Server-bound ledger verbs: --profile, or --url and --token-file (manual mode), plus their own flags, sorted by name with the global ones. */
   const ledgerVerb = (...own: ReturnType<typeof flag>[]) =>
-    [...global, flag('url', { required: true }), flag('token-file', { required: true }), ...own].sort((a, b) => a.name.localeCompare(b.name));
+    [...global, flag('profile'), flag('url'), flag('token-file'), ...own].sort((a, b) => a.name.localeCompare(b.name));
   const statuses = ['requested', 'approved', 'denied', 'claimed', 'settled', 'released', 'expired'];
 
   it('lists exactly these commands and flags', () => {
