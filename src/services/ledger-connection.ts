@@ -4,7 +4,7 @@ import { capabilityKind } from '../credentials/capability.js';
 import { readPrivateFile } from '../credentials/private-file.js';
 import { UsageError, UserError } from '../errors.js';
 import { createLedgerClient, type LedgerClient } from '../ledger/ledger-client.js';
-import { chooseLedgerTarget, readHandoffCredential, type ServerTargetRequest } from './server-target.js';
+import { chooseLedgerTarget, readHandoffCredential, type ActiveStack, type ServerTargetRequest } from './server-target.js';
 
 /**
  * What a server-bound ledger command was told about its ledger: the selected profile (its
@@ -74,8 +74,13 @@ export async function connectLedger(target: LedgerTarget, role: LedgerRole): Pro
     const token = await readLedgerToken(choice.tokenFile);
     return createLedgerClient({ url, token });
   }
-  const token = await readHandoffCredential(choice.stack, role);
-  return withStackHints(createLedgerClient({ url: ledgerBaseUrl(choice.stack.handoff.ledger.endpoint), token }), choice.stack.paths.name);
+  return connectStackLedger(choice.stack, role);
+}
+
+/** A client of a running stack's ledger, presenting the handoff's credential for `role`. */
+export async function connectStackLedger(stack: ActiveStack, role: LedgerRole): Promise<LedgerClient> {
+  const token = await readHandoffCredential(stack, role);
+  return withStackHints(createLedgerClient({ url: ledgerBaseUrl(stack.handoff.ledger.endpoint), token }), stack.paths.name);
 }
 
 /** Replaces next steps that talk about --url / --token-file with ones about the profile's stack. */

@@ -96,6 +96,18 @@ describe('command surface', () => {
         { name: 'port', type: 'option', required: false, options: undefined, default: '0' },
         { name: 'submissions-log', type: 'option', required: false, options: undefined, default: undefined },
       ],
+      run: [
+        flag('authorization'),
+        global[0],
+        { name: 'count', type: 'option', required: false, options: undefined, default: '1' },
+        global[1],
+        { name: 'no-wait', type: 'boolean', required: false, options: undefined, default: undefined },
+        { name: 'out', type: 'option', required: false, options: undefined, default: './lexec-output' },
+        flag('profile'),
+        flag('size', { options: ['square_hd', 'square', 'portrait_4_3', 'portrait_16_9', 'landscape_4_3', 'landscape_16_9'] }),
+        flag('target'),
+        { name: 'timeout', type: 'option', required: false, options: undefined, default: '900' },
+      ],
       version: global,
     });
   });
@@ -118,6 +130,7 @@ describe('command surface', () => {
       'ledger:authorizations:approve': tokenId,
       'ledger:authorizations:deny': tokenId,
       'ledger:authorizations:show': tokenId,
+      run: [{ name: 'prompt', required: true }],
     });
   });
 });
