@@ -239,3 +239,30 @@ describe('lexec run and an executor that refuses (a relay in front of the real e
     expect(latest?.status).toBe('approved');
   });
 });
+
+describe('lexec run when the provider misbehaves (sandbox faults)', () => {
+  it('fewer images delivered than asked: the spend printed is the exact settled amount, not the quote', async () => {
+    await stack.sandbox.setFaults([{ kind: 'fewer_images', omit: 1, times: 1 }]);
+    const result = ok(await lexec(['run', 'two swans', '--count', '2', '--out', 'fewer', '--json']));
+    expect(result.authorization.amount_units).toBe('6000');
+    expect(result.spent).toMatchObject({ amount_units: '3000', display: '0.003000 USD' });
+    expect(result.files).toHaveLength(1);
+    const settled = (await authorizations()).find((authorization) => authorization.token_id === result.authorization.token_id);
+    expect(settled?.settlement?.amount_units).toBe('3000');
+  });
+
+  it('billing ambiguous: the run ends with exit 1, execution_in_reconciliation and the reason; nothing is saved', async () => {
+    await stack.sandbox.setFaults([{ kind: 'complete_with_error', times: 1 }]);
+    const error = failure(await lexec(['run', 'a mirage', '--out', 'ambiguous', '--json']), 1, 'execution_in_reconciliation');
+    expect(error.message).toContain('billing_ambiguous');
+    await expect(readdir(join(work, 'ambiguous'))).rejects.toThrow();
+  });
+
+  it('a submission that provably never reached the provider: exit 1, execution_failed, the authorization released', async () => {
+    await stack.sandbox.stop();
+    const error = failure(await lexec(['run', 'an empty sky', '--json']), 1, 'execution_failed');
+    expect(error.message).toContain('nothing was spent');
+    const [latest] = await authorizations();
+    expect(latest).toMatchObject({ status: 'released', settlement: null });
+  });
+});
