@@ -1,13 +1,11 @@
-import { mkdir } from 'node:fs/promises';
 import { formatUnits } from '../cli/format-amount.js';
 import { plain } from '../cli/render-ledger.js';
-import { UNITS_SCALE } from '../domain/money.js';
 import { ExitCode, UserError } from '../errors.js';
-import { createExecutorClient, type ExecutionView, type ExecutorClient } from '../executor/executor-client.js';
+import { createExecutorClient, type ExecutionView } from '../executor/executor-client.js';
 import type { LedgerClient } from '../ledger/ledger-client.js';
 import type { LedgerAuthorization } from '../ledger/ledger-client-schemas.js';
 import { chooseTarget, quoteRun, type RunQuote } from '../run/quote-run.js';
-import { saveArtifact, type SavedFile } from '../run/save-artifact.js';
+import { collectExecution, followExecution, type RunProgress, type Spent } from '../run/finish-execution.js';
 import { connectStackLedger } from './ledger-connection.js';
 import { activeStack, readHandoffCredential } from './server-target.js';
 
@@ -41,13 +39,7 @@ export interface RunRequest {
   readonly progress: (event: RunProgress) => void;
 }
 
-export type RunProgress =
-  | { readonly kind: 'quoted'; readonly target_id: string; readonly label: string | null; readonly image_size: string; readonly image_count: number; readonly amount_units: bigint }
-  | { readonly kind: 'authorization'; readonly token_id: string; readonly status: string; readonly amount_units: bigint; readonly reused: boolean }
-  | { readonly kind: 'approval_needed'; readonly token_id: string; readonly approve_command: string; readonly deny_command: string; readonly expires_at: string; readonly waiting: boolean }
-  | { readonly kind: 'executor_not_ready' }
-  | { readonly kind: 'execution'; readonly execution_id: string; readonly state: string; readonly phase: string | null }
-  | { readonly kind: 'saved'; readonly file: SavedFile };
+export type { RunProgress };
 
 export interface RunResult {
   readonly profile: string;
@@ -55,7 +47,7 @@ export interface RunResult {
   /** The command that approves the authorization while it awaits a human; null otherwise. */
   readonly approve_command: string | null;
   readonly execution: { readonly execution_id: string; readonly state: string } | null;
-  readonly spent: { readonly amount_units: bigint; readonly units_scale: number; readonly currency: string; readonly display: string } | null;
+  readonly spent: Spent | null;
   readonly out_dir: string;
   readonly files: readonly { readonly path: string; readonly bytes: number; readonly sha256: string }[];
 }
@@ -84,7 +76,6 @@ const APPROVAL_POLL_MS = 1_000;
 const NOT_READY_RETRY_MS = 1_000;
 /** How long a 503 not_ready admission is retried ("briefly"): readiness grace is 30 s. */
 const NOT_READY_WINDOW_MS = 45_000;
-const TERMINAL = new Set(['succeeded', 'failed', 'reconciliation']);
 
 /** Where a run stands, for what an interruption or a timeout leaves behind. */
 type Stage =
@@ -170,57 +161,73 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     files: [],
   });
 
-  if (authorization.status === 'requested') {
-    request.progress({
-      kind: 'approval_needed',
-      token_id: authorization.token_id,
-      approve_command: approveCommand(authorization.token_id, profile),
-      deny_command: `lexec ledger authorizations deny ${authorization.token_id} --profile ${profile}`,
-      expires_at: authorization.expires_at,
-      waiting: request.wait,
-    });
-    if (!request.wait) return pending('requested');
-    while (authorization.status === 'requested') {
-      await pause(APPROVAL_POLL_MS);
-      authorization = await ledger.showAuthorization(authorization.token_id);
-    }
-    request.progress({ kind: 'authorization', token_id: authorization.token_id, status: authorization.status, amount_units: authorization.amount_units, reused: false });
-  }
-  refuseUnusable(authorization);
-  stage = { at: 'approved', tokenId: authorization.token_id };
-  checkpoint();
-
-  const body = {
-    schema_version: 2,
-    spend_auth_token_id: authorization.token_id,
-    input: { prompt: request.prompt, image_count: quote.imageCount, image_size: quote.imageSize },
-    input_schema_version: 1,
-    target_id: quote.target.target_id,
-  };
-  const admit = async (): Promise<ExecutionView> => {
-    const until = Math.min(deadline, deps.now() + NOT_READY_WINDOW_MS);
-    for (let told = false; ; ) {
-      try {
-        return (await executor.submit(body)).execution;
-      } catch (error) {
-        // A 503 not_ready is retryable: the identical request reuses what was created.
-        if (!(error instanceof UserError) || error.code !== 'executor_not_ready' || deps.now() >= until) throw error;
-        if (!told) request.progress({ kind: 'executor_not_ready' });
-        told = true;
-        await pause(NOT_READY_RETRY_MS);
+  // From here on an authorization exists: a transient failure must say what stays behind.
+  const proceed = async (): Promise<RunResult> => {
+    if (authorization.status === 'requested') {
+      request.progress({
+        kind: 'approval_needed',
+        token_id: authorization.token_id,
+        approve_command: approveCommand(authorization.token_id, profile),
+        deny_command: `lexec ledger authorizations deny ${authorization.token_id} --profile ${profile}`,
+        expires_at: authorization.expires_at,
+        waiting: request.wait,
+      });
+      if (!request.wait) return pending('requested');
+      while (authorization.status === 'requested') {
+        await pause(APPROVAL_POLL_MS);
+        authorization = await ledger.showAuthorization(authorization.token_id);
       }
+      request.progress({ kind: 'authorization', token_id: authorization.token_id, status: authorization.status, amount_units: authorization.amount_units, reused: false });
     }
+    refuseUnusable(authorization);
+    stage = { at: 'approved', tokenId: authorization.token_id };
+    checkpoint();
+
+    const body = {
+      schema_version: 2,
+      spend_auth_token_id: authorization.token_id,
+      input: { prompt: request.prompt, image_count: quote.imageCount, image_size: quote.imageSize },
+      input_schema_version: 1,
+      target_id: quote.target.target_id,
+    };
+    const admit = async (): Promise<ExecutionView> => {
+      const until = Math.min(deadline, deps.now() + NOT_READY_WINDOW_MS);
+      for (let told = false; ; ) {
+        try {
+          return (await executor.submit(body)).execution;
+        } catch (error) {
+          // A 503 not_ready is retryable: the identical request reuses what was created.
+          if (!(error instanceof UserError) || error.code !== 'executor_not_ready' || deps.now() >= until) throw error;
+          if (!told) request.progress({ kind: 'executor_not_ready' });
+          told = true;
+          await pause(NOT_READY_RETRY_MS);
+        }
+      }
+    };
+    let execution = await admit();
+    stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };
+    execution = await followExecution(executor, execution, { progress: request.progress, pause, admit });
+    const settled = await collectExecution(executor, execution, { outDir: request.outDir, progress: request.progress, checkpoint });
+    const final = await ledger.showAuthorization(authorization.token_id);
+    return {
+      ...pending(final.status, { execution_id: execution.execution_id, state: execution.state }),
+      spent: settled.spent,
+      files: settled.files.map(({ path, bytes, sha256 }) => ({ path, bytes, sha256 })),
+    };
   };
-  let execution = await admit();
-  stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };
-  execution = await follow(executor, execution, request, pause, admit);
-  const settled = await settledRun(executor, execution, request, checkpoint);
-  const final = await ledger.showAuthorization(authorization.token_id);
-  return {
-    ...pending(final.status, { execution_id: execution.execution_id, state: execution.state }),
-    spent: settled.spent,
-    files: settled.files.map(({ path, bytes, sha256 }) => ({ path, bytes, sha256 })),
-  };
+  try {
+    return await proceed();
+  } catch (error) {
+    throw withWhatStays(error, leftBehind(stage, profile));
+  }
+}
+
+/** Failures that leave the run's authorization or execution in place get what stays and how to continue. */
+const TRANSIENT = new Set(['executor_unreachable', 'executor_not_ready', 'executor_server_error', 'executor_bad_response', 'ledger_unreachable', 'ledger_server_error']);
+
+function withWhatStays(error: unknown, left: { what: string; next: string }): unknown {
+  if (!(error instanceof UserError) || !TRANSIENT.has(error.code)) return error;
+  return new UserError(error.code, `${error.message} ${left.what}`, { nextStep: `${error.nextStep} Then ${left.next.charAt(0).toLowerCase()}${left.next.slice(1)}`, issues: error.issues, exitCode: error.exitCode });
 }
 
 async function obtainAuthorization(ledger: LedgerClient, request: RunRequest, quote: RunQuote): Promise<LedgerAuthorization> {
@@ -251,61 +258,4 @@ function refuseUnusable(authorization: LedgerAuthorization): void {
   if (authorization.status === 'released') {
     throw new UserError('authorization_released', `Authorization ${authorization.token_id} was released (${plain(authorization.release?.reason ?? 'unused')}); nothing was charged on it.`, { nextStep: again });
   }
-}
-
-/** Polls the execution until it is terminal, reporting each change of state or phase. */
-async function follow(
-  executor: ExecutorClient,
-  admitted: ExecutionView,
-  request: RunRequest,
-  pause: (ms: number) => Promise<void>,
-  admit: () => Promise<ExecutionView>,
-): Promise<ExecutionView> {
-  let execution = admitted;
-  let shown = '';
-  for (let interval = 250; ; interval = Math.min(1_000, Math.round(interval * 1.5))) {
-    const now = `${execution.state}/${execution.phase ?? ''}`;
-    if (now !== shown) request.progress({ kind: 'execution', execution_id: execution.execution_id, state: execution.state, phase: execution.phase });
-    shown = now;
-    if (TERMINAL.has(execution.state)) return execution;
-    await pause(interval);
-    // A pending execution was not scheduled (a race with readiness): the identical request schedules it.
-    execution = execution.state === 'pending' ? await admit() : await executor.execution(execution.execution_id);
-  }
-}
-
-/** A terminal execution: the images saved and the exact spend, or the reason there are none. */
-async function settledRun(
-  executor: ExecutorClient,
-  execution: ExecutionView,
-  request: RunRequest,
-  checkpoint: () => void,
-): Promise<{ spent: RunResult['spent']; files: SavedFile[] }> {
-  const id = execution.execution_id;
-  const reason = execution.state_reason ?? 'no reason given';
-  if (execution.state === 'failed') {
-    throw new UserError('execution_failed', `Execution ${id} failed before any charge (${reason}); its authorization was released and nothing was spent.`, {
-      nextStep: `Run \`lexec run\` again to try once more; \`lexec stack logs --component executor --execution-id ${id}\` shows what happened.`,
-    });
-  }
-  if (execution.state === 'reconciliation') {
-    throw new UserError('execution_in_reconciliation', `Execution ${id} needs a human: ${reason}. ${execution.recommended_action.description}`, {
-      nextStep: 'Nothing is retried automatically; resolve it on the executor\'s reconciliation route (docs/executions.md "Resolving a reconciliation").',
-    });
-  }
-  const receipt = execution.receipt;
-  if (receipt === null) {
-    throw new UserError('executor_bad_response', `The executor reports execution ${id} succeeded without a receipt.`, { nextStep: 'Check that the executor and this CLI are the same version.' });
-  }
-  await mkdir(request.outDir, { recursive: true });
-  const files: SavedFile[] = [];
-  const artifacts = (await executor.artifacts(id)).sort((a, b) => a.ordinal - b.ordinal);
-  for (const artifact of artifacts) {
-    checkpoint();
-    const file = await saveArtifact(request.outDir, id, artifact, () => executor.content(id, artifact));
-    files.push(file);
-    request.progress({ kind: 'saved', file });
-  }
-  const spent = { amount_units: receipt.amount_units, units_scale: UNITS_SCALE, currency: receipt.currency, display: formatUnits(receipt.amount_units, receipt.currency) };
-  return { spent, files };
 }
