@@ -144,6 +144,14 @@ describe('server-bound ledger verbs on a profile with a running stack', () => {
     expect(agents.agents.map((agent) => agent.name)).toEqual(['local']);
   });
 
+  it('lexec run goes through the same handoff and ignores the same variables', async () => {
+    const out = join(stack.home, 'run-out');
+    const run = await lexec(['run', 'a beacon', '--out', out, '--json'], ambient());
+    const ran = result(run) as { execution: { state: string }; files: unknown[] };
+    expect(ran.execution.state).toBe('succeeded');
+    expect(ran.files).toHaveLength(1);
+  }, 60_000);
+
   it('--url selects manual mode: the stack reached by hand with its admin token file', async () => {
     const agents = result(
       await lexec(['ledger', 'agents', 'list', '--url', stack.ledgerUrl, '--token-file', stack.paths.ledgerAdminCapability, '--json'], ambient()),
@@ -166,6 +174,7 @@ describe('a selected profile without a valid active handoff fails instead of rea
     await strayProfile('idle', null);
     const error = failure(await lexec(['ledger', 'agents', 'list', '--profile', 'idle', '--json'], ambient()), 1, 'stack_not_running');
     expect(error.next_step).toContain('lexec stack start --profile idle');
+    failure(await lexec(['run', 'a decoy', '--profile', 'idle', '--json'], ambient()), 1, 'stack_not_running');
   });
 
   it('a profile that does not exist: profile_not_found', async () => {
@@ -197,6 +206,7 @@ describe('a selected profile without a valid active handoff fails instead of rea
     await strayProfile('foreign', { supervisorPid: process.pid, lockPid: sleeper() });
     const error = failure(await lexec(['ledger', 'authorizations', 'request', '--amount-units', '1', '--profile', 'foreign', '--json']), 1, 'handoff_missing');
     expect(error.message).toContain(String(process.pid));
+    failure(await lexec(['run', 'a decoy', '--profile', 'foreign', '--json']), 1, 'handoff_missing');
   });
 
   it('a running supervisor that has not published a handoff yet: handoff_missing', async () => {
@@ -211,6 +221,18 @@ describe('a selected profile without a valid active handoff fails instead of rea
     const text = await readFile(paths.handoffFile, 'utf8');
     await writeFile(paths.handoffFile, text.replace('"handoff_version": 1', '"handoff_version": 7'));
     failure(await lexec(['ledger', 'agents', 'list', '--profile', 'damaged', '--json']), 1, 'handoff_invalid');
+  });
+});
+
+describe('a handoff credential of the wrong kind', () => {
+  it('is refused before anything is sent (handoff_credential_invalid), naming the file, never its content', async () => {
+    await writeHandoff(stack.paths, { ...stack.handoff, credentials: { ...stack.handoff.credentials, admin: stack.handoff.credentials.agent } });
+    try {
+      const error = failure(await lexec(['ledger', 'agents', 'list', '--json']), 1, 'handoff_credential_invalid');
+      expect(error.message).toContain(stack.handoff.credentials.agent);
+    } finally {
+      await writeHandoff(stack.paths, stack.handoff);
+    }
   });
 });
 
