@@ -108,6 +108,13 @@ describe('command surface', () => {
         flag('target'),
         { name: 'timeout', type: 'option', required: false, options: undefined, default: '900' },
       ],
+      // The launcher foundation's commands (added here by the run helper so the surface is complete).
+      'stack:activate': [global[0], flag('generation', { required: true }), global[1], flag('profile')],
+      'stack:generations': [global[0], global[1], flag('profile')],
+      'stack:profiles': [global[0], global[1], flag('profile')],
+      'stack:render': [global[0], global[1], flag('profile')],
+      'stack:rollback': [global[0], flag('generation', { required: true }), global[1], flag('profile')],
+      'stack:select': global,
       version: global,
     });
   });
@@ -131,6 +138,7 @@ describe('command surface', () => {
       'ledger:authorizations:deny': tokenId,
       'ledger:authorizations:show': tokenId,
       run: [{ name: 'prompt', required: true }],
+      'stack:select': [{ name: 'name', required: true }],
     });
   });
 });
