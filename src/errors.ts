@@ -14,6 +14,8 @@ export const ExitCode = {
   readinessTimeout: 4,
   profileLocked: 5,
   bug: 70,
+  /** Stopped by Ctrl-C (SIGINT) at a safe point; the shell convention 128 + 2. */
+  interrupted: 130,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 

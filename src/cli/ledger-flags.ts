@@ -1,19 +1,27 @@
 import { Flags } from '@oclif/core';
+import type { LedgerTarget } from '../services/ledger-connection.js';
+import { profileFlags } from './profile-flags.js';
 
 /**
- * The flags of every server-bound ledger command: an explicit base URL and the absolute path of
- * a private capability file ("manual mode"; a later launcher issue adds profile handoff). There
- * is deliberately no flag or environment variable that takes the capability itself.
+ * The flags of every server-bound ledger command. Without `--url` the command uses the selected
+ * profile's running stack (`--profile`, else `lexec stack select`, else "sandbox"): its handoff
+ * names the ledger and the credential file to present. `--url` opts into manual mode, which needs
+ * `--token-file`. There is deliberately no flag or environment variable that takes the
+ * capability itself. Resolution: src/services/server-target.ts.
  */
 export const ledgerTargetFlags = {
-  url: Flags.string({ required: true, summary: 'Base URL of the ledger, e.g. http://127.0.0.1:7400 (plain http only on loopback).' }),
+  ...profileFlags,
+  url: Flags.string({
+    summary: 'Manual mode: base URL of a ledger, e.g. http://127.0.0.1:7400 (plain http only on loopback); needs --token-file. Default: the profile\'s running stack.',
+    helpGroup: 'GLOBAL',
+  }),
   'token-file': Flags.string({
-    required: true,
-    summary: 'Absolute path of a private (0600) file holding the capability to present.',
+    summary: 'Manual mode (with --url): absolute path of a private (0600) file holding the capability to present.',
+    helpGroup: 'GLOBAL',
   }),
 };
 
-/** The service-side view of the two flags. */
-export function ledgerTarget(flags: { url: string; 'token-file': string }): { url: string; tokenFile: string } {
-  return { url: flags.url, tokenFile: flags['token-file'] };
+/** The service-side view of the flags. */
+export function ledgerTarget(flags: { profile?: string | undefined; url?: string | undefined; 'token-file'?: string | undefined }): LedgerTarget {
+  return { env: process.env, profile: flags.profile, url: flags.url, tokenFile: flags['token-file'] };
 }

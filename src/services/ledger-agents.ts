@@ -24,7 +24,7 @@ export interface ListAgentsResult {
  * file is written before the agent is added, so a bad path changes nothing at the ledger.
  */
 export async function addLedgerAgent(request: AddAgentRequest): Promise<AddAgentResult> {
-  const client = await connectLedger(request.target);
+  const client = await connectLedger(request.target, 'admin');
   const pending = request.credentialFile === null ? null : await writePendingCredential(request.credentialFile, 'agent');
   let agent: LedgerAgent;
   try {
@@ -49,6 +49,6 @@ export async function addLedgerAgent(request: AddAgentRequest): Promise<AddAgent
 
 /** `ledger agents list` (admin token). */
 export async function listLedgerAgents(target: LedgerTarget): Promise<ListAgentsResult> {
-  const client = await connectLedger(target);
+  const client = await connectLedger(target, 'admin');
   return { agents: await client.listAgents() };
 }

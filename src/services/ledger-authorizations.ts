@@ -16,7 +16,7 @@ export async function requestLedgerAuthorization(request: {
   readonly amountUnits: bigint;
   readonly purpose?: string | undefined;
 }): Promise<AuthorizationResult> {
-  const client = await connectLedger(request.target);
+  const client = await connectLedger(request.target, 'agent');
   return { authorization: await client.requestAuthorization({ amountUnits: request.amountUnits, purpose: request.purpose }) };
 }
 
@@ -27,13 +27,13 @@ export async function listLedgerAuthorizations(request: {
   readonly status?: AuthorizationStatus | undefined;
   readonly limit?: number | undefined;
 }): Promise<AuthorizationListResult> {
-  const client = await connectLedger(request.target);
+  const client = await connectLedger(request.target, 'admin');
   return { authorizations: await client.listAuthorizations({ agentId: request.agentId, status: request.status, limit: request.limit }) };
 }
 
 /** `ledger authorizations show` (admin, approver or the owning agent's token). */
 export async function showLedgerAuthorization(request: { readonly target: LedgerTarget; readonly tokenId: string }): Promise<AuthorizationResult> {
-  const client = await connectLedger(request.target);
+  const client = await connectLedger(request.target, 'admin');
   return { authorization: await client.showAuthorization(request.tokenId) };
 }
 
@@ -44,6 +44,6 @@ export async function decideLedgerAuthorization(request: {
   readonly decision: 'approve' | 'deny';
   readonly reason?: string | undefined;
 }): Promise<AuthorizationResult> {
-  const client = await connectLedger(request.target);
+  const client = await connectLedger(request.target, 'approver');
   return { authorization: await client.decideAuthorization(request.tokenId, request.decision, request.reason) };
 }

@@ -97,7 +97,7 @@ export async function createLedgerCredential(request: CreateCredentialRequest): 
       nextStep: 'An agent credential belongs to one agent (--agent-id agt_…); approver, executor and reconciliation credentials belong to none.',
     });
   }
-  const client = await connectLedger(request.target);
+  const client = await connectLedger(request.target, 'admin');
   const pending = await writePendingCredential(request.credentialFile, request.kind);
   return { credential: await registerPendingCredential(client, pending, request.agentId) };
 }

@@ -21,7 +21,7 @@ export interface PolicyInitResult {
 
 /** `ledger policy show` (admin token); with an export path, also writes it as a policy file. */
 export async function showLedgerPolicy(request: { readonly target: LedgerTarget; readonly agentId: string; readonly exportTo: string | null }): Promise<PolicyShowResult> {
-  const client = await connectLedger(request.target);
+  const client = await connectLedger(request.target, 'admin');
   const policy = await client.policy(request.agentId);
   if (request.exportTo !== null) await writePolicyFile(request.exportTo, policy);
   return { policy, exported_to: request.exportTo };
@@ -32,7 +32,7 @@ export async function showLedgerPolicy(request: { readonly target: LedgerTarget;
  * so a mistake is reported with every field path; then it replaces the agent's policy.
  */
 export async function setLedgerPolicy(request: { readonly target: LedgerTarget; readonly agentId: string; readonly file: string }): Promise<PolicySetResult> {
-  const client = await connectLedger(request.target);
+  const client = await connectLedger(request.target, 'admin');
   const policy = await readPolicyFile(request.file);
   return { policy: await client.setPolicy(request.agentId, policy), policy_file: request.file };
 }

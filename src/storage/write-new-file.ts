@@ -16,13 +16,13 @@ function errorCode(error: unknown): string | undefined {
  * policy — is never replaced, even by a concurrent writer; and a crash never leaves a partial
  * file at `path`. The directory must exist (callers decide how private it must be).
  */
-export async function writeNewFile(path: string, content: string, mode: number): Promise<NewFileOutcome> {
+export async function writeNewFile(path: string, content: string | Uint8Array, mode: number): Promise<NewFileOutcome> {
   const dir = dirname(path);
   const temporary = join(dir, `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
   const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   try {
     try {
-      await handle.writeFile(content, 'utf8');
+      await handle.writeFile(content);
       await handle.sync();
     } finally {
       await handle.close();

@@ -42,9 +42,9 @@ describe('command surface', () => {
     options: options.options,
     default: undefined,
   });
-  /** Server-bound ledger verbs: --url and --token-file, plus their own flags, sorted by name with the global ones. */
+  /** Server-bound ledger verbs: --profile, or --url and --token-file (manual mode), plus their own flags, sorted by name with the global ones. */
   const ledgerVerb = (...own: ReturnType<typeof flag>[]) =>
-    [...global, flag('url', { required: true }), flag('token-file', { required: true }), ...own].sort((a, b) => a.name.localeCompare(b.name));
+    [...global, flag('profile'), flag('url'), flag('token-file'), ...own].sort((a, b) => a.name.localeCompare(b.name));
   const statuses = ['requested', 'approved', 'denied', 'claimed', 'settled', 'released', 'expired'];
 
   it('lists exactly these commands and flags', () => {
@@ -96,10 +96,32 @@ describe('command surface', () => {
         { name: 'port', type: 'option', required: false, options: undefined, default: '0' },
         { name: 'submissions-log', type: 'option', required: false, options: undefined, default: undefined },
       ],
+      run: [
+        flag('authorization'),
+        global[0],
+        { name: 'count', type: 'option', required: false, options: undefined, default: '1' },
+        global[1],
+        { name: 'no-wait', type: 'boolean', required: false, options: undefined, default: undefined },
+        { name: 'out', type: 'option', required: false, options: undefined, default: './lexec-output' },
+        flag('profile'),
+        flag('size', { options: ['square_hd', 'square', 'portrait_4_3', 'portrait_16_9', 'landscape_4_3', 'landscape_16_9'] }),
+        flag('target'),
+        { name: 'timeout', type: 'option', required: false, options: undefined, default: '900' },
+      ],
       // Launcher: every stack command takes the global --profile.
       'stack:activate': [global[0], flag('generation', { required: true }), global[1], flag('profile')],
+      'stack:catalog': [...global, flag('profile')],
       'stack:doctor': [...global, flag('profile')],
       'stack:generations': [...global, flag('profile')],
+      'stack:logs': [
+        global[0],
+        { name: 'component', type: 'option', required: false, options: ['ledger', 'executor', 'sandbox', 'supervisor', 'all'], default: 'all' },
+        flag('execution-id'),
+        { name: 'follow', type: 'boolean', required: false, options: undefined, default: false },
+        global[1],
+        { name: 'lines', type: 'option', required: false, options: undefined, default: '100' },
+        flag('profile'),
+      ],
       'stack:profiles': [...global, flag('profile')],
       'stack:render': [...global, flag('profile')],
       'stack:rollback': [global[0], flag('generation', { required: true }), global[1], flag('profile')],
@@ -126,6 +148,7 @@ describe('command surface', () => {
       'ledger:authorizations:approve': tokenId,
       'ledger:authorizations:deny': tokenId,
       'ledger:authorizations:show': tokenId,
+      run: [{ name: 'prompt', required: true }],
       'stack:select': [{ name: 'name', required: true }],
     });
   });

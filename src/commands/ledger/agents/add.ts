@@ -10,6 +10,7 @@ export default class LedgerAgentsAdd extends LexecCommand<AddAgentResult> {
   static override description =
     "The agent starts with the ledger's default spend policy. With --credential-file, lexec generates the agent's capability, writes it to that file (0600 in a 0700 directory; an existing file is never replaced) and registers only its SHA-256 digest. The capability is never printed.";
   static override examples = [
+    '<%= config.bin %> <%= command.id %> --name image-bot --credential-file /home/me/.lexec/credentials/image-bot.capability',
     '<%= config.bin %> <%= command.id %> --url http://127.0.0.1:7400 --token-file /var/lib/lexec/ledger-credentials/admin.capability --name image-bot --credential-file /home/me/.lexec/credentials/image-bot.capability',
   ];
   static override flags = {

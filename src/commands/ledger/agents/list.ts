@@ -6,7 +6,11 @@ import { listLedgerAgents, type ListAgentsResult } from '../../../services/ledge
 
 export default class LedgerAgentsList extends LexecCommand<ListAgentsResult> {
   static override summary = "List the ledger's agents (admin token).";
-  static override examples = ['<%= config.bin %> <%= command.id %> --url http://127.0.0.1:7400 --token-file /var/lib/lexec/ledger-credentials/admin.capability --json'];
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> --json',
+    '<%= config.bin %> <%= command.id %> --profile live',
+    '<%= config.bin %> <%= command.id %> --url http://127.0.0.1:7400 --token-file /var/lib/lexec/ledger-credentials/admin.capability --json',
+  ];
   static override flags = { ...ledgerTargetFlags };
 
   protected override async execute(): Promise<ListAgentsResult> {

@@ -9,7 +9,10 @@ import { decideLedgerAuthorization, type AuthorizationResult } from '../../../se
 export default class LedgerAuthorizationsDeny extends LexecCommand<AuthorizationResult> {
   static override summary = 'Deny a requested spend authorization (approver token).';
   static override description = 'Only a requested authorization can be decided; deciding it the same way again changes nothing, the opposite way is a conflict.';
-  static override examples = ['<%= config.bin %> <%= command.id %> 0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10 --reason "within budget" --url http://127.0.0.1:7400 --token-file /home/me/.lexec/credentials/approver.capability'];
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> 0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10 --reason "not this week" --profile sandbox',
+    '<%= config.bin %> <%= command.id %> 0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10 --reason "within budget" --url http://127.0.0.1:7400 --token-file /home/me/.lexec/credentials/approver.capability',
+  ];
   static override args = { token_id: Args.string({ required: true, description: 'Token id of the spend authorization (a UUID).' }) };
   static override flags = {
     ...ledgerTargetFlags,

@@ -10,6 +10,7 @@ import { listLedgerAuthorizations, type AuthorizationListResult } from '../../..
 export default class LedgerAuthorizationsList extends LexecCommand<AuthorizationListResult> {
   static override summary = 'List spend authorizations, newest first (admin token).';
   static override examples = [
+    '<%= config.bin %> <%= command.id %> --status requested',
     '<%= config.bin %> <%= command.id %> --url http://127.0.0.1:7400 --token-file /var/lib/lexec/ledger-credentials/admin.capability --status requested',
   ];
   static override flags = {

@@ -11,6 +11,7 @@ export default class LedgerAuthorizationsRequest extends LexecCommand<Authorizat
   static override description =
     "Amounts are exact micro-units of USD (units_scale 6): 1 USD = 1000000. The agent's spend policy approves it at once up to the approval threshold, leaves it for an approver above it, and refuses it above a cap.";
   static override examples = [
+    '<%= config.bin %> <%= command.id %> --amount-units 2500000 --purpose "poster draft"',
     '<%= config.bin %> <%= command.id %> --url http://127.0.0.1:7400 --token-file /home/me/.lexec/credentials/image-bot.capability --amount-units 2500000 --purpose "poster draft"',
   ];
   static override flags = {

@@ -11,6 +11,7 @@ export default class LedgerCredentialsCreate extends LexecCommand<CreateCredenti
   static override description =
     'lexec generates a random 256-bit capability of the given kind, writes it to --credential-file (0600 in a 0700 directory) and registers only its SHA-256 digest. An existing file is never replaced. The capability is never printed.';
   static override examples = [
+    '<%= config.bin %> <%= command.id %> --kind approver --credential-file /home/me/.lexec/credentials/approver.capability',
     '<%= config.bin %> <%= command.id %> --url http://127.0.0.1:7400 --token-file /var/lib/lexec/ledger-credentials/admin.capability --kind approver --credential-file /home/me/.lexec/credentials/approver.capability',
   ];
   static override flags = {

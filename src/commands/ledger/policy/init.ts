@@ -23,6 +23,6 @@ export default class LedgerPolicyInit extends LexecCommand<PolicyInitResult> {
     output.line(`  per authorization   ${formatUnits(BigInt(policy.per_authorization_cap_units), policy.currency)}`);
     output.line(`  daily (rolling 24h) ${formatUnits(BigInt(policy.daily_cap_units), policy.currency)}`);
     output.line(`  approval above      ${formatUnits(BigInt(policy.approval_threshold_units), policy.currency)}`);
-    output.line(output.style.dim('  edit it, then: lexec ledger policy set --agent-id <id> --file <path> --url … --token-file …'));
+    output.line(output.style.dim('  edit it, then: lexec ledger policy set --agent-id <id> --file <path>'));
   }
 }

@@ -11,6 +11,7 @@ export default class LedgerPolicySet extends LexecCommand<PolicySetResult> {
   static override description =
     'The file is validated first and every problem is listed with its field path; nothing is sent until it is valid. Create one with `lexec ledger policy init` or `lexec ledger policy show --export`.';
   static override examples = [
+    '<%= config.bin %> <%= command.id %> --agent-id agt_… --file "$PWD/image-bot.policy.json"',
     '<%= config.bin %> <%= command.id %> --agent-id agt_… --file "$PWD/image-bot.policy.json" --url http://127.0.0.1:7400 --token-file /var/lib/lexec/ledger-credentials/admin.capability',
   ];
   static override flags = {

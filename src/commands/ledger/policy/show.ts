@@ -11,6 +11,7 @@ export default class LedgerPolicyShow extends LexecCommand<PolicyShowResult> {
   static override description =
     'With --export, the policy is also written as a policy file: plain JSON in the shape `lexec ledger policy set` reads, never with colour or other terminal sequences. An existing file is not replaced.';
   static override examples = [
+    '<%= config.bin %> <%= command.id %> --agent-id agt_… --export "$PWD/image-bot.policy.json"',
     '<%= config.bin %> <%= command.id %> --agent-id agt_… --export "$PWD/image-bot.policy.json" --url http://127.0.0.1:7400 --token-file /var/lib/lexec/ledger-credentials/admin.capability',
   ];
   static override flags = {
