@@ -117,7 +117,7 @@ describe('command surface', () => {
         global[0],
         { name: 'component', type: 'option', required: false, options: ['ledger', 'executor', 'sandbox', 'supervisor', 'all'], default: 'all' },
         flag('execution-id'),
-        { name: 'follow', type: 'boolean', required: false, options: undefined, default: false },
+        { name: 'follow', type: 'boolean', required: false, options: undefined, default: undefined },
         global[1],
         { name: 'lines', type: 'option', required: false, options: undefined, default: '100' },
         flag('profile'),
