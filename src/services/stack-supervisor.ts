@@ -77,9 +77,17 @@ function eventLogger(log: RotatingLog) {
 export async function superviseStack(request: { env: NodeJS.ProcessEnv; profileFlag: string | undefined }): Promise<SupervisorStopped> {
   const home = lexecHome(request.env);
   const paths = profilePaths(home, (await resolveProfileName(home, request.profileFlag)).name);
-  const release = await acquireSupervisorLock(paths);
   const supervisorLog = openRotatingLog({ logsDir: paths.logsDir, component: 'supervisor' });
   const event = eventLogger(supervisorLog);
+  let release: () => Promise<void>;
+  try {
+    release = await acquireSupervisorLock(paths);
+  } catch (error) {
+    // Said in the log: this process has no terminal, and `stack start` reads the log when it exits.
+    event('supervisor_refused', { code: error instanceof UserError ? error.code : 'internal_error' }, 'error');
+    supervisorLog.close();
+    throw error;
+  }
   try {
     const manifest = await activeManifest(paths);
     if (manifest === null) {

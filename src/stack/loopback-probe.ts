@@ -71,7 +71,8 @@ function interpret(response: string): ProbeResult {
   const body = response.slice(response.indexOf('\r\n\r\n') + 4);
   let reason = '';
   try {
-    const document = JSON.parse(body) as Record<string, unknown>;
+    // From the first "{" to the last "}": also right when the small body came chunked.
+    const document = JSON.parse(body.slice(body.indexOf('{'), body.lastIndexOf('}') + 1)) as Record<string, unknown>;
     const said = document.reason ?? document.status;
     if (typeof said === 'string' && /^[a-z0-9_]{1,64}$/.test(said)) reason = ` (${said})`;
   } catch {

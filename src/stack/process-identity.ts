@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { processAlive } from '../storage/process-lock.js';
 
 /*
  * Telling a process apart from a later one that reuses its pid. The supervisor records each
@@ -29,20 +30,9 @@ export async function readProcessStat(pid: number): Promise<ProcessStat | null> 
   return { state, ppid, pgid, startTicks };
 }
 
-function signalable(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Whether `pid` is a live process (a zombie — exited, not yet reaped — is not). */
-export async function isRunning(pid: number): Promise<boolean> {
-  if (!Number.isInteger(pid) || pid <= 0 || !signalable(pid)) return false;
-  const stat = await readProcessStat(pid);
-  return stat === null ? true : stat.state !== 'Z' && stat.state !== 'X';
+export function isRunning(pid: number): Promise<boolean> {
+  return Promise.resolve(Number.isInteger(pid) && pid > 0 && processAlive(pid));
 }
 
 /** Whether the live process `pid` is the one that was recorded with `startTicks` (null: unknown, pid only). */
