@@ -51,8 +51,8 @@ function closeServer(server: Server | null): Promise<void> {
 }
 
 /** `stack start --json` as a background child process the test can kill. */
-function backgroundStart(home: string) {
-  return execa(process.execPath, [BIN, 'stack', 'start', '--json'], {
+function backgroundStart(home: string, ...extra: string[]) {
+  return execa(process.execPath, [BIN, 'stack', 'start', '--json', ...extra], {
     env: { PATH: process.env.PATH ?? '', HOME: home, LEXEC_HOME: home },
     extendEnv: false,
     reject: false,
@@ -141,5 +141,21 @@ describe('stack start guards', () => {
     const stop = await lexecIn(stack.home, ['stack', 'stop', '--json']);
     expect(stop.exitCode, stop.stderr).toBe(0);
     expect(await stillRunning(recorded)).toEqual([]);
+  });
+
+  it('--foreground stays attached once ready and stops the stack in order on Ctrl-C (SIGINT)', async () => {
+    const stack = await makeStackHome();
+    cleanups.push(() => destroyStackHome(stack));
+    const launcher = backgroundStart(stack.home, '--foreground');
+    await eventually('the foreground start to write the handoff', async () => ((await stat(stack.paths.handoffFile).catch(() => null)) === null ? undefined : true), 90_000);
+    const recorded = recordedProcesses(await readState(stack.paths));
+    // Attached, but not holding the launcher lock: status and stop work from elsewhere meanwhile.
+    expect(jsonResult<{ state: string }>(await lexecIn(stack.home, ['stack', 'status', '--json'])).state).toBe('running');
+    launcher.kill('SIGINT');
+    const done = await launcher;
+    expect(done.exitCode, done.stderr).toBe(0);
+    expect(jsonResult({ exitCode: 0, stdout: done.stdout, stderr: done.stderr })).toMatchObject({ outcome: 'started', foreground: { ended_by: 'SIGINT' } });
+    expect(await stillRunning(recorded)).toEqual([]);
+    await expect(stat(stack.paths.handoffFile)).rejects.toThrow();
   });
 });
