@@ -120,6 +120,7 @@ class Supervisor {
     this.requestStop = resolve;
   });
   private writing: Promise<void> = Promise.resolve();
+  private readonly spawning = new Set<Promise<void>>();
 
   private readonly env: NodeJS.ProcessEnv;
   private readonly agentName: string;
@@ -269,8 +270,15 @@ class Supervisor {
     }
   }
 
-  private async startChild(slot: Slot): Promise<void> {
-    if (this.stopping) return;
+  /** Starts a child; tracked, so a stop that begins meanwhile waits for it and then stops it too. */
+  private startChild(slot: Slot): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    const spawning = this.spawnInto(slot);
+    this.spawning.add(spawning);
+    return spawning.finally(() => this.spawning.delete(spawning));
+  }
+
+  private async spawnInto(slot: Slot): Promise<void> {
     const child = await spawnSupervisedChild({ args: slot.args, log: slot.log, env: this.env, cwd: this.paths.dir });
     slot.child = child;
     slot.status = { ...slot.status, state: 'starting', pid: child.pid, pid_start_ticks: child.startTicks, started_at: now(), ready_at: null, probe_error: null };
@@ -342,6 +350,7 @@ class Supervisor {
       if (slot.restartTimer !== null) clearTimeout(slot.restartTimer);
       slot.restartTimer = null;
     }
+    await Promise.allSettled([...this.spawning]);
     const stop = async (slot: Slot) => {
       const child = slot.child;
       if (child === null) {
