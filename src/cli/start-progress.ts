@@ -60,6 +60,9 @@ async function listrProgress(output: Output): Promise<StartProgress> {
 }
 
 export async function createStartProgress(output: Output): Promise<StartProgress> {
-  const terminal = (process.stderr as { isTTY?: boolean }).isTTY === true;
+  const stderr = process.stderr as { isTTY?: boolean; columns?: number };
+  // A terminal of unknown width (some pseudo-terminals report 0 columns) gets plain lines: the
+  // task list would otherwise wrap after every character.
+  const terminal = stderr.isTTY === true && (stderr.columns ?? 0) > 0;
   return terminal && !output.jsonMode && output.color ? listrProgress(output) : plainProgress(output);
 }

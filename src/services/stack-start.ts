@@ -168,8 +168,11 @@ function reportDrift(progress: StartProgress, manifest: GenerationManifest, drif
   if (drift.kind === 'does_not_render') {
     progress.note(`warning: profile.toml no longer renders (${drift.code}); starting the active generation ${manifest.generation_id} as it is`);
   } else {
+    // No file changed but components are affected: the manifest's ports or sandbox settings, or
+    // the lexec build itself (its lineage is part of every generation).
+    const what = `changed files: ${drift.changed_files.join(', ') || 'none'}; components affected: ${drift.affected_components.join(', ') || 'none'}`;
     progress.note(
-      `warning: profile.toml now renders generation ${drift.rendered_generation_id} (changed: ${drift.changed_files.join(', ') || 'none'}); starting the active generation ${manifest.generation_id}. Apply the change with \`lexec stack render\`, \`stack stop\`, \`stack activate --generation ${drift.rendered_generation_id}\`, \`stack start\``,
+      `warning: profile.toml now renders generation ${drift.rendered_generation_id} (${what}), not the active ${manifest.generation_id}, which is started as it is. To apply the change: \`lexec stack render\`, \`lexec stack stop\`, \`lexec stack activate --generation ${drift.rendered_generation_id}\`, \`lexec stack start\``,
     );
   }
 }

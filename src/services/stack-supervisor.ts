@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { UserError } from '../errors.js';
 import { generationDir } from '../stack/generation-store.js';
 import { probeComponent } from '../stack/loopback-probe.js';
@@ -49,6 +50,8 @@ interface Slot {
   readonly log: RotatingLog;
   status: ComponentStatus;
   child: SupervisedChild | null;
+  /** Monotonic spawn time of the current child: uptime must not follow wall-clock steps. */
+  spawnedAt: number;
   streak: number;
   restartTimer: NodeJS.Timeout | null;
 }
@@ -143,6 +146,7 @@ class Supervisor {
         log: openRotatingLog({ logsDir: paths.logsDir, component }),
         status: initialStatus(port),
         child: null,
+        spawnedAt: 0,
         streak: 0,
         restartTimer: null,
       });
@@ -281,6 +285,7 @@ class Supervisor {
   private async spawnInto(slot: Slot): Promise<void> {
     const child = await spawnSupervisedChild({ args: slot.args, log: slot.log, env: this.env, cwd: this.paths.dir });
     slot.child = child;
+    slot.spawnedAt = performance.now();
     slot.status = { ...slot.status, state: 'starting', pid: child.pid, pid_start_ticks: child.startTicks, started_at: now(), ready_at: null, probe_error: null };
     this.event('child_started', { component: slot.component, child_pid: child.pid, restarts: slot.status.restarts });
     await this.publish();
@@ -290,14 +295,14 @@ class Supervisor {
 
   /** Probes a starting child until it is ready, exits, or the stack stops. */
   private async probeUntilReady(slot: Slot, child: SupervisedChild): Promise<void> {
-    const spawnedAt = Date.now();
+    const spawnedAt = performance.now();
     while (this.stillStarting(slot, child)) {
       const result = await probeComponent(slot.component, slot.status.port, PROBE_TIMEOUT_MS);
       // The child may have exited, or the stack begun to stop, while the probe was out.
       if (!this.stillStarting(slot, child)) return;
       if (result.ok) {
         slot.status = { ...slot.status, state: 'running', ready_at: now(), probe_error: null };
-        this.event('child_ready', { component: slot.component, child_pid: child.pid, after_ms: Date.now() - spawnedAt });
+        this.event('child_ready', { component: slot.component, child_pid: child.pid, after_ms: Math.round(performance.now() - spawnedAt) });
         await this.publish();
         return;
       }
@@ -322,7 +327,7 @@ class Supervisor {
     if (slot.child !== child) return;
     slot.child = null;
     const lastExit = { code: exit.code, signal: exit.signal, at: now() };
-    const uptimeMs = Date.now() - Date.parse(slot.status.started_at ?? now());
+    const uptimeMs = Math.round(performance.now() - slot.spawnedAt);
     if (this.stopping) {
       slot.status = { ...slot.status, state: 'stopped', pid: null, pid_start_ticks: null, last_exit: lastExit, probe_error: null };
       this.event('child_stopped', { component: slot.component, child_pid: child.pid, code: exit.code, signal: exit.signal });

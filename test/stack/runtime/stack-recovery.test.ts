@@ -1,4 +1,4 @@
-import { rename } from 'node:fs/promises';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canListen } from '../../../src/stack/port-probe.js';
 import { isSameProcess } from '../../../src/stack/process-identity.js';
@@ -110,5 +110,21 @@ describe('stack runtime recovery', () => {
     // Put back, the same stack starts again.
     await rename(`${stack.paths.ledgerAdminCapability}.moved`, stack.paths.ledgerAdminCapability);
     await startReady();
+    expect(jsonResult(await lexecIn(stack.home, ['stack', 'stop', '--json']))).toMatchObject({ outcome: 'stopped' });
+  });
+
+  it('a profile edited since its generation was activated: start says so and starts the active generation, never a new one', async () => {
+    const active = (await readFile(stack.paths.activeFile, 'utf8')).trim();
+    const source = await readFile(stack.paths.source, 'utf8');
+    await writeFile(stack.paths.source, source.replace(/^complete_after_ms = 300 /m, 'complete_after_ms = 900 '));
+    const run = await lexecIn(stack.home, ['stack', 'start', '--json']);
+    expect(run.exitCode, run.stderr).toBe(0);
+    const started = jsonResult<{ generation_id: string; profile_drift: { kind: string; rendered_generation_id: string; affected_components: string[] } }>(run);
+    expect(started.generation_id).toBe(active);
+    expect(started.profile_drift).toMatchObject({ kind: 'renders_differently' });
+    expect(started.profile_drift.rendered_generation_id).not.toBe(active);
+    expect(started.profile_drift.affected_components).toContain('sandbox');
+    expect(run.stderr).toContain(`not the active ${active}, which is started as it is`);
+    expect((await readFile(stack.paths.activeFile, 'utf8')).trim()).toBe(active);
   });
 });
