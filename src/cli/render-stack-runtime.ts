@@ -64,7 +64,7 @@ export function renderStatusResult(result: StatusResult, output: Output): void {
   const supervisor = result.supervisor === null ? 'no supervisor' : `supervisor pid ${result.supervisor.pid} (${result.supervisor.phase}, up ${duration(result.supervisor.uptime_ms)})`;
   output.line(`profile ${style.bold(result.profile)}: ${state}, generation ${result.generation_id ?? 'none'}, ${supervisor}`);
   if (result.components.length === 0) {
-    output.line(style.dim('No active generation yet: `lexec stack start` creates one.'));
+    output.line(style.dim('No active generation yet (`lexec stack start` renders and activates one).'));
     return;
   }
   const rows = [

@@ -1,20 +1,20 @@
 import { spawn } from 'node:child_process';
+import { access } from 'node:fs/promises';
 import { readBuildInfo } from '../build-info.js';
-import { ExitCode, UserError } from '../errors.js';
+import { UserError } from '../errors.js';
 import { managedCredentialPaths } from '../executor/managed-credentials.js';
 import { readActiveId, writeActiveId } from '../stack/generation-store.js';
 import { readHandoff, withdrawHandoff, writeHandoff, type Handoff } from '../stack/handoff.js';
-import { lastLogLines } from '../stack/log-tail.js';
-import { PROBE_DESCRIPTIONS } from '../stack/loopback-probe.js';
-import { isRunning, terminateProcess } from '../stack/process-identity.js';
-import { createProfileFromExample, loadProfile, resolveProfileName } from '../stack/profile-store.js';
-import { compareGenerations, generationComponents, renderGeneration, type GenerationManifest, type StackComponent } from '../stack/render-generation.js';
+import { terminateProcess } from '../stack/process-identity.js';
+import { createProfileFromExample, loadProfile, profileMissing, resolveProfileName } from '../stack/profile-store.js';
+import { compareGenerations, renderGeneration, type GenerationManifest, type StackComponent } from '../stack/render-generation.js';
 import { DEFAULT_PROFILE, lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
 import { acquireLauncherLock } from '../stack/stack-locks.js';
 import { liveRecordedChildren, liveSupervisorPid, readStateLeniently, takeDownStack } from '../stack/stack-processes.js';
 import { LEXEC_BIN } from '../stack/supervised-child.js';
 import type { SupervisorState } from '../stack/supervisor-state.js';
 import { preflightChecks } from './stack-preflight.js';
+import { waitUntilReady } from './stack-readiness-wait.js';
 import { activeManifest, renderProfile } from './stack-generations.js';
 
 /*
@@ -29,7 +29,6 @@ import { activeManifest, renderProfile } from './stack-generations.js';
 /** Bound on stopping what a failed start had started. */
 const TAKEDOWN_BOUND_MS = 30_000;
 const ORPHAN_GRACE_MS = 5_000;
-const LOG_LINES_ON_TIMEOUT = 12;
 
 /** How the command shows progress; services know nothing of terminals (src/cli/start-progress.ts). */
 export interface StartProgress {
@@ -77,11 +76,20 @@ export interface StartResult {
 
 const endpointOf = (port: number) => `http://127.0.0.1:${port}`;
 
+function pathExists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
 export async function startStack(request: StartRequest): Promise<StartResult> {
   const started = Date.now();
   const home = lexecHome(request.env);
   const { name } = await resolveProfileName(home, request.profileFlag);
   const paths = profilePaths(home, name);
+  // Checked before the lock, which would create the profile's state directory for a typo.
+  if (name !== DEFAULT_PROFILE && !(await pathExists(paths.source)) && (await readActiveId(paths).catch(() => null)) === null) throw profileMissing(paths);
   const release = await acquireLauncherLock(paths);
   try {
     // The main job needs no set-up: the default profile comes from the shipped example.
@@ -190,92 +198,6 @@ async function spawnSupervisor(paths: ProfilePaths, env: NodeJS.ProcessEnv): Pro
   return pid;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * Follows supervisor.json until every component of the generation is running (ready), in start
- * order, one progress step each. Fails at once when the supervisor exits (with the failure it
- * recorded), and with exit 4 at the deadline, naming the first component not ready.
- */
-async function waitUntilReady(options: {
-  paths: ProfilePaths;
-  manifest: GenerationManifest;
-  supervisorPid: number;
-  deadline: number;
-  request: StartRequest;
-  /** Whether a timeout stops the stack (this start started it) or leaves it running (it was running before). */
-  onTimeout: 'stop' | 'leave';
-}): Promise<SupervisorState> {
-  const { paths, manifest, supervisorPid, deadline, request } = options;
-  let latest: SupervisorState | null = null;
-  for (const component of generationComponents(manifest)) {
-    const port = manifest.components[component]?.port ?? 0;
-    latest = await request.progress.step(
-      `${component} ready`,
-      async () => {
-        for (;;) {
-          const state = await readStateLeniently(paths);
-          const own = state?.supervisor_pid === supervisorPid ? state : null;
-          if (own?.components[component]?.state === 'running') return own;
-          if (!(await isRunning(supervisorPid))) throw await supervisorExited(paths, supervisorPid);
-          if (Date.now() >= deadline) throw await readinessTimeout({ paths, component, state: own, timeoutMs: request.timeoutMs, onTimeout: options.onTimeout });
-          await sleep(100);
-        }
-      },
-      () => endpointOf(port),
-    );
-  }
-  if (latest === null) throw new Error('a generation without components');
-  return latest;
-}
-
-async function supervisorExited(paths: ProfilePaths, pid: number): Promise<UserError> {
-  const state = await readStateLeniently(paths);
-  const failure = state?.supervisor_pid === pid ? state.failure : null;
-  if (failure !== null) {
-    return new UserError(failure.code, `The stack did not start: ${failure.step} failed. ${failure.message}`, { nextStep: failure.next_step });
-  }
-  const lines = await lastLogLines(paths.logsDir, 'supervisor', 5);
-  return new UserError('supervisor_exited', [`The supervisor (pid ${pid}) of profile "${paths.name}" exited before the stack was ready.`, ...logBlock(paths, 'supervisor', lines)].join('\n'), {
-    nextStep: `Read ${paths.logsDir}/supervisor.log, fix what it says, then start again.`,
-  });
-}
-
-function logBlock(paths: ProfilePaths, component: string, lines: readonly string[]): string[] {
-  if (lines.length === 0) return [`(${paths.logsDir}/${component}.log has no lines yet)`];
-  return [`Last lines of ${paths.logsDir}/${component}.log:`, ...lines.map((line) => `  ${line}`)];
-}
-
-async function readinessTimeout(options: {
-  paths: ProfilePaths;
-  component: StackComponent;
-  state: SupervisorState | null;
-  timeoutMs: number;
-  onTimeout: 'stop' | 'leave';
-}): Promise<UserError> {
-  const { paths, component, state, timeoutMs } = options;
-  const status = state?.components[component];
-  const facts: string[] = [];
-  if (status === undefined || status.state === 'stopped') {
-    facts.push(state?.step !== null && state?.step !== undefined ? `not started yet: the supervisor was at step "${state.step}"` : 'not started yet');
-  } else {
-    facts.push(`state ${status.state}`);
-    if (status.pid !== null) facts.push(`pid ${status.pid}`);
-    facts.push(`restarts ${status.restarts}`);
-    if (status.last_exit !== null) facts.push(`last exit ${status.last_exit.signal ?? `code ${status.last_exit.code ?? '?'}`}`);
-    facts.push(`last probe (${PROBE_DESCRIPTIONS[component]}): ${status.probe_error ?? (status.state === 'restarting' ? 'none (the process had exited)' : 'not answered yet')}`);
-  }
-  const lines = await lastLogLines(paths.logsDir, component, LOG_LINES_ON_TIMEOUT);
-  const message = [`The ${component} of profile "${paths.name}" did not become ready within ${Math.round(timeoutMs / 1000)} s (${facts.join('; ')}).`, ...logBlock(paths, component, lines)].join('\n');
-  return new UserError('readiness_timeout', message, {
-    nextStep:
-      options.onTimeout === 'stop'
-        ? `What was started has been stopped. Fix what the log says (all of it: \`lexec stack logs --component ${component}\`), or give it more time with --timeout, then start again.`
-        : `The stack was already running and is left as it is. Look at \`lexec stack status\` and \`lexec stack logs --component ${component}\`; for an unhealthy stack run \`lexec stack stop\` then \`lexec stack start\`.`,
-    exitCode: ExitCode.readinessTimeout,
-  });
-}
-
 async function writeStackHandoff(paths: ProfilePaths, state: SupervisorState, now: Date): Promise<Handoff> {
   const ledger = state.components.ledger;
   const executor = state.components.executor;
@@ -334,43 +256,4 @@ function result(options: {
     orphans_stopped: options.orphans,
     elapsed_ms: Date.now() - options.started,
   };
-}
-
-export interface ForegroundEnd {
-  /** What ended the foreground wait: a signal to the launcher (which then stopped the stack), or the supervisor exiting (e.g. `stack stop` elsewhere). */
-  readonly ended_by: 'SIGINT' | 'SIGTERM' | 'supervisor_exited';
-}
-
-/**
- * `stack start --foreground`: after a successful start, stay attached until Ctrl-C (SIGINT) or
- * SIGTERM, then stop the stack like `stack stop`; or until the supervisor exits on its own. The
- * supervisor still runs in its own session, so the terminal's Ctrl-C reaches only this process,
- * which then stops the children in order instead of all of them dying at once.
- */
-export async function holdInForeground(request: { env: NodeJS.ProcessEnv; profile: string; progress: StartProgress }): Promise<ForegroundEnd> {
-  const paths = profilePaths(lexecHome(request.env), request.profile);
-  const { stopStack, supervisorStillRunning } = await import('./stack-stop.js');
-  request.progress.note(`running in the foreground: Ctrl-C stops the stack of profile "${paths.name}"`);
-  const received: { signal: 'SIGINT' | 'SIGTERM' | null } = { signal: null };
-  const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
-    received.signal ??= signal;
-  };
-  const onInt = () => {
-    onSignal('SIGINT');
-  };
-  const onTerm = () => {
-    onSignal('SIGTERM');
-  };
-  process.on('SIGINT', onInt);
-  process.on('SIGTERM', onTerm);
-  try {
-    while (received.signal === null && (await supervisorStillRunning(paths))) await sleep(250);
-    const signal = received.signal;
-    if (signal === null) return { ended_by: 'supervisor_exited' };
-    await request.progress.step('stopping the stack', () => stopStack({ env: request.env, profileFlag: paths.name }));
-    return { ended_by: signal };
-  } finally {
-    process.removeListener('SIGINT', onInt);
-    process.removeListener('SIGTERM', onTerm);
-  }
 }

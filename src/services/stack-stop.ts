@@ -46,6 +46,10 @@ export async function stopStack(request: StopRequest): Promise<StopResult> {
   const started = Date.now();
   const home = lexecHome(request.env);
   const paths = profilePaths(home, (await resolveProfileName(home, request.profileFlag)).name);
+  // Nothing to stop, and the lock must not create a state directory for a profile that is not there.
+  if (!(await fileExists(paths.dir))) {
+    return { profile: paths.name, outcome: 'already_stopped', supervisor_pid: null, forced: false, orphans_stopped: [], handoff_withdrawn: false, ports_busy: [], elapsed_ms: Date.now() - started };
+  }
   const release = await acquireLauncherLock(paths);
   try {
     return await stopProfile(paths, started);
