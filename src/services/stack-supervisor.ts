@@ -73,7 +73,11 @@ function initialStatus(port: number): ComponentStatus {
 /** The supervisor's own JSON log lines, in the shape pino gives the servers' lines. */
 function eventLogger(log: RotatingLog) {
   return (event: string, fields: Record<string, unknown> = {}, level: 'info' | 'warn' | 'error' = 'info') => {
-    log.writeLine(JSON.stringify({ level: { info: 30, warn: 40, error: 50 }[level], time: now(), service: 'supervisor', pid: process.pid, event, ...fields }));
+    try {
+      log.writeLine(JSON.stringify({ level: { info: 30, warn: 40, error: 50 }[level], time: now(), service: 'supervisor', pid: process.pid, event, ...fields }));
+    } catch {
+      // An unwritable log must not stop the stack (see supervised-child.ts).
+    }
   };
 }
 

@@ -33,8 +33,9 @@ export function logFilePath(logsDir: string, component: string, generation = 0):
 }
 
 export interface RotatingLog {
-  /** Appends one line (a newline is added); rotates first if the line would not fit. */
+  /** Appends one line (a newline is added); rotates first if the line would not fit. Ignored once closed. */
   writeLine(line: string): void;
+  /** Idempotent. */
   close(): void;
 }
 
@@ -70,6 +71,7 @@ export function openRotatingLog(options: RotatingLogOptions): RotatingLog {
   mkdirSync(options.logsDir, { recursive: true, mode: 0o700 });
   let fd = openSync(active, 'a', 0o600);
   let size = fstatSync(fd).size;
+  let closed = false;
 
   function rotate(): void {
     closeSync(fd);
@@ -88,6 +90,9 @@ export function openRotatingLog(options: RotatingLogOptions): RotatingLog {
 
   return {
     writeLine(line) {
+      // A child's last lines can arrive after its log was closed (its pipe held open by a
+      // grandchild); they are dropped rather than written to a closed descriptor.
+      if (closed) return;
       const bytes = Buffer.from(`${cutLine(line, Math.min(LOG_MAX_LINE_BYTES, maxBytes - 1))}\n`);
       if (size > 0 && size + bytes.length > maxBytes) rotate();
       let offset = 0;
@@ -95,6 +100,8 @@ export function openRotatingLog(options: RotatingLogOptions): RotatingLog {
       size += bytes.length;
     },
     close() {
+      if (closed) return;
+      closed = true;
       closeSync(fd);
     },
   };

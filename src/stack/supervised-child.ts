@@ -51,7 +51,12 @@ export async function spawnSupervisedChild(options: SpawnChildOptions): Promise<
   child.stdio[3]?.on('error', () => undefined);
   const streams = [child.stdout, child.stderr].flatMap((stream) => (stream === null ? [] : [stream])).map((stream) => {
     const splitter = createLineSplitter((line) => {
-      options.log.writeLine(line);
+      try {
+        options.log.writeLine(line);
+      } catch {
+        // The log cannot be written (disk full, directory removed): the line is lost, but the
+        // child and its supervisor keep running — an unwritable log must not stop the stack.
+      }
     });
     const ended = new Promise<void>((resolve) => {
       stream.once('close', resolve);
