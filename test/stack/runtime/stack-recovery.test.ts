@@ -1,4 +1,5 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canListen } from '../../../src/stack/port-probe.js';
 import { isSameProcess } from '../../../src/stack/process-identity.js';
@@ -74,9 +75,22 @@ describe('stack runtime recovery', () => {
     process.kill(state.supervisor_pid, 'SIGKILL');
     await eventually('the supervisor to be gone', async () => (!(await isSameProcess(state.supervisor_pid, state.supervisor_pid_start_ticks)) ? true : undefined), 10_000, 20);
 
+    const agentCapability = await readFile(stack.paths.agentCapability, 'utf8');
+    const approverCapability = await readFile(stack.paths.approverCapability, 'utf8');
     const run = await lexecIn(stack.home, ['stack', 'start', '--json']);
     expect(run.exitCode, run.stderr).toBe(0);
-    const started = jsonResult<{ outcome: string; orphans_stopped: number; supervisor_pid: number }>(run);
+    const started = jsonResult<{ outcome: string; orphans_stopped: number; supervisor_pid: number; agent: { agent_id: string } }>(run);
+    // The local agent and its credentials are reused, not made again.
+    expect(started.agent.agent_id).toBe(state.agent?.agent_id);
+    expect(await readFile(stack.paths.agentCapability, 'utf8')).toBe(agentCapability);
+    expect(await readFile(stack.paths.approverCapability, 'utf8')).toBe(approverCapability);
+    const provisioned = (await readFile(join(stack.paths.logsDir, 'supervisor.log'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((event) => event.event === 'local_credentials_ready')
+      .at(-1);
+    expect(provisioned).toMatchObject({ agent: 'reused', agent_credential: 'reused', approver_credential: 'reused' });
     expect(started.outcome).toBe('started');
     expect(started.orphans_stopped).toBeGreaterThanOrEqual(1);
     expect(started.supervisor_pid).not.toBe(state.supervisor_pid);
