@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { findRawSecrets } from '../config/secret-scan.js';
 import { toFieldIssues } from '../config/zod-issues.js';
 import { UserError } from '../errors.js';
-import { profileSchema, type Profile } from './profile-schema.js';
+import type { Profile } from './profile-schema.js';
 import { DEFAULT_PROFILE, profileName, profilePaths, profilesDir, selectionFile, type ProfilePaths } from './stack-home.js';
 
 /** Largest profile source lexec reads; real ones are a few KiB. */
@@ -37,6 +37,9 @@ export async function parseProfile(text: string, sourcePath: string): Promise<Pr
       nextStep: 'Fix the TOML syntax at that position (docs/stack.md "Profiles" describes every key), then run the command again.',
     });
   }
+  // Loaded here, not at the top: `stack status` resolves the profile name through this module
+  // and must not pay for zod and the schemas (tens of milliseconds) when it parses no profile.
+  const { profileSchema } = await import('./profile-schema.js');
   const parsed = profileSchema.safeParse(document, { reportInput: true });
   const issues = [...(parsed.success ? [] : toFieldIssues(parsed.error.issues)), ...findRawSecrets(document)];
   if (!parsed.success || issues.length > 0) {

@@ -1,6 +1,6 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { ExitCode, UserError } from '../errors.js';
-import { acquireProcessLock } from '../storage/process-lock.js';
+import { acquireProcessLock, processAlive } from '../storage/process-lock.js';
 import type { ProfilePaths } from './stack-home.js';
 
 /*
@@ -11,18 +11,9 @@ import type { ProfilePaths } from './stack-home.js';
  * a killed process is recognised (its pid is gone) and taken over.
  */
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 async function lockOwner(path: string): Promise<number | null> {
   const pid = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10);
-  return Number.isInteger(pid) && pid > 0 && alive(pid) ? pid : null;
+  return Number.isInteger(pid) && pid > 0 && processAlive(pid) ? pid : null;
 }
 
 /** Takes the launcher lock of a profile, or fails with exit 5 naming the holder's pid. */

@@ -1,14 +1,26 @@
-import { constants } from 'node:fs';
+import { constants, readFileSync } from 'node:fs';
 import { open, readFile, unlink } from 'node:fs/promises';
 import { UserError } from '../errors.js';
 
-function alive(pid: number): boolean {
+/**
+ * Whether `pid` is a running process. A zombie — killed, but not yet reaped by its parent — is
+ * not: it holds nothing any more, yet answers signal 0 until it is reaped, which in a container
+ * whose init reaps lazily can take seconds (or forever). Its state comes from /proc on Linux.
+ */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     // EPERM: the process exists but belongs to someone else.
     return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    // No /proc (not Linux), or it exited just now: signal 0 answered, so count it as alive.
+    return true;
   }
 }
 
@@ -29,7 +41,7 @@ export async function acquireProcessLock(path: string, lockedError: () => UserEr
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const owner = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10);
-      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && alive(owner)) throw lockedError();
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processAlive(owner)) throw lockedError();
       await unlink(path).catch(() => undefined);
     }
   }

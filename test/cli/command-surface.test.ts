@@ -134,7 +134,7 @@ describe('command surface', () => {
     const hidden = Object.entries(manifest.commands)
       .filter(([, command]) => command.hidden === true)
       .map(([id]) => id);
-    expect(hidden).toEqual(['executor:credentials:bootstrap-managed']);
+    expect(hidden.sort()).toEqual(['executor:credentials:bootstrap-managed', 'stack:supervise']);
   });
 
   it('takes positional arguments only where listed', () => {

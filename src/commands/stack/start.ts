@@ -1,0 +1,38 @@
+import { Flags } from '@oclif/core';
+import { wholeNumberFlag } from '../../cli/flag-values.js';
+import { LexecCommand } from '../../cli/lexec-command.js';
+import type { Output } from '../../cli/output.js';
+import { profileFlags } from '../../cli/profile-flags.js';
+import { renderStartResult } from '../../cli/render-stack-runtime.js';
+import { createStartProgress } from '../../cli/start-progress.js';
+import { holdInForeground, type ForegroundEnd } from '../../services/stack-foreground.js';
+import { startStack, type StartResult } from '../../services/stack-start.js';
+
+export type StartCommandResult = StartResult & { readonly foreground: ForegroundEnd | null };
+
+export default class StackStart extends LexecCommand<StartCommandResult> {
+  static override summary = 'Start the profile\'s stack (ledger, executor, sandbox provider) and wait until it is ready.';
+  static override description =
+    'The first start creates the sandbox profile from the shipped example and activates its first generation. A supervisor process then owns the stack: it writes the logs and restarts a crashed component. A second start of a running stack changes nothing (exit 0). A component not ready in time: exit 4, naming it, its last probe error and its last log lines. Another launcher command on the profile: exit 5. Details: docs/stack-runtime.md.';
+  static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --profile sandbox --json', '<%= config.bin %> <%= command.id %> --foreground'];
+  static override flags = {
+    ...profileFlags,
+    timeout: Flags.string({ default: '60', summary: 'Seconds to wait for every component to be ready (1-3600).' }),
+    foreground: Flags.boolean({ default: false, summary: 'Stay attached once ready; Ctrl-C stops the stack.' }),
+  };
+
+  protected override async execute(output: Output): Promise<StartCommandResult> {
+    const { flags } = await this.parse(StackStart);
+    const timeoutMs = wholeNumberFlag(flags.timeout, '--timeout', 1, 3600) * 1000;
+    const progress = await createStartProgress(output);
+    const result = await startStack({ env: process.env, profileFlag: flags.profile, timeoutMs, progress, now: () => new Date() });
+    if (!flags.foreground) return { ...result, foreground: null };
+    if (!output.jsonMode) renderStartResult(result, output);
+    return { ...result, foreground: await holdInForeground({ env: process.env, profile: result.profile, progress }) };
+  }
+
+  protected override renderHuman(result: StartCommandResult, output: Output): void {
+    if (result.foreground === null) renderStartResult(result, output);
+    else output.line(`stack of profile ${result.profile} stopped (${result.foreground.ended_by})`);
+  }
+}

@@ -1,0 +1,138 @@
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { probeComponent, type ProbedComponent } from '../stack/loopback-probe.js';
+import { resolveProfileName } from '../stack/profile-store.js';
+import { logFilePath } from '../stack/rotating-log.js';
+import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
+import { liveRecordedChildren, liveSupervisorPid, readStateLeniently } from '../stack/stack-processes.js';
+import type { ComponentExit, ComponentState, SupervisorPhase } from '../stack/supervisor-state.js';
+
+/*
+ * `stack status` (docs/stack-runtime.md "Status"): read-only and fast. It reads the supervisor's
+ * lock and published state, probes each component once on loopback with a short timeout, and
+ * stats the logs; it changes no file and signals no process. Its imports are kept light on
+ * purpose (no zod, no fetch, no generation store): it is meant to answer within 1.5x of a bare
+ * oclif command (bench/stack-lifecycle). Exit 0 whether the stack runs or not: the state is the
+ * answer, not an error.
+ */
+
+const PROBE_TIMEOUT_MS = 500;
+const COMPONENT_ORDER: readonly ProbedComponent[] = ['ledger', 'executor', 'sandbox'];
+
+export type OverallState = 'running' | 'stopped' | 'degraded';
+
+export interface ComponentReport {
+  readonly name: ProbedComponent;
+  readonly state: ComponentState;
+  readonly pid: number | null;
+  readonly port: number;
+  readonly uptime_ms: number | null;
+  readonly restarts: number;
+  /** The loopback probe answered (ledger /health 200, executor /readyz 200, sandbox port open); null when not probed (stopped). */
+  readonly ready: boolean | null;
+  /** Why the probe failed, when it did. */
+  readonly probe_error: string | null;
+  /** How its previous process ended, when one did. */
+  readonly last_exit: ComponentExit | null;
+  /** Size of the active log file, bytes. */
+  readonly log_bytes: number;
+}
+
+export interface StatusResult {
+  readonly profile: string;
+  readonly state: OverallState;
+  readonly generation_id: string | null;
+  /** The live supervisor; null when none runs. */
+  readonly supervisor: { readonly pid: number; readonly phase: SupervisorPhase; readonly uptime_ms: number | null; readonly log_bytes: number } | null;
+  readonly components: readonly ComponentReport[];
+  /** Children still running although their supervisor is gone (it was killed); `stack stop` ends them. */
+  readonly orphans: readonly { readonly component: string; readonly pid: number }[];
+  readonly checked_at: string;
+}
+
+async function sizeOf(path: string): Promise<number> {
+  return stat(path).then(
+    (info) => info.size,
+    () => 0,
+  );
+}
+
+/**
+ * The active generation id and its components' ports, read without the generation store (which
+ * loads zod): the pointer is one id, and only the ports are taken from manifest.json.
+ */
+async function activeGeneration(paths: ProfilePaths): Promise<{ id: string; ports: Partial<Record<ProbedComponent, number>> } | null> {
+  const id = (await readFile(paths.activeFile, 'utf8').catch(() => '')).trim();
+  if (!/^g[0-9a-f]{16}$/.test(id)) return null;
+  const ports: Partial<Record<ProbedComponent, number>> = {};
+  try {
+    const manifest = JSON.parse(await readFile(join(paths.generationsDir, id, 'manifest.json'), 'utf8')) as { components?: Record<string, { port?: unknown } | undefined> };
+    for (const component of COMPONENT_ORDER) {
+      const port = manifest.components?.[component]?.port;
+      if (Number.isInteger(port)) ports[component] = port as number;
+    }
+  } catch {
+    // A damaged manifest: `stack start` reports it; status just shows no components.
+  }
+  return { id, ports };
+}
+
+function uptime(since: string | null, now: number): number | null {
+  return since === null ? null : Math.max(0, now - Date.parse(since));
+}
+
+export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag: string | undefined }): Promise<StatusResult> {
+  const home = lexecHome(request.env);
+  const paths = profilePaths(home, (await resolveProfileName(home, request.profileFlag)).name);
+  const state = await readStateLeniently(paths);
+  const supervisorPid = await liveSupervisorPid(paths, state);
+  const now = Date.now();
+  const running = supervisorPid !== null && state?.supervisor_pid === supervisorPid ? state : null;
+  const orphans = running === null ? (await liveRecordedChildren(state)).map(({ component, pid }) => ({ component, pid })) : [];
+  const active = running === null ? await activeGeneration(paths) : null;
+
+  const names = COMPONENT_ORDER.filter((name) => (running === null ? active?.ports[name] !== undefined : running.components[name] !== undefined));
+  const components = await Promise.all(
+    names.map(async (name): Promise<ComponentReport> => {
+      const recorded = state?.components[name];
+      const port = running?.components[name]?.port ?? active?.ports[name] ?? 0;
+      const live = running?.components[name];
+      const probe = running !== null || orphans.some((orphan) => orphan.component === name) ? await probeComponent(name, port, PROBE_TIMEOUT_MS) : null;
+      return {
+        name,
+        state: live?.state ?? 'stopped',
+        pid: live?.pid ?? orphans.find((orphan) => orphan.component === name)?.pid ?? null,
+        port,
+        uptime_ms: live?.state === 'running' || live?.state === 'starting' ? uptime(live.started_at, now) : null,
+        restarts: recorded !== undefined && state?.generation_id === (running?.generation_id ?? active?.id) ? recorded.restarts : 0,
+        ready: probe === null ? null : probe.ok,
+        probe_error: probe === null || probe.ok ? null : probe.error,
+        last_exit: recorded?.last_exit ?? null,
+        log_bytes: await sizeOf(logFilePath(paths.logsDir, name)),
+      };
+    }),
+  );
+
+  let overall: OverallState;
+  if (running !== null) overall = running.phase === 'running' && components.every((component) => component.state === 'running' && component.ready === true) ? 'running' : 'degraded';
+  else overall = orphans.length > 0 || supervisorPid !== null ? 'degraded' : 'stopped';
+
+  return {
+    profile: paths.name,
+    state: overall,
+    generation_id: running?.generation_id ?? active?.id ?? null,
+    supervisor:
+      supervisorPid === null
+        ? null
+        : {
+            pid: supervisorPid,
+            // A supervisor that has not published its state yet has only just started.
+            phase: running?.phase ?? 'starting',
+            uptime_ms: uptime(running?.started_at ?? null, now),
+            log_bytes: await sizeOf(logFilePath(paths.logsDir, 'supervisor')),
+          },
+    components,
+    orphans,
+    checked_at: new Date(now).toISOString(),
+  };
+}
