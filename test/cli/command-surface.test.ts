@@ -126,6 +126,16 @@ describe('command surface', () => {
       'stack:render': [...global, flag('profile')],
       'stack:rollback': [global[0], flag('generation', { required: true }), global[1], flag('profile')],
       'stack:select': global,
+      'stack:start': [
+        global[0],
+        { name: 'foreground', type: 'boolean', required: false, options: undefined, default: undefined },
+        global[1],
+        flag('profile'),
+        { name: 'timeout', type: 'option', required: false, options: undefined, default: '60' },
+      ],
+      'stack:status': [...global, flag('profile')],
+      'stack:stop': [...global, flag('profile')],
+      'stack:supervise': [...global, flag('profile')],
       version: global,
     });
   });
