@@ -1,22 +1,43 @@
-import { UserError } from '../errors.js';
+import { ExitCode, UserError } from '../errors.js';
 import { describeBusyPort, probePort } from '../stack/port-probe.js';
 import { generationComponents, type GenerationManifest } from '../stack/render-generation.js';
 import type { ProfilePaths } from '../stack/stack-home.js';
+import { runDoctor } from './stack-doctor.js';
 
 /*
- * What `stack start` checks before it spawns anything (docs/stack-runtime.md "Start sequence").
- * This is the seam where `stack doctor`'s checks are to be wired in (spec §8 Operations 5:
- * "start runs doctor ... when needed"); until then it checks what a start cannot survive:
- * every port of the generation must be free, and a busy one is named with its holder.
+ * What `stack start` checks before it spawns anything (docs/stack-runtime.md "Start sequence";
+ * spec §8 Operations 5: "start runs doctor … when needed"). First the ports, because a busy port
+ * is the commonest reason a start cannot work and its holder is worth naming on its own (exit 1);
+ * then the whole doctor: a failed check stops the start with exit 3, as `stack doctor` would.
  */
 
 export interface PreflightRequest {
+  readonly home: string;
   readonly paths: ProfilePaths;
   readonly manifest: GenerationManifest;
 }
 
+export interface PreflightResult {
+  /** Ids of the doctor checks that warned (the start goes on; `stack doctor` says more). */
+  readonly warnings: readonly string[];
+}
+
+export async function preflightChecks({ home, paths, manifest }: PreflightRequest): Promise<PreflightResult> {
+  await assertPortsFree(paths, manifest);
+  const report = await runDoctor({ home, paths });
+  const failedChecks = report.checks.filter((check) => check.status === 'fail');
+  if (failedChecks.length > 0) {
+    throw new UserError('doctor_failed', `Profile "${paths.name}" cannot start: ${failedChecks.length} doctor check${failedChecks.length === 1 ? '' : 's'} failed.`, {
+      nextStep: `Fix each check listed (\`lexec stack doctor --profile ${paths.name}\` shows the full report with a fix for each), then start again.`,
+      issues: failedChecks.map((check) => ({ path: check.id, message: check.fix === null ? check.summary : `${check.summary} — ${check.fix}` })),
+      exitCode: ExitCode.doctorFailed,
+    });
+  }
+  return { warnings: report.checks.filter((check) => check.status === 'warn').map((check) => check.id) };
+}
+
 /** Throws a user error (exit 1) naming every port that is in use and who holds it. */
-export async function preflightChecks({ paths, manifest }: PreflightRequest): Promise<void> {
+async function assertPortsFree(paths: ProfilePaths, manifest: GenerationManifest): Promise<void> {
   const busy = [];
   for (const component of generationComponents(manifest)) {
     const port = manifest.components[component]?.port;

@@ -114,7 +114,11 @@ export async function startStack(request: StartRequest): Promise<StartResult> {
       (value) => `${value.manifest.generation_id}${value.activated ? ' (rendered and activated)' : ''}`,
     );
     reportDrift(request.progress, manifest, drift);
-    await request.progress.step('preflight: ports free', () => preflightChecks({ paths, manifest }));
+    await request.progress.step(
+      'preflight: ports free, doctor',
+      () => preflightChecks({ home, paths, manifest }),
+      (value) => (value.warnings.length === 0 ? 'no warning' : `warnings: ${value.warnings.join(', ')} (see \`lexec stack doctor\`)`),
+    );
 
     const supervisorPid = await request.progress.step('supervisor', () => spawnSupervisor(paths, request.env), (pid) => `pid ${pid}`);
     const deadline = started + request.timeoutMs;

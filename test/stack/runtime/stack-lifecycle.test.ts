@@ -15,7 +15,7 @@ import {
   stillRunning,
   storedCapabilities,
   type StackHome,
-} from './stack-fixture.js';
+} from '../../support/stack-home.js';
 
 /*
  * One real stack, driven through its life: fresh start to ready, status, a second start, a

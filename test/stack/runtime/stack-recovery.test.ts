@@ -14,7 +14,7 @@ import {
   recordedProcesses,
   stillRunning,
   type StackHome,
-} from './stack-fixture.js';
+} from '../../support/stack-home.js';
 
 /*
  * When things go wrong for real: a component that cannot become ready (exit 4 with its last

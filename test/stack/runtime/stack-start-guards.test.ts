@@ -15,7 +15,7 @@ import {
   readState,
   recordedProcesses,
   stillRunning,
-} from './stack-fixture.js';
+} from '../../support/stack-home.js';
 
 /*
  * What `stack start` refuses or recovers from: the first start of a home without a profile,

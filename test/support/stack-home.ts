@@ -1,11 +1,11 @@
 import { readFile, writeFile, mkdir, readdir } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { isSameProcess, sendSignal } from '../../../src/stack/process-identity.js';
-import { exampleProfilePath } from '../../../src/stack/profile-store.js';
-import { profilePaths, type ProfilePaths } from '../../../src/stack/stack-home.js';
-import { readSupervisorState, type SupervisorState } from '../../../src/stack/supervisor-state.js';
-import { makeTempDir, removeDir, runLexec, type CliRun } from '../../support/cli.js';
+import { isSameProcess, sendSignal } from '../../src/stack/process-identity.js';
+import { exampleProfilePath } from '../../src/stack/profile-store.js';
+import { profilePaths, type ProfilePaths } from '../../src/stack/stack-home.js';
+import { readSupervisorState, type SupervisorState } from '../../src/stack/supervisor-state.js';
+import { makeTempDir, removeDir, runLexec, type CliRun } from './cli.js';
 
 /*
  * A temporary LEXEC_HOME with a sandbox profile written from the shipped example, its three
