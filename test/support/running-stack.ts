@@ -1,5 +1,4 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { parse, stringify } from 'smol-toml';
 import { managedCredentialPaths } from '../../src/executor/managed-credentials.js';
@@ -11,6 +10,7 @@ import { createProfileFromExample } from '../../src/stack/profile-store.js';
 import { profilePaths, type ProfilePaths } from '../../src/stack/stack-home.js';
 import { acquireSupervisorLock } from '../../src/stack/stack-locks.js';
 import { makeTempDir, removeDir, runLexec, type CliOptions, type CliRun } from './cli.js';
+import { freePorts } from './free-ports.js';
 import { spawnSandbox, type SandboxProcess } from './sandbox-process.js';
 import { spawnServerProcess, type ServerProcess } from './server-process.js';
 
@@ -58,30 +58,6 @@ export interface RunningStack {
   capability(role: keyof Handoff['credentials']): Promise<string>;
   /** Stops the processes (executor, sandbox, ledger), releases the lock, removes a temporary home. */
   stop(): Promise<void>;
-}
-
-/** `count` distinct free loopback ports (held together while picked, so they differ). */
-export async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-          const server = createServer();
-          server.once('error', reject);
-          server.listen(0, '127.0.0.1', () => {
-            resolve(server);
-          });
-        }),
-    ),
-  );
-  const ports = servers.map((server) => {
-    const address = server.address();
-    if (address === null || typeof address === 'string') throw new Error('no port');
-    return address.port;
-  });
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
 }
 
 async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
