@@ -104,12 +104,17 @@ export async function storedCapabilities(paths: ProfilePaths): Promise<string[]>
   return Promise.all(files.map(async (name) => (await readFile(join(paths.credentialsDir, name), 'utf8')).trim()));
 }
 
-/** Stops the stack; as a last resort kills whatever supervisor.json still records, then removes the home. */
-export async function destroyStackHome(stack: StackHome): Promise<void> {
-  await lexecIn(stack.home, ['stack', 'stop', '--json']).catch(() => undefined);
+/** `stack stop` of the profile; as a last resort kills whatever its supervisor.json still records. */
+export async function stopStack(stack: StackHome): Promise<void> {
+  await lexecIn(stack.home, ['stack', 'stop', '--profile', stack.paths.name, '--json']).catch(() => undefined);
   const state = await readSupervisorState(stack.paths).catch(() => null);
   if (state !== null) {
     for (const process of recordedProcesses(state)) if (await isSameProcess(process.pid, process.startTicks)) sendSignal(process.pid, 'SIGKILL');
   }
+}
+
+/** Stops the stack (`stopStack`), then removes the home. */
+export async function destroyStackHome(stack: StackHome): Promise<void> {
+  await stopStack(stack);
   await removeDir(stack.home);
 }
