@@ -4,6 +4,7 @@ import { constants } from 'node:fs';
 import { access, lstat, readdir, readFile, stat, statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
+import { errorCode } from '../errors.js';
 import type { ExecutableObservation, PrivateEntryProblem, SecretFileState } from './doctor-checks.js';
 import type { GenerationManifest } from './render-generation.js';
 import type { ProfilePaths } from './stack-home.js';
@@ -13,10 +14,6 @@ import type { ProfilePaths } from './stack-home.js';
  * state files, /proc. Nothing here writes, creates, locks or connects, and no secret's content
  * is read — only whether its file exists and is private.
  */
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
-}
 
 function currentUid(): number | null {
   return typeof process.getuid === 'function' ? process.getuid() : null;

@@ -1,4 +1,5 @@
 import { stat, type FileHandle } from 'node:fs/promises';
+import { errorCode } from '../errors.js';
 import { activeLogPath, fileIdentity, logPath, openIfPresent, RETAINED_LOG_GENERATIONS } from './log-chain.js';
 import type { LogComponent } from './log-lines.js';
 import { LOG_CHUNK_BYTES, LOG_MAX_LINE_BYTES } from './read-lines-backward.js';
@@ -21,10 +22,6 @@ interface Followed {
   partial: Buffer;
   /** The current line passed LOG_MAX_LINE_BYTES: its first bytes were emitted, the rest is dropped. */
   overflowing: boolean;
-}
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
 }
 
 async function identityAt(path: string): Promise<string | null> {

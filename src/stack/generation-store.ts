@@ -3,7 +3,7 @@ import { constants } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { toFieldIssues } from '../config/zod-issues.js';
-import { UserError } from '../errors.js';
+import { errorCode, UserError } from '../errors.js';
 import { generationIdSchema, manifestSchema, RUNTIME_FILES, type GenerationManifest, type RenderedGeneration } from './render-generation.js';
 import type { ProfilePaths } from './stack-home.js';
 
@@ -13,10 +13,6 @@ import type { ProfilePaths } from './stack-home.js';
  * A generation is never rewritten: rendering the same inputs again finds it and reuses it. The
  * `active` file names the generation `stack start` runs; only activate and rollback change it.
  */
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
-}
 
 async function writeDurably(path: string, content: string, mode: number): Promise<void> {
   const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { absolutePath, loopbackHttpUrl } from '../config/schema-parts.js';
 import { toFieldIssues } from '../config/zod-issues.js';
 import { writePrivateFile } from '../credentials/private-file.js';
-import { UserError } from '../errors.js';
+import { errorCode, UserError } from '../errors.js';
 import { generationIdSchema } from './render-generation.js';
 import type { ProfilePaths } from './stack-home.js';
 
@@ -41,10 +41,6 @@ export const handoffSchema = z.strictObject({
   agent: z.strictObject({ name: z.string(), agent_id: z.string() }),
 });
 export type Handoff = z.output<typeof handoffSchema>;
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
-}
 
 export async function writeHandoff(paths: ProfilePaths, handoff: Handoff): Promise<void> {
   await writePrivateFile(paths.handoffFile, `${JSON.stringify(handoffSchema.parse(handoff), null, 2)}\n`);

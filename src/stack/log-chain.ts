@@ -1,6 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { UserError } from '../errors.js';
+import { errorCode, UserError } from '../errors.js';
 import type { LogComponent } from './log-lines.js';
 
 /*
@@ -34,10 +34,6 @@ export interface OpenLogFile {
 
 export function fileIdentity(stats: { dev: number | bigint; ino: number | bigint }): string {
   return `${String(stats.dev)}:${String(stats.ino)}`;
-}
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
 }
 
 /** Opens a file for reading, or null when it does not exist (or vanished under a rotation). */

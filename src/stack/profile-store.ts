@@ -4,16 +4,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findRawSecrets } from '../config/secret-scan.js';
 import { toFieldIssues } from '../config/zod-issues.js';
-import { UserError } from '../errors.js';
+import { errorCode, UserError } from '../errors.js';
 import type { Profile } from './profile-schema.js';
 import { DEFAULT_PROFILE, profileName, profilePaths, profilesDir, selectionFile, type ProfilePaths } from './stack-home.js';
 
 /** Largest profile source lexec reads; real ones are a few KiB. */
 const MAX_PROFILE_BYTES = 256 * 1024;
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
-}
 
 /** The shipped example profiles (`profiles.example/<name>.toml`). */
 export function exampleProfilePath(example: string): string {

@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { errorCode } from '../errors.js';
 
 /*
  * The bounded per-component logs of a managed stack (spec §6 rule 4; docs/stack-runtime.md
@@ -44,10 +45,6 @@ export interface RotatingLogOptions {
   readonly component: string;
   readonly maxBytes?: number;
   readonly retained?: number;
-}
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
 }
 
 /** Cuts a line to at most `maxBytes` UTF-8 bytes (marker included), never inside a character. */
