@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { findRawSecrets } from '../config/secret-scan.js';
 import { toFieldIssues } from '../config/zod-issues.js';
 import { errorCode, UserError } from '../errors.js';
+import { readFileIfPresent } from '../storage/read-json-file.js';
 import type { Profile } from './profile-schema.js';
 import { DEFAULT_PROFILE, profileName, profilePaths, profilesDir, selectionFile, type ProfilePaths } from './stack-home.js';
 
@@ -128,13 +129,8 @@ export async function listProfileNames(home: string): Promise<string[]> {
 
 /** The saved selection, or null when none was saved (an invalid saved name is reported). */
 export async function readSelection(home: string): Promise<string | null> {
-  let text: string;
-  try {
-    text = await readFile(selectionFile(home), 'utf8');
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return null;
-    throw error;
-  }
+  const text = await readFileIfPresent(selectionFile(home));
+  if (text === null) return null;
   const name = text.trim();
   if (name === '') return null;
   try {
