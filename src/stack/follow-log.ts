@@ -1,7 +1,7 @@
 import { stat, type FileHandle } from 'node:fs/promises';
 import { errorCode } from '../errors.js';
-import { activeLogPath, fileIdentity, logPath, openIfPresent, RETAINED_LOG_GENERATIONS } from './log-chain.js';
-import type { LogComponent } from './log-lines.js';
+import { fileIdentity, openIfPresent } from './log-chain.js';
+import { LOG_RETAINED, logFilePath, type LogComponent } from './log-files.js';
 import { LOG_CHUNK_BYTES, LOG_MAX_LINE_BYTES } from './read-lines-backward.js';
 import type { FollowStart } from './tail-log.js';
 
@@ -96,16 +96,16 @@ async function openFollowed(path: string): Promise<Followed | null> {
  */
 export function createLogFollower(logsDir: string, component: LogComponent, start: FollowStart | null): LogFollower {
   let current: Followed | null = start === null ? null : { ...start, partial: Buffer.alloc(0), overflowing: false };
-  const activePath = activeLogPath(logsDir, component);
+  const activePath = logFilePath(logsDir, component);
 
   async function readSkippedGenerations(previous: Followed, emit: EmitLines): Promise<void> {
     let previousGeneration = 0;
-    for (let generation = 1; generation <= RETAINED_LOG_GENERATIONS && previousGeneration === 0; generation += 1) {
-      if ((await identityAt(logPath(logsDir, component, generation))) === previous.identity) previousGeneration = generation;
+    for (let generation = 1; generation <= LOG_RETAINED && previousGeneration === 0; generation += 1) {
+      if ((await identityAt(logFilePath(logsDir, component, generation))) === previous.identity) previousGeneration = generation;
     }
     // Not found: rotated away entirely (five rotations between two polls); nothing safe to add.
     for (let generation = previousGeneration - 1; generation >= 1; generation -= 1) {
-      const skipped = await openFollowed(logPath(logsDir, component, generation));
+      const skipped = await openFollowed(logFilePath(logsDir, component, generation));
       if (skipped === null) continue;
       try {
         await readAppended(skipped, emit);
