@@ -3,11 +3,11 @@ import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, lstat, readdir, readFile, stat, statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { z } from 'zod';
 import { errorCode } from '../errors.js';
 import type { ExecutableObservation, PrivateEntryProblem, SecretFileState } from './doctor-checks.js';
 import type { GenerationManifest } from './render-generation.js';
 import type { ProfilePaths } from './stack-home.js';
+import { readStateLeniently } from './stack-processes.js';
 
 /*
  * What the doctor looks at, read-only: metadata (lstat, statfs), hashes of rendered files, small
@@ -128,25 +128,14 @@ export async function mismatchedGenerationFiles(dir: string, manifest: Generatio
   return mismatched;
 }
 
-/** The parts of `state/supervisor.json` the doctor uses; the file's other fields are the supervisor's. */
-const supervisorStateSchema = z.looseObject({
-  supervisor_pid: z.number().int().positive(),
-  components: z.record(z.string(), z.looseObject({ pid: z.number().int().positive().nullable() })),
-});
-
-/** Component pids the running supervisor published; empty when it published none (yet). */
+/**
+ * Component pids the running supervisor published in `state/supervisor.json` (read as `stack
+ * status` reads it); empty when it published none yet or the file is damaged: the port check
+ * then falls back to process ancestry.
+ */
 export async function publishedComponentPids(paths: ProfilePaths): Promise<Map<string, number>> {
-  const text = await readFile(paths.supervisorState, 'utf8').catch(() => null);
-  if (text === null) return new Map();
-  let document: unknown = null;
-  try {
-    document = JSON.parse(text);
-  } catch {
-    // Being rewritten or damaged: the port check then falls back to process ancestry.
-  }
-  const parsed = supervisorStateSchema.safeParse(document);
-  if (!parsed.success) return new Map();
-  return new Map(Object.entries(parsed.data.components).flatMap(([name, component]) => (component.pid === null ? [] : [[name, component.pid] as const])));
+  const state = await readStateLeniently(paths);
+  return new Map(Object.entries(state?.components ?? {}).flatMap(([name, component]) => (component.pid === null ? [] : [[name, component.pid] as const])));
 }
 
 /** Whether `pid` is `ancestor` or one of its descendants (Linux /proc); false when it cannot be told. */

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DOCTOR_CHECK_IDS, type DoctorCheck, type DoctorReport } from '../../../src/stack/doctor-report.js';
+import type { ComponentStatus, SupervisorState } from '../../../src/stack/supervisor-state.js';
 import { LOCAL_CATALOG_FACTS } from '../../support/catalog-facts.js';
 import { ANSI, listTree, makeTempDir, removeDir } from '../../support/cli.js';
 import { profileOnFreePorts, sandboxProfile, sandboxProfileText, tableAt, writeProfile, type TomlTable } from '../../support/example-profiles.js';
@@ -300,6 +301,36 @@ describe('a live profile', () => {
 });
 
 describe('a running stack', () => {
+  /** The supervisor.json a running supervisor publishes, with these component pids and ports. */
+  async function publishState(generationId: string, supervisorPid: number, components: Record<'ledger' | 'executor' | 'sandbox', [number | undefined, number]>): Promise<void> {
+    const now = new Date().toISOString();
+    const status = ([pid, port]: [number | undefined, number]): ComponentStatus => ({
+      state: 'running',
+      pid: pid ?? null,
+      pid_start_ticks: null,
+      port,
+      started_at: now,
+      ready_at: now,
+      restarts: 0,
+      last_exit: null,
+      probe_error: null,
+    });
+    const state: SupervisorState = {
+      state_version: 1,
+      profile: 'sandbox',
+      generation_id: generationId,
+      supervisor_pid: supervisorPid,
+      supervisor_pid_start_ticks: null,
+      started_at: now,
+      phase: 'running',
+      step: null,
+      failure: null,
+      agent: null,
+      components: { ledger: status(components.ledger), executor: status(components.executor), sandbox: status(components.sandbox) },
+    };
+    await writeFile(join(profileDir, 'state', 'supervisor.json'), JSON.stringify(state));
+  }
+
   it("expects the ports to be held by the stack's own components", async () => {
     const { text, ports } = await sandboxProfile();
     await writeProfile(home, 'sandbox', text);
@@ -308,18 +339,7 @@ describe('a running stack', () => {
     try {
       const [ledgerPid, executorPid, sandboxPid] = JSON.parse(supervisor.firstOutput) as number[];
       await writeFile(join(profileDir, 'state', 'supervisor.lock'), `${supervisor.pid}\n`);
-      const component = (pid: number | undefined, port: number) => ({ state: 'running', pid, port, started_at: null, restarts: 0, last_exit: null });
-      await writeFile(
-        join(profileDir, 'state', 'supervisor.json'),
-        JSON.stringify({
-          state_version: 1,
-          profile: 'sandbox',
-          generation_id: id,
-          supervisor_pid: supervisor.pid,
-          started_at: new Date().toISOString(),
-          components: { ledger: component(ledgerPid, ports.ledger), executor: component(executorPid, ports.executor), sandbox: component(sandboxPid, ports.sandbox) },
-        }),
-      );
+      await publishState(id, supervisor.pid, { ledger: [ledgerPid, ports.ledger], executor: [executorPid, ports.executor], sandbox: [sandboxPid, ports.sandbox] });
       const { exitCode, report } = await doctor();
       expect(exitCode).toBe(0);
       expect(report.running).toBe(true);
@@ -340,7 +360,7 @@ describe('a running stack', () => {
   it("fails a port of the running stack held by someone else's process", async () => {
     const { text, ports } = await sandboxProfile();
     await writeProfile(home, 'sandbox', text);
-    await renderAndActivate(home);
+    const id = await renderAndActivate(home);
     const supervisor = await startChild(fakeSupervisorScript([ports.ledger, ports.executor]));
     const intruder = await startChild(listenScript([ports.sandbox]));
     try {
@@ -349,6 +369,13 @@ describe('a running stack', () => {
       expect(exitCode).toBe(3);
       expect(check(report, 'ports.sandbox.free')).toMatchObject({ status: 'fail', summary: `port ${ports.sandbox} is in use by pid ${intruder.pid} (node), not by this stack` });
       expect(check(report, 'ports.ledger.free').status).toBe('pass');
+
+      // With the state the supervisor published, the failure also names the pid recorded for the sandbox.
+      const [ledgerPid, executorPid] = JSON.parse(supervisor.firstOutput) as number[];
+      await publishState(id, supervisor.pid, { ledger: [ledgerPid, ports.ledger], executor: [executorPid, ports.executor], sandbox: [424242, ports.sandbox] });
+      expect(check((await doctor()).report, 'ports.sandbox.free').summary).toBe(
+        `port ${ports.sandbox} is in use by pid ${intruder.pid} (node), not by this stack (the sandbox is pid 424242)`,
+      );
     } finally {
       await intruder.stop();
       await supervisor.stop();
