@@ -159,18 +159,3 @@ export async function lockFilePid(path: string): Promise<number | null> {
   const pid = Number.parseInt(text, 10);
   return Number.isInteger(pid) && pid > 0 ? pid : null;
 }
-
-/**
- * `credential_reference_present` of the catalog the running executor published at its start
- * (spec §2: true only after server startup resolved the secret). The doctor never resolves it.
- */
-export async function servedCredentialReferencePresent(paths: ProfilePaths): Promise<boolean> {
-  const text = await readFile(paths.catalogPath, 'utf8').catch(() => null);
-  if (text === null) return false;
-  try {
-    const document = JSON.parse(text) as { facts?: { credential_reference_present?: unknown } };
-    return document.facts?.credential_reference_present === true;
-  } catch {
-    return false;
-  }
-}
