@@ -62,3 +62,11 @@ export class BugError extends Error {
     this.name = 'BugError';
   }
 }
+
+/**
+ * The `code` of a Node.js system error (`ENOENT`, `EACCES`, `EADDRINUSE`, …), or undefined when
+ * the thrown value carries none. Safe on anything thrown, which need not be an Error.
+ */
+export function errorCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
+}

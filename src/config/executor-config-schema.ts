@@ -66,59 +66,61 @@ const storage = z.strictObject({
   catalog_path: absolutePath,
 });
 
-export const taskQueue = identifier(200);
+const taskQueue = identifier(200);
 
-const workflowEngine = z.discriminatedUnion(
-  'mode',
-  [
-    z.strictObject({ mode: z.literal('embedded') }),
-    z.strictObject({
-      mode: z.literal('managed_local'),
-      temporal_cli: z.strictObject({ path: absolutePath, version: exactVersion }),
-      data_dir: absolutePath,
-      namespace: identifier().default('default'),
-      task_queue: taskQueue.default('lexec-executions'),
-    }),
-    z.strictObject({
-      mode: z.literal('external'),
-      address: grpcUrl,
-      namespace: identifier(),
-      task_queue: taskQueue,
-      ui_url: httpUrl,
-    }),
-  ],
-  { error: 'must be a workflow engine: mode embedded, managed_local or external' },
-);
+/** The workflow engine modes, one schema each; a launcher profile reuses them (src/stack/profile-schema.ts). */
+export const embeddedEngineSchema = z.strictObject({ mode: z.literal('embedded') });
+export const managedLocalEngineSchema = z.strictObject({
+  mode: z.literal('managed_local'),
+  temporal_cli: z.strictObject({ path: absolutePath, version: exactVersion }),
+  data_dir: absolutePath,
+  namespace: identifier().default('default'),
+  task_queue: taskQueue.default('lexec-executions'),
+});
+export const externalEngineSchema = z.strictObject({
+  mode: z.literal('external'),
+  address: grpcUrl,
+  namespace: identifier(),
+  task_queue: taskQueue,
+  ui_url: httpUrl,
+});
 
-export const spendCeilingSchema = z.strictObject({
+const workflowEngine = z.discriminatedUnion('mode', [embeddedEngineSchema, managedLocalEngineSchema, externalEngineSchema], {
+  error: 'must be a workflow engine: mode embedded, managed_local or external',
+});
+
+const spendCeilingSchema = z.strictObject({
   amount_units: wholeNumber({ min: 1n, what: 'the spend ceiling' }),
   units_scale: z.literal(UNITS_SCALE, { error: `must be ${UNITS_SCALE} (amounts are micro-units)` }),
   currency: z.literal('USD', { error: 'must be "USD"' }),
 });
 
 /** The absolute deadline of a provider operation, from its submission; never refreshed. */
-export const operationDeadline = z
+const operationDeadline = z
   .number({ error: 'must be a whole number of seconds' })
   .int('must be a whole number of seconds')
   .min(1, 'must be at least 1')
   .max(86_400, 'must be at most 86400 (one day)')
   .default(600);
 
+/** Live mode: real spend at the provider; a launcher profile's [live] section is this without `mode`. */
+export const liveProvidersSchema = z.strictObject({
+  mode: z.literal('live'),
+  target_id: targetId,
+  credential: secretReference,
+  spend_ceiling: spendCeilingSchema,
+  operation_deadline_seconds: operationDeadline,
+  acknowledgement: z.literal(LIVE_SPEND_ACKNOWLEDGEMENT, {
+    error: `must be exactly the live-spend acknowledgement: "${LIVE_SPEND_ACKNOWLEDGEMENT}"`,
+  }),
+});
+
 const providers = z.discriminatedUnion(
   'mode',
   [
     z.strictObject({ mode: z.literal('disabled') }),
     z.strictObject({ mode: z.literal('sandbox'), base_url: loopbackHttpUrl, operation_deadline_seconds: operationDeadline }),
-    z.strictObject({
-      mode: z.literal('live'),
-      target_id: targetId,
-      credential: secretReference,
-      spend_ceiling: spendCeilingSchema,
-      operation_deadline_seconds: operationDeadline,
-      acknowledgement: z.literal(LIVE_SPEND_ACKNOWLEDGEMENT, {
-        error: `must be exactly the live-spend acknowledgement: "${LIVE_SPEND_ACKNOWLEDGEMENT}"`,
-      }),
-    }),
+    liveProvidersSchema,
   ],
   { error: 'must be providers: mode disabled, sandbox or live' },
 );

@@ -1,14 +1,10 @@
 import { readFile, stat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
-import { UsageError, UserError, type FieldIssue } from '../errors.js';
+import { errorCode, UsageError, UserError, type FieldIssue } from '../errors.js';
 import { formatFieldPath } from './field-path.js';
 
 /** Largest configuration document lexec reads; real ones are a few KiB. */
 export const MAX_CONFIG_BYTES = 1024 * 1024;
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
-}
 
 /**
  * Where the first JSON syntax error is, as "line L, column C" plus the parser's error kind.

@@ -140,6 +140,19 @@ export function wholeNumber({ min, what }: { min: bigint; what: string }) {
 }
 
 /**
+ * A whole number in a server's answer (the ledger's and the executor's amounts, counts, sizes):
+ * a digit string or a JSON integer, as bigint; never a float. No bounds: the server checked them.
+ */
+export const answeredWholeNumber = z.union([z.string(), z.number()]).transform((value, ctx) => {
+  const parsed = parseWholeNumber(value);
+  if (parsed === null) {
+    ctx.addIssue({ code: 'custom', message: 'must be a whole number' });
+    return z.NEVER;
+  }
+  return parsed;
+});
+
+/**
  * Where a secret lives — never the secret. `keychain` names an item in the OS secret store;
  * `file` names a private file (0600, owned by the executor's user) holding only the secret.
  */

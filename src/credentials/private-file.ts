@@ -2,17 +2,13 @@ import { constants } from 'node:fs';
 import { chmod, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { UserError } from '../errors.js';
+import { errorCode, UserError } from '../errors.js';
 
 /** Largest secret file lexec reads. */
 const MAX_SECRET_BYTES = 4096;
 
 function currentUid(): number | null {
   return typeof process.getuid === 'function' ? process.getuid() : null;
-}
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
 }
 
 /**

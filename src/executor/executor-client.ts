@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseWholeNumber } from '../domain/money.js';
+import { answeredWholeNumber } from '../config/schema-parts.js';
 import { UserError, type FieldIssue } from '../errors.js';
 import { EXECUTION_STATES } from './domain/execution-states.js';
 
@@ -10,14 +10,7 @@ import { EXECUTION_STATES } from './domain/execution-states.js';
  * The capability only ever leaves in the Authorization header; redirects are never followed.
  */
 
-const amount = z.union([z.string(), z.number()]).transform((value, ctx) => {
-  const parsed = parseWholeNumber(value);
-  if (parsed === null) {
-    ctx.addIssue({ code: 'custom', message: 'must be a whole number' });
-    return z.NEVER;
-  }
-  return parsed;
-});
+const amount = answeredWholeNumber;
 
 const price = z.object({ numerator: z.union([z.string(), z.number()]), denominator: z.union([z.string(), z.number()]) });
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { parseWholeNumber, UNITS_SCALE } from '../domain/money.js';
+import { answeredWholeNumber } from '../config/schema-parts.js';
+import { UNITS_SCALE } from '../domain/money.js';
 import { AUTHORIZATION_STATUSES } from './authorization-rules.js';
 
 /*
@@ -8,14 +9,7 @@ import { AUTHORIZATION_STATUSES } from './authorization-rules.js';
  * arrive as decimal strings and become bigint here; a float is refused, never rounded.
  */
 
-const amount = z.union([z.string(), z.number()]).transform((value, ctx) => {
-  const parsed = parseWholeNumber(value);
-  if (parsed === null) {
-    ctx.addIssue({ code: 'custom', message: 'must be a whole number' });
-    return z.NEVER;
-  }
-  return parsed;
-});
+const amount = answeredWholeNumber;
 
 const timestamp = z.iso.datetime();
 const scale = z.literal(UNITS_SCALE);

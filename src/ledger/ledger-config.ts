@@ -37,18 +37,21 @@ export const spendPolicySchema = z
   });
 export type SpendPolicyInput = z.output<typeof spendPolicySchema>;
 
+/** How long an authorization holds its amount; a launcher profile's [ledger] takes the same field. */
+export const authorizationTtlSeconds = z
+  .number({ error: 'must be a whole number of seconds' })
+  .int('must be a whole number of seconds')
+  .min(60, 'must be at least 60')
+  .max(7 * 24 * 3600, 'must be at most 604800 (7 days)')
+  .default(3600);
+
 export const ledgerConfigSchema = z.strictObject({
   schema_version: z.literal(LEDGER_CONFIG_SCHEMA_VERSION, { error: `must be ${LEDGER_CONFIG_SCHEMA_VERSION}` }),
   http: httpListen,
   database_path: absolutePath,
   admin_capability_path: absolutePath,
   contract_level: z.enum(LEDGER_CONTRACT_LEVELS, { error: 'must be "v4.5" or "v4.4"' }).default('v4.5'),
-  authorization_ttl_seconds: z
-    .number({ error: 'must be a whole number of seconds' })
-    .int('must be a whole number of seconds')
-    .min(60, 'must be at least 60')
-    .max(7 * 24 * 3600, 'must be at most 604800 (7 days)')
-    .default(3600),
+  authorization_ttl_seconds: authorizationTtlSeconds,
   default_policy: spendPolicySchema,
 });
 export type LedgerConfig = z.output<typeof ledgerConfigSchema>;

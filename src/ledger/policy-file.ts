@@ -3,7 +3,7 @@ import { dirname, isAbsolute } from 'node:path';
 import { readJsonDocument } from '../config/read-json-document.js';
 import { toFieldIssues } from '../config/zod-issues.js';
 import { UNITS_SCALE } from '../domain/money.js';
-import { UsageError, UserError } from '../errors.js';
+import { errorCode, UsageError, UserError } from '../errors.js';
 import { writeNewFile } from '../storage/write-new-file.js';
 import type { SpendPolicy } from './authorization-rules.js';
 import { spendPolicySchema, type SpendPolicyInput } from './ledger-config.js';
@@ -52,7 +52,7 @@ export async function writePolicyFile(path: string, policy: SpendPolicy): Promis
     await mkdir(dirname(path), { recursive: true });
     outcome = await writeNewFile(path, content, 0o644);
   } catch (error) {
-    const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'error';
+    const code = errorCode(error) ?? 'error';
     throw new UserError('policy_file_unwritable', `The policy file ${path} cannot be written (${code}).`, {
       nextStep: 'Check that its directory exists or can be created, and is writable by this user.',
     });

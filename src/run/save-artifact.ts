@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { UserError } from '../errors.js';
+import { errorCode, UserError } from '../errors.js';
 import type { ArtifactView } from '../executor/executor-client.js';
 import { writeNewFile } from '../storage/write-new-file.js';
 
@@ -38,8 +38,8 @@ async function existingIdentical(path: string, digest: string): Promise<SavedFil
   try {
     bytes = await readFile(path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw new UserError('output_file_unwritable', `The output file ${path} exists and cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}).`, {
+    if (errorCode(error) === 'ENOENT') return null;
+    throw new UserError('output_file_unwritable', `The output file ${path} exists and cannot be read (${errorCode(error) ?? 'error'}).`, {
       nextStep: 'Choose another --out directory.',
     });
   }
@@ -66,7 +66,7 @@ export async function saveArtifact(outDir: string, executionId: string, artifact
   try {
     outcome = await writeNewFile(path, bytes, 0o644);
   } catch (error) {
-    throw new UserError('output_file_unwritable', `The output file ${path} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'}).`, {
+    throw new UserError('output_file_unwritable', `The output file ${path} cannot be written (${errorCode(error) ?? 'error'}).`, {
       nextStep: 'Check that the --out directory can be written by this user, or choose another one.',
     });
   }

@@ -2,7 +2,7 @@ import { lstat, unlink } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { capabilityDigest, capabilityKind, generateCapability, type CredentialKind } from '../credentials/capability.js';
 import { ensurePrivateDirectory, readPrivateFile } from '../credentials/private-file.js';
-import { UsageError, UserError } from '../errors.js';
+import { errorCode, UsageError, UserError } from '../errors.js';
 import { LEDGER_CREDENTIAL_ID, managedCredentialPaths } from '../executor/managed-credentials.js';
 import { createLedgerClient, type LedgerClient } from '../ledger/ledger-client.js';
 import { writeNewFile } from '../storage/write-new-file.js';
@@ -37,10 +37,6 @@ export interface BootstrapManagedRequest {
   readonly timeoutMs?: number;
 }
 
-function fsErrorCode(error: unknown): string {
-  return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : 'error';
-}
-
 function currentUid(): number | null {
   return typeof process.getuid === 'function' ? process.getuid() : null;
 }
@@ -71,8 +67,8 @@ async function inspectStateDirectory(dir: string): Promise<boolean> {
   try {
     info = await lstat(dir);
   } catch (error) {
-    if (fsErrorCode(error) === 'ENOENT') return false;
-    throw new UserError('credential_directory_not_private', `The credential directory ${dir} cannot be inspected (${fsErrorCode(error)}).`, {
+    if (errorCode(error) === 'ENOENT') return false;
+    throw new UserError('credential_directory_not_private', `The credential directory ${dir} cannot be inspected (${errorCode(error) ?? 'error'}).`, {
       nextStep: 'Check credentials.state_dir and the permissions of its parent directories.',
     });
   }
@@ -116,7 +112,7 @@ async function createStateDirectory(dir: string): Promise<void> {
     await ensurePrivateDirectory(dir);
   } catch (error) {
     if (error instanceof UserError) throw error;
-    throw new UserError('credential_file_unwritable', `The credential directory ${dir} cannot be created (${fsErrorCode(error)}).`, {
+    throw new UserError('credential_file_unwritable', `The credential directory ${dir} cannot be created (${errorCode(error) ?? 'error'}).`, {
       nextStep: 'Check that credentials.state_dir can be created by this user.',
     });
   }
@@ -128,7 +124,7 @@ async function writeCapabilityFile(path: string, token: string, conflictCode: st
   try {
     outcome = await writeNewFile(path, `${token}\n`, 0o600);
   } catch (error) {
-    throw new UserError('credential_file_unwritable', `The credential file ${path} cannot be written (${fsErrorCode(error)}).`, {
+    throw new UserError('credential_file_unwritable', `The credential file ${path} cannot be written (${errorCode(error) ?? 'error'}).`, {
       nextStep: 'Check that credentials.state_dir can be written by this user.',
     });
   }

@@ -3,14 +3,10 @@ import { unlink } from 'node:fs/promises';
 import { dirname, isAbsolute } from 'node:path';
 import { capabilityDigest, generateCapability } from '../credentials/capability.js';
 import { ensurePrivateDirectory } from '../credentials/private-file.js';
-import { UsageError, UserError } from '../errors.js';
+import { errorCode, UsageError, UserError } from '../errors.js';
 import type { IssuableCredentialKind, LedgerClient } from '../ledger/ledger-client.js';
 import { writeNewFile } from '../storage/write-new-file.js';
 import { connectLedger, type LedgerTarget } from './ledger-connection.js';
-
-function fsErrorCode(error: unknown): string {
-  return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : 'error';
-}
 
 /** A credential this CLI generated, wrote and registered. Never holds the capability itself. */
 export interface IssuedCredential {
@@ -47,7 +43,7 @@ export async function writePendingCredential(file: string, kind: IssuableCredent
     outcome = await writeNewFile(file, `${token}\n`, 0o600);
   } catch (error) {
     if (error instanceof UserError) throw error;
-    throw new UserError('credential_file_unwritable', `The credential file ${file} cannot be written (${fsErrorCode(error)}).`, {
+    throw new UserError('credential_file_unwritable', `The credential file ${file} cannot be written (${errorCode(error) ?? 'error'}).`, {
       nextStep: 'Check that its directory can be created and written by this user.',
     });
   }

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import type { ExecutorConfig } from '../config/executor-config-schema.js';
 import { UserError } from '../errors.js';
 import { providerCatalog, type ProviderCatalog } from '../executor/provider-catalog.js';
 import { generationDir } from '../stack/generation-store.js';
@@ -53,6 +54,22 @@ async function startupCredentialFact(paths: ProfilePaths, generationId: string, 
   }
 }
 
+export interface GenerationCatalog {
+  readonly credential_reference_basis: CredentialReferenceBasis;
+  readonly catalog: ProviderCatalog;
+}
+
+/**
+ * The catalog of one generation from its executor configuration, as `stack catalog` shows it and
+ * the doctor reports it: `credential_reference_present` is true only when a running executor of
+ * this very generation recorded at its startup that the secret resolved. Reads files only.
+ */
+export async function generationCatalog(paths: ProfilePaths, generationId: string, config: ExecutorConfig): Promise<GenerationCatalog> {
+  if (config.providers.mode !== 'live') return { credential_reference_basis: 'not_applicable', catalog: providerCatalog(config, false) };
+  const startupFact = await startupCredentialFact(paths, generationId, config.storage.catalog_path);
+  return { credential_reference_basis: startupFact === null ? 'not_resolved' : 'executor_startup', catalog: providerCatalog(config, startupFact ?? false) };
+}
+
 export async function stackCatalog(request: ProfileRequest): Promise<CatalogResult> {
   const paths = await existingProfilePaths(request);
   const manifest = await activeManifest(paths);
@@ -62,14 +79,5 @@ export async function stackCatalog(request: ProfileRequest): Promise<CatalogResu
     });
   }
   const config = await loadExecutorConfig(join(generationDir(paths, manifest.generation_id), 'executor.json'));
-  if (config.providers.mode !== 'live') {
-    return { profile: paths.name, generation_id: manifest.generation_id, credential_reference_basis: 'not_applicable', catalog: providerCatalog(config, false) };
-  }
-  const startupFact = await startupCredentialFact(paths, manifest.generation_id, config.storage.catalog_path);
-  return {
-    profile: paths.name,
-    generation_id: manifest.generation_id,
-    credential_reference_basis: startupFact === null ? 'not_resolved' : 'executor_startup',
-    catalog: providerCatalog(config, startupFact ?? false),
-  };
+  return { profile: paths.name, generation_id: manifest.generation_id, ...(await generationCatalog(paths, manifest.generation_id, config)) };
 }

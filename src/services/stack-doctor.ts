@@ -2,7 +2,6 @@ import { readBuildInfo, type BuildInfo } from '../build-info.js';
 import type { ExecutorConfig } from '../config/executor-config-schema.js';
 import { parseExecutorConfig } from '../config/parse-executor-config.js';
 import { UserError } from '../errors.js';
-import { providerCatalog } from '../executor/provider-catalog.js';
 import { credentialPermissionsCheck, diskSpaceCheck, lineageChecks, liveCredentialCheck, portCheck, temporalCliCheck } from '../stack/doctor-checks.js';
 import {
   availableDiskBytes,
@@ -12,7 +11,6 @@ import {
   inspectSecretFile,
   lockFilePid,
   publishedComponentPids,
-  servedCredentialReferencePresent,
 } from '../stack/doctor-observations.js';
 import {
   DOCTOR_REPORT_VERSION,
@@ -31,6 +29,7 @@ import { loadProfile, resolveProfileName } from '../stack/profile-store.js';
 import { compareGenerations, renderGeneration, STACK_COMPONENTS, type GenerationManifest, type RenderedGeneration } from '../stack/render-generation.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
 import { runningSupervisorPid } from '../stack/stack-locks.js';
+import { generationCatalog } from './stack-catalog.js';
 import type { ProfileRequest } from './stack-generations.js';
 
 /*
@@ -145,8 +144,7 @@ export async function runDoctor({ home, paths, build = readBuildInfo() }: Doctor
       : profile.rendered !== null && renderedConfig?.ok === true
         ? { manifest: profile.rendered.manifest, config: renderedConfig.value }
         : null;
-  const served = supervisorPid !== null && (await servedCredentialReferencePresent(paths));
-  const catalog = active.config === null ? null : providerCatalog(active.config, served);
+  const catalog = active.id === null || active.config === null ? null : (await generationCatalog(paths, active.id, active.config)).catalog;
   const lineage = {
     binary: { product_version: build.product_version, contract_version: build.contract_version, commit: build.commit, build_kind: build.build_kind },
     generation: active.manifest?.lineage ?? null,

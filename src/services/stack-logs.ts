@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { UsageError } from '../errors.js';
 import { createLogFollower, type LogFollower } from '../stack/follow-log.js';
-import { belongsToExecution, EXECUTION_ID, LOG_COMPONENTS, mergeByTime, parseLogLine, type AdmissionRejection, type LogComponent, type LogLine } from '../stack/log-lines.js';
+import { LOG_COMPONENTS, type LogComponent } from '../stack/log-files.js';
+import { belongsToExecution, EXECUTION_ID, mergeByTime, parseLogLine, type AdmissionRejection, type LogLine } from '../stack/log-lines.js';
 import type { ProfilePaths } from '../stack/stack-home.js';
 import { tailComponent, type ComponentTail } from '../stack/tail-log.js';
 import { existingProfilePaths } from './existing-profile.js';

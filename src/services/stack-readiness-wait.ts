@@ -1,4 +1,5 @@
 import { ExitCode, UserError } from '../errors.js';
+import { logFilePath } from '../stack/log-files.js';
 import { lastLogLines } from '../stack/log-tail.js';
 import { PROBE_DESCRIPTIONS } from '../stack/loopback-probe.js';
 import { isRunning } from '../stack/process-identity.js';
@@ -64,13 +65,14 @@ async function supervisorExited(paths: ProfilePaths, pid: number): Promise<UserE
   }
   const lines = await lastLogLines(paths.logsDir, 'supervisor', 5);
   return new UserError('supervisor_exited', [`The supervisor (pid ${pid}) of profile "${paths.name}" exited before the stack was ready.`, ...logBlock(paths, 'supervisor', lines)].join('\n'), {
-    nextStep: `Read ${paths.logsDir}/supervisor.log, fix what it says, then start again.`,
+    nextStep: `Read ${logFilePath(paths.logsDir, 'supervisor')}, fix what it says, then start again.`,
   });
 }
 
 function logBlock(paths: ProfilePaths, component: string, lines: readonly string[]): string[] {
-  if (lines.length === 0) return [`(${paths.logsDir}/${component}.log has no lines yet)`];
-  return [`Last lines of ${paths.logsDir}/${component}.log:`, ...lines.map((line) => `  ${line}`)];
+  const file = logFilePath(paths.logsDir, component);
+  if (lines.length === 0) return [`(${file} has no lines yet)`];
+  return [`Last lines of ${file}:`, ...lines.map((line) => `  ${line}`)];
 }
 
 async function readinessTimeout(options: {

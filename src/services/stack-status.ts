@@ -1,8 +1,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { logFilePath } from '../stack/log-files.js';
 import { probeComponent, type ProbedComponent } from '../stack/loopback-probe.js';
 import { resolveProfileName } from '../stack/profile-store.js';
-import { logFilePath } from '../stack/rotating-log.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
 import { liveRecordedChildren, liveSupervisorPid, readStateLeniently } from '../stack/stack-processes.js';
 import type { ComponentExit, ComponentState, SupervisorPhase } from '../stack/supervisor-state.js';

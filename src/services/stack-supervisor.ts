@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { UserError } from '../errors.js';
+import { errorCode, UserError } from '../errors.js';
 import { generationDir } from '../stack/generation-store.js';
 import { probeComponent } from '../stack/loopback-probe.js';
 import { processStartTicks } from '../stack/process-identity.js';
@@ -396,7 +396,7 @@ class Supervisor {
     this.writing = this.writing
       .then(() => writeSupervisorState(this.paths, this.snapshot()))
       .catch((error: unknown) => {
-        this.event('state_write_failed', { error: (error as NodeJS.ErrnoException).code ?? 'unknown' }, 'error');
+        this.event('state_write_failed', { error: errorCode(error) ?? 'unknown' }, 'error');
       });
     return this.writing;
   }

@@ -3,20 +3,17 @@ import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, lstat, readdir, readFile, stat, statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { z } from 'zod';
+import { errorCode } from '../errors.js';
 import type { ExecutableObservation, PrivateEntryProblem, SecretFileState } from './doctor-checks.js';
 import type { GenerationManifest } from './render-generation.js';
 import type { ProfilePaths } from './stack-home.js';
+import { readStateLeniently } from './stack-processes.js';
 
 /*
  * What the doctor looks at, read-only: metadata (lstat, statfs), hashes of rendered files, small
  * state files, /proc. Nothing here writes, creates, locks or connects, and no secret's content
  * is read — only whether its file exists and is private.
  */
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
-}
 
 function currentUid(): number | null {
   return typeof process.getuid === 'function' ? process.getuid() : null;
@@ -131,25 +128,14 @@ export async function mismatchedGenerationFiles(dir: string, manifest: Generatio
   return mismatched;
 }
 
-/** The parts of `state/supervisor.json` the doctor uses; the file's other fields are the supervisor's. */
-const supervisorStateSchema = z.looseObject({
-  supervisor_pid: z.number().int().positive(),
-  components: z.record(z.string(), z.looseObject({ pid: z.number().int().positive().nullable() })),
-});
-
-/** Component pids the running supervisor published; empty when it published none (yet). */
+/**
+ * Component pids the running supervisor published in `state/supervisor.json` (read as `stack
+ * status` reads it); empty when it published none yet or the file is damaged: the port check
+ * then falls back to process ancestry.
+ */
 export async function publishedComponentPids(paths: ProfilePaths): Promise<Map<string, number>> {
-  const text = await readFile(paths.supervisorState, 'utf8').catch(() => null);
-  if (text === null) return new Map();
-  let document: unknown = null;
-  try {
-    document = JSON.parse(text);
-  } catch {
-    // Being rewritten or damaged: the port check then falls back to process ancestry.
-  }
-  const parsed = supervisorStateSchema.safeParse(document);
-  if (!parsed.success) return new Map();
-  return new Map(Object.entries(parsed.data.components).flatMap(([name, component]) => (component.pid === null ? [] : [[name, component.pid] as const])));
+  const state = await readStateLeniently(paths);
+  return new Map(Object.entries(state?.components ?? {}).flatMap(([name, component]) => (component.pid === null ? [] : [[name, component.pid] as const])));
 }
 
 /** Whether `pid` is `ancestor` or one of its descendants (Linux /proc); false when it cannot be told. */
@@ -172,19 +158,4 @@ export async function lockFilePid(path: string): Promise<number | null> {
   if (text === null) return null;
   const pid = Number.parseInt(text, 10);
   return Number.isInteger(pid) && pid > 0 ? pid : null;
-}
-
-/**
- * `credential_reference_present` of the catalog the running executor published at its start
- * (spec §2: true only after server startup resolved the secret). The doctor never resolves it.
- */
-export async function servedCredentialReferencePresent(paths: ProfilePaths): Promise<boolean> {
-  const text = await readFile(paths.catalogPath, 'utf8').catch(() => null);
-  if (text === null) return false;
-  try {
-    const document = JSON.parse(text) as { facts?: { credential_reference_present?: unknown } };
-    return document.facts?.credential_reference_present === true;
-  } catch {
-    return false;
-  }
 }

@@ -1,6 +1,7 @@
 import { stat, type FileHandle } from 'node:fs/promises';
-import { activeLogPath, fileIdentity, logPath, openIfPresent, RETAINED_LOG_GENERATIONS } from './log-chain.js';
-import type { LogComponent } from './log-lines.js';
+import { errorCode } from '../errors.js';
+import { fileIdentity, openIfPresent } from './log-chain.js';
+import { LOG_RETAINED, logFilePath, type LogComponent } from './log-files.js';
 import { LOG_CHUNK_BYTES, LOG_MAX_LINE_BYTES } from './read-lines-backward.js';
 import type { FollowStart } from './tail-log.js';
 
@@ -21,10 +22,6 @@ interface Followed {
   partial: Buffer;
   /** The current line passed LOG_MAX_LINE_BYTES: its first bytes were emitted, the rest is dropped. */
   overflowing: boolean;
-}
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
 }
 
 async function identityAt(path: string): Promise<string | null> {
@@ -99,16 +96,16 @@ async function openFollowed(path: string): Promise<Followed | null> {
  */
 export function createLogFollower(logsDir: string, component: LogComponent, start: FollowStart | null): LogFollower {
   let current: Followed | null = start === null ? null : { ...start, partial: Buffer.alloc(0), overflowing: false };
-  const activePath = activeLogPath(logsDir, component);
+  const activePath = logFilePath(logsDir, component);
 
   async function readSkippedGenerations(previous: Followed, emit: EmitLines): Promise<void> {
     let previousGeneration = 0;
-    for (let generation = 1; generation <= RETAINED_LOG_GENERATIONS && previousGeneration === 0; generation += 1) {
-      if ((await identityAt(logPath(logsDir, component, generation))) === previous.identity) previousGeneration = generation;
+    for (let generation = 1; generation <= LOG_RETAINED && previousGeneration === 0; generation += 1) {
+      if ((await identityAt(logFilePath(logsDir, component, generation))) === previous.identity) previousGeneration = generation;
     }
     // Not found: rotated away entirely (five rotations between two polls); nothing safe to add.
     for (let generation = previousGeneration - 1; generation >= 1; generation -= 1) {
-      const skipped = await openFollowed(logPath(logsDir, component, generation));
+      const skipped = await openFollowed(logFilePath(logsDir, component, generation));
       if (skipped === null) continue;
       try {
         await readAppended(skipped, emit);

@@ -3,7 +3,8 @@ import { constants } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { toFieldIssues } from '../config/zod-issues.js';
-import { UserError } from '../errors.js';
+import { errorCode, UserError } from '../errors.js';
+import { readFileIfPresent, readJsonFile } from '../storage/read-json-file.js';
 import { generationIdSchema, manifestSchema, RUNTIME_FILES, type GenerationManifest, type RenderedGeneration } from './render-generation.js';
 import type { ProfilePaths } from './stack-home.js';
 
@@ -13,10 +14,6 @@ import type { ProfilePaths } from './stack-home.js';
  * A generation is never rewritten: rendering the same inputs again finds it and reuses it. The
  * `active` file names the generation `stack start` runs; only activate and rollback change it.
  */
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
-}
 
 async function writeDurably(path: string, content: string, mode: number): Promise<void> {
   const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
@@ -65,20 +62,10 @@ export async function storeGeneration(paths: ProfilePaths, rendered: RenderedGen
 
 /** A generation's manifest, or null when there is no such generation. */
 export async function readManifest(paths: ProfilePaths, id: string): Promise<GenerationManifest | null> {
-  let text: string;
-  try {
-    text = await readFile(join(generationDir(paths, id), 'manifest.json'), 'utf8');
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return null;
-    throw error;
-  }
-  let document: unknown;
-  try {
-    document = JSON.parse(text);
-  } catch {
-    throw damagedGeneration(paths, id, []);
-  }
-  const parsed = manifestSchema.safeParse(document, { reportInput: true });
+  const file = await readJsonFile(join(generationDir(paths, id), 'manifest.json'));
+  if (file.kind === 'missing') return null;
+  if (file.kind === 'not_json') throw damagedGeneration(paths, id, []);
+  const parsed = manifestSchema.safeParse(file.document, { reportInput: true });
   if (!parsed.success || parsed.data.generation_id !== id) throw damagedGeneration(paths, id, parsed.success ? [] : toFieldIssues(parsed.error.issues));
   return parsed.data;
 }
@@ -110,13 +97,8 @@ export async function listGenerations(paths: ProfilePaths): Promise<GenerationMa
 
 /** The active generation id, or null before the first activation. */
 export async function readActiveId(paths: ProfilePaths): Promise<string | null> {
-  let text: string;
-  try {
-    text = await readFile(paths.activeFile, 'utf8');
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return null;
-    throw error;
-  }
+  const text = await readFileIfPresent(paths.activeFile);
+  if (text === null) return null;
   const parsed = generationIdSchema.safeParse(text.trim());
   if (!parsed.success) {
     throw new UserError('active_generation_invalid', `The active generation pointer ${paths.activeFile} is damaged.`, {

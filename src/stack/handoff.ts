@@ -1,9 +1,10 @@
-import { readFile, unlink } from 'node:fs/promises';
+import { unlink } from 'node:fs/promises';
 import { z } from 'zod';
 import { absolutePath, loopbackHttpUrl } from '../config/schema-parts.js';
 import { toFieldIssues } from '../config/zod-issues.js';
 import { writePrivateFile } from '../credentials/private-file.js';
-import { UserError } from '../errors.js';
+import { errorCode, UserError } from '../errors.js';
+import { readJsonFile } from '../storage/read-json-file.js';
 import { generationIdSchema } from './render-generation.js';
 import type { ProfilePaths } from './stack-home.js';
 
@@ -42,30 +43,16 @@ export const handoffSchema = z.strictObject({
 });
 export type Handoff = z.output<typeof handoffSchema>;
 
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
-}
-
 export async function writeHandoff(paths: ProfilePaths, handoff: Handoff): Promise<void> {
   await writePrivateFile(paths.handoffFile, `${JSON.stringify(handoffSchema.parse(handoff), null, 2)}\n`);
 }
 
 /** The handoff on disk, or null when there is none. A damaged one is a user error. */
 export async function readHandoff(paths: ProfilePaths): Promise<Handoff | null> {
-  let text: string;
-  try {
-    text = await readFile(paths.handoffFile, 'utf8');
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return null;
-    throw error;
-  }
-  let document: unknown;
-  try {
-    document = JSON.parse(text);
-  } catch {
-    document = null;
-  }
-  const parsed = handoffSchema.safeParse(document, { reportInput: true });
+  const file = await readJsonFile(paths.handoffFile);
+  if (file.kind === 'missing') return null;
+  // Text that is not JSON is judged as an empty (null) document: damaged, like any invalid one.
+  const parsed = handoffSchema.safeParse(file.kind === 'json' ? file.document : null, { reportInput: true });
   if (!parsed.success) {
     throw new UserError('handoff_invalid', `The active handoff of profile "${paths.name}" (${paths.handoffFile}) is damaged.`, {
       nextStep: `Run \`lexec stack stop --profile ${paths.name}\` then \`lexec stack start --profile ${paths.name}\` to write it again.`,

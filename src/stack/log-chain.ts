@@ -1,26 +1,12 @@
 import { open, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
-import { UserError } from '../errors.js';
-import type { LogComponent } from './log-lines.js';
+import { errorCode, UserError } from '../errors.js';
+import { LOG_RETAINED, logFilePath, type LogComponent } from './log-files.js';
 
 /*
- * A component's log chain (naming fixed by the launcher brief, shared with the supervisor that
- * writes it): `logs/<component>.log` is the active file (at most 10 MiB), `.log.1` … `.log.4`
- * the retained generations, 1 the newest. Rotation renames .3→.4 … active→.1 and starts a new
- * active file, so a file's identity (device + inode) survives its renames.
+ * A component's log chain (naming: log-files.ts): the active file and its retained generations,
+ * 1 the newest. Rotation renames .3→.4 … active→.1 and starts a new active file, so a file's
+ * identity (device + inode) survives its renames.
  */
-
-/** Retained generations besides the active file (spec §6 rule 4: four). */
-export const RETAINED_LOG_GENERATIONS = 4;
-
-export function activeLogPath(logsDir: string, component: LogComponent): string {
-  return join(logsDir, `${component}.log`);
-}
-
-/** `generation` 0 is the active file, 1 … 4 the retained ones (1 = newest). */
-export function logPath(logsDir: string, component: LogComponent, generation: number): string {
-  return generation === 0 ? activeLogPath(logsDir, component) : `${activeLogPath(logsDir, component)}.${generation}`;
-}
 
 /** One file of a chain, opened: reads go through the descriptor, so a rename mid-read changes nothing. */
 export interface OpenLogFile {
@@ -34,10 +20,6 @@ export interface OpenLogFile {
 
 export function fileIdentity(stats: { dev: number | bigint; ino: number | bigint }): string {
   return `${String(stats.dev)}:${String(stats.ino)}`;
-}
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
 }
 
 /** Opens a file for reading, or null when it does not exist (or vanished under a rotation). */
@@ -65,8 +47,8 @@ export async function openLogChain(logsDir: string, component: LogComponent): Pr
   const files: OpenLogFile[] = [];
   const seen = new Set<string>();
   try {
-    for (let generation = 0; generation <= RETAINED_LOG_GENERATIONS; generation += 1) {
-      const path = logPath(logsDir, component, generation);
+    for (let generation = 0; generation <= LOG_RETAINED; generation += 1) {
+      const path = logFilePath(logsDir, component, generation);
       const handle = await openIfPresent(path);
       if (handle === null) continue;
       const stats = await handle.stat();

@@ -1,5 +1,6 @@
 import { stripVTControlCharacters } from 'node:util';
 import { z } from 'zod';
+import type { LogComponent } from './log-files.js';
 
 /*
  * Pure handling of managed log lines (docs/stack-logs.md): what a line is, which execution it
@@ -7,10 +8,6 @@ import { z } from 'zod';
  * rejections. No file access here; the readers live in log-chain.ts, read-lines-backward.ts
  * and follow-log.ts.
  */
-
-/** The components whose stderr the supervisor writes to `logs/<component>.log` (launcher brief). */
-export const LOG_COMPONENTS = ['ledger', 'executor', 'sandbox', 'supervisor'] as const;
-export type LogComponent = (typeof LOG_COMPONENTS)[number];
 
 /** One log line as read: payload text free of terminal control sequences, plus what parsing found. */
 export interface LogLine {

@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
 import { stripVTControlCharacters } from 'node:util';
-import { logFilePath } from './rotating-log.js';
+import { logFilePath } from './log-files.js';
 
 /*
  * The last lines of a component's log, for messages such as a start's readiness timeout. The

@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { errorCode } from '../errors.js';
 
 /*
  * Readiness probes of a managed stack's components on 127.0.0.1: the ledger answers
@@ -21,7 +22,7 @@ export const PROBE_DESCRIPTIONS: Readonly<Record<ProbedComponent, string>> = {
 };
 
 function describeSocketError(error: unknown): string {
-  const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'error';
+  const code = errorCode(error) ?? 'error';
   if (code === 'ECONNREFUSED') return 'connection refused (nothing listens on the port yet)';
   if (code === 'ECONNRESET') return 'connection reset';
   return `socket error ${code}`;

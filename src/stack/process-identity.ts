@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { errorCode } from '../errors.js';
 import { processAlive } from '../storage/process-lock.js';
 
 /*
@@ -53,7 +54,7 @@ export function sendSignal(pid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(pid, signal);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+    if (errorCode(error) !== 'ESRCH') throw error;
   }
 }
 

@@ -1,14 +1,7 @@
 import { z } from 'zod';
-import {
-  executionTargetSchema,
-  LIVE_SPEND_ACKNOWLEDGEMENT,
-  operationDeadline,
-  spendCeilingSchema,
-  targetId,
-  taskQueue,
-} from '../config/executor-config-schema.js';
-import { absolutePath, exactVersion, grpcUrl, httpUrl, identifier, secretReference } from '../config/schema-parts.js';
-import { spendPolicySchema } from '../ledger/ledger-config.js';
+import { embeddedEngineSchema, executionTargetSchema, externalEngineSchema, liveProvidersSchema, managedLocalEngineSchema } from '../config/executor-config-schema.js';
+import { identifier } from '../config/schema-parts.js';
+import { authorizationTtlSeconds, spendPolicySchema } from '../ledger/ledger-config.js';
 
 /*
  * A launcher profile (`profile.toml`, schema version 1; docs/stack.md "Profiles"). Operator-owned
@@ -36,28 +29,12 @@ const ports = z.strictObject({
 });
 
 /** The executor's workflow engine; a managed Temporal's data directory is derived, not written here. */
-const workflowEngine = z.discriminatedUnion(
-  'mode',
-  [
-    z.strictObject({ mode: z.literal('embedded') }),
-    z.strictObject({
-      mode: z.literal('managed_local'),
-      temporal_cli: z.strictObject({ path: absolutePath, version: exactVersion }),
-      namespace: identifier().default('default'),
-      task_queue: taskQueue.default('lexec-executions'),
-    }),
-    z.strictObject({ mode: z.literal('external'), address: grpcUrl, namespace: identifier(), task_queue: taskQueue, ui_url: httpUrl }),
-  ],
-  { error: 'must be a workflow engine: mode "embedded", "managed_local" or "external"' },
-);
+const workflowEngine = z.discriminatedUnion('mode', [embeddedEngineSchema, managedLocalEngineSchema.omit({ data_dir: true }), externalEngineSchema], {
+  error: 'must be a workflow engine: mode "embedded", "managed_local" or "external"',
+});
 
 const ledger = z.strictObject({
-  authorization_ttl_seconds: z
-    .number({ error: 'must be a whole number of seconds' })
-    .int('must be a whole number of seconds')
-    .min(60, 'must be at least 60')
-    .max(7 * 24 * 3600, 'must be at most 604800 (7 days)')
-    .default(3600),
+  authorization_ttl_seconds: authorizationTtlSeconds,
   /** The policy every agent of this stack gets unless set otherwise with `lexec ledger policy set`. */
   default_policy: spendPolicySchema,
 });
@@ -75,15 +52,8 @@ const sandbox = z.strictObject({
     .default(300),
 });
 
-const live = z.strictObject({
-  target_id: targetId,
-  credential: secretReference,
-  spend_ceiling: spendCeilingSchema,
-  operation_deadline_seconds: operationDeadline,
-  acknowledgement: z.literal(LIVE_SPEND_ACKNOWLEDGEMENT, {
-    error: `must be exactly the live-spend acknowledgement: "${LIVE_SPEND_ACKNOWLEDGEMENT}"`,
-  }),
-});
+/** The executor's live providers settings; the mode is the profile's kind. */
+const live = liveProvidersSchema.omit({ mode: true });
 
 export const profileSchema = z
   .strictObject({

@@ -4,16 +4,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findRawSecrets } from '../config/secret-scan.js';
 import { toFieldIssues } from '../config/zod-issues.js';
-import { UserError } from '../errors.js';
+import { errorCode, UserError } from '../errors.js';
+import { readFileIfPresent } from '../storage/read-json-file.js';
 import type { Profile } from './profile-schema.js';
 import { DEFAULT_PROFILE, profileName, profilePaths, profilesDir, selectionFile, type ProfilePaths } from './stack-home.js';
 
 /** Largest profile source lexec reads; real ones are a few KiB. */
 const MAX_PROFILE_BYTES = 256 * 1024;
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
-}
 
 /** The shipped example profiles (`profiles.example/<name>.toml`). */
 export function exampleProfilePath(example: string): string {
@@ -132,13 +129,8 @@ export async function listProfileNames(home: string): Promise<string[]> {
 
 /** The saved selection, or null when none was saved (an invalid saved name is reported). */
 export async function readSelection(home: string): Promise<string | null> {
-  let text: string;
-  try {
-    text = await readFile(selectionFile(home), 'utf8');
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return null;
-    throw error;
-  }
+  const text = await readFileIfPresent(selectionFile(home));
+  if (text === null) return null;
   const name = text.trim();
   if (name === '') return null;
   try {

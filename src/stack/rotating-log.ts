@@ -1,13 +1,11 @@
 import { closeSync, fstatSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { errorCode } from '../errors.js';
+import { LOG_RETAINED, logFilePath } from './log-files.js';
 
 /*
  * The bounded per-component logs of a managed stack (spec §6 rule 4; docs/stack-runtime.md
- * "Logs"). Naming is fixed and shared by the writer (the supervisor) and the readers
- * (`stack logs`, `stack status`, a start's readiness-timeout report):
- *
- *   logs/<component>.log      the active file, at most LOG_MAX_BYTES
- *   logs/<component>.log.1    the newest retained generation … .4 the oldest
+ * "Logs"), as the supervisor writes them: the active file `logs/<component>.log` holds at most
+ * LOG_MAX_BYTES, then it is rotated into the retained generations (naming: log-files.ts).
  *
  * A line is the unit: rotation happens between two lines, never inside one, so every file holds
  * whole lines and a reader can parse each file on its own. Writes are synchronous on purpose:
@@ -15,22 +13,12 @@ import { join } from 'node:path';
  * children in the order they arrived and loses nothing when it is stopped.
  */
 
-export const LOG_COMPONENTS = ['ledger', 'executor', 'sandbox', 'supervisor'] as const;
-export type LogComponent = (typeof LOG_COMPONENTS)[number];
-
 /** Largest active file: 10 MiB. */
 export const LOG_MAX_BYTES = 10 * 1024 * 1024;
-/** Retained generations besides the active file. */
-export const LOG_RETAINED = 4;
 /** Longest line kept whole; a longer one is cut (with a marker) so one line can never exceed a file. */
 export const LOG_MAX_LINE_BYTES = 64 * 1024;
 
 const CUT_MARKER = ' [lexec: line cut]';
-
-/** `logs/<component>.log` (generation 0, the active file) or `logs/<component>.log.<n>`. */
-export function logFilePath(logsDir: string, component: string, generation = 0): string {
-  return join(logsDir, generation === 0 ? `${component}.log` : `${component}.log.${generation}`);
-}
 
 export interface RotatingLog {
   /** Appends one line (a newline is added); rotates first if the line would not fit. Ignored once closed. */
@@ -44,10 +32,6 @@ export interface RotatingLogOptions {
   readonly component: string;
   readonly maxBytes?: number;
   readonly retained?: number;
-}
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
 }
 
 /** Cuts a line to at most `maxBytes` UTF-8 bytes (marker included), never inside a character. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { rename, unlink, writeFile } from 'node:fs/promises';
 import { UserError } from '../errors.js';
+import { readJsonFile } from '../storage/read-json-file.js';
 import type { ProfilePaths } from './stack-home.js';
 
 /*
@@ -128,19 +129,9 @@ const stateShape = shape({
 
 /** The published state, or null when the supervisor never ran. A damaged file is a user error. */
 export async function readSupervisorState(paths: ProfilePaths): Promise<SupervisorState | null> {
-  let text: string;
-  try {
-    text = await readFile(paths.supervisorState, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
-  let document: unknown;
-  try {
-    document = JSON.parse(text);
-  } catch {
-    document = null;
-  }
+  const file = await readJsonFile(paths.supervisorState);
+  if (file.kind === 'missing') return null;
+  const document = file.kind === 'json' ? file.document : null;
   if (!stateShape(document)) {
     throw new UserError('supervisor_state_invalid', `The supervisor state ${paths.supervisorState} of profile "${paths.name}" is damaged.`, {
       nextStep: `Run \`lexec stack stop --profile ${paths.name}\` (it stops what is recorded and that can be identified), then start again.`,

@@ -1,6 +1,6 @@
 import { constants, readFileSync } from 'node:fs';
 import { open, readFile, unlink } from 'node:fs/promises';
-import { UserError } from '../errors.js';
+import { errorCode, UserError } from '../errors.js';
 
 /**
  * Whether `pid` is a running process. A zombie — killed, but not yet reaped by its parent — is
@@ -12,7 +12,7 @@ export function processAlive(pid: number): boolean {
     process.kill(pid, 0);
   } catch (error) {
     // EPERM: the process exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    return errorCode(error) === 'EPERM';
   }
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -39,7 +39,7 @@ export async function acquireProcessLock(path: string, lockedError: () => UserEr
         await unlink(path).catch(() => undefined);
       };
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      if (errorCode(error) !== 'EEXIST') throw error;
       const owner = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10);
       if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && processAlive(owner)) throw lockedError();
       await unlink(path).catch(() => undefined);

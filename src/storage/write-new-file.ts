@@ -2,12 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { link, open, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { errorCode } from '../errors.js';
 
 export type NewFileOutcome = 'created' | 'exists';
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
-}
 
 /**
  * Writes `content` to `path` only if nothing is there yet, atomically: the content goes to a

@@ -14,7 +14,7 @@ afterEach(async () => {
 describe('the README main job (scripts/main-job.sh: lexec stack start, then lexec run)', () => {
   it('starts the sandbox stack, runs a real generation end to end, saves the PNGs and reports the exact spend', async () => {
     // The sandbox profile from the shipped example, on free ports so that test files can run side by side.
-    stack = await makeStackHome('lexec-main-job-');
+    stack = await makeStackHome({ prefix: 'lexec-main-job-' });
     const out = join(stack.home, 'out');
     const run = await execa('bash', [join(PACKAGE_ROOT, 'scripts', 'main-job.sh'), 'a red fox in the snow', '--count', '3', '--out', out, '--json'], {
       cwd: stack.home,

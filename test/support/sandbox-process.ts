@@ -6,7 +6,8 @@ import { spawnServerProcess } from './server-process.js';
 
 /*
  * A real `lexec provider sandbox serve` child process, plus helpers for its control API and its
- * fal queue protocol. Later tests (the executor's provider adapter, the launcher) reuse these.
+ * fal queue protocol. Later tests (the executor's provider adapter, the launcher) reuse these;
+ * `sandboxControl` reaches the control API of a sandbox started by someone else (`stack start`).
  */
 
 /** A fault as tests write it (defaults may be left out). */
@@ -19,14 +20,10 @@ export interface SandboxOptions {
   readonly startTimeoutMs?: number;
 }
 
-export interface SandboxProcess {
+/** The control API of a running sandbox (`/__sandbox/…`), whoever started it. */
+export interface SandboxControl {
   /** The sandbox's origin, e.g. `http://127.0.0.1:41234`: the executor's `providers.base_url`. */
   readonly url: string;
-  readonly port: number;
-  /** stderr so far, as lines. */
-  readonly stderrLines: () => string[];
-  /** Parsed JSON log lines so far. */
-  readonly events: () => Record<string, unknown>[];
   /** Replaces every fault (`PUT /__sandbox/faults`); returns the faults now active. */
   setFaults(faults: readonly SandboxFault[]): Promise<FaultView[]>;
   /** Removes every fault, including those set at start (`DELETE /__sandbox/faults`). */
@@ -34,6 +31,14 @@ export interface SandboxProcess {
   faults(): Promise<FaultView[]>;
   /** Every submit received since this process started (`GET /__sandbox/submissions`). */
   submissions(): Promise<SubmissionRecord[]>;
+}
+
+export interface SandboxProcess extends SandboxControl {
+  readonly port: number;
+  /** stderr so far, as lines. */
+  readonly stderrLines: () => string[];
+  /** Parsed JSON log lines so far. */
+  readonly events: () => Record<string, unknown>[];
   /** Sends `signal` (SIGKILL after 5 s) and waits for the exit code. Idempotent. */
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
@@ -57,12 +62,19 @@ export async function spawnSandbox(options: SandboxOptions = {}): Promise<Sandbo
     env: { PATH: process.env.PATH ?? '', HOME: tmpdir() },
     startTimeoutMs: options.startTimeoutMs,
   });
-  const url = String(server.started.origin);
   return {
-    url,
+    ...sandboxControl(String(server.started.origin)),
     port: Number(server.started.port),
     stderrLines: server.stderrLines,
     events: server.events,
+    stop: server.stop,
+  };
+}
+
+/** The control API of the sandbox at `url` (e.g. the one a `stack start` supervises). */
+export function sandboxControl(url: string): SandboxControl {
+  return {
+    url,
     async setFaults(faults) {
       return (await control<{ faults: FaultView[] }>(url, 'PUT', '/__sandbox/faults', { faults })).faults;
     },
@@ -75,7 +87,6 @@ export async function spawnSandbox(options: SandboxOptions = {}): Promise<Sandbo
     async submissions() {
       return (await control<{ submissions: SubmissionRecord[] }>(url, 'GET', '/__sandbox/submissions')).submissions;
     },
-    stop: server.stop,
   };
 }
 

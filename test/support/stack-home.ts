@@ -1,11 +1,10 @@
-import { readFile, writeFile, mkdir, readdir } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
+import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isSameProcess, sendSignal } from '../../src/stack/process-identity.js';
-import { exampleProfilePath } from '../../src/stack/profile-store.js';
 import { profilePaths, type ProfilePaths } from '../../src/stack/stack-home.js';
 import { readSupervisorState, type SupervisorState } from '../../src/stack/supervisor-state.js';
 import { makeTempDir, removeDir, runLexec, type CliRun } from './cli.js';
+import { sandboxProfile, writeProfile, type StackPorts, type TomlTable } from './example-profiles.js';
 
 /*
  * A temporary LEXEC_HOME with a sandbox profile written from the shipped example, its three
@@ -15,46 +14,40 @@ import { makeTempDir, removeDir, runLexec, type CliRun } from './cli.js';
 export interface StackHome {
   readonly home: string;
   readonly paths: ProfilePaths;
-  readonly ports: { readonly ledger: number; readonly executor: number; readonly sandbox: number };
+  readonly ports: StackPorts;
 }
 
-/** Distinct loopback ports that were free a moment ago (held together, so they differ). */
-export async function freePorts(count: number): Promise<number[]> {
-  const servers: Server[] = [];
-  const ports: number[] = [];
-  for (let index = 0; index < count; index += 1) {
-    const server = createServer();
-    await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1' }, resolve));
-    servers.push(server);
-    const address = server.address();
-    if (address === null || typeof address === 'string') throw new Error('no port');
-    ports.push(address.port);
-  }
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
+export interface StackHomeOptions {
+  /** Prefix of the new temporary home (default `lexec-stack-rt-`). */
+  readonly prefix?: string;
+  /** Profile name (default "sandbox"). */
+  readonly profile?: string;
+  /** Changes the example's table before it is written (the ports are already free ones). */
+  readonly edit?: (table: TomlTable) => void;
 }
 
-export async function exampleProfileText(): Promise<string> {
-  return readFile(exampleProfilePath('sandbox'), 'utf8');
+/** Adds a sandbox profile on free ports to an existing home. */
+export async function addStackProfile(home: string, options: Omit<StackHomeOptions, 'prefix'> = {}): Promise<StackHome> {
+  const name = options.profile ?? 'sandbox';
+  const { text, ports } = await sandboxProfile(options.edit);
+  await writeProfile(home, name, text);
+  return { home, paths: profilePaths(home, name), ports };
 }
 
-export async function makeStackHome(prefix = 'lexec-stack-rt-'): Promise<StackHome> {
-  const home = await makeTempDir(prefix);
-  const [ledger = 0, executor = 0, sandbox = 0] = await freePorts(3);
-  const paths = profilePaths(home, 'sandbox');
-  await mkdir(paths.dir, { recursive: true, mode: 0o700 });
-  const text = (await exampleProfileText())
-    .replace(/^ledger = 7400$/m, `ledger = ${ledger}`)
-    .replace(/^executor = 7410$/m, `executor = ${executor}`)
-    .replace(/^sandbox = 7420$/m, `sandbox = ${sandbox}`);
-  if (!text.includes(`ledger = ${ledger}`) || !text.includes(`sandbox = ${sandbox}`)) throw new Error('the example profile no longer has the expected [ports] lines');
-  await writeFile(paths.source, text);
-  return { home, paths, ports: { ledger, executor, sandbox } };
+export async function makeStackHome(options: StackHomeOptions = {}): Promise<StackHome> {
+  return addStackProfile(await makeTempDir(options.prefix ?? 'lexec-stack-rt-'), options);
 }
 
 /** `lexec <args>` with LEXEC_HOME set; generous timeout (a start waits for three servers on a busy machine). */
 export function lexecIn(home: string, args: readonly string[], timeoutMs = 120_000): Promise<CliRun> {
   return runLexec(args, { env: { LEXEC_HOME: home }, home, timeoutMs });
+}
+
+/** `stack render` then `stack activate` of that generation (what a first `stack start` does first); returns its id. */
+export async function renderAndActivate(home: string, profile = 'sandbox'): Promise<string> {
+  const id = jsonResult<{ generation_id: string }>(await lexecIn(home, ['stack', 'render', '--profile', profile, '--json'])).generation_id;
+  jsonResult(await lexecIn(home, ['stack', 'activate', '--profile', profile, '--generation', id, '--json']));
+  return id;
 }
 
 // The caller names the shape it expects of the result; the envelope itself is checked here.
@@ -111,12 +104,17 @@ export async function storedCapabilities(paths: ProfilePaths): Promise<string[]>
   return Promise.all(files.map(async (name) => (await readFile(join(paths.credentialsDir, name), 'utf8')).trim()));
 }
 
-/** Stops the stack; as a last resort kills whatever supervisor.json still records, then removes the home. */
-export async function destroyStackHome(stack: StackHome): Promise<void> {
-  await lexecIn(stack.home, ['stack', 'stop', '--json']).catch(() => undefined);
+/** `stack stop` of the profile; as a last resort kills whatever its supervisor.json still records. */
+export async function stopStack(stack: StackHome): Promise<void> {
+  await lexecIn(stack.home, ['stack', 'stop', '--profile', stack.paths.name, '--json']).catch(() => undefined);
   const state = await readSupervisorState(stack.paths).catch(() => null);
   if (state !== null) {
     for (const process of recordedProcesses(state)) if (await isSameProcess(process.pid, process.startTicks)) sendSignal(process.pid, 'SIGKILL');
   }
+}
+
+/** Stops the stack (`stopStack`), then removes the home. */
+export async function destroyStackHome(stack: StackHome): Promise<void> {
+  await stopStack(stack);
   await removeDir(stack.home);
 }

@@ -7,7 +7,7 @@ import { readBuildInfo } from '../../build-info.js';
 import { readJsonDocument } from '../../config/read-json-document.js';
 import { isLoopbackHost } from '../../config/schema-parts.js';
 import { toFieldIssues } from '../../config/zod-issues.js';
-import { UsageError, UserError } from '../../errors.js';
+import { errorCode, UsageError, UserError } from '../../errors.js';
 import { buildSandboxApp } from './sandbox-app.js';
 import { createFaultBook, faultSetSchema, type Fault } from './sandbox-faults.js';
 import { createSandboxState } from './sandbox-state.js';
@@ -31,10 +31,6 @@ export interface SandboxStopped {
   readonly submissions: number;
 }
 
-function errorCode(error: unknown): string {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'error';
-}
-
 async function loadFaultsFile(path: string): Promise<Fault[]> {
   const parsed = faultSetSchema.safeParse(await readJsonDocument(path, 'faults file'), { reportInput: true });
   if (parsed.success) return parsed.data.faults;
@@ -51,7 +47,7 @@ function openSubmissionsLog(path: string): number {
   try {
     return openSync(path, 'a', 0o600);
   } catch (error) {
-    throw new UserError('submissions_log_unwritable', `The submissions log ${path} cannot be opened for appending (${errorCode(error)}).`, {
+    throw new UserError('submissions_log_unwritable', `The submissions log ${path} cannot be opened for appending (${errorCode(error) ?? 'error'}).`, {
       nextStep: 'Check that its directory exists and is writable.',
     });
   }
@@ -61,7 +57,7 @@ function listen(server: Server, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', (error) => {
       reject(
-        new UserError('listen_failed', `The sandbox provider cannot listen on port ${port} (${errorCode(error)}).`, {
+        new UserError('listen_failed', `The sandbox provider cannot listen on port ${port} (${errorCode(error) ?? 'error'}).`, {
           nextStep: errorCode(error) === 'EADDRINUSE' ? 'Pick another --port, or 0 for any free port.' : 'Check --host and --port.',
         }),
       );

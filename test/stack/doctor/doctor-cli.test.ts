@@ -3,21 +3,12 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DOCTOR_CHECK_IDS, type DoctorCheck, type DoctorReport } from '../../../src/stack/doctor-report.js';
+import type { ComponentStatus, SupervisorState } from '../../../src/stack/supervisor-state.js';
+import { LOCAL_CATALOG_FACTS } from '../../support/catalog-facts.js';
 import { ANSI, listTree, makeTempDir, removeDir } from '../../support/cli.js';
-import {
-  exampleTable,
-  fakeSupervisorScript,
-  freePorts,
-  lexec,
-  listenScript,
-  sandboxProfileText,
-  snapshotTree,
-  startChild,
-  tableAt,
-  toToml,
-  writeProfile,
-  type TomlTable,
-} from '../foundation/profile-fixtures.js';
+import { profileOnFreePorts, sandboxProfile, sandboxProfileText, tableAt, writeProfile, type TomlTable } from '../../support/example-profiles.js';
+import { renderAndActivate } from '../../support/stack-home.js';
+import { fakeSupervisorScript, lexec, listenScript, snapshotTree, startChild } from '../foundation/profile-fixtures.js';
 
 /*
  * `lexec stack doctor` on the real built binary in temporary LEXEC_HOMEs: the version-2 report,
@@ -53,25 +44,10 @@ function statuses(report: DoctorReport): Record<string, string> {
   return Object.fromEntries(report.checks.map((item) => [item.id, item.status]));
 }
 
-/** Renders and activates the selected profile, as `stack start` would before its first start. */
-async function renderAndActivate(profile = 'sandbox'): Promise<string> {
-  const rendered = await lexec(home, ['stack', 'render', '--profile', profile, '--json']);
-  expect(rendered.exitCode, rendered.stdout).toBe(0);
-  const id = String(rendered.json?.result?.generation_id);
-  expect((await lexec(home, ['stack', 'activate', '--profile', profile, '--generation', id])).exitCode).toBe(0);
-  return id;
-}
-
-function portsOf(text: string): { ledger: number; executor: number; sandbox: number } {
-  const match = /ledger = (\d+)\s+executor = (\d+)\s+sandbox = (\d+)/.exec(text);
-  if (match === null) throw new Error('no ports in the profile');
-  return { ledger: Number(match[1]), executor: Number(match[2]), sandbox: Number(match[3]) };
-}
-
 describe('a healthy sandbox profile', () => {
   it('gives the version-2 report: every check id once, in order, with a fix only where one is needed', async () => {
     await writeProfile(home, 'sandbox', await sandboxProfileText());
-    const id = await renderAndActivate();
+    const id = await renderAndActivate(home);
     const { exitCode, report } = await doctor();
     expect(exitCode).toBe(0);
     expect(Object.keys(report).sort()).toEqual(['active_generation', 'checks', 'lineage', 'overall', 'profile', 'provider_catalog', 'report_version', 'running'].sort());
@@ -104,7 +80,7 @@ describe('a healthy sandbox profile', () => {
 
   it('reports the lineage it compared: this binary, the generation, the pinned ledger version, the allowance', async () => {
     await writeProfile(home, 'sandbox', await sandboxProfileText());
-    await renderAndActivate();
+    await renderAndActivate(home);
     const version = (await lexec(home, ['version', '--json'])).json?.result as Record<string, string>;
     const { report } = await doctor();
     const binary = { product_version: version.product_version, contract_version: version.contract_version, commit: version.commit, build_kind: version.build_kind };
@@ -113,27 +89,20 @@ describe('a healthy sandbox profile', () => {
 
   it('carries the provider catalog with its four facts independent, never claiming qualification', async () => {
     await writeProfile(home, 'sandbox', await sandboxProfileText());
-    await renderAndActivate();
+    await renderAndActivate(home);
     const { report } = await doctor();
     expect(report.provider_catalog).toMatchObject({
       catalog_schema_version: 1,
       providers_mode: 'sandbox',
       targets: [{ target_id: 'lexec:target:v1:flux-schnell', model: 'fal-ai/flux/schnell', policy_versions: { pricing: '2026-11-01' } }],
-      facts: {
-        configured: true,
-        credential_reference_present: false,
-        production_validated: false,
-        production_validated_reason: 'not_performed',
-        live_qualified: false,
-        live_qualified_reason: 'not_performed',
-      },
+      facts: LOCAL_CATALOG_FACTS,
     });
     expect(JSON.stringify(report.provider_catalog)).not.toContain('credentials');
   });
 
   it('prints one line per check on stderr, nothing on stdout, and no colour when asked for none', async () => {
     await writeProfile(home, 'sandbox', await sandboxProfileText());
-    await renderAndActivate();
+    await renderAndActivate(home);
     const run = await lexec(home, ['stack', 'doctor', '--color', 'never']);
     expect(run.exitCode).toBe(0);
     expect(run.stdout).toBe('');
@@ -171,7 +140,7 @@ describe('a failing check', () => {
 
   it('finds a rendered file that no longer matches its manifest', async () => {
     await writeProfile(home, 'sandbox', await sandboxProfileText());
-    const id = await renderAndActivate();
+    const id = await renderAndActivate(home);
     const file = join(profileDir, 'generations', id, 'executor.json');
     await chmod(file, 0o600);
     await writeFile(file, (await readFile(file, 'utf8')).replace('"development_allowance": true', '"development_allowance": false'));
@@ -182,10 +151,9 @@ describe('a failing check', () => {
   });
 
   it('names the process holding a port the stopped stack needs', async () => {
-    const text = await sandboxProfileText();
+    const { text, ports } = await sandboxProfile();
     await writeProfile(home, 'sandbox', text);
-    await renderAndActivate();
-    const ports = portsOf(text);
+    await renderAndActivate(home);
     const holder = await startChild(listenScript([ports.executor]));
     try {
       const { exitCode, report } = await doctor();
@@ -205,7 +173,7 @@ describe('changes not yet applied', () => {
   it('an edited profile warns that it renders another generation (render and activate to apply)', async () => {
     const text = await sandboxProfileText();
     await writeProfile(home, 'sandbox', text);
-    const id = await renderAndActivate();
+    const id = await renderAndActivate(home);
     await writeProfile(home, 'sandbox', text.replace(/complete_after_ms = \d+/, 'complete_after_ms = 1234'));
     const { exitCode, report } = await doctor();
     expect(exitCode).toBe(0);
@@ -264,11 +232,10 @@ describe('credential state permissions', () => {
 
 describe('managed_local: the Temporal CLI', () => {
   async function managedProfile(cliPath: string): Promise<void> {
-    const table = exampleTable('managed-temporal');
-    const [ledger, executor, sandbox] = await freePorts(3);
-    table.ports = { ledger, executor, sandbox };
-    tableAt(table, 'workflow_engine').temporal_cli = { path: cliPath, version: '1.4.1' };
-    await writeProfile(home, 'sandbox', toToml(table));
+    const { text } = await profileOnFreePorts('managed-temporal', (table) => {
+      tableAt(table, 'workflow_engine').temporal_cli = { path: cliPath, version: '1.4.1' };
+    });
+    await writeProfile(home, 'sandbox', text);
   }
 
   async function standIn(name: string, version: string, mode = 0o755): Promise<string> {
@@ -299,11 +266,10 @@ describe('managed_local: the Temporal CLI', () => {
 
 describe('a live profile', () => {
   async function liveProfile(credential: TomlTable): Promise<void> {
-    const table = exampleTable('live');
-    const [ledger, executor] = await freePorts(2);
-    table.ports = { ledger, executor };
-    tableAt(table, 'live').credential = credential;
-    await writeProfile(home, 'live', toToml(table));
+    const { text } = await profileOnFreePorts('live', (table) => {
+      tableAt(table, 'live').credential = credential;
+    });
+    await writeProfile(home, 'live', text);
   }
 
   it('checks that the credential file exists and is private, without reading it', async () => {
@@ -325,7 +291,7 @@ describe('a live profile', () => {
 
   it('warns that a keychain reference cannot be read in this release, and never claims live qualification', async () => {
     await liveProfile({ store: 'keychain', service: 'lexec', account: 'fal' });
-    await renderAndActivate('live');
+    await renderAndActivate(home, 'live');
     const { report } = await doctor(['--profile', 'live']);
     expect(check(report, 'live.credential')).toMatchObject({ status: 'warn', summary: expect.stringContaining('keychain') as unknown });
     expect(report.provider_catalog?.providers_mode).toBe('live');
@@ -335,27 +301,45 @@ describe('a live profile', () => {
 });
 
 describe('a running stack', () => {
+  /** The supervisor.json a running supervisor publishes, with these component pids and ports. */
+  async function publishState(generationId: string, supervisorPid: number, components: Record<'ledger' | 'executor' | 'sandbox', [number | undefined, number]>): Promise<void> {
+    const now = new Date().toISOString();
+    const status = ([pid, port]: [number | undefined, number]): ComponentStatus => ({
+      state: 'running',
+      pid: pid ?? null,
+      pid_start_ticks: null,
+      port,
+      started_at: now,
+      ready_at: now,
+      restarts: 0,
+      last_exit: null,
+      probe_error: null,
+    });
+    const state: SupervisorState = {
+      state_version: 1,
+      profile: 'sandbox',
+      generation_id: generationId,
+      supervisor_pid: supervisorPid,
+      supervisor_pid_start_ticks: null,
+      started_at: now,
+      phase: 'running',
+      step: null,
+      failure: null,
+      agent: null,
+      components: { ledger: status(components.ledger), executor: status(components.executor), sandbox: status(components.sandbox) },
+    };
+    await writeFile(join(profileDir, 'state', 'supervisor.json'), JSON.stringify(state));
+  }
+
   it("expects the ports to be held by the stack's own components", async () => {
-    const text = await sandboxProfileText();
+    const { text, ports } = await sandboxProfile();
     await writeProfile(home, 'sandbox', text);
-    const id = await renderAndActivate();
-    const ports = portsOf(text);
+    const id = await renderAndActivate(home);
     const supervisor = await startChild(fakeSupervisorScript([ports.ledger, ports.executor, ports.sandbox]));
     try {
       const [ledgerPid, executorPid, sandboxPid] = JSON.parse(supervisor.firstOutput) as number[];
       await writeFile(join(profileDir, 'state', 'supervisor.lock'), `${supervisor.pid}\n`);
-      const component = (pid: number | undefined, port: number) => ({ state: 'running', pid, port, started_at: null, restarts: 0, last_exit: null });
-      await writeFile(
-        join(profileDir, 'state', 'supervisor.json'),
-        JSON.stringify({
-          state_version: 1,
-          profile: 'sandbox',
-          generation_id: id,
-          supervisor_pid: supervisor.pid,
-          started_at: new Date().toISOString(),
-          components: { ledger: component(ledgerPid, ports.ledger), executor: component(executorPid, ports.executor), sandbox: component(sandboxPid, ports.sandbox) },
-        }),
-      );
+      await publishState(id, supervisor.pid, { ledger: [ledgerPid, ports.ledger], executor: [executorPid, ports.executor], sandbox: [sandboxPid, ports.sandbox] });
       const { exitCode, report } = await doctor();
       expect(exitCode).toBe(0);
       expect(report.running).toBe(true);
@@ -374,10 +358,9 @@ describe('a running stack', () => {
   });
 
   it("fails a port of the running stack held by someone else's process", async () => {
-    const text = await sandboxProfileText();
+    const { text, ports } = await sandboxProfile();
     await writeProfile(home, 'sandbox', text);
-    await renderAndActivate();
-    const ports = portsOf(text);
+    const id = await renderAndActivate(home);
     const supervisor = await startChild(fakeSupervisorScript([ports.ledger, ports.executor]));
     const intruder = await startChild(listenScript([ports.sandbox]));
     try {
@@ -386,6 +369,13 @@ describe('a running stack', () => {
       expect(exitCode).toBe(3);
       expect(check(report, 'ports.sandbox.free')).toMatchObject({ status: 'fail', summary: `port ${ports.sandbox} is in use by pid ${intruder.pid} (node), not by this stack` });
       expect(check(report, 'ports.ledger.free').status).toBe('pass');
+
+      // With the state the supervisor published, the failure also names the pid recorded for the sandbox.
+      const [ledgerPid, executorPid] = JSON.parse(supervisor.firstOutput) as number[];
+      await publishState(id, supervisor.pid, { ledger: [ledgerPid, ports.ledger], executor: [executorPid, ports.executor], sandbox: [424242, ports.sandbox] });
+      expect(check((await doctor()).report, 'ports.sandbox.free').summary).toBe(
+        `port ${ports.sandbox} is in use by pid ${intruder.pid} (node), not by this stack (the sandbox is pid 424242)`,
+      );
     } finally {
       await intruder.stop();
       await supervisor.stop();
@@ -395,9 +385,9 @@ describe('a running stack', () => {
 
 describe('read-only', () => {
   it('changes no file and connects to no provider, even when it fails', async () => {
-    const text = await sandboxProfileText();
+    const { text, ports } = await sandboxProfile();
     await writeProfile(home, 'sandbox', text);
-    await renderAndActivate();
+    await renderAndActivate(home);
     // Some state, as a stack that ran once leaves it.
     await mkdir(join(profileDir, 'state', 'credentials', 'executor'), { recursive: true, mode: 0o700 });
     await writeFile(join(profileDir, 'state', 'credentials', 'admin.capability'), 'x\n', { mode: 0o600 });
@@ -406,7 +396,7 @@ describe('read-only', () => {
     await writeFile(join(profileDir, 'state', 'supervisor.lock'), '999999999\n');
 
     // The sandbox provider's port: a listening socket that counts every connection made to it.
-    const { sandbox } = portsOf(text);
+    const { sandbox } = ports;
     let connections = 0;
     const provider: Server = createServer((socket) => {
       connections += 1;

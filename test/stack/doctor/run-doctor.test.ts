@@ -4,7 +4,8 @@ import { runDoctor } from '../../../src/services/stack-doctor.js';
 import type { DoctorReport } from '../../../src/stack/doctor-report.js';
 import { profilePaths } from '../../../src/stack/stack-home.js';
 import { makeTempDir, removeDir } from '../../support/cli.js';
-import { lexec, sandboxProfileText, snapshotTree, writeProfile } from '../foundation/profile-fixtures.js';
+import { sandboxProfileText, writeProfile } from '../../support/example-profiles.js';
+import { lexec, snapshotTree } from '../foundation/profile-fixtures.js';
 
 /*
  * `runDoctor`, the service `stack start` calls, in-process. The tests' binary is a development

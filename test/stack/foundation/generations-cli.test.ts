@@ -2,7 +2,8 @@ import { chmod, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listTree, makeTempDir, removeDir } from '../../support/cli.js';
-import { lexec, sandboxProfileText, snapshotTree, startChild, writeProfile } from './profile-fixtures.js';
+import { sandboxProfileText, writeProfile } from '../../support/example-profiles.js';
+import { lexec, snapshotTree, startChild } from './profile-fixtures.js';
 
 /*
  * `stack render`, `generations`, `activate`, `rollback` on the real built binary in temporary

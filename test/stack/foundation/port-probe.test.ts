@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { canListen, describeBusyPort, probePort } from '../../../src/stack/port-probe.js';
+import { freePorts } from '../../support/free-ports.js';
 import { spawnSandbox } from '../../support/sandbox-process.js';
-import { freePorts, listenScript, startChild } from './profile-fixtures.js';
+import { listenScript, startChild } from './profile-fixtures.js';
 
 /* src/stack/port-probe.ts against real sockets held by real child processes. */
 

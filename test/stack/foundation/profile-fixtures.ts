@@ -1,79 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { parse, stringify } from 'smol-toml';
-import { PACKAGE_ROOT, runLexec, type CliRun } from '../../support/cli.js';
+import { runLexec, type CliRun } from '../../support/cli.js';
 
-/* Shared by the launcher foundation and doctor tests: example profiles, homes, ports, processes. */
-
-export const EXAMPLES_DIR = join(PACKAGE_ROOT, 'profiles.example');
-
-export type TomlTable = Record<string, unknown>;
-
-/** The shipped example profiles, by file name (`sandbox.toml`, …). */
-export function exampleNames(): string[] {
-  return readdirSync(EXAMPLES_DIR).filter((name) => name.endsWith('.toml')).sort();
-}
-
-export function exampleText(name: string): string {
-  return readFileSync(join(EXAMPLES_DIR, name.endsWith('.toml') ? name : `${name}.toml`), 'utf8');
-}
-
-/** An example profile as a mutable table; `toToml` writes it back. */
-export function exampleTable(name: string): TomlTable {
-  return parse(exampleText(name));
-}
-
-export function toToml(table: TomlTable): string {
-  return stringify(table);
-}
-
-/** The table at a dotted path (`ports`, `execution_targets.0.pricing`). */
-export function tableAt(table: TomlTable, path: string): TomlTable {
-  let current: unknown = table;
-  for (const key of path.split('.')) current = (current as Record<string, unknown>)[key];
-  return current as TomlTable;
-}
-
-/** Writes `<home>/profiles/<name>/profile.toml`. */
-export async function writeProfile(home: string, name: string, text: string): Promise<string> {
-  const dir = join(home, 'profiles', name);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const path = join(dir, 'profile.toml');
-  await writeFile(path, text);
-  return path;
-}
-
-/** `count` distinct ports that were free a moment ago (the kernel picks them; never fixed numbers). */
-export async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<import('node:net').Server>((resolve, reject) => {
-          const server = createServer();
-          server.once('error', reject);
-          server.listen({ port: 0, host: '127.0.0.1' }, () => {
-            resolve(server);
-          });
-        }),
-    ),
-  );
-  const ports = servers.map((server) => (server.address() as import('node:net').AddressInfo).port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
-}
-
-/** A sandbox example profile on free ports. */
-export async function sandboxProfileText(overrides: (table: TomlTable) => void = () => undefined): Promise<string> {
-  const table = exampleTable('sandbox');
-  const [ledger, executor, sandbox] = await freePorts(3);
-  table.ports = { ledger, executor, sandbox };
-  overrides(table);
-  return toToml(table);
-}
+/*
+ * Shared by the launcher foundation and doctor tests: the CLI with a home, processes that hold
+ * locks and ports, tree snapshots. Example profiles and free ports: test/support/example-profiles.ts.
+ */
 
 /** Runs the built binary with `LEXEC_HOME=home`; `json` parses stdout when it holds the envelope. */
 export async function lexec(home: string, args: readonly string[], env: Record<string, string> = {}): Promise<CliRun & { json: JsonEnvelope | null }> {

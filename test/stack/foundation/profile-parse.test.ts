@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../../src/config/executor-config-schema.js';
 import { UserError, type FieldIssue } from '../../../src/errors.js';
 import { parseProfile } from '../../../src/stack/profile-store.js';
-import { exampleNames, exampleTable, exampleText, tableAt, toToml, type TomlTable } from './profile-fixtures.js';
+import { exampleNames, exampleTable, exampleText, tableAt, toToml, type TomlTable } from '../../support/example-profiles.js';
 
 /* Profile TOML (src/stack/profile-schema.ts, profile-store.ts `parseProfile`), called directly. */
 

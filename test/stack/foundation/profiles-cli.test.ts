@@ -2,7 +2,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listTree, makeTempDir, removeDir, runLexec } from '../../support/cli.js';
-import { exampleText, lexec, sandboxProfileText, writeProfile } from './profile-fixtures.js';
+import { exampleText, sandboxProfileText, writeProfile } from '../../support/example-profiles.js';
+import { lexec } from './profile-fixtures.js';
 
 /* `stack profiles`, `stack select`, the global `--profile`, and LEXEC_HOME, on the built binary. */
 

@@ -5,7 +5,7 @@ import { UserError } from '../../../src/errors.js';
 import { parseProfile } from '../../../src/stack/profile-store.js';
 import { compareGenerations, generationComponents, manifestSchema, renderGeneration } from '../../../src/stack/render-generation.js';
 import { profilePaths } from '../../../src/stack/stack-home.js';
-import { exampleTable, exampleText, tableAt, toToml, type TomlTable } from './profile-fixtures.js';
+import { exampleTable, exampleText, tableAt, toToml, type TomlTable } from '../../support/example-profiles.js';
 
 /* The pure render (src/stack/render-generation.ts): ids, files, manifests, comparisons. */
 

@@ -1,6 +1,7 @@
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { makeTempDir, PACKAGE_ROOT } from '../../support/cli.js';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { makeTempDir } from '../../support/cli.js';
+import { exampleText, writeProfile } from '../../support/example-profiles.js';
 
 /** A temporary LEXEC_HOME holding one profile made from a shipped example; no logs yet. */
 export interface ProfileHome {
@@ -12,14 +13,7 @@ export interface ProfileHome {
 
 export async function makeProfileHome(options: { profile?: string; example?: string; toml?: string } = {}): Promise<ProfileHome> {
   const home = await makeTempDir('lexec-logs-');
-  const profile = options.profile ?? 'sandbox';
-  const profileDir = join(home, 'profiles', profile);
-  await mkdir(profileDir, { recursive: true, mode: 0o700 });
-  if (options.toml === undefined) {
-    await copyFile(join(PACKAGE_ROOT, 'profiles.example', `${options.example ?? 'sandbox'}.toml`), join(profileDir, 'profile.toml'));
-  } else {
-    await writeFile(join(profileDir, 'profile.toml'), options.toml);
-  }
+  const profileDir = dirname(await writeProfile(home, options.profile ?? 'sandbox', options.toml ?? exampleText(options.example ?? 'sandbox')));
   return { home, profileDir, logsDir: join(profileDir, 'logs'), env: { LEXEC_HOME: home } };
 }
 

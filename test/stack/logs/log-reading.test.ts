@@ -2,7 +2,8 @@ import { appendFile, open, rename, rm, truncate, writeFile } from 'node:fs/promi
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLogFollower } from '../../../src/stack/follow-log.js';
-import { mergeByTime, parseLogLine, sanitizePayload, type LogComponent } from '../../../src/stack/log-lines.js';
+import type { LogComponent } from '../../../src/stack/log-files.js';
+import { mergeByTime, parseLogLine, sanitizePayload } from '../../../src/stack/log-lines.js';
 import { LOG_CHUNK_BYTES, LOG_MAX_LINE_BYTES, completeLinesEnd, linesBackward } from '../../../src/stack/read-lines-backward.js';
 import { scanLinesContaining } from '../../../src/stack/scan-lines-containing.js';
 import { makeTempDir, removeDir } from '../../support/cli.js';

@@ -1,9 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ANSI, listTree, PACKAGE_ROOT, removeDir, runLexec } from '../../support/cli.js';
+import { LOCAL_CATALOG_FACTS } from '../../support/catalog-facts.js';
+import { ANSI, listTree, removeDir, runLexec } from '../../support/cli.js';
+import { exampleTable, toToml } from '../../support/example-profiles.js';
+import { renderAndActivate } from '../../support/stack-home.js';
 import { makeProfileHome, type ProfileHome } from './log-fixtures.js';
 
 interface CatalogDocument {
@@ -43,16 +46,6 @@ async function countingListener(port = 0): Promise<{ port: number; connections: 
   return { port: address.port, connections: () => connections };
 }
 
-/** Renders and activates the profile's generation; returns its id. */
-async function renderAndActivate(home: ProfileHome, profile: string): Promise<string> {
-  const render = await runLexec(['stack', 'render', '--profile', profile, '--json'], { env: home.env });
-  expect(render.exitCode, render.stdout).toBe(0);
-  const id = (JSON.parse(render.stdout) as { result: { generation_id: string } }).result.generation_id;
-  const activate = await runLexec(['stack', 'activate', '--profile', profile, '--generation', id], { env: home.env });
-  expect(activate.exitCode, activate.stderr).toBe(0);
-  return id;
-}
-
 async function catalogJson(home: ProfileHome, profile: string): Promise<CatalogDocument> {
   const run = await runLexec(['stack', 'catalog', '--profile', profile, '--json'], { env: home.env });
   expect(run.stderr).toBe('');
@@ -66,11 +59,11 @@ describe('lexec stack catalog', () => {
     const sandbox = await countingListener();
     const executor = await countingListener();
     const ledger = await countingListener();
-    const example = await readFile(join(PACKAGE_ROOT, 'profiles.example', 'sandbox.toml'), 'utf8');
-    const toml = example.replace('ledger = 7400', `ledger = ${ledger.port}`).replace('executor = 7410', `executor = ${executor.port}`).replace('sandbox = 7420', `sandbox = ${sandbox.port}`);
-    const home = await makeProfileHome({ toml });
+    const profile = exampleTable('sandbox');
+    profile.ports = { ledger: ledger.port, executor: executor.port, sandbox: sandbox.port };
+    const home = await makeProfileHome({ toml: toToml(profile) });
     homes.push(home);
-    const generation = await renderAndActivate(home, 'sandbox');
+    const generation = await renderAndActivate(home.home, 'sandbox');
     const before = await listTree(home.home);
 
     const document = await catalogJson(home, 'sandbox');
@@ -106,14 +99,7 @@ describe('lexec stack catalog', () => {
           },
         ],
         // Four independent facts: configured does not imply the others, and nothing claims qualification.
-        facts: {
-          configured: true,
-          credential_reference_present: false,
-          production_validated: false,
-          production_validated_reason: 'not_performed',
-          live_qualified: false,
-          live_qualified_reason: 'not_performed',
-        },
+        facts: LOCAL_CATALOG_FACTS,
       },
     });
 
@@ -134,19 +120,12 @@ describe('lexec stack catalog', () => {
   it('for a live profile: never shows the secret coordinates, and takes credential_reference_present only from a running executor of the same generation', async () => {
     const home = await makeProfileHome({ profile: 'live', example: 'live' });
     homes.push(home);
-    const generation = await renderAndActivate(home, 'live');
+    const generation = await renderAndActivate(home.home, 'live');
 
     const stopped = await catalogJson(home, 'live');
     expect(stopped.result.credential_reference_basis).toBe('not_resolved');
     expect(stopped.result.catalog.providers_mode).toBe('live');
-    expect(stopped.result.catalog.facts).toEqual({
-      configured: true,
-      credential_reference_present: false,
-      production_validated: false,
-      production_validated_reason: 'not_performed',
-      live_qualified: false,
-      live_qualified_reason: 'not_performed',
-    });
+    expect(stopped.result.catalog.facts).toEqual(LOCAL_CATALOG_FACTS);
     expect(JSON.stringify(stopped)).not.toMatch(/fal\.key|\/home\/operator|keychain|credential"/);
 
     // A stack running this generation: its supervisor holds the lock, its handoff names the

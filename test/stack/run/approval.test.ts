@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, makeTempDir, removeDir, type CliRun } from '../../support/cli.js';
+import { tableAt } from '../../support/example-profiles.js';
 import { decodePng } from '../../support/png.js';
 import { startRunningStack, type RunningStack } from '../../support/running-stack.js';
 
@@ -103,8 +104,8 @@ beforeAll(async () => {
   work = await makeTempDir('lexec-approval-work-');
   stack = await startRunningStack({
     edit: (profile) => {
-      profile.ledger.default_policy.approval_threshold_units = '1000';
-      (profile.sandbox as { complete_after_ms: number }).complete_after_ms = 3000;
+      tableAt(profile, 'ledger.default_policy').approval_threshold_units = '1000';
+      tableAt(profile, 'sandbox').complete_after_ms = 3000;
     },
   });
 }, 180_000);

@@ -7,12 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir, removeDir, type CliRun } from '../../support/cli.js';
 import { decodePng } from '../../support/png.js';
 import { writeHandoff } from '../../../src/stack/handoff.js';
+import { canListen } from '../../../src/stack/port-probe.js';
 import { startRunningStack, type RunningStack } from '../../support/running-stack.js';
+import { eventually, readState } from '../../support/stack-home.js';
 
 /*
- * `lexec run`, the main job, on a profile's running stack (real ledger, executor and sandbox
- * provider processes; the handoff as `stack start` writes it). Under the example profile's
- * policy a sandbox image (3/1000 USD) is approved at once.
+ * `lexec run`, the main job, on a profile's stack started by `lexec stack start` (its supervisor
+ * runs the real ledger, executor and sandbox provider processes; start writes the handoff).
+ * Under the example profile's policy a sandbox image (3/1000 USD) is approved at once.
  */
 
 interface RunJson {
@@ -259,9 +261,20 @@ describe('lexec run when the provider misbehaves (sandbox faults)', () => {
   });
 
   it('a submission that provably never reached the provider: exit 1, execution_failed, the authorization released', async () => {
-    await stack.sandbox.stop();
-    const error = failure(await lexec(['run', 'an empty sky', '--json']), 1, 'execution_failed');
-    expect(error.message).toContain('nothing was spent');
+    // The provider is down for this run: the supervisor would restart it at once, so it is held
+    // stopped (SIGSTOP; its other children run on) while the sandbox is stopped and the run made.
+    const state = await readState(stack.paths);
+    const sandbox = state.components.sandbox;
+    if (sandbox?.pid == null) throw new Error('the supervisor records no sandbox process');
+    process.kill(state.supervisor_pid, 'SIGSTOP');
+    try {
+      process.kill(sandbox.pid, 'SIGTERM');
+      await eventually('the sandbox port to close', async () => ((await canListen(sandbox.port)) ? true : undefined));
+      const error = failure(await lexec(['run', 'an empty sky', '--json']), 1, 'execution_failed');
+      expect(error.message).toContain('nothing was spent');
+    } finally {
+      process.kill(state.supervisor_pid, 'SIGCONT');
+    }
     const [latest] = await authorizations();
     expect(latest).toMatchObject({ status: 'released', settlement: null });
   });

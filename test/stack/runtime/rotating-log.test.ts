@@ -2,7 +2,8 @@ import { readdir, readFile, stat, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { lastLogLines } from '../../../src/stack/log-tail.js';
-import { createLineSplitter, cutLine, LOG_MAX_BYTES, LOG_RETAINED, logFilePath, openRotatingLog } from '../../../src/stack/rotating-log.js';
+import { LOG_RETAINED, logFilePath } from '../../../src/stack/log-files.js';
+import { createLineSplitter, cutLine, LOG_MAX_BYTES, openRotatingLog } from '../../../src/stack/rotating-log.js';
 import { makeTempDir, removeDir } from '../../support/cli.js';
 
 let dir: string;

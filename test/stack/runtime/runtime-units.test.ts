@@ -12,7 +12,7 @@ import { profilePaths } from '../../../src/stack/stack-home.js';
 import { readSupervisorState, writeSupervisorState, type SupervisorState } from '../../../src/stack/supervisor-state.js';
 import { acquireProcessLock, processAlive } from '../../../src/storage/process-lock.js';
 import { makeTempDir, removeDir } from '../../support/cli.js';
-import { freePorts } from '../../support/stack-home.js';
+import { freePorts } from '../../support/free-ports.js';
 
 let dir: string;
 beforeEach(async () => {

@@ -130,7 +130,7 @@ describe('stack runtime recovery', () => {
   it('a profile edited since its generation was activated: start says so and starts the active generation, never a new one', async () => {
     const active = (await readFile(stack.paths.activeFile, 'utf8')).trim();
     const source = await readFile(stack.paths.source, 'utf8');
-    await writeFile(stack.paths.source, source.replace(/^complete_after_ms = 300 /m, 'complete_after_ms = 900 '));
+    await writeFile(stack.paths.source, source.replace(/^complete_after_ms = 300$/m, 'complete_after_ms = 900'));
     const run = await lexecIn(stack.home, ['stack', 'start', '--json']);
     expect(run.exitCode, run.stderr).toBe(0);
     const started = jsonResult<{ generation_id: string; profile_drift: { kind: string; rendered_generation_id: string; affected_components: string[] } }>(run);

@@ -4,10 +4,10 @@ import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { profilePaths } from '../../../src/stack/stack-home.js';
 import { BIN, makeTempDir, removeDir } from '../../support/cli.js';
+import { exampleText } from '../../support/example-profiles.js';
 import {
   destroyStackHome,
   eventually,
-  exampleProfileText,
   jsonError,
   jsonResult,
   lexecIn,
@@ -80,7 +80,7 @@ describe('stack start guards', () => {
     expect(jsonError(run).code).toBe('port_in_use');
     if (held !== null) expect(jsonError(run).message).toContain(`port 7400 is in use by pid ${process.pid}`);
     const paths = profilePaths(home, 'sandbox');
-    expect(await readFile(paths.source, 'utf8')).toBe(await exampleProfileText());
+    expect(await readFile(paths.source, 'utf8')).toBe(exampleText('sandbox'));
     expect(run.stderr).toContain('created profile "sandbox" from profiles.example/sandbox.toml');
     // Nothing was started, and the launcher lock was released.
     await expect(stat(paths.supervisorState)).rejects.toThrow();
