@@ -29,7 +29,7 @@ export function createJsonServer({ logger, isRoutine }: JsonServerOptions): Fast
   });
   // JSON only: without this, Fastify would accept text/plain bodies as strings.
   app.removeContentTypeParser('text/plain');
-  app.setReplySerializer(serializeJson);
+  app.setReplySerializer((payload) => JSON.stringify(payload, bigintAsString));
 
   app.setNotFoundHandler((_request, reply) => {
     void reply.code(404).send(new ApiError(404, 'not_found').toBody());
@@ -65,14 +65,6 @@ export function createJsonServer({ logger, isRoutine }: JsonServerOptions): Fast
 
   return app;
 }
-
-/** How every lexec server writes a JSON answer: bigint amounts as exact decimal strings. */
-export function serializeJson(payload: unknown): string {
-  return JSON.stringify(payload, bigintAsString);
-}
-
-/** The content type Fastify gives a serialised JSON answer; a pre-serialised one must match it. */
-export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /**
  * Validates a request part with a zod schema; a failure is 400 `invalid_request` listing the

@@ -3,12 +3,11 @@ import { z } from 'zod';
 import type { BuildInfo } from '../../build-info.js';
 import { capabilityDigest, digestsEqual } from '../../credentials/capability.js';
 import { ApiError } from '../../http/api-error.js';
-import { createJsonServer, JSON_CONTENT_TYPE, parseInput } from '../../http/json-server.js';
+import { createJsonServer, parseInput } from '../../http/json-server.js';
 import { credentialGuard } from '../../http/require-credential.js';
 import { ADMISSION_REJECTION_REASONS, ROUTE_VERSION, type createAdmission } from '../admission.js';
 import type { ArtifactStore } from '../artifact-store.js';
-import { createExecutionAnswers } from '../execution-answers.js';
-import { artifactView } from '../execution-view.js';
+import { artifactView, executionDetail } from '../execution-view.js';
 import type { ProviderCatalog } from '../provider-catalog.js';
 import type { Readiness } from '../readiness.js';
 import type { ExecutionStore } from '../store/execution-store.js';
@@ -76,8 +75,6 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
       : null,
   );
   const rejected = admissionRejections(deps.logger);
-  // Replays and detail reads of an unchanged execution are served from the serialised answer.
-  const answers = createExecutionAnswers(deps.store);
 
   app.get('/livez', () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) =>
@@ -110,21 +107,19 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     requireCaller(request, 'caller');
     try {
       const admitted = await deps.admission.admit(request.body);
-      const answer = answers.text(admitted.execution.execution_id);
-      if (answer === undefined) throw new ApiError(500, 'internal_error');
-      return await reply.code(admitted.status).type(JSON_CONTENT_TYPE).send(answer);
+      return await reply.code(admitted.status).send({ execution: executionDetail(deps.store, admitted.execution.execution_id, admitted.execution) });
     } catch (error) {
       if (error instanceof ApiError) rejected(error);
       throw error;
     }
   });
 
-  app.get('/v1/executions/:execution_id', (request, reply) => {
+  app.get('/v1/executions/:execution_id', (request) => {
     requireCaller(request, 'caller');
     const { execution_id: executionId } = parseInput(executionParams, request.params);
-    const answer = answers.text(executionId);
-    if (answer === undefined) throw new ApiError(404, 'not_found');
-    return reply.type(JSON_CONTENT_TYPE).send(answer);
+    const execution = executionDetail(deps.store, executionId);
+    if (execution === undefined) throw new ApiError(404, 'not_found');
+    return { execution };
   });
 
   app.get('/v1/executions/:execution_id/artifacts', (request) => {

@@ -3,7 +3,6 @@ import { canonicalJson } from '../../domain/canonical-json.js';
 import type { PriceModelSnapshot } from '../../domain/price-model-snapshot.js';
 import { centsCeil } from '../../domain/money.js';
 import type { ExecutionPhase, ExecutionState } from '../domain/execution-states.js';
-import { createExecutionRevisions } from './execution-revisions.js';
 
 export interface ExecutionRow {
   execution_id: string;
@@ -98,9 +97,6 @@ export interface NewExecution {
 
 export type ExecutionStore = ReturnType<typeof createExecutionStore>;
 
-/** How many recently written executions keep their own revision (see execution-revisions.ts). */
-const REMEMBERED_REVISIONS = 16_384;
-
 const byNumber = <K extends string>(key: K) => (a: Record<K, bigint>, b: Record<K, bigint>) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 0);
 const byAttemptNumber = byNumber('attempt_number');
 const byOrdinal = byNumber('ordinal');
@@ -120,7 +116,6 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       'INSERT INTO admission_fingerprints (spend_auth_token_id, route_version, fingerprint, execution_id, created_at) VALUES (?, ?, ?, ?, ?)',
     ),
     markScheduled: db.prepare("UPDATE executions SET state = 'scheduled', updated_at = ? WHERE execution_id = ? AND state = 'pending'"),
-    dataVersion: db.prepare('PRAGMA data_version').pluck(),
     // Sorted in JavaScript rather than by ORDER BY: with a bound execution id the ORDER BY form
     // costs 15-20 µs per call against 3 µs without it (measured, bundled SQLite 3.54; with the id
     // as a literal it is fast too, so the statement is likely re-planned for every new binding),
@@ -136,19 +131,18 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     insertAttempt: db.prepare(
       "INSERT INTO provider_attempts (attempt_id, execution_id, attempt_number, state, currency, created_at, updated_at) VALUES (?, ?, ?, 'submitting', ?, ?, ?)",
     ),
-    // Writes by attempt or receipt id name the execution they changed (RETURNING) for its revision.
     checkpoint: db.prepare(
-      "UPDATE provider_attempts SET state = 'checkpointed', request_id = ?, operation_id = ?, polling_host = ?, deadline_at = ?, updated_at = ? WHERE attempt_id = ? AND state = 'submitting' RETURNING execution_id",
-    ).pluck(),
-    attemptOutcome: db.prepare('UPDATE provider_attempts SET state = ?, outcome_code = ?, updated_at = ? WHERE attempt_id = ? RETURNING execution_id').pluck(),
-    delivered: db.prepare('UPDATE provider_attempts SET delivered_images = ?, updated_at = ? WHERE attempt_id = ? RETURNING execution_id').pluck(),
+      "UPDATE provider_attempts SET state = 'checkpointed', request_id = ?, operation_id = ?, polling_host = ?, deadline_at = ?, updated_at = ? WHERE attempt_id = ? AND state = 'submitting'",
+    ),
+    attemptOutcome: db.prepare('UPDATE provider_attempts SET state = ?, outcome_code = ?, updated_at = ? WHERE attempt_id = ?'),
+    delivered: db.prepare('UPDATE provider_attempts SET delivered_images = ?, updated_at = ? WHERE attempt_id = ?'),
     insertReceipt: db.prepare(
       `INSERT INTO receipts (receipt_id, execution_id, amount_cents, amount_units, units_scale, exact_amount, scale, currency, provider_request_id,
          price_model_snapshot, receipt_shape, created_at)
        VALUES (@receipt_id, @execution_id, @amount_cents, @amount_units, 6, @amount_units, 6, @currency, @provider_request_id, @price_model_snapshot, 'precise', @created_at)
        ON CONFLICT (receipt_id) DO NOTHING`,
     ),
-    settled: db.prepare('UPDATE receipts SET ledger_settlement_id = ? WHERE receipt_id = ? AND ledger_settlement_id IS NULL RETURNING execution_id').pluck(),
+    settled: db.prepare('UPDATE receipts SET ledger_settlement_id = ? WHERE receipt_id = ? AND ledger_settlement_id IS NULL'),
     liveCommitted: db.prepare("SELECT COALESCE(SUM(quoted_units), 0) AS units FROM executions WHERE provider_mode = 'live' AND state <> 'failed'"),
     underReconciliation: db.prepare("SELECT * FROM executions WHERE state = 'reconciliation' ORDER BY created_at"),
     resolution: db.prepare('SELECT * FROM reconciliation_resolutions WHERE execution_id = ?'),
@@ -162,19 +156,7 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
        ON CONFLICT (execution_id, ordinal) DO NOTHING`,
     ),
   };
-  const revisions = createExecutionRevisions(REMEMBERED_REVISIONS);
-  let seenDataVersion = statements.dataVersion.get();
-  /** Every write below calls this for the execution whose stored state it changed. */
-  const changed = (executionId: string) => {
-    revisions.bump(executionId);
-  };
-  /** For writes by attempt or receipt id: the executions their RETURNING clause named. */
-  const changedAll = (executionIds: unknown[]) => {
-    for (const executionId of executionIds) changed(executionId as string);
-  };
-
   const createPending = db.transaction((execution: NewExecution) => {
-    changed(execution.executionId);
     const at = now();
     statements.insertExecution.run(
       execution.executionId,
@@ -200,22 +182,6 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     admission: (spendAuthTokenId: string) => statements.admissionByToken.get(spendAuthTokenId) as AdmissionRow | undefined,
     execution: (executionId: string) => statements.executionById.get(executionId) as ExecutionRow | undefined,
 
-    /**
-     * The revision of everything stored for an execution (its row, attempts, receipt, artifacts):
-     * it changes with every write this store makes for the execution, and for every execution
-     * when another connection has committed anything (SQLite's data_version), so an answer built
-     * from the execution at one revision is current while the revision is unchanged. This holds
-     * because every write to those rows on this connection goes through this one store.
-     */
-    revision(executionId: string): number {
-      const dataVersion = statements.dataVersion.get();
-      if (dataVersion !== seenDataVersion) {
-        seenDataVersion = dataVersion;
-        revisions.bumpAll();
-      }
-      return revisions.current(executionId);
-    },
-
     /** Durably records a new pending execution and its admission fingerprint, together. */
     createPending(execution: NewExecution): ExecutionRow {
       createPending.immediate(execution);
@@ -228,7 +194,6 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
      * only leaves the execution pending, which scheduling again at its stable id repairs.
      */
     markScheduled(executionId: string): ExecutionRow {
-      changed(executionId);
       // Not a statement prepared once: SQLite applies `PRAGMA synchronous` when it compiles the
       // statement, so a kept one would not take effect on its first run.
       db.pragma('synchronous = NORMAL');
@@ -250,13 +215,11 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
 
     /** scheduled/running → running in `phase`. */
     setRunning(executionId: string, phase: ExecutionPhase): void {
-      changed(executionId);
       statements.setRunning.run(phase, now(), executionId);
     },
 
     /** → succeeded | failed | reconciliation, with a reason code. A terminal state never changes. */
     setFinal(executionId: string, state: 'succeeded' | 'failed' | 'reconciliation', reason: string | null): void {
-      changed(executionId);
       statements.setFinal.run(state, reason, now(), executionId);
     },
 
@@ -264,22 +227,21 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
 
     /** Durably records that a submission is about to be sent — before a single byte leaves. */
     createAttempt(attemptId: string, executionId: string, attemptNumber: number, currency: string): void {
-      changed(executionId);
       const at = now();
       statements.insertAttempt.run(attemptId, executionId, attemptNumber, currency, at, at);
     },
 
     /** The checkpoint after a successful submit: request id, operation id, polling origin, original deadline. */
     checkpoint(attemptId: string, checkpoint: { requestId: string; operationId: string; pollingOrigin: string; deadlineAt: number }): void {
-      changedAll(statements.checkpoint.all(checkpoint.requestId, checkpoint.operationId, checkpoint.pollingOrigin, checkpoint.deadlineAt, now(), attemptId));
+      statements.checkpoint.run(checkpoint.requestId, checkpoint.operationId, checkpoint.pollingOrigin, checkpoint.deadlineAt, now(), attemptId);
     },
 
     setAttemptOutcome(attemptId: string, state: string, outcomeCode: string | null): void {
-      changedAll(statements.attemptOutcome.all(state, outcomeCode, now(), attemptId));
+      statements.attemptOutcome.run(state, outcomeCode, now(), attemptId);
     },
 
     setDelivered(attemptId: string, images: number): void {
-      changedAll(statements.delivered.all(images, now(), attemptId));
+      statements.delivered.run(images, now(), attemptId);
     },
 
     /** Keeps the precise receipt before the ledger is asked; a second call changes nothing. */
@@ -291,12 +253,11 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       provider_request_id: string;
       price_model_snapshot: string;
     }): void {
-      changed(receipt.execution_id);
       statements.insertReceipt.run({ ...receipt, amount_cents: centsCeil(receipt.amount_units), created_at: now() });
     },
 
     markReceiptSettled(receiptId: string, settlementId: string): void {
-      changedAll(statements.settled.all(settlementId, receiptId));
+      statements.settled.run(settlementId, receiptId);
     },
 
     underReconciliation: () => statements.underReconciliation.all() as ExecutionRow[],
@@ -310,7 +271,6 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     /** Records a human's resolution and moves the execution to its final state, together. */
     recordResolution(executionId: string, resolution: { kind: 'settled' | 'released'; imagesBilled: number | null; amountUnits: bigint | null; note: string }): void {
       db.transaction(() => {
-        changed(executionId);
         const at = now();
         statements.insertResolution.run(executionId, resolution.kind, resolution.imagesBilled, resolution.amountUnits, resolution.note, at);
         statements.setFinal.run(
@@ -325,7 +285,6 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     nonTerminal: () => statements.nonTerminal.all() as { execution_id: string; workflow_id: string; state: ExecutionState }[],
 
     insertArtifact(row: Omit<ArtifactRow, 'created_at'>): void {
-      changed(row.execution_id);
       statements.insertArtifact.run({ ...row, created_at: now() });
     },
   };
