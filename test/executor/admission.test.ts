@@ -85,6 +85,35 @@ describe('admission of a new token', () => {
     expect(resolves()).toBe(asked);
   });
 
+  it('a replay answers the execution as it is now: after it changes, the next replay and the detail read show the change', async () => {
+    const tokenId = await approvedToken();
+    const executionId = executionIdFor(tokenId);
+    const headers = { authorization: `Bearer ${executor.caller}` };
+    const body = JSON.stringify(executionRequest(tokenId));
+    const replay = async () => {
+      const response = await fetch(`${executor.url}/v2/executions`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
+      return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
+    };
+    const stateOf = (text: string) => (JSON.parse(text) as ExecutionBody & { execution: { provider_attempts: unknown[] } }).execution;
+    expect((await replay()).status).toBe(201);
+    const scheduled = await replay();
+    expect(scheduled).toMatchObject({ status: 200, type: 'application/json; charset=utf-8' });
+    expect(stateOf(scheduled.text)).toMatchObject({ state: 'scheduled', provider_attempts: [] });
+
+    executor.store.setRunning(executionId, 'submit_provider');
+    executor.store.createAttempt('att_replay', executionId, 1, 'USD');
+    expect(stateOf((await replay()).text)).toMatchObject({ state: 'running', provider_attempts: [{ attempt_id: 'att_replay', state: 'submitting' }] });
+
+    executor.store.setAttemptOutcome('att_replay', 'not_transmitted', 'connection_refused');
+    executor.store.setFinal(executionId, 'failed', 'not_transmitted');
+    const failed = await replay();
+    expect(stateOf(failed.text)).toMatchObject({ state: 'failed', state_reason: 'not_transmitted', provider_attempts: [{ state: 'not_transmitted' }] });
+    // The replay and the detail read give the same bytes.
+    const read = await fetch(`${executor.url}/v1/executions/${executionId}`, { headers });
+    expect(read.headers.get('content-type')).toBe(failed.type);
+    expect(await read.text()).toBe(failed.text);
+  });
+
   it('a changed immutable field conflicts, naming the field', async () => {
     const tokenId = await approvedToken();
     await submit(executionRequest(tokenId));

@@ -198,6 +198,16 @@ describe('settle', () => {
 });
 
 describe('expiry', () => {
+  it('the executor resolve answers an expired authorization as expired and persists the expiry', async () => {
+    const tokenId = await approvedToken('900000');
+    const resolve = () => call<{ authorization: { status: string } }>(ledger.url, 'GET', `/executor/authorizations/${tokenId}`, { token: actors.executor });
+    expect((await resolve()).body.authorization.status).toBe('approved');
+    expect(ledger.query('SELECT status, closed_at FROM authorizations WHERE token_id = ?', tokenId)).toEqual([{ status: 'approved', closed_at: null }]);
+    ledger.advance(3_600_000);
+    expect((await resolve()).body.authorization.status).toBe('expired');
+    expect(ledger.query('SELECT status FROM authorizations WHERE token_id = ?', tokenId)).toEqual([{ status: 'expired' }]);
+  });
+
   it('an unclaimed authorization expires; it can then be neither claimed nor settled, and stops counting against the cap', async () => {
     const tokenId = await approvedToken('900000');
     ledger.advance(3_600_000);
