@@ -69,6 +69,7 @@ import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { filesystemOf, fsyncProbe, percentile } from '../lib/measure.mjs';
+import { childEnv, createChildRegistry } from '../lib/children.mjs';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const root = dirname(dirname(benchDir));
@@ -133,46 +134,8 @@ function parseArgs(argv) {
 
 // --- child processes ----------------------------------------------------------------------------
 
-/** Every child process this script started (services and strace), so none outlives it. */
-const children = [];
+const { children, track, stopChild, forget } = createChildRegistry({ stopTimeoutMs: STOP_TIMEOUT_MS, exitSignal: 'SIGTERM' });
 const STDERR_TAIL_CHARS = 2000;
-
-const childEnv = (home) => {
-  const env = { HOME: home };
-  if (process.env.PATH !== undefined) env.PATH = process.env.PATH;
-  return env;
-};
-
-function track(name, child) {
-  const entry = { name, child, exit: null, exited: null };
-  entry.exited = new Promise((done) => {
-    child.once('exit', (code, signal) => {
-      entry.exit = { code, signal };
-      done(entry.exit);
-    });
-    child.once('error', (error) => {
-      entry.exit ??= { code: null, signal: null, error: error.message };
-      done(entry.exit);
-    });
-  });
-  children.push(entry);
-  return entry;
-}
-
-/** Stops one child with `signal` (SIGKILL if it has not exited after 10 s); returns how it ended. */
-async function stopChild(entry, signal = 'SIGTERM') {
-  if (entry === undefined || entry === null) return null;
-  if (entry.exit === null) entry.child.kill(signal);
-  let timer;
-  const outcome = await Promise.race([entry.exited, new Promise((done) => (timer = setTimeout(() => done(null), STOP_TIMEOUT_MS)))]);
-  clearTimeout(timer);
-  if (outcome === null) {
-    entry.child.kill('SIGKILL');
-    await entry.exited;
-    return { ...entry.exit, forced: true };
-  }
-  return { ...outcome, forced: false };
-}
 
 async function stopAll() {
   closeProviderSink();
@@ -186,11 +149,6 @@ async function stopAll() {
   }
   return outcomes;
 }
-
-// Last resort (uncaught error, process.exit elsewhere): never leave a child running.
-process.on('exit', () => {
-  for (const entry of children) if (entry.exit === null) entry.child.kill('SIGTERM');
-});
 
 /**
  * A long-running service: `node <args>` in the repository root, stdout and stderr read to the end
@@ -543,7 +501,7 @@ async function attachStrace(workDir, service, label) {
 /** Detaches strace (SIGINT) and reads its summary: calls per syscall name. */
 async function detachStrace(tracer) {
   await stopChild(tracer.entry, 'SIGINT');
-  children.splice(children.indexOf(tracer.entry), 1);
+  forget(tracer.entry);
   const calls = { fsync: 0, fdatasync: 0 };
   let text;
   try {
