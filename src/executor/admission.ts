@@ -37,11 +37,12 @@ const notReady = (reasonCode: string) => new ApiError(503, 'not_ready', { reason
 const invalid = (reasonCode: string, fields: readonly string[]) => new ApiError(400, 'invalid_request', { reasonCode, fields });
 
 /**
- * Admission of `POST /v2/executions` (spec §2, §4): a new token is resolved at the ledger (its
- * answer is authoritative for account and agent), claimed for the execution id derived from the
- * token, durably created as a pending execution with its frozen pricing snapshot, then
- * scheduled. An identical body replays locally without asking the ledger; a changed field
- * conflicts. Concurrent requests for one token share one admission (one ledger resolve).
+ * Admission of `POST /v2/executions` (spec §2, §4): a new token is resolved and claimed at the
+ * ledger in one conditional claim for the execution id derived from the token (the ledger's
+ * answer is authoritative for account and agent; it claims nothing for an authorization in
+ * another currency or with a hold below the quoted cost), durably created as a pending execution
+ * with its frozen pricing snapshot, then scheduled. An identical body replays locally without asking the ledger; a changed field
+ * conflicts. Concurrent requests for one token share one admission (one ledger call).
  */
 export function createAdmission(deps: AdmissionDependencies) {
   const inFlight = new Map<string, Promise<Admitted>>();
@@ -76,21 +77,19 @@ export function createAdmission(deps: AdmissionDependencies) {
     const executionId = executionIdFor(tokenId);
     const snapshot = pricingSnapshot(target, selection.imageSize, request.input.image_count);
     try {
-      const resolution = await deps.ledger.resolve(tokenId);
-      const reclaim = resolution.status === 'claimed' && resolution.execution_id === executionId;
-      if (resolution.status !== 'approved' && !reclaim) {
-        throw conflict(resolution.status === 'claimed' ? 'authorization_claimed_elsewhere' : `authorization_${resolution.status}`, ['spend_auth_token_id']);
-      }
-      if (resolution.currency !== snapshot.currency) throw new ApiError(422, 'authorization_currency_mismatch', { fields: ['spend_auth_token_id'] });
       const quotedUnits = costUnits(snapshot, request.input.image_count);
-      if (quotedUnits > resolution.held_units) {
-        throw new ApiError(422, 'authorization_insufficient', { reasonCode: 'cost_exceeds_hold', fields: ['spend_auth_token_id', 'input.image_count'] });
-      }
       if (deps.liveSpendCeiling !== null && deps.store.liveCommittedUnits() + quotedUnits > deps.liveSpendCeiling) {
         throw new ApiError(422, 'live_spend_ceiling_reached', { fields: ['input.image_count'] });
       }
-      const claimed = await deps.ledger.claim(tokenId, executionId);
-      const execution = deps.store.createPending({
+      // One round trip resolves and claims: the ledger checks the currency and the hold in the
+      // claim's own transaction and answers the authoritative authorization (account, agent).
+      const claimed = await deps.ledger.claim(tokenId, executionId, { currency: snapshot.currency, minHeldUnits: quotedUnits });
+      // The same execution claiming again (a lost local record) gets the authorization back as it
+      // is; only a still-claimed one may be admitted again.
+      if (claimed.status !== 'claimed' || claimed.execution_id !== executionId) {
+        throw conflict(claimed.execution_id === executionId ? `authorization_${claimed.status}` : 'authorization_claimed_elsewhere', ['spend_auth_token_id']);
+      }
+      const execution = await deps.store.createPending({
         executionId,
         workflowId: workflowIdFor(executionId),
         spendAuthTokenId: tokenId,
@@ -112,6 +111,12 @@ export function createAdmission(deps: AdmissionDependencies) {
       if (error instanceof LedgerRefused) {
         if (error.status === 404) throw new ApiError(422, 'authorization_not_found', { fields: ['spend_auth_token_id'] });
         if (error.status === 409) throw conflict(error.reasonCode === 'claimed_by_another_execution' ? 'authorization_claimed_elsewhere' : (error.reasonCode ?? 'authorization_conflict'), ['spend_auth_token_id']);
+        if (error.status === 422 && error.code === 'requirement_not_met') {
+          if (error.reasonCode === 'currency_mismatch') throw new ApiError(422, 'authorization_currency_mismatch', { fields: ['spend_auth_token_id'] });
+          if (error.reasonCode === 'hold_below_requirement') {
+            throw new ApiError(422, 'authorization_insufficient', { reasonCode: 'cost_exceeds_hold', fields: ['spend_auth_token_id', 'input.image_count'] });
+          }
+        }
         // 401 or another refusal: our ledger credential no longer works — not the caller's fault.
         throw notReady('ledger_refused');
       }

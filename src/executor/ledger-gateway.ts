@@ -4,8 +4,8 @@ import { z } from 'zod';
 
 /*
  * The executor's client of the ledger (executor credential). Only what the executor needs:
- * public version, the marked protected probe, resolve and claim (settle and release follow with
- * durable execution). Responses are parsed with zod; amounts arrive as digit strings.
+ * public version, the marked protected probe, the conditional claim (which resolves), settle,
+ * release and reconciliation. Responses are parsed with zod; amounts arrive as digit strings.
  */
 
 /** The ledger could not be asked: network failure, timeout, 5xx or an unreadable answer. */
@@ -55,12 +55,22 @@ export type LedgerResolution = z.output<typeof resolutionSchema>;
 
 const errorSchema = z.object({ error: z.object({ code: z.string(), reason_code: z.string().optional() }) });
 
+/** What an execution needs of the authorization it claims. */
+export interface ClaimRequirement {
+  readonly currency: string;
+  readonly minHeldUnits: bigint;
+}
+
 export interface LedgerGateway {
   version(): Promise<LedgerVersion>;
   /** The protected readiness probe with the executor credential (spec §4.6). */
   probe(): Promise<void>;
-  resolve(tokenId: string): Promise<LedgerResolution>;
-  claim(tokenId: string, executionId: string): Promise<LedgerResolution>;
+  /**
+   * Claims the token for the execution and answers the authoritative resolution. With a
+   * requirement the ledger checks it in the claim's transaction and claims nothing when the
+   * authorization does not meet it (422 `requirement_not_met`).
+   */
+  claim(tokenId: string, executionId: string, requirement?: ClaimRequirement): Promise<LedgerResolution>;
   /** Settles with a precise receipt; returns the ledger's settlement id. Idempotent by receipt id. */
   settle(tokenId: string, executionId: string, receipt: Record<string, unknown>): Promise<{ settlementId: string }>;
   /** Releases the claim (idempotent). */
@@ -85,8 +95,8 @@ const MAX_ANSWER_BYTES = 1024 * 1024;
 export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGateway {
   const base = options.endpoint.replace(/\/+$/, '');
   const secure = base.startsWith('https:');
-  // Keep-alive: admission makes two ledger calls per new token; reconnecting each time costs
-  // more than the calls. node:http is used over fetch for its lower per-request overhead.
+  // Keep-alive: reconnecting for each call would cost more than the call. node:http is used
+  // over fetch for its lower per-request overhead.
   const agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
   const timeoutMs = options.timeoutMs ?? 5_000;
 
@@ -145,7 +155,6 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
     async probe() {
       await request('GET', `/agents?operational_probe=${encodeURIComponent(options.probeMarker ?? 'executor-readiness')}`, z.object({ agents: z.array(z.unknown()) }));
     },
-    resolve: async (tokenId) => (await request('GET', `/executor/authorizations/${encodeURIComponent(tokenId)}`, authorizationEnvelope)).authorization,
     close: () => {
       agent.destroy();
     },
@@ -166,7 +175,11 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
         evidence,
       });
     },
-    claim: async (tokenId, executionId) =>
-      (await request('POST', `/executor/authorizations/${encodeURIComponent(tokenId)}/claim`, authorizationEnvelope, { execution_id: executionId })).authorization,
+    async claim(tokenId, executionId, requirement) {
+      const body = requirement === undefined
+        ? { execution_id: executionId }
+        : { execution_id: executionId, require: { currency: requirement.currency, min_held_units: requirement.minHeldUnits.toString() } };
+      return (await request('POST', `/executor/authorizations/${encodeURIComponent(tokenId)}/claim`, authorizationEnvelope, body)).authorization;
+    },
   };
 }

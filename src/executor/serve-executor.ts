@@ -86,6 +86,10 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
     const engine = createEmbeddedEngine({
       db,
       runActivity,
+      // `pending → scheduled` in the commit that creates the run (one commit per hand-off).
+      onScheduled: (executionId) => {
+        store.recordScheduled(executionId);
+      },
       onActivityError: (executionId, phase, error) => {
         logger.error({ event: 'execution_activity_error', execution_id: executionId, phase, error_name: error instanceof Error ? error.name : 'unknown' });
       },

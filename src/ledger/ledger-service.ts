@@ -12,7 +12,7 @@ import {
   type AuthorizationStatus,
   type SpendPolicy,
 } from './authorization-rules.js';
-import type { LegacyCentsReceipt, PreciseReceipt } from './http/bodies.js';
+import type { ClaimRequirement, LegacyCentsReceipt, PreciseReceipt } from './http/bodies.js';
 import type { LedgerContractLevel } from './ledger-config.js';
 
 /*
@@ -372,13 +372,21 @@ export function createLedgerService(options: LedgerServiceOptions) {
       return immediate(() => resolution(current(tokenId)));
     },
 
-    /** Claims an approved authorization for one execution; the same execution may repeat it. */
-    claim(tokenId: string, executionId: string) {
+    /**
+     * Claims an approved authorization for one execution; the same execution may repeat it. With
+     * a requirement, an authorization that does not meet it (another currency, a smaller hold) is
+     * refused with 422 and nothing is claimed.
+     */
+    claim(tokenId: string, executionId: string, requirement?: ClaimRequirement) {
       return immediate(() => {
         const row = current(tokenId);
+        if (row.execution_id !== null && row.execution_id !== executionId) throw conflict('claimed_by_another_execution');
+        if (row.execution_id === null && row.status !== 'approved') throw conflict(`authorization_${row.status}`);
+        if (requirement !== undefined) {
+          if (row.currency !== requirement.currency) throw unprocessable('requirement_not_met', 'currency_mismatch', ['require.currency']);
+          if (row.amount_units < requirement.min_held_units) throw unprocessable('requirement_not_met', 'hold_below_requirement', ['require.min_held_units']);
+        }
         if (row.execution_id === executionId) return { replayed: true, authorization: resolution(row) };
-        if (row.execution_id !== null) throw conflict('claimed_by_another_execution');
-        if (row.status !== 'approved') throw conflict(`authorization_${row.status}`);
         statements.claim.run(executionId, now(), tokenId);
         return { replayed: false, authorization: resolution(load(tokenId)) };
       });

@@ -41,15 +41,18 @@ async function approvedToken(amountUnits = '900000'): Promise<string> {
 const submit = (body: unknown, options: { rawBody?: string; contentType?: string } = {}) =>
   call<ExecutionBody>(executor.url, 'POST', '/v2/executions', { token: executor.caller, body, ...options });
 
-/** How many times the ledger was asked to resolve a token. */
-const resolves = () => ledger.logs().filter((line) => line.route === '/executor/authorizations/:token_id' && line.method === 'GET').length;
+/**
+ * How many times the ledger was asked about a token on the executor's routes (admission's
+ * conditional claim resolves and claims in one call).
+ */
+const ledgerCalls = () => ledger.logs().filter((line) => typeof line.route === 'string' && line.route.startsWith('/executor/authorizations/')).length;
 
 describe('admission of a new token', () => {
   beforeEach(async () => {
     executor = await startTestExecutor(ledger);
   });
 
-  it('resolves and claims at the ledger, persists the pending execution with its frozen pricing, and schedules it', async () => {
+  it('resolves and claims at the ledger in one call, persists the pending execution with its frozen pricing, and schedules it', async () => {
     const tokenId = await approvedToken();
     const result = await submit(executionRequest(tokenId));
     expect(result.status).toBe(201);
@@ -68,6 +71,9 @@ describe('admission of a new token', () => {
     expect(atLedger.body.authorization).toMatchObject({ status: 'claimed', execution_id: execution.execution_id });
     // The ledger's answer is authoritative for account and agent.
     expect(execution.authorization.account_id).toBe(atLedger.body.authorization.account_id);
+    expect(ledger.logs().filter((line) => typeof line.route === 'string' && line.route.startsWith('/executor/authorizations/')).map((line) => [line.method, line.route])).toEqual([
+      ['POST', '/executor/authorizations/:token_id/claim'],
+    ]);
     expect(executor.query('SELECT state, authorization_held_units, authorization_held_cents FROM executions')).toEqual([
       { state: 'scheduled', authorization_held_units: 900_000n, authorization_held_cents: 90n },
     ]);
@@ -77,12 +83,12 @@ describe('admission of a new token', () => {
     const tokenId = await approvedToken();
     const body = executionRequest(tokenId);
     expect((await submit(body)).status).toBe(201);
-    const asked = resolves();
+    const asked = ledgerCalls();
     const reordered = JSON.stringify(Object.fromEntries(Object.entries(body).reverse()), null, 4);
     const replay = await submit(undefined, { rawBody: reordered });
     expect(replay.status).toBe(200);
     expect(replay.body.execution.execution_id).toBe(executionIdFor(tokenId));
-    expect(resolves()).toBe(asked);
+    expect(ledgerCalls()).toBe(asked);
   });
 
   it('a replay answers the execution as it is now: after it changes, the next replay and the detail read show the change', async () => {
@@ -122,12 +128,12 @@ describe('admission of a new token', () => {
     expect(JSON.stringify(changed.body)).not.toContain('something else');
   });
 
-  it('many concurrent identical requests create one execution with one ledger resolve', async () => {
+  it('many concurrent identical requests create one execution with one ledger call', async () => {
     const tokenId = await approvedToken();
     const results = await Promise.all(Array.from({ length: 20 }, () => submit(executionRequest(tokenId))));
     expect(results.map((result) => result.status).sort()).toEqual([200, ...Array<number>(18).fill(200), 201].sort());
     expect(new Set(results.map((result) => result.body.execution.execution_id)).size).toBe(1);
-    expect(resolves()).toBe(1);
+    expect(ledgerCalls()).toBe(1);
     expect(executor.query('SELECT execution_id FROM executions')).toHaveLength(1);
   });
 
@@ -166,7 +172,7 @@ describe('admission refusals', () => {
     expect((await submit({ ...withoutTarget, provider: 'fal', model: 'fal-ai/other', pricing_version: '2026-11-01', target_version: 'v1' })).body).toEqual({
       error: { code: 'invalid_request', reason_code: 'target_not_selectable', fields: ['provider', 'model', 'pricing_version', 'target_version'] },
     });
-    expect(resolves()).toBe(0);
+    expect(ledgerCalls()).toBe(0);
   });
 
   it('pricing_selector_not_matched names input.image_size', async () => {
@@ -216,7 +222,7 @@ describe('admission refusals', () => {
     executor.readiness.withdraw('ledger_unavailable');
     const result = await submit(executionRequest(tokenId));
     expect(result).toEqual({ status: 503, body: { error: { code: 'not_ready', reason_code: 'readiness_withdrawn', retryable: true } } });
-    expect(resolves()).toBe(0);
+    expect(ledgerCalls()).toBe(0);
     expect((await call(executor.url, 'GET', '/readyz')).status).toBe(503);
     executor.readiness.restore();
     expect((await submit(executionRequest(tokenId))).status).toBe(201);
@@ -241,7 +247,7 @@ describe('admission refusals', () => {
 });
 
 describe('scheduling failure after the pending execution was created', () => {
-  it('answers 503 not_ready; the identical retry reuses the execution without a second resolve', async () => {
+  it('answers 503 not_ready; the identical retry reuses the execution without a second ledger call', async () => {
     let failures = 1;
     executor = await startTestExecutor(ledger, {
       scheduler: {
@@ -262,7 +268,7 @@ describe('scheduling failure after the pending execution was created', () => {
     const retry = await submit(executionRequest(tokenId));
     expect(retry.status).toBe(200);
     expect(retry.body.execution.state).toBe('scheduled');
-    expect(resolves()).toBe(1);
+    expect(ledgerCalls()).toBe(1);
     expect(executor.query('SELECT COUNT(*) AS n FROM executions')).toEqual([{ n: 1n }]);
   });
 });

@@ -308,6 +308,33 @@ describe('recovery dispositions (SIGKILL and restart)', () => {
     expect(await s.sandbox.submissions()).toHaveLength(1);
   }, 60_000);
 
+  it('a power failure lost the unsynced engine hand-off: the pending execution is scheduled again at start and runs once', async () => {
+    // Four submissions that are never answered hold the engine's four worker slots, so a fifth
+    // admitted execution stays queued.
+    const s = await stack();
+    await setFaults(s, [{ kind: 'hang_submit', times: 4 }]);
+    for (let index = 0; index < 4; index += 1) await s.submit(await s.approvedToken(), 1);
+    await until('four submissions held', async () => ((await s.sandbox.submissions()).length === 4 ? true : undefined));
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId, 1);
+    expect((await s.execution(executionId)).state).toBe('scheduled');
+    await s.executor.kill('SIGKILL');
+
+    // What survives a power failure when the hand-off and `scheduled` commits (which do not wait
+    // for their own fsync) are lost: the durable pending execution, without its workflow run.
+    const db = new Database(join(dir, 'executor', 'executor.db'));
+    db.prepare('DELETE FROM workflow_runs WHERE execution_id = ?').run(executionId);
+    db.prepare("UPDATE executions SET state = 'pending' WHERE execution_id = ?").run(executionId);
+    db.close();
+
+    await s.sandbox.clearFaults();
+    await s.restart();
+    const execution = await s.waitFor(executionId, 'success', (e) => e.state === 'succeeded');
+    expect(execution.provider_attempts).toHaveLength(1);
+    expect(await s.authorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '3000' } });
+    expect(await s.sandbox.submissions()).toHaveLength(5);
+  }, 60_000);
+
   it('checkpoint committed: polling of the same operation resumes, one submission, one settlement', async () => {
     const s = await stack({ sandboxArgs: ['--complete-after-ms', '3000'] });
     const tokenId = await s.approvedToken();

@@ -235,11 +235,11 @@ describe('admission rules between real ledger and executor processes', () => {
         rawBody,
         contentType,
       });
-    const resolves = () =>
-      ledgerProcess.events().filter((event) => event.route === '/executor/authorizations/:token_id' && event.method === 'GET').length;
+    // Admission resolves and claims in one conditional claim; nothing else on the ledger claims.
+    const resolves = () => ledgerProcess.events().filter((event) => event.route === '/executor/authorizations/:token_id/claim').length;
     const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
 
-    // Concurrency: one execution, one resolve.
+    // Concurrency: one execution, one ledger resolution.
     const shared = await token();
     const results = await Promise.all(Array.from({ length: 12 }, () => submit(executionRequest(shared))));
     expect(results.filter((result) => result.status === 201)).toHaveLength(1);

@@ -76,6 +76,39 @@ describe('authorization lifecycle', () => {
     expect(rows).toEqual([{ amount_units: 3000n, receipt_shape: 'precise' }]);
   });
 
+  it('a conditional claim checks the hold in its own transaction: below it nothing is claimed, the answer is the authoritative resolution', async () => {
+    const tokenId = await approvedToken('10000');
+    const statusAtLedger = async () => (await call<{ authorization: Authorization }>(ledger.url, 'GET', `/authorizations/${tokenId}`, { token: ledger.adminToken })).body.authorization;
+
+    const tooSmall = await executor(`${tokenId}/claim`, { execution_id: 'exe_1', require: { currency: 'USD', min_held_units: '10001' } });
+    expect(tooSmall).toEqual({ status: 422, body: { error: { code: 'requirement_not_met', reason_code: 'hold_below_requirement', fields: ['require.min_held_units'] } } });
+    expect(await statusAtLedger()).toMatchObject({ status: 'approved', execution_id: null });
+
+    for (const require of [{ currency: 'EUR', min_held_units: '1' }, { currency: 'USD', min_held_units: '-1' }, { currency: 'USD', min_held_units: '1', extra: true }]) {
+      const refused = await executor(`${tokenId}/claim`, { execution_id: 'exe_1', require });
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(refused.body)).toContain('require.');
+    }
+    expect((await statusAtLedger()).status).toBe('approved');
+
+    const claimed = await executor(`${tokenId}/claim`, { execution_id: 'exe_1', require: { currency: 'USD', min_held_units: '10000' } });
+    expect(claimed).toMatchObject({
+      status: 200,
+      body: { replayed: false, authorization: { token_id: tokenId, agent_id: actors.agentId, status: 'claimed', execution_id: 'exe_1', held_units: '10000', currency: 'USD' } },
+    });
+    // The same execution again: replayed, and still checked; another execution: refused.
+    expect(await executor(`${tokenId}/claim`, { execution_id: 'exe_1', require: { currency: 'USD', min_held_units: '9000' } })).toMatchObject({ status: 200, body: { replayed: true } });
+    expect(await executor(`${tokenId}/claim`, { execution_id: 'exe_1', require: { currency: 'USD', min_held_units: '20000' } })).toMatchObject({
+      status: 422,
+      body: { error: { reason_code: 'hold_below_requirement' } },
+    });
+    expect(await executor(`${tokenId}/claim`, { execution_id: 'exe_2', require: { currency: 'USD', min_held_units: '1' } })).toMatchObject({
+      status: 409,
+      body: { error: { reason_code: 'claimed_by_another_execution' } },
+    });
+    expect(await statusAtLedger()).toMatchObject({ status: 'claimed', execution_id: 'exe_1' });
+  });
+
   it('a request above the threshold waits for an approver; approval lets it be claimed and released', async () => {
     const requested = await request('2000000');
     expect(requested.body.authorization.status).toBe('requested');

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import type { ExecutionPhase } from '../domain/execution-states.js';
 import type { ExecutionScheduler } from '../execution-scheduler.js';
+import { withoutOwnFsync } from '../../storage/open-database.js';
 
 /** What running one phase of an execution decided. */
 export type ActivityOutcome =
@@ -14,6 +15,11 @@ export type RunActivity = (executionId: string, phase: ExecutionPhase) => Promis
 
 export interface EmbeddedEngineOptions {
   readonly db: Database.Database;
+  /**
+   * Called inside the commit that creates a run (and when scheduling an existing one again):
+   * lets the executor record `pending → scheduled` in the same commit.
+   */
+  readonly onScheduled?: (executionId: string) => void;
   readonly runActivity: RunActivity;
   readonly now?: () => number;
   /** How often the worker polls for due runs. */
@@ -84,6 +90,11 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEn
 
   type LeasedRun = { workflow_id: string; execution_id: string; phase: ExecutionPhase; attempt: bigint };
 
+  const createRun = db.transaction((workflowId: string, executionId: string, at: number) => {
+    statements.schedule.run(workflowId, executionId, at, at, at);
+    options.onScheduled?.(executionId);
+  });
+
   /** Leases up to `limit` due runs in one transaction (one commit per poll). */
   const leaseDue = db.transaction((at: number, limit: number): LeasedRun[] => {
     const candidates = [
@@ -134,7 +145,12 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEn
   return {
     async schedule(executionId, workflowId) {
       const at = now();
-      statements.schedule.run(workflowId, executionId, at, at, at);
+      // Without waiting for its own fsync: the execution a run runs is already durable, and at
+      // every start each non-terminal execution is scheduled again at its stable id, so a run
+      // lost in a power failure is created again (scheduling is idempotent).
+      withoutOwnFsync(db, () => {
+        createRun(workflowId, executionId, at);
+      });
       if (running) setImmediate(poll);
       return Promise.resolve();
     },

@@ -3,6 +3,8 @@ import { canonicalJson } from '../../domain/canonical-json.js';
 import type { PriceModelSnapshot } from '../../domain/price-model-snapshot.js';
 import { centsCeil } from '../../domain/money.js';
 import type { ExecutionPhase, ExecutionState } from '../domain/execution-states.js';
+import { createGroupCommit } from '../../storage/group-commit.js';
+import { withoutOwnFsync } from '../../storage/open-database.js';
 
 export interface ExecutionRow {
   execution_id: string;
@@ -156,7 +158,7 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
        ON CONFLICT (execution_id, ordinal) DO NOTHING`,
     ),
   };
-  const createPending = db.transaction((execution: NewExecution) => {
+  const createPending = createGroupCommit(db, (execution: NewExecution) => {
     const at = now();
     statements.insertExecution.run(
       execution.executionId,
@@ -176,33 +178,39 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       at,
     );
     statements.insertAdmission.run(execution.spendAuthTokenId, execution.routeVersion, execution.fingerprint, execution.executionId, at);
+    return statements.executionById.get(execution.executionId) as ExecutionRow;
   });
 
   return {
     admission: (spendAuthTokenId: string) => statements.admissionByToken.get(spendAuthTokenId) as AdmissionRow | undefined,
     execution: (executionId: string) => statements.executionById.get(executionId) as ExecutionRow | undefined,
 
-    /** Durably records a new pending execution and its admission fingerprint, together. */
-    createPending(execution: NewExecution): ExecutionRow {
-      createPending.immediate(execution);
-      return statements.executionById.get(execution.executionId) as ExecutionRow;
+    /**
+     * Durably records a new pending execution and its admission fingerprint, together; settles
+     * once they are committed. Admissions asked for in the same turn of the event loop share
+     * one commit (group commit: one fsync for all of them).
+     */
+    createPending,
+
+    /**
+     * pending → scheduled, once the engine has accepted the stable workflow id (unless the
+     * engine recorded it already). This commit does not wait for its own fsync: the next durable
+     * commit carries it, and losing it in a power failure only leaves the execution pending,
+     * which restart recovery schedules again at its stable id.
+     */
+    markScheduled(executionId: string): ExecutionRow {
+      const execution = statements.executionById.get(executionId) as ExecutionRow;
+      if (execution.state !== 'pending') return execution;
+      withoutOwnFsync(db, () => statements.markScheduled.run(now(), executionId));
+      return statements.executionById.get(executionId) as ExecutionRow;
     },
 
     /**
-     * pending → scheduled, once the engine has accepted the stable workflow id. This commit does
-     * not wait for its own fsync: the next durable commit carries it, and losing it in a crash
-     * only leaves the execution pending, which scheduling again at its stable id repairs.
+     * pending → scheduled inside the caller's transaction: for an engine on this database that
+     * creates its run and records the hand-off in one commit.
      */
-    markScheduled(executionId: string): ExecutionRow {
-      // Not a statement prepared once: SQLite applies `PRAGMA synchronous` when it compiles the
-      // statement, so a kept one would not take effect on its first run.
-      db.pragma('synchronous = NORMAL');
-      try {
-        statements.markScheduled.run(now(), executionId);
-      } finally {
-        db.pragma('synchronous = FULL');
-      }
-      return statements.executionById.get(executionId) as ExecutionRow;
+    recordScheduled(executionId: string): void {
+      statements.markScheduled.run(now(), executionId);
     },
 
     /** In attempt order. */

@@ -36,7 +36,22 @@ export const credentialId = opaqueId('a credential id');
 
 export const decisionBody = z.strictObject({ reason: shortText(500).optional() });
 
-export const claimBody = z.strictObject({ execution_id: executionId });
+/**
+ * A claim may state what the claiming execution needs of the authorization: the ledger then
+ * checks it in the claim's own transaction and claims nothing when it does not hold, so the
+ * claim's answer is the authoritative resolution (one round trip, no gap between a read and
+ * the claim).
+ */
+export const claimBody = z.strictObject({
+  execution_id: executionId,
+  require: z
+    .strictObject({
+      currency: usd,
+      min_held_units: wholeNumber({ min: 0n, what: 'the least hold the execution needs' }),
+    })
+    .optional(),
+});
+export type ClaimRequirement = NonNullable<z.output<typeof claimBody>['require']>;
 
 export const preciseReceipt = z.strictObject({
   receipt_id: opaqueId('a receipt id'),

@@ -148,7 +148,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     requireCredential(request, 'executor');
     const { token_id: tokenId } = parseInput(tokenParams, request.params);
     const body = parseInput(claimBody, request.body);
-    return service.claim(tokenId, body.execution_id);
+    return service.claim(tokenId, body.execution_id, body.require);
   });
 
   app.post('/executor/authorizations/:token_id/settle', (request) => {
