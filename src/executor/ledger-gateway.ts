@@ -93,8 +93,15 @@ export interface LedgerGatewayOptions {
 const MAX_ANSWER_BYTES = 1024 * 1024;
 
 export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGateway {
-  const base = options.endpoint.replace(/\/+$/, '');
-  const secure = base.startsWith('https:');
+  const endpoint = new URL(options.endpoint);
+  const secure = endpoint.protocol === 'https:';
+  // Parsed once: a request from options costs less than one from a URL string, parsed each time.
+  const target = {
+    protocol: endpoint.protocol,
+    hostname: endpoint.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: endpoint.port,
+    pathPrefix: endpoint.pathname.replace(/\/+$/, ''),
+  };
   // Keep-alive: reconnecting for each call would cost more than the call. node:http is used
   // over fetch for its lower per-request overhead.
   const agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
@@ -108,7 +115,8 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
         headers['content-type'] = 'application/json';
         headers['content-length'] = String(Buffer.byteLength(body));
       }
-      const request = (secure ? https : http).request(`${base}${path}`, { method, agent, headers }, (response) => {
+      const requestOptions = { protocol: target.protocol, hostname: target.hostname, port: target.port, path: `${target.pathPrefix}${path}`, method, agent, headers };
+      const request = (secure ? https : http).request(requestOptions, (response) => {
         const chunks: Buffer[] = [];
         let size = 0;
         response.on('data', (chunk: Buffer) => {
