@@ -4,7 +4,7 @@
 // whatever they are (a non-zero exit means the benchmark itself could not run: a process did not
 // start, a request answered with an unexpected status, or the final verification failed).
 //
-//   node bench/executor-admission/run.mjs [--requests N] [--warmup N] [--concurrency 1,8]
+//   node bench/executor-admission/run.mjs [--requests N] [--warmup N] [--rounds R] [--concurrency 1,8]
 //                                         [--count-fsyncs N] [--cpu-prof DIR] [--dir PATH]
 //                                         (from the repository root)
 //
@@ -28,8 +28,10 @@
 // Set-up (not timed): every authorization the run needs, requested in advance with agent
 // credentials (one agent per 1000 authorizations), each answered 201 `approved` by policy.
 //
-// Measured, per concurrency level (default 1, then 8 independent request loops), each operation
-// W warm-up requests (default 200) and then N measured requests (default 2000), in this order:
+// Measured, per concurrency level (default 1, then 8 independent request loops): each operation
+// W warm-up requests (default 200), then N measured requests (default 2000) in R interleaved
+// rounds (default 5: every round runs N/R of each operation in turn, so an operation and its
+// baseline are measured side by side again and again), in this order:
 //   insert baseline  POST /insert                          201
 //   new admission    POST /v2/executions, a fresh token    201, execution `scheduled` for that token
 //   select baseline  GET  /select/:id (rows inserted so far, round-robin)                 200
@@ -38,7 +40,7 @@
 // p50/p99 latency (nearest rank), and the CPU time the executor, the ledger, the baseline (from
 // /proc) and this client used per request. Then the two ratios at each level, with their targets
 // as information only: new admissions/s ÷ insert/s (target ≥ 0.30) and replays/s ÷ select/s
-// (target ≥ 0.70).
+// (target ≥ 0.70), from all rounds together, with the range of the per-round ratios beside them.
 //
 // With --count-fsyncs N (needs strace and permission to attach), N more requests of each operation
 // run at concurrency 1 while `strace -f -c -e trace=fsync,fdatasync` is attached to all three
@@ -100,10 +102,10 @@ function parseCount(name, value, minimum) {
 }
 
 const USAGE =
-  'usage: node bench/executor-admission/run.mjs [--requests N (default 2000)] [--warmup N (default 200)] [--concurrency LIST (default 1,8)] [--count-fsyncs N (default 0: off)] [--cpu-prof DIR (default: off)] [--dir PATH (default the OS temp dir)]';
+  'usage: node bench/executor-admission/run.mjs [--requests N (default 2000)] [--warmup N (default 200)] [--rounds R (default 5)] [--concurrency LIST (default 1,8)] [--count-fsyncs N (default 0: off)] [--cpu-prof DIR (default: off)] [--dir PATH (default the OS temp dir)]';
 
 function parseArgs(argv) {
-  const options = { requests: 2000, warmup: 200, countFsyncs: 0, cpuProf: null, dir: tmpdir(), concurrency: [1, 8] };
+  const options = { requests: 2000, warmup: 200, rounds: 5, countFsyncs: 0, cpuProf: null, dir: tmpdir(), concurrency: [1, 8] };
   for (let index = 0; index < argv.length; index += 1) {
     const arg = argv[index];
     const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -111,6 +113,8 @@ function parseArgs(argv) {
       options.requests = parseCount(name, inline ?? argv[++index], 1);
     } else if (name === '--warmup') {
       options.warmup = parseCount(name, inline ?? argv[++index], 0);
+    } else if (name === '--rounds') {
+      options.rounds = parseCount(name, inline ?? argv[++index], 1);
     } else if (name === '--count-fsyncs') {
       options.countFsyncs = parseCount(name, inline ?? argv[++index], 0);
     } else if (name === '--concurrency') {
@@ -129,6 +133,7 @@ function parseArgs(argv) {
       fail(`unknown argument ${JSON.stringify(arg)}; ${USAGE}`);
     }
   }
+  if (options.rounds > options.requests) fail(`--rounds (${options.rounds}) cannot exceed --requests (${options.requests}).`);
   return options;
 }
 
@@ -599,6 +604,13 @@ async function verify(services, paths, adminToken, state) {
 const round2 = (value) => Math.round(value * 100) / 100;
 const round3 = (value) => Math.round(value * 1000) / 1000;
 
+/** One run from several: wall times and CPU times added, latencies pooled. */
+function mergeRuns(runs) {
+  const cpu = {};
+  for (const name of Object.keys(runs[0].cpu)) cpu[name] = runs.some((run) => run.cpu[name] === null) ? null : runs.reduce((sum, run) => sum + run.cpu[name], 0);
+  return { wallMs: runs.reduce((sum, run) => sum + run.wallMs, 0), cpu, latencies: runs.flatMap((run) => run.latencies) };
+}
+
 function summarise(run) {
   const sorted = [...run.latencies].sort((a, b) => a - b);
   const requests = sorted.length;
@@ -610,10 +622,17 @@ function summarise(run) {
 
 
 function ratiosOf(levels) {
+  const range = (values) => ({ min: Math.min(...values), max: Math.max(...values) });
   return levels.map((level) => {
     const admission = level.ops.admission.perSecond / level.ops.insert.perSecond;
     const replay = level.ops.replay.perSecond / level.ops.select.perSecond;
-    return { concurrency: level.concurrency, admission, replay };
+    return {
+      concurrency: level.concurrency,
+      admission,
+      replay,
+      admissionRounds: range(level.rounds.map((round) => round.admission)),
+      replayRounds: range(level.rounds.map((round) => round.replay)),
+    };
   });
 }
 
@@ -637,8 +656,10 @@ function report(options, outcome, workDir) {
     client: 'node:http keep-alive Agent',
     requests: options.requests,
     warmup: options.warmup,
+    rounds: options.rounds,
   };
   const ms = (value) => (value === null ? '?' : value.toFixed(2));
+  const roundRange = (range) => `${range.min.toFixed(2)}–${range.max.toFixed(2)}`;
   const rows = levels.flatMap((level) =>
     OPERATIONS.map((operation) => {
       const op = level.ops[operation];
@@ -657,8 +678,8 @@ function report(options, outcome, workDir) {
   );
   const ratios = ratiosOf(levels);
   const ratioRows = ratios.flatMap((ratio) => [
-    [String(ratio.concurrency), 'new admissions/s ÷ insert/s', ratio.admission.toFixed(2), `>= ${TARGETS.admission.toFixed(2)}`, verdict(ratio.admission, TARGETS.admission)],
-    [String(ratio.concurrency), 'replays/s ÷ select/s', ratio.replay.toFixed(2), `>= ${TARGETS.replay.toFixed(2)}`, verdict(ratio.replay, TARGETS.replay)],
+    [String(ratio.concurrency), 'new admissions/s ÷ insert/s', ratio.admission.toFixed(2), roundRange(ratio.admissionRounds), `>= ${TARGETS.admission.toFixed(2)}`, verdict(ratio.admission, TARGETS.admission)],
+    [String(ratio.concurrency), 'replays/s ÷ select/s', ratio.replay.toFixed(2), roundRange(ratio.replayRounds), `>= ${TARGETS.replay.toFixed(2)}`, verdict(ratio.replay, TARGETS.replay)],
   ]);
   const stoppedText = Object.entries(stopped)
     .map(([name, how]) => `${name} ${how === null ? 'never started' : `${how.signal ?? `exit ${how.code}`}${how.forced ? ' (SIGKILL after SIGTERM timed out)' : ''}`}`)
@@ -666,14 +687,14 @@ function report(options, outcome, workDir) {
   const lines = [
     `Executor admission on loopback — ${facts.node}, ${facts.cpus} CPUs (${facts.cpu_model ?? 'unknown CPU'}), ${facts.platform}`,
     `servers: lexec executor serve + lexec ledger serve + baseline (createJsonServer + openDatabase), child processes; SQLite WAL + synchronous=FULL on ${facts.filesystem ?? 'unknown filesystem'} (${workDir})`,
-    `client: ${facts.client}; ${facts.requests} measured requests per operation and level after ${facts.warmup} warm-up requests`,
+    `client: ${facts.client}; ${facts.requests} measured requests per operation and level after ${facts.warmup} warm-up requests, in ${facts.rounds} interleaved rounds`,
     `set-up (not timed): ${setUp.authorizations} authorizations approved by policy for ${setUp.agents} agent(s) in ${setUp.seconds.toFixed(1)} s`,
     ...(options.cpuProf === null ? [] : [`profiled: node --cpu-prof, profiles in ${options.cpuProf} (figures not comparable with unprofiled runs)`]),
     '',
     ...table(['operation', 'c', 'req/s', 'p50 ms', 'p99 ms', 'executor CPU ms/req', 'ledger CPU ms/req', 'baseline CPU ms/req', 'client CPU ms/req'], rows),
     '',
     'ratios (information only; the benchmark never fails on a timing):',
-    ...table(['c', 'ratio', 'value', 'target', 'reading'], ratioRows, 2),
+    ...table(['c', 'ratio', 'value', `per round (${options.rounds})`, 'target', 'reading'], ratioRows, 2),
   ];
   if (fsyncs !== null) {
     lines.push('', `fsync + fdatasync calls per request (strace -f -c, ${fsyncs.requests} requests of each operation at concurrency 1, not timed):`);
@@ -718,9 +739,11 @@ function report(options, outcome, workDir) {
       admission_over_insert: round3(ratio.admission),
       admission_target: TARGETS.admission,
       admission_met: ratio.admission >= TARGETS.admission,
+      admission_rounds: { min: round3(ratio.admissionRounds.min), max: round3(ratio.admissionRounds.max) },
       replay_over_select: round3(ratio.replay),
       replay_target: TARGETS.replay,
       replay_met: ratio.replay >= TARGETS.replay,
+      replay_rounds: { min: round3(ratio.replayRounds.min), max: round3(ratio.replayRounds.max) },
     })),
     fsyncs_per_request: fsyncs === null ? null : { requests: fsyncs.requests, ...Object.fromEntries(OPERATIONS.map((operation) => [operation, Object.fromEntries(SERVICES.map((name) => [name, fsyncs.counts[operation][name].per_request]))])) },
     set_up: { authorizations: setUp.authorizations, agents: setUp.agents, seconds: round2(setUp.seconds) },
@@ -774,11 +797,24 @@ async function main(options, workDir) {
 
   const levels = [];
   for (const concurrency of options.concurrency) {
-    const level = { concurrency, ops: {} };
+    const level = { concurrency, ops: {}, rounds: [] };
     for (const operation of OPERATIONS) {
       if (options.warmup > 0) await runRequests(services, ops[operation], concurrency, options.warmup);
-      level.ops[operation] = summarise(await runRequests(services, ops[operation], concurrency, options.requests));
     }
+    // Interleaved rounds: each operation runs next to its baseline again and again, so a slow
+    // stretch of the machine weighs on both sides of a ratio instead of on one of them.
+    const runs = Object.fromEntries(OPERATIONS.map((operation) => [operation, []]));
+    for (let round = 0; round < options.rounds; round += 1) {
+      const share = Math.floor(options.requests / options.rounds) + (round < options.requests % options.rounds ? 1 : 0);
+      const measured = {};
+      for (const operation of OPERATIONS) {
+        measured[operation] = await runRequests(services, ops[operation], concurrency, share);
+        runs[operation].push(measured[operation]);
+      }
+      const rate = (run) => run.latencies.length / run.wallMs;
+      level.rounds.push({ admission: rate(measured.admission) / rate(measured.insert), replay: rate(measured.replay) / rate(measured.select) });
+    }
+    for (const operation of OPERATIONS) level.ops[operation] = summarise(mergeRuns(runs[operation]));
     levels.push(level);
   }
   const fsyncs = options.countFsyncs > 0 ? await countFsyncs(workDir, services, ops, options.countFsyncs) : null;
