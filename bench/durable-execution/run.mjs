@@ -90,51 +90,36 @@
 // DIR when they stop (the SIGKILLed first executor writes none). Figures of such a run are not
 // comparable with plain runs.
 import { Buffer } from 'node:buffer';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import Database from 'better-sqlite3';
-import { filesystemOf, percentile } from '../lib/measure.mjs';
 import { childEnv, createChildRegistry } from '../lib/children.mjs';
+import { BenchError, fail, parseCount, runBenchmark, table } from '../lib/harness.mjs';
+import { BIG_CAP, bootstrapManaged, openReadOnly, preCreateAuthorizations } from '../lib/lexec-stack.mjs';
+import { clientCpuMs, filesystemOf, percentile, processCpuMs } from '../lib/measure.mjs';
+import { attachStrace, detachStrace, requireStrace } from '../lib/strace.mjs';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const root = dirname(dirname(benchDir));
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 15_000;
-const BOOTSTRAP_TIMEOUT_MS = 60_000;
 /** No execution became terminal for this long: the benchmark gives up (and says where things stand). */
 const STALL_TIMEOUT_MS = 120_000;
 const QUIET_TIMEOUT_MS = 25_000;
-const BIG_CAP = '1000000000000000000';
 /** The hold of every authorization: 0.01 USD; one execution costs 1 image at 3/1000 USD = 3000 units. */
 const HOLD_UNITS = '10000';
 const COST_UNITS = 3000n;
-const AUTHORIZATIONS_PER_AGENT = 1000;
 const MODEL = 'fal-ai/flux/schnell';
 const TARGET_ID = 'lexec:target:v1:flux-schnell';
 const IMAGE_SIZE = 'square';
 const DEADLINE_SECONDS = 3600;
 const TERMINAL_EVENTS = { execution_succeeded: 'succeeded', execution_failed: 'failed', execution_reconciliation: 'reconciliation' };
-
-/** A failure of the benchmark itself; reported after the services are stopped. */
-class BenchError extends Error {}
-
-const fail = (message) => {
-  throw new BenchError(message);
-};
-
-function parseCount(name, value, minimum) {
-  if (value === undefined || !/^\d+$/.test(value) || Number(value) < minimum) {
-    fail(`${name} needs a whole number >= ${minimum} (got ${value === undefined ? 'nothing' : JSON.stringify(value)}).`);
-  }
-  return Number(value);
-}
 
 const USAGE =
   'usage: node bench/durable-execution/run.mjs [--latency N (default 300)] [--warmup N (default 20)] [--sustained M (default 1000)] [--concurrency C (default 8)] [--recovery R (default 10000)] [--detect log|poll (default log)] [--poll-ms MS (default 5)] [--count-fsyncs N (default 0: off)] [--cpu-prof DIR (default: off)] [--dir PATH (default the OS temp dir)]';
@@ -169,7 +154,8 @@ function parseArgs(argv) {
 
 // --- child processes ----------------------------------------------------------------------------
 
-const { children, track, stopChild, forget } = createChildRegistry({ stopTimeoutMs: STOP_TIMEOUT_MS, exitSignal: 'SIGKILL' });
+const registry = createChildRegistry({ stopTimeoutMs: STOP_TIMEOUT_MS, exitSignal: 'SIGKILL' });
+const { children, track, stopChild } = registry;
 const TAIL_CHARS = 3000;
 
 async function stopAll() {
@@ -245,22 +231,6 @@ function startService(name, args, home, cpuProfDir, onLine = () => undefined) {
   };
   return service;
 }
-
-/** CPU time (user + system) a process has used so far, in ms, from /proc; null where unavailable. */
-function processCpuMs(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return null;
-  }
-}
-
-const clientCpuMs = () => {
-  const usage = process.cpuUsage();
-  return (usage.user + usage.system) / 1000;
-};
 
 /** CPU of every service and of this client; `since(before)` gives the difference. */
 function cpuSnapshot(services) {
@@ -360,57 +330,6 @@ function executorConfig(workDir, ledgerPort, sandboxOrigin) {
   const path = join(workDir, 'executor.json');
   writeFileSync(path, `${JSON.stringify(config, null, 2)}\n`);
   return { path, config };
-}
-
-/** The real `lexec executor credentials bootstrap-managed`; its output never contains a capability. */
-function bootstrapManaged(workDir, configPath, adminCapabilityPath) {
-  const run = spawnSync(
-    process.execPath,
-    ['bin/run.js', 'executor', 'credentials', 'bootstrap-managed', '--config', configPath, '--ledger-admin-capability', adminCapabilityPath, '--json'],
-    { cwd: root, env: childEnv(workDir), encoding: 'utf8', timeout: BOOTSTRAP_TIMEOUT_MS },
-  );
-  if (run.status !== 0) fail(`executor credentials bootstrap-managed failed (${run.error?.message ?? run.signal ?? `exit ${run.status}`}): ${`${run.stdout ?? ''}${run.stderr ?? ''}`.trim().slice(0, 1000)}`);
-}
-
-async function setUpAgent(ledger, adminToken, capability, index) {
-  const admin = bearer(adminToken);
-  const created = await expect(ledger, 'add agent', 201, 'POST', '/agents', admin, { name: `bench-durable-execution-${index}` });
-  const agentId = created.body.agent.agent_id;
-  const policy = await expect(ledger, 'set policy', 200, 'PUT', `/agents/${agentId}/policy`, admin, {
-    per_authorization_cap_units: BIG_CAP,
-    daily_cap_units: BIG_CAP,
-    approval_threshold_units: BIG_CAP,
-    units_scale: 6,
-    currency: 'USD',
-  });
-  if (policy.body.policy.approval_threshold_units !== BIG_CAP) fail(`set policy: the ledger kept an approval threshold of ${policy.body.policy.approval_threshold_units}.`);
-  const token = capability.generateCapability('agent');
-  await expect(ledger, 'register agent credential', 201, 'PUT', `/credentials/cred_${randomUUID()}`, admin, {
-    kind: 'agent',
-    agent_id: agentId,
-    digest_sha256: capability.capabilityDigest(token).toString('hex'),
-  });
-  return { agentId, token };
-}
-
-/** Requests `count` authorizations, 8 at a time, AUTHORIZATIONS_PER_AGENT per agent; each must be approved by policy. */
-async function preCreateAuthorizations(ledger, adminToken, capability, count) {
-  const agents = [];
-  for (let index = 0; index * AUTHORIZATIONS_PER_AGENT < count; index += 1) agents.push(await setUpAgent(ledger, adminToken, capability, index));
-  const tokens = new Array(count);
-  let next = 0;
-  const body = JSON.stringify({ amount_units: HOLD_UNITS, units_scale: 6, currency: 'USD', purpose: 'bench-durable-execution' });
-  const loop = async () => {
-    while (next < count) {
-      const index = next++;
-      const agentToken = agents[Math.floor(index / AUTHORIZATIONS_PER_AGENT)].token;
-      const answer = await expect(ledger, 'request authorization', 201, 'POST', '/authorizations', bearer(agentToken), body);
-      if (answer.body.authorization?.status !== 'approved') fail(`request authorization: expected approved by policy, got ${JSON.stringify(answer.body.authorization?.status)}.`);
-      tokens[index] = answer.body.authorization.token_id;
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, loop));
-  return { tokens, agents: agents.length };
 }
 
 // --- the run's state ----------------------------------------------------------------------------
@@ -595,12 +514,6 @@ async function partSustained(stack, options) {
   return { count: ids.length, wallMs: end - start, admissionMs: admittedAt - start, cpu, latencyP50: percentile(latencies, 50), latencyP99: percentile(latencies, 99) };
 }
 
-function openReadOnly(path) {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
-  db.defaultSafeIntegers(true);
-  return db;
-}
-
 /** Counts rows of `sql` (which must select one column `k` and one `n`) into a plain object. */
 const tally = (db, sql) => Object.fromEntries(db.prepare(sql).all().map((row) => [String(row.k), Number(row.n)]));
 
@@ -724,62 +637,12 @@ async function partRecovery(stack, options) {
 
 // --- fsync counting (optional) ------------------------------------------------------------------
 
-/** Attaches `strace -f -c` (fsync, fdatasync) to a service; resolves once it is attached. */
-async function attachStrace(workDir, service) {
-  const output = join(workDir, `strace-${service.name}.txt`);
-  const child = spawn('strace', ['-f', '-c', '-e', 'trace=fsync,fdatasync', '-o', output, '-p', String(service.entry.child.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const entry = track(`strace-${service.name}`, child);
-  let text = '';
-  child.stderr.setEncoding('utf8');
-  await new Promise((attached, refused) => {
-    const timer = setTimeout(() => refused(new BenchError(`strace did not attach to the ${service.name} within 10 s: ${text.trim().slice(0, 500)}`)), 10_000);
-    child.stderr.on('data', (chunk) => {
-      text += chunk;
-      if (/attached/.test(text)) {
-        clearTimeout(timer);
-        attached();
-      }
-    });
-    void entry.exited.then((exit) => {
-      clearTimeout(timer);
-      refused(new BenchError(`strace could not attach to the ${service.name} (${exit.error ?? exit.signal ?? `exit ${exit.code}`}): ${text.trim().slice(0, 500)}`));
-    });
-  });
-  // -f attaches every thread; give the remaining threads a moment.
-  await sleep(300);
-  return { entry, output };
-}
-
-/** Detaches strace (SIGINT) and reads its summary: fsync + fdatasync calls and the seconds spent in them. */
-async function detachStrace(tracer) {
-  await stopChild(tracer.entry, 'SIGINT');
-  forget(tracer.entry);
-  const total = { calls: 0, seconds: 0 };
-  let text;
-  try {
-    text = readFileSync(tracer.output, 'utf8');
-  } catch {
-    return total;
-  }
-  // Columns: % time, seconds, usecs/call, calls, [errors,] syscall.
-  for (const line of text.split('\n')) {
-    const parts = line.trim().split(/\s+/);
-    const name = parts.at(-1);
-    if ((name === 'fsync' || name === 'fdatasync') && /^\d+$/.test(parts[3] ?? '')) {
-      total.calls += Number(parts[3]);
-      total.seconds += Number(parts[1]);
-    }
-  }
-  return total;
-}
-
 /** N executions one at a time with strace attached to the three services; fsync calls per execution. */
 async function countFsyncs(stack, count) {
-  const probe = spawnSync('strace', ['-V'], { encoding: 'utf8' });
-  if (probe.status !== 0) fail(`--count-fsyncs needs strace (${probe.error?.message ?? `strace -V exited ${probe.status}`}).`);
+  requireStrace();
   const services = { executor: stack.executor, ledger: stack.ledger, sandbox: stack.sandbox };
   const tracers = {};
-  for (const [name, service] of Object.entries(services)) tracers[name] = await attachStrace(stack.workDir, service);
+  for (const [name, service] of Object.entries(services)) tracers[name] = await attachStrace({ workDir: stack.workDir, service, registry });
   for (let index = 0; index < count; index += 1) {
     const record = await admit(stack, 'fsyncs');
     const end = await terminalOf(record.id, stack);
@@ -976,12 +839,6 @@ const round2 = (value) => (value === null ? null : Math.round(value * 100) / 100
 
 
 
-function table(header, rows, leftColumns = 1) {
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
-  const format = (row) => row.map((cell, column) => (column < leftColumns ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  ');
-  return [format(header), format(widths.map((width) => '-'.repeat(width))), ...rows.map(format)];
-}
-
 function distribution(values) {
   const sorted = values.filter((value) => value !== null).sort((a, b) => a - b);
   if (sorted.length === 0) return { p50: null, p99: null, mean: null };
@@ -1169,7 +1026,14 @@ async function main(options, workDir) {
   const firstStart = await startExecutor(stack, 'executor-1', null);
 
   const setUpStart = performance.now();
-  const created = await preCreateAuthorizations(ledger, adminToken, capability, options.warmup + options.latency + options.sustained + options.recovery + options.countFsyncs);
+  const created = await preCreateAuthorizations({
+    request: async (step, status, method, path, token, body) => (await expect(ledger, step, status, method, path, bearer(token), body)).body,
+    adminToken,
+    capability,
+    name: 'bench-durable-execution',
+    count: options.warmup + options.latency + options.sustained + options.recovery + options.countFsyncs,
+    holdUnits: HOLD_UNITS,
+  });
   run.tokens = created.tokens;
   const setUp = { authorizations: created.tokens.length, agents: created.agents, seconds: (performance.now() - setUpStart) / 1000 };
 
@@ -1186,41 +1050,18 @@ async function main(options, workDir) {
   return { latency, sustained, recovery, fsyncs, verification, setUp, firstStart, stopped, filesystem: filesystemOf(workDir) };
 }
 
-let options;
-let workDir = null;
-let exitCode = 0;
-let outcome = null;
-let interrupted = false;
-try {
-  options = parseArgs(process.argv.slice(2));
-  try {
-    workDir = mkdtempSync(join(options.dir, 'lexec-durable-execution-'));
-  } catch (error) {
-    fail(`cannot create a temporary directory in ${options.dir}: ${error.message}`);
-  }
-  const stopOnSignal = (signal) => {
-    interrupted = true;
-    process.stderr.write(`bench/durable-execution: interrupted by ${signal}; stopping the services.\n`);
-    void stopAll().finally(() => {
-      if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
-      process.exit(130);
-    });
-  };
-  process.once('SIGINT', stopOnSignal);
-  process.once('SIGTERM', stopOnSignal);
-  outcome = await main(options, workDir);
-} catch (error) {
-  exitCode = interrupted ? 130 : 1;
-  if (!interrupted) process.stderr.write(`bench/durable-execution: ${error instanceof BenchError ? error.message : (error?.stack ?? String(error))}\n`);
-}
-agent.destroy();
-await stopAll();
-if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
-if (outcome !== null) {
-  report(options, outcome, workDir);
-  if (outcome.verification.problems.length > 0) {
+await runBenchmark({
+  name: 'durable-execution',
+  parseArgs: () => parseArgs(process.argv.slice(2)),
+  main,
+  stop: async () => {
+    agent.destroy();
+    await stopAll();
+  },
+  report: (options, outcome, workDir) => {
+    report(options, outcome, workDir);
+    if (outcome.verification.problems.length === 0) return 0;
     process.stderr.write('bench/durable-execution: the verification found a correctness problem (see PROBLEMS above).\n');
-    exitCode = 1;
-  }
-}
-process.exit(exitCode);
+    return 1;
+  },
+});

@@ -59,9 +59,8 @@
 // context figure, taken after the services stopped, times 4 KiB writes + fdatasync in the same
 // directory: what one durable commit pays at least.
 import { Buffer } from 'node:buffer';
-import { spawn, spawnSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
@@ -69,37 +68,22 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import Database from 'better-sqlite3';
-import { filesystemOf, fsyncProbe, percentile } from '../lib/measure.mjs';
 import { childEnv, createChildRegistry } from '../lib/children.mjs';
+import { BenchError, fail, parseCount, runBenchmark, table } from '../lib/harness.mjs';
+import { BIG_CAP, bootstrapManaged, openReadOnly, preCreateAuthorizations } from '../lib/lexec-stack.mjs';
+import { clientCpuMs, filesystemOf, fsyncProbe, percentile, processCpuMs } from '../lib/measure.mjs';
+import { attachStrace, detachStrace, requireStrace } from '../lib/strace.mjs';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const root = dirname(dirname(benchDir));
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
-const BOOTSTRAP_TIMEOUT_MS = 60_000;
-const BIG_CAP = '1000000000000000000';
 /** The hold of every authorization: 0.01 USD; one request costs 2 images at 3/1000 USD = 6000 units. */
 const HOLD_UNITS = '10000';
-const AUTHORIZATIONS_PER_AGENT = 1000;
 const TARGETS = { admission: 0.3, replay: 0.7 };
 const OPERATIONS = ['insert', 'admission', 'select', 'replay'];
 const LABELS = { insert: 'insert baseline', admission: 'new admission', select: 'select baseline', replay: 'replay' };
 const SERVICES = ['executor', 'ledger', 'baseline'];
-
-/** A failure of the benchmark itself; reported after the services are stopped. */
-class BenchError extends Error {}
-
-const fail = (message) => {
-  throw new BenchError(message);
-};
-
-function parseCount(name, value, minimum) {
-  if (value === undefined || !/^\d+$/.test(value) || Number(value) < minimum) {
-    fail(`${name} needs a whole number >= ${minimum} (got ${value === undefined ? 'nothing' : JSON.stringify(value)}).`);
-  }
-  return Number(value);
-}
 
 const USAGE =
   'usage: node bench/executor-admission/run.mjs [--requests N (default 2000)] [--warmup N (default 200)] [--rounds R (default 5)] [--concurrency LIST (default 1,8)] [--count-fsyncs N (default 0: off)] [--cpu-prof DIR (default: off)] [--dir PATH (default the OS temp dir)]';
@@ -139,7 +123,8 @@ function parseArgs(argv) {
 
 // --- child processes ----------------------------------------------------------------------------
 
-const { children, track, stopChild, forget } = createChildRegistry({ stopTimeoutMs: STOP_TIMEOUT_MS, exitSignal: 'SIGTERM' });
+const registry = createChildRegistry({ stopTimeoutMs: STOP_TIMEOUT_MS, exitSignal: 'SIGTERM' });
+const { children, track, stopChild } = registry;
 const STDERR_TAIL_CHARS = 2000;
 
 async function stopAll() {
@@ -215,25 +200,6 @@ function startService(name, args, home, cpuProfDir) {
   };
   return service;
 }
-
-/**
- * CPU time (user + system) a process has used so far, in ms, from /proc (Linux; clock ticks of
- * 10 ms); null where /proc is not available. Time blocked in fsync is not CPU time.
- */
-function processCpuMs(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return null;
-  }
-}
-
-const clientCpuMs = () => {
-  const usage = process.cpuUsage();
-  return (usage.user + usage.system) / 1000;
-};
 
 // --- HTTP client --------------------------------------------------------------------------------
 
@@ -341,60 +307,6 @@ function ledgerConfig(workDir) {
   return { path, config };
 }
 
-/** The real `lexec executor credentials bootstrap-managed`; its output never contains a capability. */
-function bootstrapManaged(workDir, configPath, adminCapabilityPath) {
-  const run = spawnSync(
-    process.execPath,
-    ['bin/run.js', 'executor', 'credentials', 'bootstrap-managed', '--config', configPath, '--ledger-admin-capability', adminCapabilityPath, '--json'],
-    { cwd: root, env: childEnv(workDir), encoding: 'utf8', timeout: BOOTSTRAP_TIMEOUT_MS },
-  );
-  if (run.status !== 0) fail(`executor credentials bootstrap-managed failed (${run.error?.message ?? run.signal ?? `exit ${run.status}`}): ${`${run.stdout ?? ''}${run.stderr ?? ''}`.trim().slice(0, 1000)}`);
-}
-
-async function setUpAgent(ledger, adminToken, capability, index) {
-  const created = await expect(ledger, 'add agent', 201, 'POST', '/agents', adminToken, { name: `bench-executor-admission-${index}` });
-  const agentId = created.agent.agent_id;
-  const policy = await expect(ledger, 'set policy', 200, 'PUT', `/agents/${agentId}/policy`, adminToken, {
-    per_authorization_cap_units: BIG_CAP,
-    daily_cap_units: BIG_CAP,
-    approval_threshold_units: BIG_CAP,
-    units_scale: 6,
-    currency: 'USD',
-  });
-  if (policy.policy.approval_threshold_units !== BIG_CAP) fail(`set policy: the ledger kept an approval threshold of ${policy.policy.approval_threshold_units}.`);
-  const token = capability.generateCapability('agent');
-  await expect(ledger, 'register agent credential', 201, 'PUT', `/credentials/cred_${randomUUID()}`, adminToken, {
-    kind: 'agent',
-    agent_id: agentId,
-    digest_sha256: capability.capabilityDigest(token).toString('hex'),
-  });
-  return { agentId, token };
-}
-
-/**
- * Requests `count` authorizations (8 at a time), AUTHORIZATIONS_PER_AGENT per agent; each must be
- * approved by policy at once. (The ledger's daily-cap check sums all of an agent's authorizations
- * of the last 24 hours, so one agent for thousands of them would only make this set-up slow.)
- */
-async function preCreateAuthorizations(ledger, adminToken, capability, count) {
-  const agents = [];
-  for (let index = 0; index * AUTHORIZATIONS_PER_AGENT < count; index += 1) agents.push(await setUpAgent(ledger, adminToken, capability, index));
-  const tokens = new Array(count);
-  let next = 0;
-  const body = JSON.stringify({ amount_units: HOLD_UNITS, units_scale: 6, currency: 'USD', purpose: 'bench-executor-admission' });
-  const loop = async () => {
-    while (next < count) {
-      const index = next++;
-      const agentToken = agents[Math.floor(index / AUTHORIZATIONS_PER_AGENT)].token;
-      const answer = await expect(ledger, 'request authorization', 201, 'POST', '/authorizations', agentToken, body);
-      if (answer.authorization?.status !== 'approved') fail(`request authorization: expected approved by policy, got ${JSON.stringify(answer.authorization?.status)}.`);
-      tokens[index] = answer.authorization.token_id;
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, loop));
-  return { tokens, agents: agents.length };
-}
-
 /** A complete, valid execution request for `tokenId` (as test/support/executor.ts builds it). */
 function executionRequest(tokenId) {
   return {
@@ -477,75 +389,23 @@ async function runRequests(services, operation, concurrency, count) {
 
 // --- fsync counting (optional) ------------------------------------------------------------------
 
-/** Attaches `strace -f -c` (fsync, fdatasync) to a process; resolves once it is attached. */
-async function attachStrace(workDir, service, label) {
-  const output = join(workDir, `strace-${service.name}-${label}.txt`);
-  const child = spawn('strace', ['-f', '-c', '-e', 'trace=fsync,fdatasync', '-o', output, '-p', String(service.entry.child.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const entry = track(`strace:${service.name}`, child);
-  let text = '';
-  child.stderr.setEncoding('utf8');
-  await new Promise((attached, refused) => {
-    const timer = setTimeout(() => refused(new BenchError(`strace did not attach to the ${service.name} within 10 s: ${text.trim().slice(0, 500)}`)), 10_000);
-    child.stderr.on('data', (chunk) => {
-      text += chunk;
-      if (/attached/.test(text)) {
-        clearTimeout(timer);
-        attached();
-      }
-    });
-    void entry.exited.then((exit) => {
-      clearTimeout(timer);
-      refused(new BenchError(`strace could not attach to the ${service.name} (${exit.error ?? exit.signal ?? `exit ${exit.code}`}): ${text.trim().slice(0, 500)}`));
-    });
-  });
-  // -f attaches every thread; give the remaining threads a moment.
-  await new Promise((done) => setTimeout(done, 300));
-  return { entry, output };
-}
-
-/** Detaches strace (SIGINT) and reads its summary: calls per syscall name. */
-async function detachStrace(tracer) {
-  await stopChild(tracer.entry, 'SIGINT');
-  forget(tracer.entry);
-  const calls = { fsync: 0, fdatasync: 0 };
-  let text;
-  try {
-    text = readFileSync(tracer.output, 'utf8');
-  } catch {
-    return calls;
-  }
-  for (const line of text.split('\n')) {
-    const parts = line.trim().split(/\s+/);
-    const name = parts.at(-1);
-    if ((name === 'fsync' || name === 'fdatasync') && /^\d+$/.test(parts[3] ?? '')) calls[name] = Number(parts[3]);
-  }
-  return calls;
-}
-
 async function countFsyncs(workDir, services, ops, count) {
-  const probe = spawnSync('strace', ['-V'], { encoding: 'utf8' });
-  if (probe.status !== 0) fail(`--count-fsyncs needs strace (${probe.error?.message ?? `strace -V exited ${probe.status}`}).`);
+  requireStrace();
   const counts = {};
   for (const operation of OPERATIONS) {
     const tracers = {};
-    for (const name of SERVICES) tracers[name] = await attachStrace(workDir, services[name], operation);
+    for (const name of SERVICES) tracers[name] = await attachStrace({ workDir, service: services[name], label: operation, registry });
     for (let index = 0; index < count; index += 1) await ops[operation]();
     counts[operation] = {};
     for (const name of SERVICES) {
-      const calls = await detachStrace(tracers[name]);
-      counts[operation][name] = { ...calls, per_request: (calls.fsync + calls.fdatasync) / count };
+      const total = await detachStrace(tracers[name]);
+      counts[operation][name] = { calls: total.calls, per_request: total.calls / count };
     }
   }
   return { requests: count, counts };
 }
 
 // --- verification -------------------------------------------------------------------------------
-
-function openReadOnly(path) {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
-  db.defaultSafeIntegers(true);
-  return db;
-}
 
 async function verify(services, paths, adminToken, state) {
   const expected = new Map(state.admitted.map((admitted) => [admitted.token, admitted.executionId]));
@@ -637,12 +497,6 @@ function ratiosOf(levels) {
 }
 
 const verdict = (value, target) => (value >= target ? 'PASS' : 'BELOW');
-
-function table(header, rows, leftColumns = 1) {
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
-  const format = (row) => row.map((cell, column) => (column < leftColumns ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  ');
-  return [format(header), format(widths.map((width) => '-'.repeat(width))), ...rows.map(format)];
-}
 
 function report(options, outcome, workDir) {
   const { levels, verification, probe, stopped, filesystem, fsyncs, setUp } = outcome;
@@ -790,7 +644,14 @@ async function main(options, workDir) {
   const services = { executor, ledger, baseline };
   const perLevel = options.warmup + options.requests;
   const setUpStart = performance.now();
-  const created = await preCreateAuthorizations(ledger, adminToken, capability, perLevel * options.concurrency.length + options.countFsyncs);
+  const created = await preCreateAuthorizations({
+    request: (step, status, method, path, token, body) => expect(ledger, step, status, method, path, token, body),
+    adminToken,
+    capability,
+    name: 'bench-executor-admission',
+    count: perLevel * options.concurrency.length + options.countFsyncs,
+    holdUnits: HOLD_UNITS,
+  });
   const setUp = { authorizations: created.tokens.length, agents: created.agents, seconds: (performance.now() - setUpStart) / 1000 };
   const state = { tokens: created.tokens, nextToken: 0, admitted: [], rows: [], nextRow: 0, nextReplay: 0 };
   const ops = operations(services, { caller }, state);
@@ -829,36 +690,13 @@ async function main(options, workDir) {
   return { levels, verification, probe, stopped, filesystem: filesystemOf(workDir), fsyncs, setUp };
 }
 
-let options;
-let workDir = null;
-let exitCode = 0;
-let outcome = null;
-let interrupted = false;
-try {
-  options = parseArgs(process.argv.slice(2));
-  try {
-    workDir = mkdtempSync(join(options.dir, 'lexec-executor-admission-'));
-  } catch (error) {
-    fail(`cannot create a temporary directory in ${options.dir}: ${error.message}`);
-  }
-  const stopOnSignal = (signal) => {
-    interrupted = true;
-    process.stderr.write(`bench/executor-admission: interrupted by ${signal}; stopping the services.\n`);
-    void stopAll().finally(() => {
-      if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
-      process.exit(130);
-    });
-  };
-  process.once('SIGINT', stopOnSignal);
-  process.once('SIGTERM', stopOnSignal);
-  outcome = await main(options, workDir);
-} catch (error) {
-  exitCode = interrupted ? 130 : 1;
-  // After an interruption the requests in flight fail as the services stop; that is not news.
-  if (!interrupted) process.stderr.write(`bench/executor-admission: ${error instanceof BenchError ? error.message : (error?.stack ?? String(error))}\n`);
-}
-agent.destroy();
-await stopAll();
-if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
-if (outcome !== null) report(options, outcome, workDir);
-process.exit(exitCode);
+await runBenchmark({
+  name: 'executor-admission',
+  parseArgs: () => parseArgs(process.argv.slice(2)),
+  main,
+  stop: async () => {
+    agent.destroy();
+    await stopAll();
+  },
+  report,
+});

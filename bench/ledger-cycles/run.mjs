@@ -39,14 +39,15 @@
 import { Buffer } from 'node:buffer';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { filesystemOf, fsyncProbe, percentile } from '../lib/measure.mjs';
+import { BenchError, fail, parseCount, runBenchmark } from '../lib/harness.mjs';
+import { clientCpuMs, filesystemOf, fsyncProbe, percentile, processCpuMs } from '../lib/measure.mjs';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const root = dirname(dirname(benchDir));
@@ -54,20 +55,6 @@ const STEPS = ['request', 'approve', 'resolve', 'claim', 'settle'];
 const HOLD_UNITS = '3000';
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
-
-/** A failure of the benchmark itself; reported after the ledger is stopped. */
-class BenchError extends Error {}
-
-const fail = (message) => {
-  throw new BenchError(message);
-};
-
-function parseCount(name, value, minimum) {
-  if (value === undefined || !/^\d+$/.test(value) || Number(value) < minimum) {
-    fail(`${name} needs a whole number >= ${minimum} (got ${value === undefined ? 'nothing' : JSON.stringify(value)}).`);
-  }
-  return Number(value);
-}
 
 const USAGE =
   'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--dir PATH (default the OS temp dir)]';
@@ -367,20 +354,7 @@ async function cycle(client, actors) {
  * CPU time (user + system) the ledger process has used so far, in ms, from /proc (Linux; clock
  * ticks of 10 ms); null where /proc is not available. Time blocked in fsync is not CPU time.
  */
-function ledgerCpuMs() {
-  try {
-    const stat = readFileSync(`/proc/${ledger.child.pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return null;
-  }
-}
-
-const clientCpuMs = () => {
-  const usage = process.cpuUsage();
-  return (usage.user + usage.system) / 1000;
-};
+const ledgerCpuMs = () => processCpuMs(ledger.child?.pid);
 
 /** Runs `count` cycles on `concurrency` independent loops; returns wall ms, CPU ms and every cycle's times. */
 async function runCycles(client, actors, concurrency, count, ids) {
@@ -569,35 +543,4 @@ async function main(options, workDir) {
   }
 }
 
-let options;
-let workDir = null;
-let exitCode = 0;
-let outcome = null;
-let interrupted = false;
-try {
-  options = parseArgs(process.argv.slice(2));
-  try {
-    workDir = mkdtempSync(join(options.dir, 'lexec-ledger-cycles-'));
-  } catch (error) {
-    fail(`cannot create a temporary directory in ${options.dir}: ${error.message}`);
-  }
-  const stopOnSignal = (signal) => {
-    interrupted = true;
-    process.stderr.write(`bench/ledger-cycles: interrupted by ${signal}; stopping the ledger.\n`);
-    void stopLedger().finally(() => {
-      if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
-      process.exit(130);
-    });
-  };
-  process.once('SIGINT', stopOnSignal);
-  process.once('SIGTERM', stopOnSignal);
-  outcome = await main(options, workDir);
-} catch (error) {
-  exitCode = interrupted ? 130 : 1;
-  // After an interruption the cycles in flight fail as the ledger stops; that is not news.
-  if (!interrupted) process.stderr.write(`bench/ledger-cycles: ${error instanceof BenchError ? error.message : (error?.stack ?? String(error))}\n`);
-}
-await stopLedger();
-if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
-if (outcome !== null) report(options, outcome, workDir);
-process.exit(exitCode);
+await runBenchmark({ name: 'ledger-cycles', what: 'the ledger', parseArgs: () => parseArgs(process.argv.slice(2)), main, stop: stopLedger, report });

@@ -1,5 +1,5 @@
 // Measurement helpers shared by the benchmarks under bench/ (plain ESM, no dependencies).
-import { closeSync, fdatasyncSync, openSync, statfsSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, openSync, readFileSync, statfsSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
@@ -40,4 +40,21 @@ export function filesystemOf(dir) {
   } catch {
     return null;
   }
+}
+
+/** CPU time (user + system, ms) a process has used so far, from /proc; null once it is gone. */
+export function processCpuMs(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU time (user + system, ms) this process has used so far. */
+export function clientCpuMs() {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
 }

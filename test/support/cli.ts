@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
+import { expect } from 'vitest';
 
 export const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BIN = join(PACKAGE_ROOT, 'bin', 'run.js');
@@ -77,3 +78,26 @@ export async function listTree(dir: string): Promise<string[]> {
 
 // eslint-disable-next-line no-control-regex
 export const ANSI = /\u001b\[[0-9;]*m/;
+
+/** The error envelope of a `--json` command that failed. */
+export interface CliFailure {
+  readonly kind: string;
+  readonly code: string;
+  readonly message: string;
+  readonly next_step: string;
+  readonly issues?: readonly { path: string; message: string }[];
+}
+
+/** Asserts that a `--json` run succeeded (exit 0) and returns its `result`. */
+export function expectResult(run: CliRun): unknown {
+  expect(run.exitCode, run.stderr + run.stdout).toBe(0);
+  return (JSON.parse(run.stdout) as { result: unknown }).result;
+}
+
+/** Asserts that a `--json` run failed with `exitCode` and error `code`, and returns the error. */
+export function expectFailure(run: CliRun, exitCode: number, code: string): CliFailure {
+  expect(run.exitCode, run.stderr + run.stdout).toBe(exitCode);
+  const error = (JSON.parse(run.stdout) as { error: CliFailure }).error;
+  expect(error.code).toBe(code);
+  return error;
+}

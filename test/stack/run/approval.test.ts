@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, makeTempDir, removeDir, type CliRun } from '../../support/cli.js';
+import { BIN, expectFailure, expectResult, makeTempDir, removeDir, type CliRun } from '../../support/cli.js';
 import { tableAt } from '../../support/example-profiles.js';
 import { decodePng } from '../../support/png.js';
 import { startRunningStack, type RunningStack } from '../../support/running-stack.js';
@@ -23,15 +23,10 @@ interface RunJson {
   files: { path: string; bytes: number; sha256: string }[];
 }
 
-interface Failure {
-  code: string;
-  message: string;
-  next_step: string;
-}
-
 let stack: RunningStack;
 let work: string;
 const runs: CliRun[] = [];
+const ok = (run: CliRun) => expectResult(run) as RunJson;
 
 async function lexec(args: readonly string[]): Promise<CliRun> {
   const run = await stack.lexec(args, { cwd: work, timeoutMs: 120_000 });
@@ -80,18 +75,6 @@ async function runPrinted(command: string, ...extra: string[]): Promise<CliRun> 
   const [bin, ...args] = command.split(' ');
   expect(bin).toBe('lexec');
   return lexec([...args, ...extra]);
-}
-
-function ok(run: CliRun): RunJson {
-  expect(run.exitCode, run.stderr + run.stdout).toBe(0);
-  return (JSON.parse(run.stdout) as { result: RunJson }).result;
-}
-
-function failure(run: CliRun, exitCode: number, code: string): Failure {
-  expect(run.exitCode, run.stderr + run.stdout).toBe(exitCode);
-  const error = (JSON.parse(run.stdout) as { error: Failure }).error;
-  expect(error.code).toBe(code);
-  return error;
 }
 
 async function authorization(tokenId: string): Promise<{ status: string; settlement: { amount_units: string } | null }> {
@@ -163,7 +146,7 @@ describe('lexec run under a policy that wants a human approval', () => {
     const [, , tokenId = ''] = await run.waitFor(APPROVE);
     const denied = await lexec(['ledger', 'authorizations', 'deny', tokenId, '--reason', 'over budget this week', '--profile', 'sandbox']);
     expect(denied.exitCode, denied.stderr).toBe(0);
-    const error = failure(await run.done, 1, 'authorization_denied');
+    const error = expectFailure(await run.done, 1, 'authorization_denied');
     expect(error.message).toContain('over budget this week');
     expect(error.message).toContain('nothing was spent');
     expect((await authorization(tokenId)).status).toBe('denied');
@@ -174,7 +157,7 @@ describe('lexec run under a policy that wants a human approval', () => {
     const [, , tokenId = ''] = await run.waitFor(APPROVE);
     await run.waitFor(/waiting for the decision/);
     run.interrupt();
-    const error = failure(await run.done, 130, 'run_interrupted');
+    const error = expectFailure(await run.done, 130, 'run_interrupted');
     expect(error.message).toContain(`Authorization ${tokenId} stays requested`);
     expect(error.next_step).toContain(`--authorization ${tokenId}`);
     expect((await authorization(tokenId)).status).toBe('requested');
@@ -187,7 +170,7 @@ describe('lexec run under a policy that wants a human approval', () => {
     const run = startRun(['a glacier', '--out', 'interrupted', '--authorization', tokenId, '--json']);
     const [, executionId = ''] = await run.waitFor(/execution (exe_[0-9a-f]{32}): (?:scheduled|running)/);
     run.interrupt();
-    const error = failure(await run.done, 130, 'run_interrupted');
+    const error = expectFailure(await run.done, 130, 'run_interrupted');
     expect(error.message).toContain(`Execution ${executionId} continues in the executor`);
 
     const resumed = ok(await lexec(['run', 'a glacier', '--out', 'interrupted', '--authorization', tokenId, '--json']));
@@ -197,7 +180,7 @@ describe('lexec run under a policy that wants a human approval', () => {
   }, 120_000);
 
   it('--timeout gives up waiting (exit 1, run_timeout) and the authorization stays requested', async () => {
-    const error = failure(await lexec(['run', 'a slow approver', '--timeout', '2', '--json']), 1, 'run_timeout');
+    const error = expectFailure(await lexec(['run', 'a slow approver', '--timeout', '2', '--json']), 1, 'run_timeout');
     const tokenId = /Authorization ([0-9a-f-]{36}) stays requested/.exec(error.message)?.[1] ?? '';
     expect((await authorization(tokenId)).status).toBe('requested');
   }, 120_000);

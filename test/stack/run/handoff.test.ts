@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { writeHandoff, type Handoff } from '../../../src/stack/handoff.js';
 import { createProfileFromExample } from '../../../src/stack/profile-store.js';
 import { profilePaths } from '../../../src/stack/stack-home.js';
-import { makeTempDir, removeDir, runLexec, type CliRun } from '../../support/cli.js';
+import { expectFailure, expectResult, makeTempDir, removeDir, runLexec, type CliRun } from '../../support/cli.js';
 import { startRunningStack, type RunningStack } from '../../support/running-stack.js';
 
 /*
@@ -17,13 +17,6 @@ import { startRunningStack, type RunningStack } from '../../support/running-stac
  * handoff it fails instead of reaching any other server — proven with a decoy that counts every
  * request it receives.
  */
-
-interface Failure {
-  kind: string;
-  code: string;
-  message: string;
-  next_step: string;
-}
 
 let stack: RunningStack;
 let decoy: Server;
@@ -50,18 +43,6 @@ async function lexec(args: readonly string[], env: Record<string, string> = {}):
   const run = await stack.lexec(args, { env });
   runs.push(run);
   return run;
-}
-
-function result(run: CliRun): unknown {
-  expect(run.exitCode, run.stderr + run.stdout).toBe(0);
-  return (JSON.parse(run.stdout) as { result: unknown }).result;
-}
-
-function failure(run: CliRun, exitCode: number, code: string): Failure {
-  expect(run.exitCode, run.stderr + run.stdout).toBe(exitCode);
-  const error = (JSON.parse(run.stdout) as { ok: boolean; error: Failure }).error;
-  expect(error.code).toBe(code);
-  return error;
 }
 
 /** A live process that is not the supervisor of anything. */
@@ -121,50 +102,50 @@ afterEach(() => {
 
 describe('server-bound ledger verbs on a profile with a running stack', () => {
   it('take the ledger and the credential for their role from the handoff (admin, agent, approver), with no --url or token file', async () => {
-    const agents = result(await lexec(['ledger', 'agents', 'list', '--json'])) as { agents: { agent_id: string; name: string }[] };
+    const agents = expectResult(await lexec(['ledger', 'agents', 'list', '--json'])) as { agents: { agent_id: string; name: string }[] };
     expect(agents.agents.map((agent) => agent.name)).toEqual(['local']);
 
     // The default policy approves up to 1 USD at once; above it an approver decides.
-    const requested = result(
+    const requested = expectResult(
       await lexec(['ledger', 'authorizations', 'request', '--amount-units', '2000000', '--purpose', 'handoff test', '--json']),
     ) as { authorization: { token_id: string; status: string; agent_id: string } };
     expect(requested.authorization).toMatchObject({ status: 'requested', agent_id: stack.agentId });
-    const approved = result(
+    const approved = expectResult(
       await lexec(['ledger', 'authorizations', 'approve', requested.authorization.token_id, '--profile', 'sandbox', '--json']),
     ) as { authorization: { status: string } };
     expect(approved.authorization.status).toBe('approved');
-    const shown = result(await lexec(['ledger', 'authorizations', 'show', requested.authorization.token_id, '--json'])) as { authorization: { status: string } };
+    const shown = expectResult(await lexec(['ledger', 'authorizations', 'show', requested.authorization.token_id, '--json'])) as { authorization: { status: string } };
     expect(shown.authorization.status).toBe('approved');
-    const policy = result(await lexec(['ledger', 'policy', 'show', '--agent-id', stack.agentId, '--json'])) as { policy: { approval_threshold_units: string } };
+    const policy = expectResult(await lexec(['ledger', 'policy', 'show', '--agent-id', stack.agentId, '--json'])) as { policy: { approval_threshold_units: string } };
     expect(policy.policy.approval_threshold_units).toBe('1000000');
   });
 
   it('ignore ambient URL, token and profile variables (the decoy they name receives nothing)', async () => {
-    const agents = result(await lexec(['ledger', 'agents', 'list', '--json'], ambient())) as { agents: { name: string }[] };
+    const agents = expectResult(await lexec(['ledger', 'agents', 'list', '--json'], ambient())) as { agents: { name: string }[] };
     expect(agents.agents.map((agent) => agent.name)).toEqual(['local']);
   });
 
   it('lexec run goes through the same handoff and ignores the same variables', async () => {
     const out = join(stack.home, 'run-out');
     const run = await lexec(['run', 'a beacon', '--out', out, '--json'], ambient());
-    const ran = result(run) as { execution: { state: string }; files: unknown[] };
+    const ran = expectResult(run) as { execution: { state: string }; files: unknown[] };
     expect(ran.execution.state).toBe('succeeded');
     expect(ran.files).toHaveLength(1);
   }, 60_000);
 
   it('--url selects manual mode: the stack reached by hand with its admin token file', async () => {
-    const agents = result(
+    const agents = expectResult(
       await lexec(['ledger', 'agents', 'list', '--url', stack.ledgerUrl, '--token-file', stack.paths.ledgerAdminCapability, '--json'], ambient()),
     ) as { agents: { name: string }[] };
     expect(agents.agents.map((agent) => agent.name)).toEqual(['local']);
   });
 
   it('--url with --profile, --url without --token-file, and --token-file without --url are usage errors (exit 2) that send nothing', async () => {
-    const both = failure(await lexec(['ledger', 'agents', 'list', '--profile', 'sandbox', '--url', decoyUrl, '--token-file', stack.paths.ledgerAdminCapability, '--json']), 2, 'usage_error');
+    const both = expectFailure(await lexec(['ledger', 'agents', 'list', '--profile', 'sandbox', '--url', decoyUrl, '--token-file', stack.paths.ledgerAdminCapability, '--json']), 2, 'usage_error');
     expect(both.message).toContain('--profile and --url');
-    const noToken = failure(await lexec(['ledger', 'agents', 'list', '--url', decoyUrl, '--json']), 2, 'usage_error');
+    const noToken = expectFailure(await lexec(['ledger', 'agents', 'list', '--url', decoyUrl, '--json']), 2, 'usage_error');
     expect(noToken.message).toContain('--token-file');
-    const noUrl = failure(await lexec(['ledger', 'agents', 'list', '--token-file', stack.paths.ledgerAdminCapability, '--json']), 2, 'usage_error');
+    const noUrl = expectFailure(await lexec(['ledger', 'agents', 'list', '--token-file', stack.paths.ledgerAdminCapability, '--json']), 2, 'usage_error');
     expect(noUrl.message).toContain('--token-file needs --url');
   });
 });
@@ -172,13 +153,13 @@ describe('server-bound ledger verbs on a profile with a running stack', () => {
 describe('a selected profile without a valid active handoff fails instead of reaching another server', () => {
   it('a profile whose stack is not running: stack_not_running, with the start command as the next step', async () => {
     await strayProfile('idle', null);
-    const error = failure(await lexec(['ledger', 'agents', 'list', '--profile', 'idle', '--json'], ambient()), 1, 'stack_not_running');
+    const error = expectFailure(await lexec(['ledger', 'agents', 'list', '--profile', 'idle', '--json'], ambient()), 1, 'stack_not_running');
     expect(error.next_step).toContain('lexec stack start --profile idle');
-    failure(await lexec(['run', 'a decoy', '--profile', 'idle', '--json'], ambient()), 1, 'stack_not_running');
+    expectFailure(await lexec(['run', 'a decoy', '--profile', 'idle', '--json'], ambient()), 1, 'stack_not_running');
   });
 
   it('a profile that does not exist: profile_not_found', async () => {
-    failure(await lexec(['ledger', 'agents', 'list', '--profile', 'nowhere', '--json'], ambient()), 1, 'profile_not_found');
+    expectFailure(await lexec(['ledger', 'agents', 'list', '--profile', 'nowhere', '--json'], ambient()), 1, 'profile_not_found');
   });
 
   it('a fresh home (no selection, no default profile): the default profile is named, nothing is reached', async () => {
@@ -186,7 +167,7 @@ describe('a selected profile without a valid active handoff fails instead of rea
     try {
       const run = await runLexec(['ledger', 'agents', 'list', '--json'], { env: { LEXEC_HOME: home, ...ambient() } });
       runs.push(run);
-      const error = failure(run, 1, 'profile_not_found');
+      const error = expectFailure(run, 1, 'profile_not_found');
       expect(error.message).toContain('"sandbox"');
       expect(error.next_step).toContain('lexec stack start');
     } finally {
@@ -198,21 +179,21 @@ describe('a selected profile without a valid active handoff fails instead of rea
     const dead = spawn('true');
     await new Promise((resolve) => dead.once('exit', resolve));
     await strayProfile('stale', { supervisorPid: dead.pid ?? 1, lockPid: dead.pid ?? 1 });
-    failure(await lexec(['ledger', 'agents', 'list', '--profile', 'stale', '--json']), 1, 'stack_not_running');
+    expectFailure(await lexec(['ledger', 'agents', 'list', '--profile', 'stale', '--json']), 1, 'stack_not_running');
   });
 
   it('a handoff written by another process than the running supervisor: handoff_missing', async () => {
     // The lock names a live supervisor; the handoff names a different live process.
     await strayProfile('foreign', { supervisorPid: process.pid, lockPid: sleeper() });
-    const error = failure(await lexec(['ledger', 'authorizations', 'request', '--amount-units', '1', '--profile', 'foreign', '--json']), 1, 'handoff_missing');
+    const error = expectFailure(await lexec(['ledger', 'authorizations', 'request', '--amount-units', '1', '--profile', 'foreign', '--json']), 1, 'handoff_missing');
     expect(error.message).toContain(String(process.pid));
-    failure(await lexec(['run', 'a decoy', '--profile', 'foreign', '--json']), 1, 'handoff_missing');
+    expectFailure(await lexec(['run', 'a decoy', '--profile', 'foreign', '--json']), 1, 'handoff_missing');
   });
 
   it('a running supervisor that has not published a handoff yet: handoff_missing', async () => {
     const paths = await strayProfile('starting', null);
     await writeFile(paths.supervisorLock, `${String(sleeper())}\n`, { mode: 0o600 });
-    const error = failure(await lexec(['ledger', 'agents', 'list', '--profile', 'starting', '--json']), 1, 'handoff_missing');
+    const error = expectFailure(await lexec(['ledger', 'agents', 'list', '--profile', 'starting', '--json']), 1, 'handoff_missing');
     expect(error.next_step).toContain('lexec stack status --profile starting');
   });
 
@@ -220,7 +201,7 @@ describe('a selected profile without a valid active handoff fails instead of rea
     const paths = await strayProfile('damaged', { supervisorPid: process.pid, lockPid: process.pid });
     const text = await readFile(paths.handoffFile, 'utf8');
     await writeFile(paths.handoffFile, text.replace('"handoff_version": 1', '"handoff_version": 7'));
-    failure(await lexec(['ledger', 'agents', 'list', '--profile', 'damaged', '--json']), 1, 'handoff_invalid');
+    expectFailure(await lexec(['ledger', 'agents', 'list', '--profile', 'damaged', '--json']), 1, 'handoff_invalid');
   });
 });
 
@@ -228,7 +209,7 @@ describe('a handoff credential of the wrong kind', () => {
   it('is refused before anything is sent (handoff_credential_invalid), naming the file, never its content', async () => {
     await writeHandoff(stack.paths, { ...stack.handoff, credentials: { ...stack.handoff.credentials, admin: stack.handoff.credentials.agent } });
     try {
-      const error = failure(await lexec(['ledger', 'agents', 'list', '--json']), 1, 'handoff_credential_invalid');
+      const error = expectFailure(await lexec(['ledger', 'agents', 'list', '--json']), 1, 'handoff_credential_invalid');
       expect(error.message).toContain(stack.handoff.credentials.agent);
     } finally {
       await writeHandoff(stack.paths, stack.handoff);

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTempDir, removeDir, type CliRun } from '../../support/cli.js';
+import { expectFailure, expectResult, makeTempDir, removeDir, type CliRun } from '../../support/cli.js';
 import { decodePng } from '../../support/png.js';
 import { writeHandoff } from '../../../src/stack/handoff.js';
 import { canListen } from '../../../src/stack/port-probe.js';
@@ -27,13 +27,6 @@ interface RunJson {
   files: { path: string; bytes: number; sha256: string }[];
 }
 
-interface Failure {
-  code: string;
-  message: string;
-  next_step: string;
-  issues: { path: string; message: string }[];
-}
-
 interface Authorization {
   token_id: string;
   status: string;
@@ -45,23 +38,12 @@ interface Authorization {
 let stack: RunningStack;
 let work: string;
 const runs: CliRun[] = [];
+const ok = (run: CliRun) => expectResult(run) as RunJson;
 
 async function lexec(args: readonly string[]): Promise<CliRun> {
   const run = await stack.lexec(args, { cwd: work, timeoutMs: 120_000 });
   runs.push(run);
   return run;
-}
-
-function ok(run: CliRun): RunJson {
-  expect(run.exitCode, run.stderr + run.stdout).toBe(0);
-  return (JSON.parse(run.stdout) as { result: RunJson }).result;
-}
-
-function failure(run: CliRun, exitCode: number, code: string): Failure {
-  expect(run.exitCode, run.stderr + run.stdout).toBe(exitCode);
-  const error = (JSON.parse(run.stdout) as { error: Failure }).error;
-  expect(error.code).toBe(code);
-  return error;
 }
 
 async function authorizations(): Promise<Authorization[]> {
@@ -147,34 +129,34 @@ describe('lexec run on a running sandbox stack', () => {
     expect(human.stderr).toContain(`already saved ${first.files[0]?.path ?? ''}`);
 
     // A changed prompt is not the same request: the executor names the field, nothing runs.
-    const changed = failure(await lexec(['run', 'a blue kite', '--out', 'again', '--authorization', first.authorization.token_id, '--json']), 1, 'executor_conflict');
-    expect(changed.issues.map((issue) => issue.path)).toEqual(['input.prompt']);
+    const changed = expectFailure(await lexec(['run', 'a blue kite', '--out', 'again', '--authorization', first.authorization.token_id, '--json']), 1, 'executor_conflict');
+    expect(changed.issues?.map((issue) => issue.path)).toEqual(['input.prompt']);
   });
 
   it('never overwrites a file already in the way', async () => {
     const first = ok(await lexec(['run', 'a lantern', '--out', 'clash', '--json']));
     const path = first.files[0]?.path ?? '';
     await writeFile(path, 'not the image');
-    const error = failure(await lexec(['run', 'a lantern', '--out', 'clash', '--authorization', first.authorization.token_id, '--json']), 1, 'output_file_exists');
+    const error = expectFailure(await lexec(['run', 'a lantern', '--out', 'clash', '--authorization', first.authorization.token_id, '--json']), 1, 'output_file_exists');
     expect(error.message).toContain(path);
     expect(await readFile(path, 'utf8')).toBe('not the image');
   });
 
   it('an unknown size, a count above the target\'s limit, an unknown target or a blank prompt is a usage error before anything is requested', async () => {
     const before = (await authorizations()).length;
-    const count = failure(await lexec(['run', 'x', '--count', '5', '--json']), 2, 'invalid_flag_value');
+    const count = expectFailure(await lexec(['run', 'x', '--count', '5', '--json']), 2, 'invalid_flag_value');
     expect(count.message).toContain('--count');
-    const target = failure(await lexec(['run', 'x', '--target', 'lexec:target:v1:nope', '--json']), 2, 'invalid_flag_value');
+    const target = expectFailure(await lexec(['run', 'x', '--target', 'lexec:target:v1:nope', '--json']), 2, 'invalid_flag_value');
     expect(target.message).toContain('lexec:target:v1:flux-schnell');
-    failure(await lexec(['run', 'x', '--size', 'huge', '--json']), 2, 'invalid_flag_value');
-    failure(await lexec(['run', '   ', '--json']), 2, 'invalid_argument');
+    expectFailure(await lexec(['run', 'x', '--size', 'huge', '--json']), 2, 'invalid_flag_value');
+    expectFailure(await lexec(['run', '   ', '--json']), 2, 'invalid_argument');
     expect(await authorizations()).toHaveLength(before);
   });
 
   it('a profile whose stack is not running fails with stack_not_running and the start command', async () => {
     const other = await startRunningStack({ home: stack.home, profile: 'second' });
     await other.stop();
-    const error = failure(await lexec(['run', 'x', '--profile', 'second', '--json']), 1, 'stack_not_running');
+    const error = expectFailure(await lexec(['run', 'x', '--profile', 'second', '--json']), 1, 'stack_not_running');
     expect(error.next_step).toContain('lexec stack start --profile second');
   }, 180_000);
 });
@@ -232,7 +214,7 @@ describe('lexec run and an executor that refuses (a relay in front of the real e
     await withRelay(
       () => invalid,
       async () => {
-        const error = failure(await lexec(['run', 'a windmill', '--json']), 1, 'executor_invalid_request');
+        const error = expectFailure(await lexec(['run', 'a windmill', '--json']), 1, 'executor_invalid_request');
         expect(error.message).toContain('400 invalid_request: pricing_selector_not_matched');
         expect(error.issues).toEqual([{ path: 'input.image_size', message: 'refused by the executor (pricing_selector_not_matched)' }]);
       },
@@ -255,7 +237,7 @@ describe('lexec run when the provider misbehaves (sandbox faults)', () => {
 
   it('billing ambiguous: the run ends with exit 1, execution_in_reconciliation and the reason; nothing is saved', async () => {
     await stack.sandbox.setFaults([{ kind: 'complete_with_error', times: 1 }]);
-    const error = failure(await lexec(['run', 'a mirage', '--out', 'ambiguous', '--json']), 1, 'execution_in_reconciliation');
+    const error = expectFailure(await lexec(['run', 'a mirage', '--out', 'ambiguous', '--json']), 1, 'execution_in_reconciliation');
     expect(error.message).toContain('billing_ambiguous');
     await expect(readdir(join(work, 'ambiguous'))).rejects.toThrow();
   });
@@ -270,7 +252,7 @@ describe('lexec run when the provider misbehaves (sandbox faults)', () => {
     try {
       process.kill(sandbox.pid, 'SIGTERM');
       await eventually('the sandbox port to close', async () => ((await canListen(sandbox.port)) ? true : undefined));
-      const error = failure(await lexec(['run', 'an empty sky', '--json']), 1, 'execution_failed');
+      const error = expectFailure(await lexec(['run', 'an empty sky', '--json']), 1, 'execution_failed');
       expect(error.message).toContain('nothing was spent');
     } finally {
       process.kill(state.supervisor_pid, 'SIGCONT');
