@@ -1,5 +1,5 @@
 // Builds lexec: compiles src/ to dist/ with tsc, stamps the source commit and build kind into
-// dist/build-stamp.json, and generates oclif.manifest.json so the CLI starts without loading
+// dist/build-stamp.json, bundles the Temporal workflow code, and generates oclif.manifest.json so the CLI starts without loading
 // every command. Runs from `prepare`, so `npm ci` leaves a runnable CLI.
 //
 //   node scripts/build.mjs            development build (commit stamped when known)
@@ -53,6 +53,14 @@ try {
   });
 } catch {
   fail('TypeScript compilation failed.');
+}
+
+// The Temporal workflow code, bundled once here and shipped in dist/ (never bundled per execution).
+try {
+  const { writeWorkflowBundle } = await import(join(root, 'dist', 'executor', 'engine', 'temporal', 'workflow-bundle.js'));
+  await writeWorkflowBundle();
+} catch (error) {
+  fail(`bundling the Temporal workflow failed: ${error instanceof Error ? error.message : String(error)}`);
 }
 
 const stamp = source === null ? null : { commit: source.commit, build_kind: release ? 'release' : 'development' };

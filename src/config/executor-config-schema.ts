@@ -70,12 +70,29 @@ const taskQueue = identifier(200);
 
 /** The workflow engine modes, one schema each; a launcher profile reuses them (src/stack/profile-schema.ts). */
 export const embeddedEngineSchema = z.strictObject({ mode: z.literal('embedded') });
-export const managedLocalEngineSchema = z.strictObject({
+/** A managed engine's fixed loopback port (never 0: operators and the launcher must know where it is). */
+const enginePort = z
+  .number({ error: 'must be a TCP port number' })
+  .int('must be a whole TCP port number')
+  .min(1024, 'must be a TCP port from 1024 to 65535')
+  .max(65535, 'must be a TCP port from 1024 to 65535');
+
+/** The managed_local fields; a launcher profile derives data_dir, log_dir and the ports (src/stack/profile-schema.ts). */
+export const managedLocalEngineFields = z.strictObject({
   mode: z.literal('managed_local'),
   temporal_cli: z.strictObject({ path: absolutePath, version: exactVersion }),
   data_dir: absolutePath,
+  /** Where the engine's output goes (`temporal.log`, rotated); default: data_dir. */
+  log_dir: absolutePath.optional(),
+  /** The frontend gRPC port on 127.0.0.1. */
+  port: enginePort.default(7233),
+  /** The web UI's port on 127.0.0.1. */
+  ui_port: enginePort.default(8233),
   namespace: identifier().default('default'),
   task_queue: taskQueue.default('lexec-executions'),
+});
+export const managedLocalEngineSchema = managedLocalEngineFields.superRefine((engine, ctx) => {
+  if (engine.ui_port === engine.port) ctx.addIssue({ code: 'custom', path: ['ui_port'], message: 'must differ from workflow_engine.port' });
 });
 export const externalEngineSchema = z.strictObject({
   mode: z.literal('external'),

@@ -61,7 +61,15 @@ const distinctStatePaths: CrossSectionRule = ({ storage, credentials, workflow_e
   return issues;
 };
 
-const CROSS_SECTION_RULES: readonly CrossSectionRule[] = [uniqueTargetIds, providersNeedTargets, liveTargetComplete, distinctStatePaths];
+/** A managed engine listens on 127.0.0.1 beside the executor: its ports must not be the executor's. */
+const distinctEnginePorts: CrossSectionRule = ({ http, workflow_engine: engine }) => {
+  if (http === undefined || engine?.mode !== 'managed_local' || http.port === 0) return [];
+  return (['port', 'ui_port'] as const).flatMap((field) =>
+    engine[field] === http.port ? [{ path: `workflow_engine.${field}`, message: 'must differ from http.port' }] : [],
+  );
+};
+
+const CROSS_SECTION_RULES: readonly CrossSectionRule[] = [uniqueTargetIds, providersNeedTargets, liveTargetComplete, distinctStatePaths, distinctEnginePorts];
 
 function validSections(document: Record<string, unknown>): Sections {
   const sections: Record<string, unknown> = {};

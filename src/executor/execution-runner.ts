@@ -4,7 +4,7 @@ import { priceModelSnapshotSchema, type PriceModelSnapshot } from '../domain/pri
 import type { ArtifactStore } from './artifact-store.js';
 import type { ExecutionPhase } from './domain/execution-states.js';
 import { costUnits } from './domain/pricing.js';
-import type { ActivityOutcome } from './engine/embedded-engine.js';
+import type { ActivityOutcome } from './engine/workflow-engine.js';
 import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
 import {
   NotTransmitted,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { embeddedEngineSchema, executionTargetSchema, externalEngineSchema, liveProvidersSchema, managedLocalEngineSchema } from '../config/executor-config-schema.js';
+import { embeddedEngineSchema, executionTargetSchema, externalEngineSchema, liveProvidersSchema, managedLocalEngineFields } from '../config/executor-config-schema.js';
 import { identifier } from '../config/schema-parts.js';
 import { authorizationTtlSeconds, spendPolicySchema } from '../ledger/ledger-config.js';
 
@@ -28,8 +28,8 @@ const ports = z.strictObject({
   sandbox: fixedPort.optional(),
 });
 
-/** The executor's workflow engine; a managed Temporal's data directory is derived, not written here. */
-const workflowEngine = z.discriminatedUnion('mode', [embeddedEngineSchema, managedLocalEngineSchema.omit({ data_dir: true }), externalEngineSchema], {
+/** The executor's workflow engine; a managed Temporal's data and log directories are derived, its ports are in [ports]. */
+const workflowEngine = z.discriminatedUnion('mode', [embeddedEngineSchema, managedLocalEngineFields.omit({ data_dir: true, log_dir: true, port: true, ui_port: true }), externalEngineSchema], {
   error: 'must be a workflow engine: mode "embedded", "managed_local" or "external"',
 });
 

@@ -4,14 +4,9 @@ import type { ExecutionPhase } from '../domain/execution-states.js';
 import type { ExecutionScheduler } from '../execution-scheduler.js';
 import { withoutOwnFsync } from '../../storage/open-database.js';
 
-/** What running one phase of an execution decided. */
-export type ActivityOutcome =
-  | { readonly kind: 'next'; readonly phase: ExecutionPhase }
-  | { readonly kind: 'done' }
-  | { readonly kind: 'later'; readonly delayMs: number };
+import type { ActivityOutcome, RunActivity } from './workflow-engine.js';
 
-/** Runs one phase of one execution. All truth lives in the executor's database. */
-export type RunActivity = (executionId: string, phase: ExecutionPhase) => Promise<ActivityOutcome>;
+export type { ActivityOutcome, RunActivity } from './workflow-engine.js';
 
 export interface EmbeddedEngineOptions {
   readonly db: Database.Database;

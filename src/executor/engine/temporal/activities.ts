@@ -1,0 +1,53 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { ExecutionPhase } from '../../domain/execution-states.js';
+import type { ActivityOutcome, RunActivity } from '../workflow-engine.js';
+
+/**
+ * The Temporal activities: one per runner phase, each taking only the execution id and answering
+ * only the runner's outcome (kind, next phase or delay). They are the embedded engine's phases,
+ * run by the same runner on the same database (docs/executions.md "The engine").
+ */
+export interface PhaseActivities {
+  submit_provider(executionId: string): Promise<ActivityOutcome>;
+  poll_provider_operation(executionId: string): Promise<ActivityOutcome>;
+  store_artifacts(executionId: string): Promise<ActivityOutcome>;
+  settle(executionId: string): Promise<ActivityOutcome>;
+}
+
+const SAFE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
+
+/**
+ * An activity that threw is retried by the engine's retry policy, like the embedded engine's
+ * backoff. What goes into the workflow history is only a categorical failure: the error's class
+ * name, no message and no stack (a message may hold a path or a host; a stack holds paths).
+ */
+function historySafeFailure(phase: ExecutionPhase, error: unknown): ApplicationFailure {
+  const name = error instanceof Error && SAFE_NAME.test(error.name) ? error.name : 'Error';
+  const failure = ApplicationFailure.retryable(`${phase} failed (${name})`, name);
+  failure.stack = '';
+  return failure;
+}
+
+export function createPhaseActivities(options: {
+  readonly runActivity: RunActivity;
+  readonly onActivityError?: (executionId: string, phase: ExecutionPhase, error: unknown) => void;
+}): PhaseActivities {
+  const run = (phase: ExecutionPhase) => async (executionId: string) => {
+    try {
+      const outcome = await options.runActivity(executionId, phase);
+      // Only the outcome's own fields travel: nothing else the runner might add.
+      if (outcome.kind === 'next') return { kind: 'next', phase: outcome.phase } as const;
+      if (outcome.kind === 'later') return { kind: 'later', delayMs: outcome.delayMs } as const;
+      return { kind: 'done' } as const;
+    } catch (error) {
+      options.onActivityError?.(executionId, phase, error);
+      throw historySafeFailure(phase, error);
+    }
+  };
+  return {
+    submit_provider: run('submit_provider'),
+    poll_provider_operation: run('poll_provider_operation'),
+    store_artifacts: run('store_artifacts'),
+    settle: run('settle'),
+  };
+}

@@ -1,0 +1,225 @@
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, isGrpcServiceError } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import { NativeConnection, Runtime, Worker, type WorkerStatus } from '@temporalio/worker';
+import type { ExecutionPhase } from '../../domain/execution-states.js';
+import type { EngineSample } from '../../readiness-monitor.js';
+import { backoffMs } from '../embedded-engine.js';
+import type { RunActivity, WorkflowEngine } from '../workflow-engine.js';
+import { createPhaseActivities } from './activities.js';
+import { EXECUTION_WORKFLOW_TYPE, type ExecutionWorkflowInput } from './workflow.js';
+import { workflowBundle, type WorkflowBundle } from './workflow-bundle.js';
+
+/*
+ * The Temporal workflow engine (managed_local and external modes; docs/executions.md "The
+ * engine"). A client starts one workflow per execution at its stable id; a worker in this process
+ * runs the workflow (bundled once) and its activities, which are the runner's phases on the
+ * executor's own database. The worker is kept running by a loop that reconnects with backoff, so
+ * an engine that is away at start, or goes away and comes back, never needs an executor restart.
+ */
+
+/** Where the engine is and what this executor polls. */
+export interface TemporalEndpoint {
+  /** `host:port` of the frontend gRPC service. */
+  readonly address: string;
+  readonly tls: boolean;
+  readonly namespace: string;
+  readonly taskQueue: string;
+}
+
+export interface EngineLogger {
+  info(entry: Record<string, unknown>): void;
+  warn(entry: Record<string, unknown>): void;
+  error(entry: Record<string, unknown>): void;
+}
+
+export interface TemporalEngineOptions extends TemporalEndpoint {
+  readonly runActivity: RunActivity;
+  readonly onActivityError?: (executionId: string, phase: ExecutionPhase, error: unknown) => void;
+  readonly logger: EngineLogger;
+  /** Activities run at once by this worker. */
+  readonly concurrency?: number;
+  /** How long the worker's shutdown waits for running activities. */
+  readonly drainMs?: number;
+  readonly bundle?: WorkflowBundle;
+}
+
+/** A workflow id runs one run at a time; a run that ended without finishing (terminated, failed) may be started again, a completed one never. */
+const START_POLICIES = { workflowIdConflictPolicy: 'USE_EXISTING', workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' } as const;
+/** Upper bound of one workflow start. */
+const SCHEDULE_TIMEOUT_MS = 10_000;
+/** gRPC status 1: the only engine answer the readiness rules treat apart (spec §3 rule 5). */
+const GRPC_CANCELLED = 1;
+/** gRPC status 4: what a bounded RPC that ran out of time reports. */
+const GRPC_DEADLINE_EXCEEDED = 4;
+
+/** Messages of the SDK's own log lines pass as they are; of their metadata only these plain fields. */
+const SAFE_META = ['taskQueue', 'namespace', 'workflowType', 'activityType', 'attempt', 'state', 'sdkComponent'] as const;
+
+const { TaskQueueKind, TaskQueueType } = proto.temporal.api.enums.v1;
+
+let runtimeInstalled = false;
+
+/**
+ * The SDK's runtime is one per process: its log lines become the executor's JSON lines (keeping
+ * only safe metadata fields), and it installs no signal handlers — the executor drains on its own
+ * SIGINT/SIGTERM, in its own order.
+ */
+function installRuntime(logger: EngineLogger): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  const forward = (level: string, message: string, meta?: Record<string | symbol, unknown>) => {
+    if (level !== 'WARN' && level !== 'ERROR') return;
+    const fields: Record<string, unknown> = { event: 'temporal_sdk_log', message };
+    for (const key of SAFE_META) if (meta !== undefined && typeof meta[key] !== 'object' && meta[key] !== undefined) fields[key] = meta[key];
+    if (level === 'WARN') logger.warn(fields);
+    else logger.error(fields);
+  };
+  Runtime.install({
+    shutdownSignals: [],
+    logger: {
+      log: forward,
+      trace: () => undefined,
+      debug: () => undefined,
+      info: () => undefined,
+      warn: (message, meta) => { forward('WARN', message, meta); },
+      error: (message, meta) => { forward('ERROR', message, meta); },
+    },
+    telemetryOptions: { logging: { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } },
+  });
+}
+
+/** A gRPC address (`host:port`) from the engine settings' URL form. */
+export function grpcAddress(url: string): { address: string; tls: boolean } {
+  const parsed = new URL(url);
+  return { address: parsed.host, tls: parsed.protocol === 'grpcs:' };
+}
+
+export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEngine & { readonly identity: string } {
+  const { logger, namespace, taskQueue } = options;
+  installRuntime(logger);
+  // Unique per process, so a poller a previous process left on the queue is never taken for this one.
+  const identity = `lexec-executor@${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const connection = Connection.lazy({ address: options.address, tls: options.tls ? {} : undefined });
+  const client = new Client({ connection, namespace });
+  const activities = createPhaseActivities({ runActivity: options.runActivity, onActivityError: options.onActivityError });
+
+  const life = { running: false };
+  // A call, so that a check after an await sees what drain() changed meanwhile.
+  const isRunning = () => life.running;
+  let worker: Worker | undefined;
+  let workerConnection: NativeConnection | undefined;
+  let loop: Promise<void> | undefined;
+  let wake: (() => void) | undefined;
+
+  async function sleepUnlessStopped(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    wake = undefined;
+  }
+
+  /** Connects, creates the worker and runs it; after any failure, again with backoff until drained. */
+  async function keepWorkerRunning(): Promise<void> {
+    const bundle = options.bundle ?? (await workflowBundle());
+    for (let failures = 0; isRunning(); ) {
+      try {
+        workerConnection = await NativeConnection.connect({ address: options.address, tls: options.tls ? {} : undefined });
+        if (!isRunning()) break;
+        worker = await Worker.create({
+          connection: workerConnection,
+          namespace,
+          taskQueue,
+          identity,
+          workflowBundle: bundle,
+          activities,
+          maxConcurrentActivityTaskExecutions: options.concurrency ?? 16,
+          shutdownGraceTime: options.drainMs ?? 10_000,
+        });
+        if (!isRunning()) break;
+        logger.info({ event: 'temporal_worker_started', namespace, task_queue: taskQueue, after_failures: failures });
+        failures = 0;
+        await worker.run();
+        if (isRunning()) logger.warn({ event: 'temporal_worker_stopped' });
+      } catch (error) {
+        failures += 1;
+        logger.warn({ event: 'temporal_worker_failed', error_name: error instanceof Error ? error.name : 'unknown', grpc_code: grpcCode(error), failures });
+      } finally {
+        worker = undefined;
+        await workerConnection?.close().catch(() => undefined);
+        workerConnection = undefined;
+      }
+      if (isRunning()) await sleepUnlessStopped(Math.min(backoffMs(failures), 10_000));
+    }
+  }
+
+  return {
+    identity,
+    async schedule(executionId, workflowId) {
+      const input: ExecutionWorkflowInput = { execution_id: executionId, phase: 'submit_provider' };
+      try {
+        await connection.withDeadline(Date.now() + SCHEDULE_TIMEOUT_MS, () =>
+          client.workflow.start(EXECUTION_WORKFLOW_TYPE, { taskQueue, workflowId, args: [input], ...START_POLICIES }),
+        );
+      } catch (error) {
+        // A run that completed already: the execution was carried to its end; nothing to start.
+        if (error instanceof WorkflowExecutionAlreadyStartedError) return;
+        throw error;
+      }
+    },
+    start() {
+      if (life.running) return Promise.resolve();
+      life.running = true;
+      loop = keepWorkerRunning();
+      return Promise.resolve();
+    },
+    async probe({ timeoutMs }): Promise<EngineSample> {
+      try {
+        const answer = await connection.withDeadline(Date.now() + timeoutMs, () =>
+          client.workflowService.describeTaskQueue({ namespace, taskQueue: { name: taskQueue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL }, taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW }),
+        );
+        const pollers = answer.pollers.filter((poller) => poller.identity === identity).length;
+        // A worker that is not running polls nothing, whatever the queue still remembers of it.
+        return { outcome: 'ok', pollers: worker?.getState() === 'RUNNING' ? pollers : 0 };
+      } catch (error) {
+        const code = grpcCode(error);
+        if (code === GRPC_CANCELLED) return { outcome: 'cancelled' };
+        return code === undefined ? { outcome: 'error' } : { outcome: 'error', code };
+      }
+    },
+    async drain(boundMs) {
+      life.running = false;
+      wake?.();
+      const inFlight = numInFlight(worker?.getStatus());
+      if (worker !== undefined && worker.getState() === 'RUNNING') worker.shutdown();
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => { resolve('timeout'); }, boundMs);
+      });
+      const result = await Promise.race([(loop ?? Promise.resolve()).then(() => 'drained' as const), bound]);
+      clearTimeout(timer);
+      return { drained: result === 'drained', inFlight: result === 'drained' ? 0 : inFlight };
+    },
+    async close() {
+      await connection.close().catch(() => undefined);
+    },
+  };
+}
+
+function numInFlight(status: WorkerStatus | undefined): number {
+  return status === undefined ? 0 : status.numInFlightActivities;
+}
+
+/** The gRPC status code of an engine error (a deadline we set counts as DEADLINE_EXCEEDED); never its message. */
+function grpcCode(error: unknown): number | undefined {
+  if (isGrpcServiceError(error)) return error.code;
+  const cause = error instanceof Error ? (error as { cause?: unknown }).cause : undefined;
+  if (isGrpcServiceError(cause)) return cause.code;
+  if (error instanceof Error && error.name === 'TimeoutError') return GRPC_DEADLINE_EXCEEDED;
+  return undefined;
+}
