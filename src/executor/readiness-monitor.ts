@@ -56,6 +56,11 @@ export interface ReadinessMonitorDependencies {
   /** Requested time between sample starts; default 5 s, clamped to [100 ms, 30 s] (rule 11). */
   readonly intervalMs?: number;
   /**
+   * Time between sample starts until readiness is first established (a shorter wait for the
+   * startup proofs: a worker that just began polling); default: `intervalMs`. Clamped the same way.
+   */
+  readonly startupIntervalMs?: number;
+  /**
    * A safe, categorical name for a ledger failure (e.g. `unavailable`, `ledger_version_mismatch`),
    * logged as `reason`. Anything that is not a short snake_case token is dropped.
    */
@@ -90,6 +95,7 @@ type Bounded<T> = { readonly kind: 'answered'; readonly value: T } | { readonly 
 
 export function createReadinessMonitor(deps: ReadinessMonitorDependencies): ReadinessMonitor {
   const intervalMs = probeIntervalMs(deps.intervalMs);
+  const startupIntervalMs = Math.min(intervalMs, probeIntervalMs(deps.startupIntervalMs ?? intervalMs));
   const { clock, timers, readiness, logger } = deps;
   let state = initialReadinessState();
   let phase: 'idle' | 'running' | 'stopped' = 'idle';
@@ -237,7 +243,8 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
     }
     if (phase !== 'running') return;
     // Start to start: a slow round is followed at once, never overlapped.
-    roundTimer = timers.setTimeout(() => void round(), Math.max(0, began + intervalMs - clock.now()));
+    const wait = state.started ? intervalMs : startupIntervalMs;
+    roundTimer = timers.setTimeout(() => void round(), Math.max(0, began + wait - clock.now()));
   }
 
   function halt(): void {

@@ -1,258 +1,38 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { managedCredentialPaths } from '../../src/executor/managed-credentials.js';
-import { BIN, makeTempDir, removeDir, runLexec } from '../support/cli.js';
-import { sandboxConfig, type JsonObject } from '../support/config-fixtures.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executionRequest } from '../support/executor.js';
-import { call, mintCredential } from '../support/ledger.js';
-import { ledgerConfig, spawnLedger, type LedgerProcess } from '../support/ledger-process.js';
-import { spawnSandbox, type SandboxFault, type SandboxProcess } from '../support/sandbox-process.js';
+import { call } from '../support/ledger.js';
+import { durableHarness, killDuringSubmission, openRecords, setFaults, until, type EngineChoice, type Execution, type Stack } from '../support/durable-stack.js';
+import { startDevServer, temporalCli, type DevServer } from '../support/temporal.js';
 
 /*
- * Durable execution between real processes (issue 5): a real ledger, a real sandbox provider and
- * a real executor. Recovery dispositions are proven by SIGKILLing the executor at the point in
- * question and starting it again on the same state.
+ * Durable execution between real processes (issue 5; on Temporal, issue 11): a real ledger, a
+ * real sandbox provider and a real executor. Recovery dispositions are proven by SIGKILLing the
+ * executor at the point in question and starting it again on the same state — on the embedded
+ * engine and, where the Temporal CLI is available, on a real Temporal server (external mode:
+ * one dev server for the file, a task queue of its own per stack). The runner is the same; only
+ * the engine that schedules and retries it differs.
  */
 
-let dir: string;
-const cleanups: (() => Promise<unknown>)[] = [];
+const harness = durableHarness();
+const stack = harness.stack;
+const cli = temporalCli();
+let temporal: DevServer | undefined;
 
-beforeEach(async () => {
-  dir = await makeTempDir('lexec-durable-');
+beforeAll(async () => {
+  if (cli !== null) temporal = await startDevServer(cli);
+}, 60_000);
+
+afterAll(async () => {
+  await temporal?.stop();
 });
 
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await removeDir(dir);
-});
-
-interface Execution {
-  execution_id: string;
-  state: string;
-  state_reason: string | null;
-  provider_attempts: { checkpointed: boolean; state: string }[];
-  receipt: { receipt_id: string; exact_amount: string; scale: string; receipt_shape: string; ledger_settlement_id: string | null } | null;
-  artifact_count: number;
-  recommended_action: { code: string };
-}
-
-function spawnExecutor(configPath: string) {
-  const child = spawn(process.execPath, [BIN, 'executor', 'serve', '--config', configPath], { env: { PATH: process.env.PATH ?? '', HOME: dir }, stdio: ['ignore', 'ignore', 'pipe'] });
-  const lines: string[] = [];
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (chunk: string) => lines.push(...chunk.split('\n').filter(Boolean)));
-  const exit = new Promise<number>((resolve) => child.once('exit', (code) => { resolve(code ?? 128); }));
-  const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    return exit;
-  };
-  cleanups.push(() => kill());
-  const url = () => {
-    for (const line of lines) {
-      try {
-        const event = JSON.parse(line) as { event?: string; port?: number };
-        if (event.event === 'executor_started') return `http://127.0.0.1:${String(event.port)}`;
-      } catch {
-        // not JSON
-      }
-    }
-    return '';
-  };
-  return { url, lines, kill };
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-interface Stack {
-  ledger: LedgerProcess;
-  sandbox: SandboxProcess;
-  admin: string;
-  reconciliation: string;
-  caller: string;
-  /** The executor reconciliation route's capability. */
-  resolver: string;
-  configPath: string;
-  executor: ReturnType<typeof spawnExecutor>;
-  /** Starts the executor again on the same state (after a kill). */
-  restart(): Promise<void>;
-  approvedToken(): Promise<string>;
-  submit(tokenId: string, imageCount?: number): Promise<string>;
-  execution(executionId: string): Promise<Execution>;
-  waitFor(executionId: string, what: string, test: (execution: Execution) => boolean, timeoutMs?: number): Promise<Execution>;
-  authorization(tokenId: string): Promise<{ status: string; settlement: { amount_units: string } | null }>;
-}
-
-async function stack(
-  options: {
-    contractLevel?: 'v4.5' | 'v4.4';
-    sandboxArgs?: string[];
-    deadlineSeconds?: number;
-    providersDisabled?: boolean;
-    /** Put a relay between executor and ledger; returns the URL the executor should use. */
-    relay?: (ledgerUrl: string) => Promise<string>;
-  } = {},
-): Promise<Stack> {
-  const ledger = await spawnLedger(join(dir), ledgerConfig(join(dir, 'ledger'), { contract_level: options.contractLevel ?? 'v4.5' }));
-  cleanups.push(() => ledger.stop('SIGKILL'));
-  const sandbox = await spawnSandbox({ args: options.sandboxArgs ?? ['--complete-after-ms', '200'] });
-  cleanups.push(() => sandbox.stop('SIGKILL'));
-  const admin = (await readFile(ledger.adminCapabilityPath, 'utf8')).trim();
-
-  const config = sandboxConfig();
-  config.http = { host: '127.0.0.1', port: 0 };
-  (config.ledger as JsonObject).endpoint = options.relay === undefined ? ledger.url : await options.relay(ledger.url);
-  config.credentials = { mode: 'managed', state_dir: join(dir, 'executor', 'credentials') };
-  config.storage = {
-    database_path: join(dir, 'executor', 'executor.db'),
-    artifact_root: join(dir, 'executor', 'artifacts'),
-    catalog_path: join(dir, 'executor', 'provider-catalog.json'),
-  };
-  config.providers = options.providersDisabled
-    ? { mode: 'disabled' }
-    : { mode: 'sandbox', base_url: sandbox.url, operation_deadline_seconds: options.deadlineSeconds ?? 600 };
-  config.development_allowance = true;
-  const configPath = join(dir, 'executor.json');
-  await writeFile(configPath, JSON.stringify(config, null, 2));
-  const bootstrap = await runLexec(['executor', 'credentials', 'bootstrap-managed', '--config', configPath, '--ledger-admin-capability', ledger.adminCapabilityPath], { home: dir });
-  expect(bootstrap.exitCode, bootstrap.stderr).toBe(0);
-  const managed = managedCredentialPaths(join(dir, 'executor', 'credentials'));
-  const caller = (await readFile(managed.caller, 'utf8')).trim();
-  const resolver = (await readFile(managed.reconciliation, 'utf8')).trim();
-
-  const created = await call<{ agent: { agent_id: string } }>(ledger.url, 'POST', '/agents', { token: admin, body: { name: 'bot' } });
-  const agent = await mintCredential({ url: ledger.url, adminToken: admin }, 'agent', created.body.agent.agent_id);
-  const reconciliation = await mintCredential({ url: ledger.url, adminToken: admin }, 'reconciliation');
-
-  const ready = async (executor: ReturnType<typeof spawnExecutor>) =>
-    until('executor ready', async () => (executor.url() !== '' && (await fetch(`${executor.url()}/readyz`)).status === 200 ? true : undefined));
-
-  const result: Stack = {
-    ledger,
-    sandbox,
-    admin,
-    reconciliation,
-    caller,
-    resolver,
-    configPath,
-    executor: spawnExecutor(configPath),
-    async restart() {
-      result.executor = spawnExecutor(configPath);
-      await ready(result.executor);
-    },
-    async approvedToken() {
-      const answer = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', {
-        token: agent,
-        body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
-      });
-      return answer.body.authorization.token_id;
-    },
-    async submit(tokenId, imageCount = 2) {
-      const answer = await call<{ execution: { execution_id: string } }>(result.executor.url(), 'POST', '/v2/executions', {
-        token: caller,
-        body: executionRequest(tokenId, { input: { prompt: 'a lighthouse at dusk', image_count: imageCount, image_size: 'square_hd' } }),
-      });
-      expect(answer.status).toBe(201);
-      return answer.body.execution.execution_id;
-    },
-    async execution(executionId) {
-      return (await call<{ execution: Execution }>(result.executor.url(), 'GET', `/v1/executions/${executionId}`, { token: caller })).body.execution;
-    },
-    async waitFor(executionId, what, test, timeoutMs) {
-      let last: Execution | undefined;
-      try {
-        return await until(what, async () => {
-          last = await result.execution(executionId);
-          return test(last) ? last : undefined;
-        }, timeoutMs);
-      } catch (error) {
-        const tail = result.executor.lines.filter((line) => !line.includes('http_request') && !line.includes('dependency_probe')).slice(-8).join('\n');
-        throw new Error(`${String(error)}; last state ${JSON.stringify(last)}; executor log tail:\n${tail}`, { cause: error });
-      }
-    },
-    async authorization(tokenId) {
-      return (await call<{ authorization: { status: string; settlement: { amount_units: string } | null } }>(ledger.url, 'GET', `/authorizations/${tokenId}`, { token: admin })).body
-        .authorization;
-    },
-  };
-  await ready(result.executor);
-  return result;
-}
-
-async function openRecords(s: Stack) {
-  return (await call<{ records: { token_id: string; reason: string; evidence: Record<string, unknown> }[] }>(s.ledger.url, 'GET', '/reconciliation-records?status=open', {
-    token: s.reconciliation,
-  })).body.records;
-}
-
-const setFaults = (s: Stack, faults: SandboxFault[]) => s.sandbox.setFaults(faults);
-
-/**
- * Admits one execution whose submission reaches the sandbox but is never answered, SIGKILLs the
- * executor there (before any checkpoint) and starts it again.
- */
-async function killDuringSubmission(s: Stack): Promise<{ tokenId: string; executionId: string }> {
-  await setFaults(s, [{ kind: 'hang_submit', times: 1 }]);
-  const tokenId = await s.approvedToken();
-  const executionId = await s.submit(tokenId);
-  await until('submission received', async () => ((await s.sandbox.submissions()).length === 1 ? true : undefined));
-  await s.executor.kill('SIGKILL');
-  await s.sandbox.clearFaults();
-  await s.restart();
-  return { tokenId, executionId };
-}
-
-/**
- * A loopback HTTP relay to the ledger that can hold (never answer) requests whose path matches,
- * to stop the executor at an exact point of a flow.
- */
-async function ledgerRelay(target: string) {
-  let hold: RegExp | null = null;
-  const held: http.ServerResponse[] = [];
-  const server = http.createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      if (hold?.test(request.url ?? '')) {
-        held.push(response);
-        return;
-      }
-      const forward = http.request(`${target}${request.url ?? ''}`, { method: request.method, headers: request.headers }, (answer) => {
-        response.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(response);
-      });
-      forward.on('error', () => response.destroy());
-      forward.end(Buffer.concat(chunks));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(async () => {
-    for (const response of held) response.destroy();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${String(port)}`,
-    hold(pattern: RegExp | null) {
-      hold = pattern;
-    },
-    heldCount: () => held.length,
-  };
-}
+const engines: [string, () => EngineChoice][] = [
+  ['embedded', () => ({ mode: 'embedded' })],
+  ...(cli === null ? [] : ([['Temporal', () => ({ mode: 'external', url: temporal?.url ?? '' })]] as [string, () => EngineChoice][])),
+];
 
 describe('end to end', () => {
   it('an authorization and a POST become stored PNG artifacts, a settlement of exactly the priced amount, and one submission', async () => {
@@ -285,19 +65,20 @@ describe('end to end', () => {
 
     // What the engine persisted: the stable workflow id, the execution id and the phase — no
     // credential, body, URL or path.
-    const db = new Database(join(dir, 'executor', 'executor.db'), { readonly: true });
+    const db = new Database(join(harness.dir(), 'executor', 'executor.db'), { readonly: true });
     const runs = db.prepare('SELECT * FROM workflow_runs').all() as Record<string, unknown>[];
     db.close();
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ workflow_id: `lexec-execution-${executionId}`, execution_id: executionId, phase: 'settle', status: 'completed' });
     const persisted = JSON.stringify(runs);
-    for (const forbidden of [s.caller, 'http', '/', 'lexec_', 'lighthouse', dir]) expect(persisted).not.toContain(forbidden);
+    for (const forbidden of [s.caller, 'http', '/', 'lexec_', 'lighthouse', harness.dir()]) expect(persisted).not.toContain(forbidden);
   }, 60_000);
 });
 
-describe('recovery dispositions (SIGKILL and restart)', () => {
+describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and restart)', (name, engine) => {
+  const stackOn = (options: Parameters<typeof stack>[0] = {}) => stack({ engine: engine(), ...options });
   it('submit may have succeeded, checkpoint not committed: reconciliation, no resubmit, no release', async () => {
-    const s = await stack();
+    const s = await stackOn();
     const { tokenId, executionId } = await killDuringSubmission(s);
     const execution = await s.waitFor(executionId, 'reconciliation', (e) => e.state === 'reconciliation');
     expect(execution.state_reason).toBe('submission_unconfirmed');
@@ -308,10 +89,10 @@ describe('recovery dispositions (SIGKILL and restart)', () => {
     expect(await s.sandbox.submissions()).toHaveLength(1);
   }, 60_000);
 
-  it('a power failure lost the unsynced engine hand-off: the pending execution is scheduled again at start and runs once', async () => {
+  it.runIf(name === 'embedded')('a power failure lost the unsynced engine hand-off: the pending execution is scheduled again at start and runs once', async () => {
     // Four submissions that are never answered hold the engine's four worker slots, so a fifth
     // admitted execution stays queued.
-    const s = await stack();
+    const s = await stackOn();
     await setFaults(s, [{ kind: 'hang_submit', times: 4 }]);
     for (let index = 0; index < 4; index += 1) await s.submit(await s.approvedToken(), 1);
     await until('four submissions held', async () => ((await s.sandbox.submissions()).length === 4 ? true : undefined));
@@ -322,7 +103,7 @@ describe('recovery dispositions (SIGKILL and restart)', () => {
 
     // What survives a power failure when the hand-off and `scheduled` commits (which do not wait
     // for their own fsync) are lost: the durable pending execution, without its workflow run.
-    const db = new Database(join(dir, 'executor', 'executor.db'));
+    const db = new Database(join(harness.dir(), 'executor', 'executor.db'));
     db.prepare('DELETE FROM workflow_runs WHERE execution_id = ?').run(executionId);
     db.prepare("UPDATE executions SET state = 'pending' WHERE execution_id = ?").run(executionId);
     db.close();
@@ -336,7 +117,7 @@ describe('recovery dispositions (SIGKILL and restart)', () => {
   }, 60_000);
 
   it('checkpoint committed: polling of the same operation resumes, one submission, one settlement', async () => {
-    const s = await stack({ sandboxArgs: ['--complete-after-ms', '3000'] });
+    const s = await stackOn({ sandboxArgs: ['--complete-after-ms', '3000'] });
     const tokenId = await s.approvedToken();
     const executionId = await s.submit(tokenId, 1);
     await s.waitFor(executionId, 'checkpoint', (e) => e.provider_attempts[0]?.checkpointed === true);
@@ -349,7 +130,7 @@ describe('recovery dispositions (SIGKILL and restart)', () => {
   }, 60_000);
 
   it('original deadline expired: not refreshed, reconciliation, no re-inspection advice, no replacement operation', async () => {
-    const s = await stack({ deadlineSeconds: 2 });
+    const s = await stackOn({ deadlineSeconds: 2 });
     await setFaults(s, [{ kind: 'never_complete' }]);
     const tokenId = await s.approvedToken();
     const executionId = await s.submit(tokenId, 1);
@@ -366,7 +147,7 @@ describe('recovery dispositions (SIGKILL and restart)', () => {
   }, 60_000);
 
   it('billing ambiguous: evidence kept, reconciliation, nothing repeated after a restart', async () => {
-    const s = await stack();
+    const s = await stackOn();
     await setFaults(s, [{ kind: 'complete_with_error' }]);
     const tokenId = await s.approvedToken();
     const executionId = await s.submit(tokenId, 1);
@@ -385,7 +166,7 @@ describe('recovery dispositions (SIGKILL and restart)', () => {
   }, 60_000);
 
   it('an older ledger rejects the precise receipt: receipt kept, reconciliation, no provider retry, precision intact', async () => {
-    const s = await stack({ contractLevel: 'v4.4' });
+    const s = await stackOn({ contractLevel: 'v4.4' });
     const tokenId = await s.approvedToken();
     const executionId = await s.submit(tokenId, 1);
     await s.waitFor(executionId, 'reconciliation', (e) => e.state === 'reconciliation');
@@ -402,10 +183,10 @@ describe('recovery dispositions (SIGKILL and restart)', () => {
   }, 60_000);
 
   it('failure proven to precede transmission: killed before the release reached the ledger, released after the restart', async () => {
-    let relay: Awaited<ReturnType<typeof ledgerRelay>> | undefined;
-    const s = await stack({
+    let relay: Awaited<ReturnType<typeof harness.ledgerRelay>> | undefined;
+    const s = await stackOn({
       relay: async (ledgerUrl) => {
-        relay = await ledgerRelay(ledgerUrl);
+        relay = await harness.ledgerRelay(ledgerUrl);
         return relay.url;
       },
     });

@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ExecutionPhase } from '../../domain/execution-states.js';
 import type { ActivityOutcome, RunActivity } from '../workflow-engine.js';
@@ -17,6 +18,13 @@ export interface PhaseActivities {
 const SAFE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
 
 /**
+ * How often a running activity tells the engine this worker is alive. With the heartbeat timeout
+ * of the workflow's activity options (5 s) an activity of a killed executor is handed to the next
+ * worker within seconds, instead of after its whole start-to-close timeout.
+ */
+export const HEARTBEAT_INTERVAL_MS = 1_000;
+
+/**
  * An activity that threw is retried by the engine's retry policy, like the embedded engine's
  * backoff. What goes into the workflow history is only a categorical failure: the error's class
  * name, no message and no stack (a message may hold a path or a host; a stack holds paths).
@@ -32,7 +40,32 @@ export function createPhaseActivities(options: {
   readonly runActivity: RunActivity;
   readonly onActivityError?: (executionId: string, phase: ExecutionPhase, error: unknown) => void;
 }): PhaseActivities {
+  // The engine may hand out an activity again while its first try still runs here (a heartbeat
+  // that did not reach an engine that was away): one execution's phases run one at a time in this
+  // process, and the later one reads what the earlier one left in the database.
+  const turns = new Map<string, Promise<unknown>>();
+  const inTurn = async <T>(executionId: string, work: () => Promise<T>): Promise<T> => {
+    const previous = turns.get(executionId) ?? Promise.resolve();
+    const mine = previous.catch(() => undefined).then(work);
+    turns.set(executionId, mine);
+    try {
+      return await mine;
+    } finally {
+      if (turns.get(executionId) === mine) turns.delete(executionId);
+    }
+  };
   const run = (phase: ExecutionPhase) => async (executionId: string) => {
+    const context = Context.current();
+    const beat = setInterval(() => {
+      context.heartbeat();
+    }, HEARTBEAT_INTERVAL_MS);
+    try {
+      return await inTurn(executionId, () => runPhase(phase, executionId));
+    } finally {
+      clearInterval(beat);
+    }
+  };
+  const runPhase = async (phase: ExecutionPhase, executionId: string): Promise<ActivityOutcome> => {
     try {
       const outcome = await options.runActivity(executionId, phase);
       // Only the outcome's own fields travel: nothing else the runner might add.

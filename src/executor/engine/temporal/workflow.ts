@@ -20,8 +20,18 @@ export interface ExecutionWorkflowInput {
 /** The workflow type name (one type for every execution). */
 export const EXECUTION_WORKFLOW_TYPE = 'lexecExecution';
 
+/*
+ * Activity options (docs/executions.md "The engine"): a phase calls the provider or the ledger
+ * with their own bounds (30 s, 5 s), so two minutes is a generous ceiling; a heartbeat every
+ * second (activities.ts) with a 5 s timeout hands the phase of a killed executor to the next
+ * worker within seconds. A phase that threw is retried with backoff 1 s doubling to 60 s, without
+ * end: every phase decides from the database, so a retry never repeats a submission or a
+ * financial effect. Polling and waiting are not retries: the runner answers "later" and the
+ * workflow sleeps on a durable timer.
+ */
 const phases = proxyActivities<PhaseActivities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '5 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 

@@ -1,0 +1,150 @@
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type Database from 'better-sqlite3';
+import type { Logger } from 'pino';
+import { readBuildInfo, type BuildInfo } from '../build-info.js';
+import type { ExecutorConfig } from '../config/executor-config-schema.js';
+import { bigintAsString } from '../domain/canonical-json.js';
+import { UserError } from '../errors.js';
+import { createAdmission } from './admission.js';
+import { createArtifactStore } from './artifact-store.js';
+import { createWorkflowEngine, type ConfiguredEngine } from './engine/create-workflow-engine.js';
+import type { RunActivity } from './engine/workflow-engine.js';
+import { createExecutionRunner } from './execution-runner.js';
+import type { ExecutorCredentials } from './executor-credentials.js';
+import { buildExecutorApp } from './http/executor-app.js';
+import { proveLedgerCompatible } from './ledger-compatibility.js';
+import { createLedgerGateway, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
+import { createFalQueueClient, type FalQueueClient } from './provider/fal-queue-client.js';
+import { operationDeadlineMs, providerEndpoint } from './provider/provider-endpoint.js';
+import { activeTargets, providerCatalog } from './provider-catalog.js';
+import { createReadiness, type Readiness } from './readiness.js';
+import { createReadinessMonitor, systemTimers, type ReadinessMonitor } from './readiness-monitor.js';
+import { createReconciliation } from './reconciliation.js';
+import { createExecutionStore, type ExecutionStore } from './store/execution-store.js';
+
+/** How often readiness is sampled until it is first established (afterwards the monitor's 5 s). */
+const STARTUP_PROBE_INTERVAL_MS = 250;
+
+export interface ComposedExecutor {
+  readonly buildInfo: BuildInfo;
+  readonly store: ExecutionStore;
+  readonly readiness: Readiness;
+  readonly engine: ConfiguredEngine;
+  readonly app: ReturnType<typeof buildExecutorApp>;
+  readonly monitor: ReadinessMonitor;
+  /** Closes what the parts hold open besides the engine (provider and ledger connections). */
+  close(): void;
+}
+
+/**
+ * The executor's one composition root (STYLE.md habit 12): the parts of a running executor built
+ * from its configuration, its credentials and its open database. Nothing listens and nothing runs
+ * yet; serve-executor.ts starts them, in order, and stops them.
+ */
+export async function composeExecutor(options: {
+  readonly config: ExecutorConfig;
+  readonly credentials: ExecutorCredentials;
+  readonly liveKey: string | undefined;
+  readonly db: Database.Database;
+  readonly logger: Logger;
+}): Promise<ComposedExecutor> {
+  const { config, credentials, db, logger } = options;
+  await mkdir(config.storage.artifact_root, { recursive: true, mode: 0o700 });
+  const buildInfo = readBuildInfo();
+  const store = createExecutionStore(db);
+  const readiness = createReadiness();
+  const ledger = createLedgerGateway({ endpoint: config.ledger.endpoint, credential: credentials.ledger });
+  const targets = () => activeTargets(config);
+  const catalog = providerCatalog(config, options.liveKey !== undefined);
+  await publishCatalog(config.storage.catalog_path, catalog);
+
+  const artifacts = createArtifactStore(config.storage.artifact_root);
+  const endpoint = providerEndpoint(config, options.liveKey);
+  const provider = endpoint === null ? null : createFalQueueClient(endpoint);
+  const engine = await createWorkflowEngine(config.workflow_engine, {
+    db,
+    store,
+    runActivity: runner(config, { store, provider, ledger, artifacts, logger }),
+    logger,
+    onActivityError: (executionId, phase, error) => {
+      logger.error({ event: 'execution_activity_error', execution_id: executionId, phase, error_name: error instanceof Error ? error.name : 'unknown' });
+    },
+  });
+
+  const app = buildExecutorApp({
+    store,
+    artifacts,
+    admission: createAdmission({
+      store,
+      ledger,
+      scheduler: engine,
+      readiness,
+      targets,
+      providerMode: config.providers.mode,
+      liveSpendCeiling: config.providers.mode === 'live' ? config.providers.spend_ceiling.amount_units : null,
+    }),
+    readiness,
+    buildInfo,
+    catalog: () => catalog,
+    targets,
+    callerCapability: credentials.caller,
+    reconciliationCapability: credentials.reconciliation,
+    reconciliation: createReconciliation({ store, ledger }),
+    logger,
+  });
+
+  // Readiness: startup needs the engine's poller proof and the ledger compatibility proof;
+  // afterwards the monitor follows spec §3 rules 2-12. An incompatible ledger at startup ends
+  // the process (waiting cannot fix it); later failures only withdraw readiness.
+  const monitor = createReadinessMonitor({
+    clock: Date,
+    timers: systemTimers(),
+    readiness,
+    logger,
+    startupIntervalMs: STARTUP_PROBE_INTERVAL_MS,
+    engine: (request) => engine.probe(request),
+    ledger: () => proveLedgerCompatible(ledger, { pinnedVersion: config.ledger.product_version, developmentAllowance: config.development_allowance, self: buildInfo }),
+    ledgerFailureReason: (error) => (error instanceof UserError ? error.code : error instanceof LedgerUnavailable ? 'unavailable' : undefined),
+    isFatalAtStartup: (error) => error instanceof UserError,
+  });
+
+  return {
+    buildInfo,
+    store,
+    readiness,
+    engine,
+    app,
+    monitor,
+    close() {
+      provider?.close();
+      ledger.close();
+    },
+  };
+}
+
+function runner(
+  config: ExecutorConfig,
+  parts: { store: ExecutionStore; provider: FalQueueClient | null; ledger: LedgerGateway; artifacts: ReturnType<typeof createArtifactStore>; logger: Logger },
+): RunActivity {
+  const { provider } = parts;
+  if (provider === null) return () => Promise.resolve({ kind: 'done' as const });
+  return createExecutionRunner({
+    store: parts.store,
+    provider,
+    ledger: parts.ledger,
+    artifacts: parts.artifacts,
+    operationDeadlineMs: operationDeadlineMs(config),
+    log: (event) => {
+      parts.logger.info(event);
+    },
+  });
+}
+
+/** The sanitized catalog, published atomically for the launcher (`stack catalog`). */
+async function publishCatalog(path: string, catalog: unknown): Promise<void> {
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const temporary = `${path}.tmp`;
+  await writeFile(temporary, `${JSON.stringify(catalog, bigintAsString, 2)}\n`);
+  await rename(temporary, path);
+}

@@ -1,0 +1,69 @@
+import type Database from 'better-sqlite3';
+import type { WorkflowEngineConfig } from '../../config/executor-config-schema.js';
+import { UserError } from '../../errors.js';
+import type { ExecutionPhase } from '../domain/execution-states.js';
+import type { ExecutionStore } from '../store/execution-store.js';
+import { createEmbeddedEngine } from './embedded-engine.js';
+import type { RunActivity, WorkflowEngine } from './workflow-engine.js';
+import type { EngineLogger } from './temporal/temporal-engine.js';
+
+export interface EngineDependencies {
+  readonly db: Database.Database;
+  readonly store: ExecutionStore;
+  readonly runActivity: RunActivity;
+  readonly logger: EngineLogger;
+  readonly onActivityError: (executionId: string, phase: ExecutionPhase, error: unknown) => void;
+}
+
+/** What `/version`-like reports and the started event say of the engine (no secret, no path). */
+export interface EngineDescription {
+  readonly mode: WorkflowEngineConfig['mode'];
+  readonly address?: string;
+  readonly namespace?: string;
+  readonly task_queue?: string;
+  readonly ui_url?: string;
+}
+
+export type ConfiguredEngine = WorkflowEngine & { readonly description: EngineDescription };
+
+/**
+ * The engine the configuration names (ARCHITECTURE.md "Workflow engine: three modes, one port").
+ * The Temporal modes load the SDK only when chosen, so an embedded executor never pays for it.
+ * managed_local starts its Temporal child here: a CLI that is missing or not the pinned version
+ * refuses the start (a UserError naming the field).
+ */
+export async function createWorkflowEngine(config: WorkflowEngineConfig, deps: EngineDependencies): Promise<ConfiguredEngine> {
+  if (config.mode === 'embedded') return embedded(deps);
+  const { createTemporalEngine, grpcAddress } = await import('./temporal/temporal-engine.js');
+  if (config.mode === 'external') {
+    const engine = createTemporalEngine({ ...grpcAddress(config.address), namespace: config.namespace, taskQueue: config.task_queue, ...deps });
+    return { ...engine, description: { mode: 'external', address: config.address, namespace: config.namespace, task_queue: config.task_queue, ui_url: config.ui_url } };
+  }
+  throw new UserError('workflow_engine_unavailable', 'The managed_local workflow engine is not available in this build yet.', {
+    nextStep: 'Use "workflow_engine": {"mode": "external"} with a Temporal server you run, or "embedded".',
+    issues: [{ path: 'workflow_engine.mode', message: 'managed_local is not available in this build yet' }],
+  });
+}
+
+function embedded(deps: EngineDependencies): ConfiguredEngine {
+  const engine = createEmbeddedEngine({
+    db: deps.db,
+    runActivity: deps.runActivity,
+    // `pending → scheduled` in the commit that creates the run (one commit per hand-off).
+    onScheduled: (executionId) => {
+      deps.store.recordScheduled(executionId);
+    },
+    onActivityError: deps.onActivityError,
+  });
+  return {
+    schedule: (executionId, workflowId) => engine.schedule(executionId, workflowId),
+    start() {
+      engine.start();
+      return Promise.resolve();
+    },
+    probe: () => Promise.resolve({ outcome: 'ok', pollers: engine.pollers() }),
+    drain: (boundMs) => engine.drain(boundMs),
+    close: () => Promise.resolve(),
+    description: { mode: 'embedded' },
+  };
+}
