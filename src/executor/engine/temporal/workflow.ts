@@ -1,4 +1,4 @@
-import { continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { ExecutionPhase } from '../../domain/execution-states.js';
 import type { ActivityOutcome } from '../workflow-engine.js';
 import type { PhaseActivities } from './activities.js';
@@ -38,10 +38,25 @@ const phases = proxyActivities<PhaseActivities>({
 /** Past this many events a run continues as new at its current phase, so a long poll never grows one history without bound. */
 const HISTORY_LIMIT = 2_000;
 
+/**
+ * Spec §1.4 wants submission and polling as two separate activities, the submission
+ * patch-protected. The first release of this workflow (histories `*-v0.json`) made the submission
+ * from its first `poll_provider_operation` (the runner submits when nothing was submitted yet).
+ * Runs started under it replay on that path, since their histories hold no marker of this patch;
+ * every run started since schedules `submit_provider` first. Remove the old path only with
+ * deprecatePatch, once no pre-patch run can still be open.
+ */
+export const SUBMIT_PROVIDER_PATCH = 'lexec-submit-provider-activity';
+
 export async function lexecExecution(input: ExecutionWorkflowInput): Promise<void> {
-  const executionId = input.execution_id;
-  // Submission is made by the first poll when nothing was submitted yet.
-  let phase: ExecutionPhase = input.phase === 'submit_provider' ? 'poll_provider_operation' : input.phase;
+  let phase = input.phase;
+  if (phase === 'submit_provider' && !patched(SUBMIT_PROVIDER_PATCH)) phase = 'poll_provider_operation';
+  await runPhases(input.execution_id, phase);
+}
+
+/** Runs phases from `phase` on until the runner says done; a "later" is a durable timer. */
+export async function runPhases(executionId: string, first: ExecutionPhase): Promise<void> {
+  let phase = first;
   for (;;) {
     const outcome: ActivityOutcome = await phases[phase](executionId);
     if (outcome.kind === 'done') return;
