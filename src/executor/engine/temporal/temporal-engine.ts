@@ -4,6 +4,7 @@ import { Client, Connection, WorkflowExecutionAlreadyStartedError, isGrpcService
 import proto from '@temporalio/proto';
 import { NativeConnection, Runtime, Worker, type WorkerStatus } from '@temporalio/worker';
 import type { ExecutionPhase } from '../../domain/execution-states.js';
+import { grpcStatusName } from '../../domain/grpc-status.js';
 import type { EngineSample } from '../../readiness-monitor.js';
 import { backoffMs } from '../embedded-engine.js';
 import type { RunActivity, WorkflowEngine } from '../workflow-engine.js';
@@ -53,6 +54,22 @@ const SCHEDULE_TIMEOUT_MS = 10_000;
 const GRPC_CANCELLED = 1;
 /** gRPC status 4: what a bounded RPC that ran out of time reports. */
 const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_NOT_FOUND = 5;
+const GRPC_UNAVAILABLE = 14;
+
+/**
+ * A probe failure that points at a setting rather than at a passing fault: an unknown namespace,
+ * or an address where no engine has ever answered. Said once per process, with the field to fix.
+ */
+function settingAtFault(code: number | undefined, everAnswered: boolean): { field: string; next_step: string } | undefined {
+  if (code === GRPC_NOT_FOUND) {
+    return { field: 'workflow_engine.namespace', next_step: 'Create the namespace on the Temporal cluster (temporal operator namespace create), or set workflow_engine.namespace to one that exists.' };
+  }
+  if (!everAnswered && (code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED || code === undefined)) {
+    return { field: 'workflow_engine.address', next_step: 'Check that a Temporal frontend answers at workflow_engine.address (host, port, and grpcs:// only for TLS).' };
+  }
+  return undefined;
+}
 
 /** Messages of the SDK's own log lines pass as they are; of their metadata only these plain fields. */
 const SAFE_META = ['taskQueue', 'namespace', 'workflowType', 'activityType', 'attempt', 'state', 'sdkComponent'] as const;
@@ -101,11 +118,16 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
   installRuntime(logger);
   // Unique per process, so a poller a previous process left on the queue is never taken for this one.
   const identity = `lexec-executor@${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const connection = Connection.lazy({ address: options.address, tls: options.tls ? {} : undefined });
+  const tls = options.tls ? {} : undefined;
+  const connection = Connection.lazy({ address: options.address, tls });
   const client = new Client({ connection, namespace });
+  // Readiness samples are single RPCs (spec §3: each task-queue RPC's own answer counts), so
+  // this connection has none of the SDK's retries of UNAVAILABLE.
+  const probeConnection = Connection.lazy({ address: options.address, tls, interceptors: [] });
   const activities = createPhaseActivities({ runActivity: options.runActivity, onActivityError: options.onActivityError });
 
-  const life = { running: false };
+  const life = { running: false, everAnswered: false };
+  const reported = new Set<string>();
   // A call, so that a check after an await sees what drain() changed meanwhile.
   const isRunning = () => life.running;
   let worker: Worker | undefined;
@@ -129,7 +151,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
     const bundle = options.bundle ?? (await workflowBundle());
     for (let failures = 0; isRunning(); ) {
       try {
-        workerConnection = await NativeConnection.connect({ address: options.address, tls: options.tls ? {} : undefined });
+        workerConnection = await NativeConnection.connect({ address: options.address, tls });
         if (!isRunning()) break;
         worker = await Worker.create({
           connection: workerConnection,
@@ -180,15 +202,21 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
     },
     async probe({ timeoutMs }): Promise<EngineSample> {
       try {
-        const answer = await connection.withDeadline(Date.now() + timeoutMs, () =>
-          client.workflowService.describeTaskQueue({ namespace, taskQueue: { name: taskQueue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL }, taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW }),
+        const answer = await probeConnection.withDeadline(Date.now() + timeoutMs, () =>
+          probeConnection.workflowService.describeTaskQueue({ namespace, taskQueue: { name: taskQueue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL }, taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW }),
         );
+        life.everAnswered = true;
         const pollers = answer.pollers.filter((poller) => poller.identity === identity).length;
         // A worker that is not running polls nothing, whatever the queue still remembers of it.
         return { outcome: 'ok', pollers: worker?.getState() === 'RUNNING' ? pollers : 0 };
       } catch (error) {
         const code = grpcCode(error);
         if (code === GRPC_CANCELLED) return { outcome: 'cancelled' };
+        const fault = settingAtFault(code, life.everAnswered);
+        if (fault !== undefined && !reported.has(fault.field)) {
+          reported.add(fault.field);
+          logger.error({ event: 'workflow_engine_setting_suspect', ...fault, grpc_status: grpcStatusName(code) ?? 'none' });
+        }
         return code === undefined ? { outcome: 'error' } : { outcome: 'error', code };
       }
     },
@@ -207,6 +235,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
     },
     async close() {
       await connection.close().catch(() => undefined);
+      await probeConnection.close().catch(() => undefined);
     },
   };
 }

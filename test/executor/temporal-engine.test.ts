@@ -1,0 +1,239 @@
+import { Client, Connection } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { call } from '../support/ledger.js';
+import { executionRequest } from '../support/executor.js';
+import { executionIdFor } from '../../src/executor/domain/execution-states.js';
+import { durableHarness, type Stack } from '../support/durable-stack.js';
+import { startGrpcFaultProxy, type GrpcFaultProxy } from '../support/grpc-fault-proxy.js';
+import { startDevServer, temporalCli, type DevServer } from '../support/temporal.js';
+
+/*
+ * The executor on a real Temporal server (issue 11): a dev server started by the test stands in
+ * for an external cluster, and the executor reaches it through a loopback gRPC proxy that passes
+ * everything through until a test injects a fault a real server cannot produce on demand (a
+ * CANCELLED answer, a hung RPC, a refused workflow start). Recovery dispositions on Temporal are
+ * in durable-execution.test.ts; this file holds what is Temporal's own: the workflow's payloads
+ * and ids, scheduling twice, a lost start, readiness on the real engine, and an engine that goes
+ * away and comes back.
+ */
+
+const cli = temporalCli();
+const harness = durableHarness('lexec-temporal-');
+let temporal: DevServer;
+let proxy: GrpcFaultProxy;
+let client: Client;
+let connection: Connection;
+
+beforeAll(async () => {
+  if (cli === null) return;
+  temporal = await startDevServer(cli);
+  connection = await Connection.connect({ address: temporal.address });
+  client = new Client({ connection });
+}, 60_000);
+
+afterAll(async () => {
+  if (cli === null) return;
+  await connection.close();
+  await temporal.stop();
+});
+
+afterEach(async () => {
+  if (cli !== null) await (proxy as GrpcFaultProxy | undefined)?.close();
+});
+
+/** A stack whose executor reaches the dev server through a fresh fault proxy. */
+async function stackBehindProxy(options: Parameters<typeof harness.stack>[0] = {}): Promise<Stack> {
+  proxy = await startGrpcFaultProxy({ upstream: temporal.address });
+  return harness.stack({ engine: { mode: 'external', url: `grpc://${proxy.address}` }, ...options });
+}
+
+const readyz = async (s: Stack) => {
+  const response = await fetch(`${s.executor.url()}/readyz`);
+  return { status: response.status, body: (await response.json()) as { status: string; reason?: string } };
+};
+
+const probeEvents = (s: Stack) =>
+  s.executor.lines.flatMap((line) => {
+    try {
+      const event = JSON.parse(line) as Record<string, unknown>;
+      return event.event === 'executor_dependency_probe' && event.dependency === 'workflow_engine' ? [event] : [];
+    } catch {
+      return [];
+    }
+  });
+
+/** Every payload in a history, decoded (the payload converter writes JSON). */
+function decodedPayloads(json: string): string[] {
+  const found: string[] = [];
+  const walk = (value: unknown): void => {
+    if (Array.isArray(value)) value.forEach(walk);
+    else if (typeof value === 'object' && value !== null) {
+      const record = value as Record<string, unknown>;
+      if (typeof record.data === 'string' && typeof record.metadata === 'object') found.push(Buffer.from(record.data, 'base64').toString('utf8'));
+      Object.values(record).forEach(walk);
+    }
+  };
+  walk(JSON.parse(json));
+  return found;
+}
+
+describe.skipIf(cli === null)('the workflow on a real Temporal server', () => {
+  it('one workflow per execution at lexec-execution-<id>, whose history carries only the execution id, the phase and outcomes', async () => {
+    const s = await stackBehindProxy();
+    const executionId = await s.submit(await s.approvedToken(), 2);
+    await s.waitFor(executionId, 'success', (e) => e.state === 'succeeded');
+    const handle = client.workflow.getHandle(`lexec-execution-${executionId}`);
+    await handle.result();
+    expect((await handle.describe()).status.name).toBe('COMPLETED');
+    const json = historyToJSON(await handle.fetchHistory());
+    const payloads = new Set(decodedPayloads(json));
+    expect(payloads).toContain(JSON.stringify({ execution_id: executionId, phase: 'submit_provider' }));
+    expect(payloads).toContain(JSON.stringify(executionId));
+    // The other payloads name the submit_provider patch: its marker, and the patch list the SDK
+    // records as a search attribute.
+    const marker = [...payloads].filter((payload) => payload.includes('lexec-submit-provider-activity'));
+    expect(marker.map((payload) => JSON.parse(payload) as unknown).sort()).toEqual([['lexec-submit-provider-activity'], { id: 'lexec-submit-provider-activity', deprecated: false }].sort());
+    for (const payload of payloads) {
+      if (marker.includes(payload)) continue;
+      expect(payload).toMatch(/^("exe_[0-9a-f]{32}"|\{"execution_id":"exe_[0-9a-f]{32}","phase":"[a-z_]+"\}|\{"kind":"(done|next|later)"(,"phase":"[a-z_]+"|,"delayMs":\d+)?\})$/);
+    }
+    // The activities, in order, are the runner's phases; submission is its own activity (the patch).
+    const events = (JSON.parse(json) as { events: { activityTaskScheduledEventAttributes?: { activityType: { name: string } } }[] }).events;
+    const scheduled = events.flatMap((event) => (event.activityTaskScheduledEventAttributes === undefined ? [] : [event.activityTaskScheduledEventAttributes.activityType.name]));
+    expect(scheduled[0]).toBe('submit_provider');
+    expect(new Set(scheduled)).toEqual(new Set(['submit_provider', 'poll_provider_operation', 'store_artifacts', 'settle']));
+    for (const forbidden of [s.caller, s.admin, s.resolver, 'lexec_', 'lighthouse', 'http:', harness.dir(), s.sandbox.url]) expect(json).not.toContain(forbidden);
+  }, 60_000);
+
+  it('scheduling again — an identical resubmission, a restart — never starts a second run', async () => {
+    const s = await stackBehindProxy({ sandboxArgs: ['--complete-after-ms', '3000'] });
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId, 1);
+    const workflowId = `lexec-execution-${executionId}`;
+    const firstRun = (await client.workflow.getHandle(workflowId).describe()).runId;
+    const replay = await call(s.executor.url(), 'POST', '/v2/executions', { token: s.caller, body: executionRequest(tokenId, { input: { prompt: 'a lighthouse at dusk', image_count: 1, image_size: 'square_hd' } }) });
+    expect(replay.status).toBe(200);
+    await s.executor.kill('SIGKILL');
+    await s.restart();
+    await s.waitFor(executionId, 'success', (e) => e.state === 'succeeded');
+    const runs = [];
+    for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(run.runId);
+    expect(runs).toEqual([firstRun]);
+    expect(await s.sandbox.submissions()).toHaveLength(1);
+  }, 60_000);
+
+  it('a workflow start that fails after the pending execution was created: 503 not_ready, then the identical retry schedules it, once', async () => {
+    const s = await stackBehindProxy();
+    proxy.setFault('StartWorkflowExecution', { kind: 'status', code: 13 });
+    const tokenId = await s.approvedToken();
+    const body = executionRequest(tokenId, { input: { prompt: 'a lighthouse at dusk', image_count: 1, image_size: 'square_hd' } });
+    const refused = await call(s.executor.url(), 'POST', '/v2/executions', { token: s.caller, body });
+    expect(refused).toMatchObject({ status: 503, body: { error: { code: 'not_ready', reason_code: 'scheduling_failed', retryable: true } } });
+    // The execution is durable and pending; the ledger claim stands.
+    expect((await s.execution(executionIdFor(tokenId))).state).toBe('pending');
+    expect((await s.authorization(tokenId)).status).toBe('claimed');
+    proxy.clearFaults();
+    const retried = await call<{ execution: { execution_id: string; state: string } }>(s.executor.url(), 'POST', '/v2/executions', { token: s.caller, body });
+    expect(retried.status).toBe(200);
+    const executionId = retried.body.execution.execution_id;
+    await s.waitFor(executionId, 'success', (e) => e.state === 'succeeded');
+    expect(await s.sandbox.submissions()).toHaveLength(1);
+    expect((await s.authorization(tokenId)).status).toBe('settled');
+  }, 60_000);
+
+  it('a pending execution whose workflow start was lost is scheduled at its stable id when the executor starts again', async () => {
+    const s = await stackBehindProxy();
+    proxy.setFault('StartWorkflowExecution', { kind: 'status', code: 13 });
+    const tokenId = await s.approvedToken();
+    const body = executionRequest(tokenId, { input: { prompt: 'a lighthouse at dusk', image_count: 1, image_size: 'square_hd' } });
+    expect((await call(s.executor.url(), 'POST', '/v2/executions', { token: s.caller, body })).status).toBe(503);
+    await s.executor.kill('SIGKILL');
+    proxy.clearFaults();
+    await s.restart();
+    // No resubmission: the executor's own restart recovery starts the workflow.
+    const executionId = executionIdFor(tokenId);
+    await s.waitFor(executionId, 'success', (e) => e.state === 'succeeded');
+    const runs = [];
+    for await (const run of client.workflow.list({ query: `WorkflowId = 'lexec-execution-${executionId}'` })) runs.push(run.runId);
+    expect(runs).toHaveLength(1);
+    expect(await s.sandbox.submissions()).toHaveLength(1);
+  }, 60_000);
+});
+
+describe.skipIf(cli === null)('readiness on the real engine (spec §3), faults from the gRPC proxy', () => {
+  /** Polls until `test` holds, returning what it returned (up to `timeoutMs`). */
+  async function eventually<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await probe();
+      if (value !== undefined) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  const notReadyFor = async (s: Stack, reason: string) => eventually(`readyz 503 ${reason}`, async () => ((await readyz(s)).body.reason === reason ? true : undefined));
+  const readyAgain = async (s: Stack) => eventually('ready again', async () => ((await readyz(s)).status === 200 ? true : undefined));
+
+  it('startup needs this worker on the queue; an engine error withdraws at once, reads stay, and recovery restores readiness by itself', async () => {
+    const s = await stackBehindProxy();
+    // Rule 1: the first sample that made the executor ready saw this worker polling.
+    const lines = s.executor.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const ready = lines.findIndex((event) => event.event === 'executor_ready');
+    expect(lines.slice(0, ready).some((event) => event.event === 'executor_dependency_probe' && event.dependency === 'workflow_engine' && Number(event.pollers) >= 1)).toBe(true);
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId, 1);
+    await s.waitFor(executionId, 'success', (e) => e.state === 'succeeded');
+
+    // Rule 7: UNAVAILABLE from the task-queue RPC withdraws readiness and admission at once.
+    proxy.setFault('DescribeTaskQueue', { kind: 'status', code: 14 });
+    await notReadyFor(s, 'workflow_engine_unavailable');
+    expect(probeEvents(s).at(-1)).toMatchObject({ outcome: 'error', grpc_status: 'UNAVAILABLE', consecutive_failures: 1 });
+    const refused = await call(s.executor.url(), 'POST', '/v2/executions', { token: s.caller, body: executionRequest(await s.approvedToken()) });
+    expect(refused).toMatchObject({ status: 503, body: { error: { code: 'not_ready' } } });
+    // Rule 12: reads stay available.
+    expect((await s.execution(executionId)).state).toBe('succeeded');
+    // Rules 8 and 10: a healthy sample restores readiness, with nobody restarting anything.
+    proxy.clearFaults();
+    await readyAgain(s);
+
+    // A hung RPC counts as failed at the probe's bound (10 s): DEADLINE_EXCEEDED.
+    proxy.setFault('DescribeTaskQueue', { kind: 'hang' });
+    await notReadyFor(s, 'workflow_engine_unavailable');
+    expect(probeEvents(s).at(-1)).toMatchObject({ outcome: 'error', grpc_status: 'DEADLINE_EXCEEDED' });
+    proxy.clearFaults();
+    await readyAgain(s);
+    const later = await s.submit(await s.approvedToken(), 1);
+    await s.waitFor(later, 'success', (e) => e.state === 'succeeded');
+  }, 90_000);
+
+  it('a Cancelled answer gets one immediate confirmation; cancellation alone keeps readiness only until the 30 s grace boundary', async () => {
+    const s = await stackBehindProxy();
+    // Rule 5: one cancelled RPC whose confirmation answers is a healthy sample.
+    const before = proxy.calls('DescribeTaskQueue');
+    proxy.setFault('DescribeTaskQueue', { kind: 'status', code: 1, times: 1 });
+    const confirmed = await eventually('a confirmed sample', () => probeEvents(s).find((event) => event.confirmation === 'ok'));
+    expect(confirmed).toMatchObject({ outcome: 'ok' });
+    expect(proxy.calls('DescribeTaskQueue') - before).toBeGreaterThanOrEqual(2);
+    expect((await readyz(s)).status).toBe(200);
+
+    // An uninterrupted cancellation sequence: every sample is two cancelled RPCs counted once;
+    // readiness (established with the poller proof) holds while the window is under 30 s.
+    proxy.setFault('DescribeTaskQueue', { kind: 'status', code: 1 });
+    const first = await eventually('a cancelled sample', () => probeEvents(s).find((event) => event.confirmation === 'cancelled'));
+    expect(first).toMatchObject({ outcome: 'cancelled', grpc_status: 'CANCELLED', consecutive_failures: 1 });
+    const windowStart = Date.parse(String(first.time));
+    while (Date.now() < windowStart + 25_000) {
+      expect((await readyz(s)).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+    const counts = probeEvents(s).filter((event) => event.confirmation === 'cancelled').map((event) => event.consecutive_failures);
+    expect(counts.slice(0, 4)).toEqual([1, 2, 3, 4].slice(0, Math.min(4, counts.length)));
+    // Rule 9: withdrawn at the grace boundary.
+    await notReadyFor(s, 'workflow_engine_cancelled');
+    expect(Date.now() - windowStart).toBeGreaterThanOrEqual(29_000);
+    // Cancellation never restores readiness; an answered RPC does.
+    proxy.clearFaults();
+    await readyAgain(s);
+  }, 90_000);
+});
