@@ -4,9 +4,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../support/ledger.js';
 import { executionRequest } from '../support/executor.js';
 import { executionIdFor } from '../../src/executor/domain/execution-states.js';
-import { durableHarness, type Stack } from '../support/durable-stack.js';
+import { durableHarness, until, type Stack } from '../support/durable-stack.js';
+import { freePorts } from '../support/free-ports.js';
 import { startGrpcFaultProxy, type GrpcFaultProxy } from '../support/grpc-fault-proxy.js';
-import { startDevServer, temporalCli, type DevServer } from '../support/temporal.js';
+import { startDevServer, temporalCli, untilPortOpen, type DevServer } from '../support/temporal.js';
 
 /*
  * The executor on a real Temporal server (issue 11): a dev server started by the test stands in
@@ -53,15 +54,16 @@ const readyz = async (s: Stack) => {
   return { status: response.status, body: (await response.json()) as { status: string; reason?: string } };
 };
 
-const probeEvents = (s: Stack) =>
+const logEvents = (s: Stack) =>
   s.executor.lines.flatMap((line) => {
     try {
-      const event = JSON.parse(line) as Record<string, unknown>;
-      return event.event === 'executor_dependency_probe' && event.dependency === 'workflow_engine' ? [event] : [];
+      return [JSON.parse(line) as Record<string, unknown>];
     } catch {
       return [];
     }
   });
+
+const probeEvents = (s: Stack) => logEvents(s).filter((event) => event.event === 'executor_dependency_probe' && event.dependency === 'workflow_engine');
 
 /** Every payload in a history, decoded (the payload converter writes JSON). */
 function decodedPayloads(json: string): string[] {
@@ -236,4 +238,42 @@ describe.skipIf(cli === null)('readiness on the real engine (spec §3), faults f
     proxy.clearFaults();
     await readyAgain(s);
   }, 90_000);
+});
+
+describe.skipIf(cli === null)('an external engine: never started or stopped by the executor', () => {
+  it('goes away and comes back: readiness is withdrawn and restored, the execution under way finishes once, and the executor leaves the engine running', async () => {
+    const own = await startDevServer(cli ?? '', { dir: harness.dir() });
+    harness.cleanups.push(() => own.stop());
+    const s = await harness.stack({ engine: { mode: 'external', url: own.url }, sandboxArgs: ['--complete-after-ms', '6000'] });
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId, 1);
+    await s.waitFor(executionId, 'checkpoint', (e) => e.provider_attempts[0]?.checkpointed === true);
+    await own.stop();
+    await until('withdrawn', async () => ((await readyz(s)).body.reason === 'workflow_engine_unavailable' ? true : undefined));
+    expect((await s.execution(executionId)).state).toBe('running');
+    await own.restart();
+    await until('ready again', async () => ((await readyz(s)).status === 200 ? true : undefined), 30_000);
+    const execution = await s.waitFor(executionId, 'success', (e) => e.state === 'succeeded', 40_000);
+    expect(execution.provider_attempts).toHaveLength(1);
+    expect(await s.sandbox.submissions()).toHaveLength(1);
+    expect((await s.authorization(tokenId)).status).toBe('settled');
+    // A stopped executor leaves the engine as it was.
+    expect(await s.executor.kill('SIGTERM')).toBe(0);
+    await untilPortOpen(own.port, 1_000);
+  }, 120_000);
+
+  it('an unknown namespace is never ready, and the log names workflow_engine.namespace', async () => {
+    const s = await harness.stack({ engine: { mode: 'external', url: temporal.url, namespace: 'no-such-namespace' }, waitUntilReady: false });
+    const event = await until('the setting named', () => Promise.resolve(logEvents(s).find((entry) => entry.event === 'workflow_engine_setting_suspect')));
+    expect(event).toMatchObject({ field: 'workflow_engine.namespace', grpc_status: 'NOT_FOUND' });
+    expect((await readyz(s)).status).toBe(503);
+  }, 60_000);
+
+  it('an address where no engine answers is never ready, and the log names workflow_engine.address', async () => {
+    const [port = 0] = await freePorts(1);
+    const s = await harness.stack({ engine: { mode: 'external', url: `grpc://127.0.0.1:${port}` }, waitUntilReady: false });
+    const event = await until('the setting named', () => Promise.resolve(logEvents(s).find((entry) => entry.event === 'workflow_engine_setting_suspect')));
+    expect(event).toMatchObject({ field: 'workflow_engine.address' });
+    expect((await readyz(s)).body).toEqual({ status: 'not_ready', reason: 'workflow_engine_unavailable' });
+  }, 60_000);
 });

@@ -124,6 +124,8 @@ export interface StackOptions {
     /** Put a relay between executor and ledger; returns the URL the executor should use. */
     relay?: (ledgerUrl: string) => Promise<string>;
     engine?: EngineChoice;
+    /** false: return once the executor listens, ready or not. */
+    waitUntilReady?: boolean;
 }
 
 async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options: StackOptions = {}): Promise<Stack> {
@@ -160,7 +162,9 @@ async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options:
   const reconciliation = await mintCredential({ url: ledger.url, adminToken: admin }, 'reconciliation');
 
   const ready = async (executor: ReturnType<typeof spawnExecutor>) =>
-    until('executor ready', async () => (executor.url() !== '' && (await fetch(`${executor.url()}/readyz`)).status === 200 ? true : undefined));
+    options.waitUntilReady === false
+      ? until('executor listening', () => Promise.resolve(executor.url() !== '' ? true : undefined))
+      : until('executor ready', async () => (executor.url() !== '' && (await fetch(`${executor.url()}/readyz`)).status === 200 ? true : undefined));
 
   const result: Stack = {
     ledger,
