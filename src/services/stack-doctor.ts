@@ -2,11 +2,11 @@ import { readBuildInfo, type BuildInfo } from '../build-info.js';
 import type { ExecutorConfig } from '../config/executor-config-schema.js';
 import { parseExecutorConfig } from '../config/parse-executor-config.js';
 import { UserError } from '../errors.js';
+import { readTemporalCliVersion } from '../executor/engine/temporal/temporal-cli-version.js';
 import { credentialPermissionsCheck, diskSpaceCheck, lineageChecks, liveCredentialCheck, portCheck, temporalCliCheck } from '../stack/doctor-checks.js';
 import {
   availableDiskBytes,
   descendsFrom,
-  inspectExecutable,
   inspectPrivateTree,
   inspectSecretFile,
   lockFilePid,
@@ -119,7 +119,7 @@ async function temporalCheck(subject: Subject | null): Promise<DoctorCheck> {
   const engine = subject?.config.workflow_engine;
   if (engine?.mode !== 'managed_local') return temporalCliCheck({ mode: engine?.mode ?? null });
   const { path, version } = engine.temporal_cli;
-  return temporalCliCheck({ mode: 'managed_local', path, pinned: version, observed: await inspectExecutable(path) });
+  return temporalCliCheck({ mode: 'managed_local', path, pinned: version, observed: await readTemporalCliVersion(path) });
 }
 
 function catalogCheck(catalog: DoctorReport['provider_catalog']): DoctorCheck {

@@ -1,4 +1,5 @@
 import type { SecretReference } from '../config/schema-parts.js';
+import { describeMissingVersion, versionSourceNote, type TemporalCliObservation } from '../executor/engine/temporal/temporal-cli-observation.js';
 import { describeBusyPort, type PortProbe } from './port-probe.js';
 import type { StackComponent } from './render-generation.js';
 import { failed, passed, skipped, warned, type DoctorCheck, type DoctorCheckId, type Lineage } from './doctor-report.js';
@@ -180,14 +181,9 @@ export function credentialPermissionsCheck(input: CredentialStateInput): DoctorC
   );
 }
 
-export type ExecutableObservation =
-  | { readonly state: 'missing' | 'not_a_file' | 'not_executable' }
-  | { readonly state: 'failed'; readonly reason: string }
-  | { readonly state: 'ran'; readonly version: string | null };
-
 export type TemporalInput =
   | { readonly mode: 'embedded' | 'external' | null }
-  | { readonly mode: 'managed_local'; readonly path: string; readonly pinned: string; readonly observed: ExecutableObservation };
+  | { readonly mode: 'managed_local'; readonly path: string; readonly pinned: string; readonly observed: TemporalCliObservation };
 
 /** managed_local needs the pinned Temporal CLI at its absolute path; other modes need none. */
 export function temporalCliCheck(input: TemporalInput): DoctorCheck {
@@ -206,12 +202,14 @@ export function temporalCliCheck(input: TemporalInput): DoctorCheck {
     case 'failed':
       return failed('temporal.cli', `\`${input.path} --version\` failed (${observed.reason})`, fix);
     case 'ran':
-      if (observed.version === input.pinned) return passed('temporal.cli', `Temporal CLI ${input.path} reports the pinned version ${input.pinned}`);
+      if (observed.version === input.pinned) {
+        return passed('temporal.cli', `Temporal CLI ${input.path} reports the pinned version ${input.pinned}${versionSourceNote(observed)}`);
+      }
       return failed(
         'temporal.cli',
         observed.version === null
-          ? `\`${input.path} --version\` reports no version (pinned ${input.pinned})`
-          : `the Temporal CLI ${input.path} reports version ${observed.version}, the profile pins ${input.pinned}`,
+          ? `${describeMissingVersion(input.path, observed)} (pinned ${input.pinned})`
+          : `the Temporal CLI ${input.path} reports version ${observed.version}, the profile pins ${input.pinned}${versionSourceNote(observed)}`,
         fix,
       );
   }

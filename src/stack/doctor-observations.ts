@@ -1,10 +1,8 @@
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { access, lstat, readdir, readFile, stat, statfs } from 'node:fs/promises';
+import { lstat, readdir, readFile, statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { errorCode } from '../errors.js';
-import type { ExecutableObservation, PrivateEntryProblem, SecretFileState } from './doctor-checks.js';
+import type { PrivateEntryProblem, SecretFileState } from './doctor-checks.js';
 import type { GenerationManifest } from './render-generation.js';
 import type { ProfilePaths } from './stack-home.js';
 import { readStateLeniently } from './stack-processes.js';
@@ -71,36 +69,6 @@ export async function inspectSecretFile(path: string): Promise<SecretFileState> 
   if (uid !== null && info.uid !== uid) return 'not_owned';
   if ((info.mode & 0o077) !== 0) return 'readable_by_others';
   return 'present';
-}
-
-const VERSION_IN_OUTPUT = /(\d+\.\d+\.\d+)/;
-
-/**
- * Runs `<path> --version` (the operator's local Temporal CLI; not the provider, not a server)
- * with a bounded time and no shell, and keeps only the first version number it prints.
- */
-export async function inspectExecutable(path: string, timeoutMs = 10_000): Promise<ExecutableObservation> {
-  try {
-    if (!(await stat(path)).isFile()) return { state: 'not_a_file' };
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') return { state: 'missing' };
-    throw error;
-  }
-  try {
-    await access(path, constants.X_OK);
-  } catch {
-    return { state: 'not_executable' };
-  }
-  return new Promise((resolve) => {
-    execFile(path, ['--version'], { timeout: timeoutMs, env: { PATH: process.env.PATH ?? '' }, maxBuffer: 64 * 1024 }, (error, stdout) => {
-      if (error !== null) {
-        const reason = error.killed ? 'timed out' : typeof error.code === 'number' ? `exit code ${error.code}` : (errorCode(error) ?? 'could not run');
-        resolve({ state: 'failed', reason });
-        return;
-      }
-      resolve({ state: 'ran', version: VERSION_IN_OUTPUT.exec(stdout)?.[1] ?? null });
-    });
-  });
 }
 
 /** Bytes available to this user on the filesystem that holds `path` (or its nearest existing parent). */

@@ -155,12 +155,28 @@ describe('Temporal CLI', () => {
     expect(temporalCliCheck({ mode: 'external' }).status).toBe('skip');
   });
 
+  const ran = (version: string | null) => ({ state: 'ran', version, source: 'version_output', reported: version }) as const;
+
   it('passes only the pinned version, and says what is wrong otherwise', () => {
-    expect(temporalCliCheck({ ...base, observed: { state: 'ran', version: '1.4.1' } }).status).toBe('pass');
-    expect(temporalCliCheck({ ...base, observed: { state: 'ran', version: '1.3.0' } }).summary).toContain('reports version 1.3.0, the profile pins 1.4.1');
-    for (const observed of [{ state: 'missing' }, { state: 'not_a_file' }, { state: 'not_executable' }, { state: 'failed', reason: 'exit code 1' }, { state: 'ran', version: null }] as const) {
+    expect(temporalCliCheck({ ...base, observed: ran('1.4.1') }).status).toBe('pass');
+    expect(temporalCliCheck({ ...base, observed: ran('1.3.0') }).summary).toContain('reports version 1.3.0, the profile pins 1.4.1');
+    for (const observed of [{ state: 'missing' }, { state: 'not_a_file' }, { state: 'not_executable' }, { state: 'failed', reason: 'exit code 1' }, ran(null)] as const) {
       expect(temporalCliCheck({ ...base, observed }).status).toBe('fail');
     }
+  });
+
+  it('says when the version came from the Go build info of an unstamped (go install) build', () => {
+    const fromBuildInfo = (version: string) => ({ state: 'ran', version, source: 'go_build_info', reported: '0.0.0-DEV' }) as const;
+    expect(temporalCliCheck({ ...base, observed: fromBuildInfo('1.4.1') })).toMatchObject({
+      status: 'pass',
+      summary: 'Temporal CLI /opt/temporal reports the pinned version 1.4.1 (from its Go build info; `--version` says 0.0.0-DEV)',
+    });
+    expect(temporalCliCheck({ ...base, observed: fromBuildInfo('1.5.1') }).summary).toContain('reports version 1.5.1, the profile pins 1.4.1 (from its Go build info');
+    const unstamped = { state: 'ran', version: null, source: 'version_output', reported: '0.0.0-DEV' } as const;
+    expect(temporalCliCheck({ ...base, observed: unstamped })).toMatchObject({
+      status: 'fail',
+      summary: '`/opt/temporal --version` reports 0.0.0-DEV and its Go build info names no release of github.com/temporalio/cli (pinned 1.4.1)',
+    });
   });
 });
 

@@ -231,9 +231,9 @@ describe('credential state permissions', () => {
 });
 
 describe('managed_local: the Temporal CLI', () => {
-  async function managedProfile(cliPath: string): Promise<void> {
+  async function managedProfile(cliPath: string, version = '1.4.1'): Promise<void> {
     const { text } = await profileOnFreePorts('managed-temporal', (table) => {
-      tableAt(table, 'workflow_engine').temporal_cli = { path: cliPath, version: '1.4.1' };
+      tableAt(table, 'workflow_engine').temporal_cli = { path: cliPath, version };
     });
     await writeProfile(home, 'sandbox', text);
   }
@@ -248,6 +248,17 @@ describe('managed_local: the Temporal CLI', () => {
   it('passes when the configured CLI reports the pinned version', async () => {
     await managedProfile(await standIn('temporal', '1.4.1'));
     expect(check((await doctor()).report, 'temporal.cli')).toMatchObject({ status: 'pass', summary: expect.stringContaining('pinned version 1.4.1') as unknown });
+  });
+
+  // The real CLI (LEXEC_TEMPORAL_CLI, set by scripts/test.sh) is built with `go install`: unstamped.
+  const realCli = process.env.LEXEC_TEMPORAL_CLI;
+  it.skipIf(realCli === undefined)('passes the go-install-built CLI by the release in its Go build info, and says so', async () => {
+    const pinned = process.env.LEXEC_TEMPORAL_CLI_VERSION ?? '1.5.1';
+    await managedProfile(realCli ?? '', pinned);
+    expect(check((await doctor()).report, 'temporal.cli')).toMatchObject({
+      status: 'pass',
+      summary: `Temporal CLI ${realCli ?? ''} reports the pinned version ${pinned} (from its Go build info; \`--version\` says 0.0.0-DEV)`,
+    });
   });
 
   it('fails another version, a missing file and a file that is not executable', async () => {

@@ -1,0 +1,267 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, readlink, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { UserError } from '../../src/errors.js';
+import { probeGrpcHealth } from '../../src/executor/engine/temporal/grpc-health-probe.js';
+import {
+  createManagedTemporalServer,
+  type ManagedTemporalServer,
+  type ManagedTemporalServerOptions,
+} from '../../src/executor/engine/temporal/managed-temporal-server.js';
+import { managedTemporalStatePath, readManagedTemporalState, writeManagedTemporalState } from '../../src/executor/engine/temporal/managed-temporal-state.js';
+import { isRunning, processStartTicks, waitUntil } from '../../src/stack/process-identity.js';
+import { makeTempDir, PACKAGE_ROOT, removeDir } from '../support/cli.js';
+import { freePorts } from '../support/free-ports.js';
+
+/*
+ * The managed Temporal dev server against the real, pinned Temporal CLI. Its path comes from
+ * LEXEC_TEMPORAL_CLI, which scripts/test.sh sets; by hand:
+ *   export LEXEC_TEMPORAL_CLI="$(../shared/tools/temporal-cli-bin)"
+ * Without it the file is skipped (the reason is in the suite's name).
+ */
+const cli = process.env.LEXEC_TEMPORAL_CLI;
+const pinned = process.env.LEXEC_TEMPORAL_CLI_VERSION ?? '1.5.1';
+const run = promisify(execFile);
+
+let dir: string;
+let events: Record<string, unknown>[];
+const servers: ManagedTemporalServer[] = [];
+const helpers: ChildProcess[] = [];
+
+beforeEach(async () => {
+  dir = await makeTempDir('lexec-managed-temporal-');
+  events = [];
+});
+
+afterEach(async () => {
+  for (const server of servers.splice(0)) await server.stop(2_000);
+  for (const helper of helpers.splice(0)) helper.kill('SIGKILL');
+  await removeDir(dir);
+});
+
+const logger = {
+  info: (entry: Record<string, unknown>) => events.push({ level: 'info', ...entry }),
+  warn: (entry: Record<string, unknown>) => events.push({ level: 'warn', ...entry }),
+  error: (entry: Record<string, unknown>) => events.push({ level: 'error', ...entry }),
+};
+
+async function settings(overrides: Partial<ManagedTemporalServerOptions> = {}): Promise<ManagedTemporalServerOptions> {
+  const [port = 0, uiPort = 0] = await freePorts(2);
+  return { cliPath: cli ?? '', pinnedVersion: pinned, dataDir: join(dir, 'temporal'), logDir: join(dir, 'logs'), port, uiPort, namespace: 'lexec', logger, ...overrides };
+}
+
+function managed(options: ManagedTemporalServerOptions): ManagedTemporalServer {
+  const server = createManagedTemporalServer(options);
+  servers.push(server);
+  return server;
+}
+
+async function startFailure(server: ManagedTemporalServer): Promise<UserError> {
+  const error = await server.start().then(
+    () => null,
+    (thrown: unknown) => thrown,
+  );
+  if (!(error instanceof UserError)) throw new Error(`expected a UserError, got ${String(error)}`);
+  return error;
+}
+
+/** Local addresses (hex, as /proc/net/tcp shows them) of every socket `pid` listens on. */
+async function listeningAddresses(pid: number): Promise<string[]> {
+  const links = await Promise.all((await readdir(`/proc/${pid}/fd`)).map((fd) => readlink(`/proc/${pid}/fd/${fd}`).catch(() => '')));
+  const inodes = new Set(links.flatMap((link) => /^socket:\[(\d+)\]$/.exec(link)?.[1] ?? []));
+  const rows = [...(await readFile('/proc/net/tcp', 'utf8')).split('\n'), ...(await readFile('/proc/net/tcp6', 'utf8')).split('\n')];
+  return rows.map((row) => row.trim().split(/\s+/)).flatMap((fields) => (fields[3] === '0A' && inodes.has(fields[9] ?? '') ? [fields[1] ?? ''] : []));
+}
+
+/** A process that just sleeps: a live pid that is certainly not a Temporal server. */
+function sleeper(): ChildProcess {
+  const child = spawn('sleep', ['60'], { stdio: 'ignore' });
+  helpers.push(child);
+  return child;
+}
+
+/** Runs the CLI as a client of the server (a separate HOME, so no operator config applies). */
+function temporalClient(args: string[], address: string) {
+  return run(cli ?? '', [...args, '--address', address], { env: { PATH: process.env.PATH ?? '', HOME: dir }, timeout: 15_000 });
+}
+
+const suite = cli === undefined ? 'managed Temporal dev server — skipped: LEXEC_TEMPORAL_CLI is not set (scripts/test.sh sets it)' : 'managed Temporal dev server';
+
+describe.skipIf(cli === undefined)(suite, () => {
+  it('starts on loopback, serves gRPC and the UI, publishes its state 0600, and stop() leaves no process', async () => {
+    const options = await settings();
+    const server = managed(options);
+    await server.start();
+    const status = server.status();
+    expect(status).toMatchObject({ state: 'running', executor_pid: process.pid, address: `127.0.0.1:${options.port}`, ui_url: `http://127.0.0.1:${options.uiPort}`, restarts: 0, last_exit: null });
+    const pid = status.pid ?? 0;
+    expect(await isRunning(pid)).toBe(true);
+    expect(status.pid_start_ticks).toBe(await processStartTicks(pid));
+
+    const statePath = managedTemporalStatePath(options.dataDir);
+    expect((await stat(statePath)).mode & 0o777).toBe(0o600);
+    const text = await readFile(statePath, 'utf8');
+    expect(Object.keys(JSON.parse(text) as object)).toEqual([
+      'state_version', 'executor_pid', 'executor_pid_start_ticks', 'pid', 'pid_start_ticks', 'state', 'address', 'ui_url', 'restarts', 'started_at', 'last_exit',
+    ]);
+    expect(await readManagedTemporalState(options.dataDir)).toEqual(status);
+    expect((await stat(options.dataDir)).mode & 0o777).toBe(0o700);
+    expect(existsSync(join(options.dataDir, 'temporal.db'))).toBe(true);
+    expect((await stat(join(options.logDir, 'temporal.log'))).mode & 0o777).toBe(0o600);
+
+    expect(await probeGrpcHealth(options.port, 2_000)).toEqual({ serving: true });
+    // The UI starts beside the frontend; give it a moment.
+    await waitUntil(async () => (await fetch(server.uiUrl).catch(() => null))?.status === 200, 5_000);
+    expect((await fetch(server.uiUrl)).status).toBe(200);
+    // Every port it opens (gRPC, UI, HTTP API, metrics, internal services) is on 127.0.0.1.
+    const addresses = await listeningAddresses(pid);
+    expect(addresses.length).toBeGreaterThanOrEqual(2);
+    for (const address of addresses) expect(address).toMatch(/^0100007F:/);
+
+    expect(await server.stop(10_000)).toBe('stopped');
+    expect(await isRunning(pid)).toBe(false);
+    expect(await readManagedTemporalState(options.dataDir)).toMatchObject({ state: 'stopped', pid: null, pid_start_ticks: null, last_exit: { code: 0, signal: null } });
+    expect(await server.stop(1_000)).toBe('not_running');
+  });
+
+  it('keeps its data across stop and start: the same database, an existing non-default namespace, a namespace created meanwhile', async () => {
+    const options = await settings();
+    const first = managed(options);
+    await first.start();
+    await temporalClient(['operator', 'namespace', 'create', '--namespace', 'kept'], first.address);
+    await first.stop(10_000);
+
+    const second = managed(options);
+    await second.start();
+    expect(second.status()).toMatchObject({ state: 'running', restarts: 0 });
+    const { stdout } = await temporalClient(['operator', 'namespace', 'describe', '--namespace', 'kept', '--output', 'json'], second.address);
+    expect(stdout).toContain('"name": "kept"');
+    await temporalClient(['operator', 'namespace', 'describe', '--namespace', 'lexec'], second.address);
+  });
+
+  it('restarts a child that was killed (restarts 1, a new pid), serves again, and logs both steps', async () => {
+    const options = await settings();
+    const server = managed(options);
+    await server.start();
+    const firstPid = server.status().pid ?? 0;
+    process.kill(firstPid, 'SIGKILL');
+    expect(await waitUntil(() => Promise.resolve(server.status().state === 'running' && server.status().pid !== firstPid), 20_000)).toBe(true);
+    const status = server.status();
+    expect(status).toMatchObject({ restarts: 1, last_exit: { code: null, signal: 'SIGKILL' } });
+    expect(status.pid).not.toBe(firstPid);
+    expect(await readManagedTemporalState(options.dataDir)).toEqual(status);
+    expect(await probeGrpcHealth(options.port, 2_000)).toEqual({ serving: true });
+    expect(events).toContainEqual(expect.objectContaining({ level: 'warn', event: 'temporal_server_exited', pid: firstPid, signal: 'SIGKILL', restart_in_ms: 500 }));
+    expect(events).toContainEqual(expect.objectContaining({ event: 'temporal_server_restarted', pid: status.pid, restarts: 1 }));
+  });
+
+  it('refuses a CLI that is not the pinned version, naming the field and both versions, and creates and spawns nothing', async () => {
+    const options = await settings({ pinnedVersion: '1.4.0' });
+    const error = await startFailure(managed(options));
+    expect(error.code).toBe('temporal_cli_version_mismatch');
+    expect(error.issues.map((issue) => issue.path)).toEqual(['workflow_engine.temporal_cli.version']);
+    expect(error.message).toContain(`reports version ${pinned} (from its Go build info`);
+    expect(error.message).toContain('pins 1.4.0');
+    expect(existsSync(options.dataDir)).toBe(false);
+    expect(await probeGrpcHealth(options.port, 500)).toMatchObject({ serving: false });
+  });
+
+  it('refuses a relative, a missing and a non-executable CLI path (temporal_cli_unusable, …temporal_cli.path)', async () => {
+    const plainFile = join(dir, 'temporal-not-executable');
+    await writeFile(plainFile, '#!/bin/sh\n', { mode: 0o644 });
+    for (const [cliPath, problem] of [
+      ['temporal', 'is not an absolute path'],
+      [join(dir, 'no-such-temporal'), 'does not exist'],
+      [plainFile, 'is not executable'],
+    ] as const) {
+      const error = await startFailure(managed(await settings({ cliPath })));
+      expect(error).toMatchObject({ code: 'temporal_cli_unusable', issues: [{ path: 'workflow_engine.temporal_cli.path' }] });
+      expect(error.message).toContain(problem);
+    }
+  });
+
+  it('refuses a port something else listens on, naming workflow_engine.port and the holder', async () => {
+    const options = await settings();
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(options.port, '127.0.0.1', resolve));
+    try {
+      const error = await startFailure(managed(options));
+      expect(error).toMatchObject({ code: 'temporal_port_in_use', issues: [{ path: 'workflow_engine.port' }] });
+      expect(error.message).toContain(`port ${options.port} is in use by pid ${process.pid}`);
+      expect(existsSync(managedTemporalStatePath(options.dataDir))).toBe(false);
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
+  });
+
+  it('stops the server of an executor that died (SIGKILL) and starts its own', async () => {
+    const options = await settings();
+    // A stand-in executor: another process running this module, killed without a chance to stop its child.
+    const module = join(PACKAGE_ROOT, 'dist/executor/engine/temporal/managed-temporal-server.js');
+    const script = `const { createManagedTemporalServer } = await import(${JSON.stringify(module)});
+      const log = () => undefined;
+      const server = createManagedTemporalServer({ ...${JSON.stringify({ ...options, logger: undefined })}, logger: { info: log, warn: log, error: log } });
+      await server.start();
+      process.stdout.write('ready\\n');
+      setInterval(() => undefined, 1000);`;
+    const executor = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    helpers.push(executor);
+    await new Promise<void>((resolve, reject) => {
+      executor.stdout.on('data', (chunk: Buffer) => {
+        if (chunk.toString().includes('ready')) resolve();
+      });
+      executor.once('exit', () => {
+        reject(new Error('the stand-in executor exited before its server was ready'));
+      });
+    });
+    const orphan = await readManagedTemporalState(options.dataDir);
+    expect(orphan).toMatchObject({ state: 'running', executor_pid: executor.pid });
+    executor.kill('SIGKILL');
+    await waitUntil(async () => !(await isRunning(executor.pid ?? 0)), 5_000);
+    const orphanPid = orphan?.pid ?? 0;
+    expect(await isRunning(orphanPid)).toBe(true);
+
+    const server = managed(options);
+    await server.start();
+    expect(events).toContainEqual(expect.objectContaining({ event: 'temporal_orphan_stopped', pid: orphanPid, executor_pid: executor.pid }));
+    expect(await isRunning(orphanPid)).toBe(false);
+    expect(server.status()).toMatchObject({ state: 'running', executor_pid: process.pid });
+    expect(server.status().pid).not.toBe(orphanPid);
+  });
+
+  it('stops a server this very process recorded and never stopped (an earlier start of the same executor)', async () => {
+    const options = await settings();
+    const left = sleeper();
+    await waitUntil(async () => (await processStartTicks(left.pid ?? 0)) !== null, 2_000);
+    await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+    writeManagedTemporalState(options.dataDir, {
+      ...{ state_version: 1, executor_pid: process.pid, executor_pid_start_ticks: await processStartTicks(process.pid) },
+      ...{ pid: left.pid ?? 0, pid_start_ticks: await processStartTicks(left.pid ?? 0), state: 'running', address: 'x', ui_url: 'y', restarts: 0 },
+      ...{ started_at: new Date().toISOString(), last_exit: null },
+    });
+    const server = managed(options);
+    await server.start();
+    expect(events).toContainEqual(expect.objectContaining({ event: 'temporal_orphan_stopped', pid: left.pid, outcome: 'terminated' }));
+    expect(server.status().state).toBe('running');
+  });
+
+  it("refuses (temporal_data_in_use) a data directory whose server belongs to another live executor, and signals nothing", async () => {
+    const options = await settings();
+    const [otherExecutor, otherServer] = [sleeper(), sleeper()];
+    await waitUntil(async () => (await processStartTicks(otherServer.pid ?? 0)) !== null, 2_000);
+    await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+    writeManagedTemporalState(options.dataDir, {
+      ...{ state_version: 1, executor_pid: otherExecutor.pid ?? 0, executor_pid_start_ticks: await processStartTicks(otherExecutor.pid ?? 0) },
+      ...{ pid: otherServer.pid ?? 0, pid_start_ticks: await processStartTicks(otherServer.pid ?? 0), state: 'running', address: 'x', ui_url: 'y', restarts: 0 },
+      ...{ started_at: new Date().toISOString(), last_exit: null },
+    });
+    const error = await startFailure(managed(options));
+    expect(error).toMatchObject({ code: 'temporal_data_in_use', issues: [{ path: 'workflow_engine.data_dir' }] });
+    expect(await isRunning(otherServer.pid ?? 0)).toBe(true);
+    expect(await isRunning(otherExecutor.pid ?? 0)).toBe(true);
+  });
+});
