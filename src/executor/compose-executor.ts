@@ -62,7 +62,10 @@ export async function composeExecutor(options: {
   const artifacts = createArtifactStore(config.storage.artifact_root);
   const endpoint = providerEndpoint(config, options.liveKey);
   const provider = endpoint === null ? null : createFalQueueClient(endpoint);
+  // The monitor is built after the engine; the engine may ask it for a sample before that.
+  const late: { monitor?: ReadinessMonitor } = {};
   const engine = await createWorkflowEngine(config.workflow_engine, {
+    onHealthChange: () => late.monitor?.sampleNow(),
     db,
     store,
     runActivity: runner(config, { store, provider, ledger, artifacts, logger }),
@@ -109,6 +112,7 @@ export async function composeExecutor(options: {
     isFatalAtStartup: (error) => error instanceof UserError,
   });
 
+  late.monitor = monitor;
   return {
     buildInfo,
     store,

@@ -83,6 +83,11 @@ export interface ReadinessMonitor {
   start(): Promise<StartupOutcome>;
   /** Stops sampling and clears every timer it set. Leaves the Readiness holder as it is. */
   stop(): void;
+  /**
+   * Samples now instead of at the next interval (the engine knows something changed: a managed
+   * child exited or came back). A round under way is followed at once by another; never overlapped.
+   */
+  sampleNow(): void;
   /** The interval in use after clamping. */
   readonly intervalMs: number;
   /** The rules' current state (for status output and tests). */
@@ -231,9 +236,13 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
     }
   }
 
+  let inRound = false;
+  let again = false;
+
   /** One round: both dependencies sampled concurrently, then establishment or restoration. */
   async function round(): Promise<void> {
     roundTimer = undefined;
+    inRound = true;
     const began = clock.now();
     try {
       await Promise.all([sampleEngine(), sampleLedger()]);
@@ -241,9 +250,11 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
     } catch {
       // Only a throwing logger or holder gets here; probing must go on regardless (rule 10).
     }
+    inRound = false;
     if (phase !== 'running') return;
     // Start to start: a slow round is followed at once, never overlapped.
-    const wait = state.started ? intervalMs : startupIntervalMs;
+    const wait = again ? 0 : state.started ? intervalMs : startupIntervalMs;
+    again = false;
     roundTimer = timers.setTimeout(() => void round(), Math.max(0, began + wait - clock.now()));
   }
 
@@ -280,6 +291,15 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
     stop() {
       halt();
       startup?.resolve('stopped');
+    },
+    sampleNow() {
+      if (phase !== 'running') return;
+      if (inRound) {
+        again = true;
+        return;
+      }
+      if (roundTimer !== undefined) timers.clearTimeout(roundTimer);
+      void round();
     },
   };
 }

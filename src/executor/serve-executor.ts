@@ -32,13 +32,14 @@ const DRAIN_BOUND_MS = 10_000;
 export async function serveExecutor(configPath: string): Promise<ExecutorStopped> {
   // Listened for from the first moment: a stop that arrives while a managed engine child is
   // starting still stops that child, instead of leaving it behind.
+  const received: { signal?: string } = {};
   const signal = new Promise<string>((resolve) => {
-    process.once('SIGINT', () => {
-      resolve('SIGINT');
-    });
-    process.once('SIGTERM', () => {
-      resolve('SIGTERM');
-    });
+    const on = (name: string) => () => {
+      received.signal = name;
+      resolve(name);
+    };
+    process.once('SIGINT', on('SIGINT'));
+    process.once('SIGTERM', on('SIGTERM'));
   });
   const config = await loadExecutorConfig(configPath);
   const credentials = await loadExecutorCredentials(config);
@@ -48,11 +49,11 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
   const unlock = await lockDatabase(config.storage.database_path);
   const db = openDatabase(config.storage.database_path, EXECUTOR_MIGRATIONS);
   try {
-    const executor = await Promise.race([composeExecutor({ config, credentials, liveKey, db, logger }), signal]);
-    if (typeof executor === 'string') return { status: 'stopped', signal: executor };
+    const executor = await composeExecutor({ config, credentials, liveKey, db, logger });
     let stopped: ExecutorStopped;
     try {
-      stopped = await run(config, executor, logger, signal);
+      // A stop that came while a managed engine child was starting: stop it again at once.
+      stopped = received.signal === undefined ? await run(config, executor, logger, signal) : { status: 'stopped', signal: received.signal };
     } finally {
       await executor.engine.close();
       executor.close();

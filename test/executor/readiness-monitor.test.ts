@@ -92,7 +92,7 @@ interface LogLine {
   readonly entry: Record<string, unknown>;
 }
 
-interface HarnessOptions extends Partial<Pick<ReadinessMonitorDependencies, 'intervalMs' | 'isFatalAtStartup' | 'ledgerFailureReason' | 'ledger'>> {
+interface HarnessOptions extends Partial<Pick<ReadinessMonitorDependencies, 'intervalMs' | 'startupIntervalMs' | 'isFatalAtStartup' | 'ledgerFailureReason' | 'ledger'>> {
   readonly readiness?: Readiness;
 }
 
@@ -119,6 +119,7 @@ function harness(options: HarnessOptions = {}) {
     engine: (request) => engine.call(request.timeoutMs) as Promise<EngineSample>,
     ledger: options.ledger ?? (() => ledger.call() as Promise<void>),
     ...(options.intervalMs === undefined ? {} : { intervalMs: options.intervalMs }),
+    ...(options.startupIntervalMs === undefined ? {} : { startupIntervalMs: options.startupIntervalMs }),
     ...(options.isFatalAtStartup === undefined ? {} : { isFatalAtStartup: options.isFatalAtStartup }),
     ...(options.ledgerFailureReason === undefined ? {} : { ledgerFailureReason: options.ledgerFailureReason }),
   });
@@ -797,5 +798,53 @@ describe('stop()', () => {
     expect(await h.monitor.start()).toBe('stopped');
     expect(h.engine.calls).toHaveLength(0);
     expect(h.time.pending()).toBe(0);
+  });
+});
+
+describe('startupIntervalMs and sampleNow()', () => {
+  it('samples at the startup interval until first ready, then at the interval', async () => {
+    const h = harness({ startupIntervalMs: 250 });
+    h.engine.next(EMPTY, EMPTY);
+    await h.start();
+    await h.time.advance(250);
+    expect(h.readiness.isReady()).toBe(false);
+    await h.time.advance(250);
+    expect(h.readiness.isReady()).toBe(true);
+    expect(h.engine.calls.map((call) => call.at - h.t0)).toEqual([0, 250, 500]);
+    await h.time.advance(INTERVAL - 1);
+    expect(h.engine.calls).toHaveLength(3);
+    await h.time.advance(1);
+    expect(h.engine.calls).toHaveLength(4);
+  });
+
+  it('sampleNow() runs a round at once: an engine error withdraws without waiting for the interval, and the next healthy round restores', async () => {
+    const h = await readyHarness();
+    h.engine.next(UNAVAILABLE);
+    await h.time.advance(1_000);
+    h.monitor.sampleNow();
+    await h.time.settle();
+    expect(h.readiness.isReady()).toBe(false);
+    expect(h.engine.calls.map((call) => call.at - h.t0)).toEqual([0, 1_000]);
+    h.monitor.sampleNow();
+    await h.time.settle();
+    expect(h.readiness.isReady()).toBe(true);
+    // The regular rhythm goes on from the last round, one timer only.
+    expect(h.time.pending()).toBe(1);
+  });
+
+  it('sampleNow() during a round runs one more round right after it, never two at once', async () => {
+    const h = await readyHarness();
+    h.engine.next('manual');
+    await h.time.advance(INTERVAL);
+    h.monitor.sampleNow();
+    h.monitor.sampleNow();
+    expect(h.engine.calls).toHaveLength(2);
+    h.engine.release(UNAVAILABLE);
+    await h.time.settle();
+    expect(h.readiness.isReady()).toBe(false);
+    expect(h.engine.calls).toHaveLength(2);
+    await h.time.advance(0);
+    expect(h.engine.calls.map((call) => call.at - h.t0)).toEqual([0, INTERVAL, INTERVAL]);
+    expect(h.readiness.isReady()).toBe(true);
   });
 });

@@ -5,7 +5,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect } from 'vitest';
+import { readManagedTemporalState } from '../../src/executor/engine/temporal/managed-temporal-state.js';
 import { managedCredentialPaths } from '../../src/executor/managed-credentials.js';
+import { terminateProcess } from '../../src/stack/process-identity.js';
 import { BIN, makeTempDir, removeDir, runLexec } from './cli.js';
 import { sandboxConfig, type JsonObject } from './config-fixtures.js';
 import { executionRequest } from './executor.js';
@@ -165,6 +167,15 @@ async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options:
     options.waitUntilReady === false
       ? until('executor listening', () => Promise.resolve(executor.url() !== '' ? true : undefined))
       : until('executor ready', async () => (executor.url() !== '' && (await fetch(`${executor.url()}/readyz`)).status === 200 ? true : undefined));
+
+  const engine = options.engine ?? { mode: 'embedded' };
+  if (engine.mode === 'managed_local') {
+    // A SIGKILLed executor leaves its Temporal child behind: the test ends it, like the next start would.
+    cleanups.push(async () => {
+      const state = await readManagedTemporalState(join(dir, 'executor', 'temporal'));
+      if (state?.pid != null) await terminateProcess(state.pid, state.pid_start_ticks, 3_000);
+    });
+  }
 
   const result: Stack = {
     ledger,

@@ -1,11 +1,13 @@
 import type Database from 'better-sqlite3';
 import type { WorkflowEngineConfig } from '../../config/executor-config-schema.js';
-import { UserError } from '../../errors.js';
 import type { ExecutionPhase } from '../domain/execution-states.js';
 import type { ExecutionStore } from '../store/execution-store.js';
 import { createEmbeddedEngine } from './embedded-engine.js';
 import type { RunActivity, WorkflowEngine } from './workflow-engine.js';
 import type { EngineLogger } from './temporal/temporal-engine.js';
+
+/** SIGTERM → SIGKILL bound for a managed Temporal child (it stops in 2-3 s). */
+const MANAGED_STOP_GRACE_MS = 8_000;
 
 export interface EngineDependencies {
   readonly db: Database.Database;
@@ -13,6 +15,8 @@ export interface EngineDependencies {
   readonly runActivity: RunActivity;
   readonly logger: EngineLogger;
   readonly onActivityError: (executionId: string, phase: ExecutionPhase, error: unknown) => void;
+  /** Told when the engine knows its health changed (a managed child exited or came back), so readiness need not wait for its next sample. */
+  readonly onHealthChange?: () => void;
 }
 
 /** What `/version`-like reports and the started event say of the engine (no secret, no path). */
@@ -39,10 +43,19 @@ export async function createWorkflowEngine(config: WorkflowEngineConfig, deps: E
     const engine = createTemporalEngine({ ...grpcAddress(config.address), namespace: config.namespace, taskQueue: config.task_queue, ...deps });
     return { ...engine, description: { mode: 'external', address: config.address, namespace: config.namespace, task_queue: config.task_queue, ui_url: config.ui_url } };
   }
-  throw new UserError('workflow_engine_unavailable', 'The managed_local workflow engine is not available in this build yet.', {
-    nextStep: 'Use "workflow_engine": {"mode": "external"} with a Temporal server you run, or "embedded".',
-    issues: [{ path: 'workflow_engine.mode', message: 'managed_local is not available in this build yet' }],
-  });
+  const { createManagedTemporalServer, managedTemporalSettings } = await import('./temporal/managed-temporal-server.js');
+  const server = createManagedTemporalServer({ ...managedTemporalSettings(config), logger: deps.logger, onStateChange: () => deps.onHealthChange?.() });
+  await server.start();
+  const engine = createTemporalEngine({ address: server.address, tls: false, namespace: config.namespace, taskQueue: config.task_queue, ...deps });
+  return {
+    ...engine,
+    async close() {
+      await engine.close();
+      // Only after the worker drained: the engine's own child, and nothing else (spec §8 Operations 1).
+      await server.stop(MANAGED_STOP_GRACE_MS);
+    },
+    description: { mode: 'managed_local', address: `grpc://${server.address}`, namespace: config.namespace, task_queue: config.task_queue, ui_url: server.uiUrl },
+  };
 }
 
 function embedded(deps: EngineDependencies): ConfiguredEngine {

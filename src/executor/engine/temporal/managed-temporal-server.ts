@@ -43,6 +43,8 @@ export interface ManagedTemporalServerOptions {
   readonly readyTimeoutMs?: number;
   /** The wall clock for published timestamps. */
   readonly now?: () => Date;
+  /** Told when the child's state changes (e.g. it exited and is `restarting`): readiness samples at once. */
+  readonly onStateChange?: (state: ManagedTemporalState['state']) => void;
 }
 
 export interface ManagedTemporalServer {
@@ -119,7 +121,9 @@ export function createManagedTemporalServer(options: ManagedTemporalServerOption
 
   /** Publishes a change; a failed write is logged, never thrown into exit handlers and timers. */
   function publish(change: Partial<ManagedTemporalState>): void {
+    const before = state.state;
     state = { ...state, ...change };
+    if (state.state !== before) options.onStateChange?.(state.state);
     try {
       writeManagedTemporalState(dataDir, state);
       published = true;
@@ -137,7 +141,9 @@ export function createManagedTemporalServer(options: ManagedTemporalServerOption
   }
 
   async function spawnChild(during: 'starting' | 'restarting'): Promise<Child> {
-    const spawned = spawn(options.cliPath, temporalServerArgs(options), { cwd: dataDir, env: serverEnvironment(dataDir), stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group: a Ctrl-C in the executor's terminal reaches the executor, which drains
+    // its worker first and only then stops this child (spec §8 Operations 1).
+    const spawned = spawn(options.cliPath, temporalServerArgs(options), { cwd: dataDir, env: serverEnvironment(dataDir), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const drained = [spawned.stdout, spawned.stderr].map((stream) => {
       const splitter = createLineSplitter(writeToLog);
       stream.setEncoding('utf8');
