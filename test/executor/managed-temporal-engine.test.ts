@@ -32,14 +32,6 @@ async function engineState(dataDir: string): Promise<ManagedTemporalState> {
   return state;
 }
 
-const events = (s: Stack) =>
-  s.executor.lines.flatMap((line) => {
-    try {
-      return [JSON.parse(line) as Record<string, unknown>];
-    } catch {
-      return [];
-    }
-  });
 
 /** The workflow's status once it closed (its last workflow task may follow the execution's end by a moment). */
 async function closedStatus(port: number, workflowId: string): Promise<string> {
@@ -69,7 +61,7 @@ describe.skipIf(cli === null)('the executor runs its own Temporal server (manage
     expect((await s.authorization(tokenId)).status).toBe('settled');
 
     expect(await s.executor.kill('SIGTERM')).toBe(0);
-    const order = events(s).map((event) => event.event);
+    const order = s.executor.events().map((event) => event.event);
     const at = (name: string) => order.indexOf(name);
     expect(at('executor_stopping')).toBeGreaterThan(-1);
     expect(at('executor_stopping')).toBeLessThan(at('temporal_server_stopped'));

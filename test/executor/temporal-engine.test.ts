@@ -54,16 +54,8 @@ const readyz = async (s: Stack) => {
   return { status: response.status, body: (await response.json()) as { status: string; reason?: string } };
 };
 
-const logEvents = (s: Stack) =>
-  s.executor.lines.flatMap((line) => {
-    try {
-      return [JSON.parse(line) as Record<string, unknown>];
-    } catch {
-      return [];
-    }
-  });
 
-const probeEvents = (s: Stack) => logEvents(s).filter((event) => event.event === 'executor_dependency_probe' && event.dependency === 'workflow_engine');
+const probeEvents = (s: Stack) => s.executor.events().filter((event) => event.event === 'executor_dependency_probe' && event.dependency === 'workflow_engine');
 
 /** Every payload in a history, decoded (the payload converter writes JSON). */
 function decodedPayloads(json: string): string[] {
@@ -180,7 +172,7 @@ describe.skipIf(cli === null)('readiness on the real engine (spec §3), faults f
   it('startup needs this worker on the queue; an engine error withdraws at once, reads stay, and recovery restores readiness by itself', async () => {
     const s = await stackBehindProxy();
     // Rule 1: the first sample that made the executor ready saw this worker polling.
-    const lines = s.executor.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = s.executor.events();
     const ready = lines.findIndex((event) => event.event === 'executor_ready');
     expect(lines.slice(0, ready).some((event) => event.event === 'executor_dependency_probe' && event.dependency === 'workflow_engine' && Number(event.pollers) >= 1)).toBe(true);
     const tokenId = await s.approvedToken();
@@ -264,7 +256,7 @@ describe.skipIf(cli === null)('an external engine: never started or stopped by t
 
   it('an unknown namespace is never ready, and the log names workflow_engine.namespace', async () => {
     const s = await harness.stack({ engine: { mode: 'external', url: temporal.url, namespace: 'no-such-namespace' }, waitUntilReady: false });
-    const event = await until('the setting named', () => Promise.resolve(logEvents(s).find((entry) => entry.event === 'workflow_engine_setting_suspect')));
+    const event = await until('the setting named', () => Promise.resolve(s.executor.events().find((entry) => entry.event === 'workflow_engine_setting_suspect')));
     expect(event).toMatchObject({ field: 'workflow_engine.namespace', grpc_status: 'NOT_FOUND' });
     expect((await readyz(s)).status).toBe(503);
   }, 60_000);
@@ -272,7 +264,7 @@ describe.skipIf(cli === null)('an external engine: never started or stopped by t
   it('an address where no engine answers is never ready, and the log names workflow_engine.address', async () => {
     const [port = 0] = await freePorts(1);
     const s = await harness.stack({ engine: { mode: 'external', url: `grpc://127.0.0.1:${port}` }, waitUntilReady: false });
-    const event = await until('the setting named', () => Promise.resolve(logEvents(s).find((entry) => entry.event === 'workflow_engine_setting_suspect')));
+    const event = await until('the setting named', () => Promise.resolve(s.executor.events().find((entry) => entry.event === 'workflow_engine_setting_suspect')));
     expect(event).toMatchObject({ field: 'workflow_engine.address' });
     expect((await readyz(s)).body).toEqual({ status: 'not_ready', reason: 'workflow_engine_unavailable' });
   }, 60_000);

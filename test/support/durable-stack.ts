@@ -67,8 +67,13 @@ export interface Execution {
 export function spawnExecutor(configPath: string, dir: string, cleanups: (() => Promise<unknown>)[]) {
   const child = spawn(process.execPath, [BIN, 'executor', 'serve', '--config', configPath], { env: { PATH: process.env.PATH ?? '', HOME: dir }, stdio: ['ignore', 'ignore', 'pipe'] });
   const lines: string[] = [];
+  let partial = '';
   child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (chunk: string) => lines.push(...chunk.split('\n').filter(Boolean)));
+  child.stderr.on('data', (chunk: string) => {
+    const parts = (partial + chunk).split('\n');
+    partial = parts.pop() ?? '';
+    lines.push(...parts.filter(Boolean));
+  });
   const exit = new Promise<number>((resolve) => child.once('exit', (code) => { resolve(code ?? 128); }));
   const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -86,7 +91,16 @@ export function spawnExecutor(configPath: string, dir: string, cleanups: (() => 
     }
     return '';
   };
-  return { url, lines, kill };
+  /** The JSON log lines so far, parsed. */
+  const events = () =>
+    lines.flatMap((line) => {
+      try {
+        return [JSON.parse(line) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+  return { url, lines, events, kill };
 }
 
 export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
