@@ -81,6 +81,9 @@ export function renderStatusResult(result: StatusResult, output: Output): void {
     ]),
   ];
   for (const line of table(rows)) output.line(line);
+  for (const component of result.components) {
+    if (component.ui_url !== undefined) output.line(`${component.name} web UI: ${component.ui_url}`);
+  }
   if (result.orphans.length > 0) {
     output.line(style.warn(`The supervisor is gone but ${result.orphans.map((orphan) => `${orphan.component} pid ${orphan.pid}`).join(', ')} still run: \`lexec stack stop\` ends them.`));
   }

@@ -1,9 +1,19 @@
+import { connect } from 'node:net';
 import { readBuildInfo, type BuildInfo } from '../build-info.js';
 import type { ExecutorConfig } from '../config/executor-config-schema.js';
 import { parseExecutorConfig } from '../config/parse-executor-config.js';
 import { UserError } from '../errors.js';
 import { readTemporalCliVersion } from '../executor/engine/temporal/temporal-cli-version.js';
-import { credentialPermissionsCheck, diskSpaceCheck, lineageChecks, liveCredentialCheck, portCheck, temporalCliCheck } from '../stack/doctor-checks.js';
+import {
+  credentialPermissionsCheck,
+  diskSpaceCheck,
+  externalEngineCheck,
+  lineageChecks,
+  liveCredentialCheck,
+  portCheck,
+  temporalCliCheck,
+  type PortOwner,
+} from '../stack/doctor-checks.js';
 import {
   availableDiskBytes,
   descendsFrom,
@@ -29,6 +39,7 @@ import { loadProfile, resolveProfileName } from '../stack/profile-store.js';
 import { compareGenerations, renderGeneration, STACK_COMPONENTS, type GenerationManifest, type RenderedGeneration } from '../stack/render-generation.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
 import { runningSupervisorPid } from '../stack/stack-locks.js';
+import { liveTemporalChild } from '../stack/stack-processes.js';
 import { generationCatalog } from './stack-catalog.js';
 import type { ProfileRequest } from './stack-generations.js';
 
@@ -89,12 +100,27 @@ async function stackStateCheck(paths: ProfilePaths, supervisorPid: number | null
   return passed('stack.state', 'stopped');
 }
 
+const PORT_OWNERS: readonly PortOwner[] = [...STACK_COMPONENTS, 'temporal', 'temporal_ui'];
+
+function portOf(manifest: GenerationManifest, owner: PortOwner): number | null {
+  const temporal = manifest.components.executor.temporal;
+  if (owner === 'temporal') return temporal?.port ?? null;
+  if (owner === 'temporal_ui') return temporal?.ui_port ?? null;
+  return manifest.components[owner]?.port ?? null;
+}
+
 async function portChecks(subject: Subject | null, paths: ProfilePaths, supervisorPid: number | null): Promise<DoctorCheck[]> {
-  if (subject === null) return STACK_COMPONENTS.map((component) => skipped(`ports.${component}.free`, 'no generation and no valid profile to take the ports from'));
+  if (subject === null) return PORT_OWNERS.map((component) => skipped(`ports.${component}.free`, 'no generation and no valid profile to take the ports from'));
   const published = supervisorPid === null ? new Map<string, number>() : await publishedComponentPids(paths);
+  // The executor's Temporal server holds both of its ports while the stack runs.
+  const temporal = supervisorPid === null ? null : await liveTemporalChild(paths);
+  if (temporal !== null) {
+    published.set('temporal', temporal.pid);
+    published.set('temporal_ui', temporal.pid);
+  }
   const checks: DoctorCheck[] = [];
-  for (const component of STACK_COMPONENTS) {
-    const port = subject.manifest.components[component]?.port ?? null;
+  for (const component of PORT_OWNERS) {
+    const port = portOf(subject.manifest, component);
     const probe = port === null ? null : await probePort(port);
     const expectedPid = published.get(component) ?? null;
     let ownership: 'stack' | 'foreign' | 'unknown' = 'unknown';
@@ -113,6 +139,33 @@ async function liveCheck(subject: Subject | null): Promise<DoctorCheck> {
   if (providers.mode !== 'live') return liveCredentialCheck({ kind: 'sandbox' });
   const reference = providers.credential;
   return liveCredentialCheck({ kind: 'live', reference, fileState: reference.store === 'file' ? await inspectSecretFile(reference.path) : null });
+}
+
+async function externalCheck(subject: Subject | null): Promise<DoctorCheck> {
+  const engine = subject?.config.workflow_engine;
+  if (engine?.mode !== 'external') return externalEngineCheck({ mode: engine?.mode ?? null });
+  const url = new URL(engine.address);
+  return externalEngineCheck({ mode: 'external', address: engine.address, reachable: await tcpReachable(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port)) });
+}
+
+/** Whether `host:port` accepts a TCP connection within a second. */
+function tcpReachable(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: 1_000 });
+    const done = (reachable: boolean) => {
+      socket.destroy();
+      resolve(reachable);
+    };
+    socket.once('connect', () => {
+      done(true);
+    });
+    socket.once('timeout', () => {
+      done(false);
+    });
+    socket.once('error', () => {
+      done(false);
+    });
+  });
 }
 
 async function temporalCheck(subject: Subject | null): Promise<DoctorCheck> {
@@ -164,6 +217,7 @@ export async function runDoctor({ home, paths, build = readBuildInfo() }: Doctor
     }),
     await stackStateCheck(paths, supervisorPid, active),
     await temporalCheck(subject),
+    await externalCheck(subject),
     ...(await portChecks(subject, paths, supervisorPid)),
     credentialPermissionsCheck({ dir: paths.credentialsDir, ...credentials }),
     await liveCheck(subject),

@@ -39,8 +39,14 @@ export async function preflightChecks({ home, paths, manifest }: PreflightReques
 /** Throws a user error (exit 1) naming every port that is in use and who holds it. */
 async function assertPortsFree(paths: ProfilePaths, manifest: GenerationManifest): Promise<void> {
   const busy = [];
-  for (const component of generationComponents(manifest)) {
-    const port = manifest.components[component]?.port;
+  const temporal = manifest.components.executor.temporal;
+  const owned: [string, number | undefined][] = [
+    ...generationComponents(manifest).map((component): [string, number | undefined] => [component, manifest.components[component]?.port]),
+    // A managed_local executor's Temporal server: its gRPC frontend and its web UI.
+    ['temporal', temporal?.port],
+    ['temporal_ui', temporal?.ui_port],
+  ];
+  for (const [component, port] of owned) {
     if (port === undefined) continue;
     const probe = await probePort(port);
     if (!probe.free) busy.push({ component, probe });

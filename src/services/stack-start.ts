@@ -100,7 +100,7 @@ export async function startStack(request: StartRequest): Promise<StartResult> {
     const running = await liveSupervisorPid(paths, state);
     if (running !== null) return await joinRunningStack({ request, paths, supervisorPid: running, started });
 
-    const orphans = await liveRecordedChildren(state);
+    const orphans = await liveRecordedChildren(state, paths);
     if (orphans.length > 0) {
       await request.progress.step(`stopping ${orphans.length} process(es) left by a killed supervisor`, () =>
         Promise.all(orphans.map((child) => terminateProcess(child.pid, child.startTicks, ORPHAN_GRACE_MS))),

@@ -1,7 +1,9 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { logFilePath } from '../stack/log-files.js';
-import { probeComponent, type ProbedComponent } from '../stack/loopback-probe.js';
+import { readTemporalChild } from '../stack/managed-temporal-child.js';
+import { isSameProcess } from '../stack/process-identity.js';
+import { probeComponent, probeTcp, type ProbedComponent } from '../stack/loopback-probe.js';
 import { resolveProfileName } from '../stack/profile-store.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
 import { liveRecordedChildren, liveSupervisorPid, readStateLeniently } from '../stack/stack-processes.js';
@@ -22,7 +24,8 @@ const COMPONENT_ORDER: readonly ProbedComponent[] = ['ledger', 'executor', 'sand
 export type OverallState = 'running' | 'stopped' | 'degraded';
 
 export interface ComponentReport {
-  readonly name: ProbedComponent;
+  /** A supervised child, or `temporal`: the Temporal server a managed_local executor starts and supervises itself. */
+  readonly name: ProbedComponent | 'temporal';
   readonly state: ComponentState;
   readonly pid: number | null;
   readonly port: number;
@@ -36,6 +39,8 @@ export interface ComponentReport {
   readonly last_exit: ComponentExit | null;
   /** Size of the active log file, bytes. */
   readonly log_bytes: number;
+  /** `temporal` only: its web UI on loopback. */
+  readonly ui_url?: string;
 }
 
 export interface StatusResult {
@@ -61,20 +66,65 @@ async function sizeOf(path: string): Promise<number> {
  * The active generation id and its components' ports, read without the generation store (which
  * loads zod): the pointer is one id, and only the ports are taken from manifest.json.
  */
-async function activeGeneration(paths: ProfilePaths): Promise<{ id: string; ports: Partial<Record<ProbedComponent, number>> } | null> {
-  const id = (await readFile(paths.activeFile, 'utf8').catch(() => '')).trim();
-  if (!/^g[0-9a-f]{16}$/.test(id)) return null;
+interface GenerationPorts {
+  readonly ports: Partial<Record<ProbedComponent, number>>;
+  /** A managed_local executor's Temporal server, when the generation has one. */
+  readonly temporal: { readonly port: number; readonly ui_port: number } | null;
+}
+
+/** A generation's component ports, read from its manifest.json alone (see activeGeneration). */
+async function generationPorts(paths: ProfilePaths, id: string): Promise<GenerationPorts> {
   const ports: Partial<Record<ProbedComponent, number>> = {};
+  let temporal: GenerationPorts['temporal'] = null;
   try {
-    const manifest = JSON.parse(await readFile(join(paths.generationsDir, id, 'manifest.json'), 'utf8')) as { components?: Record<string, { port?: unknown } | undefined> };
+    const manifest = JSON.parse(await readFile(join(paths.generationsDir, id, 'manifest.json'), 'utf8')) as {
+      components?: Record<string, { port?: unknown; temporal?: { port?: unknown; ui_port?: unknown } } | undefined>;
+    };
     for (const component of COMPONENT_ORDER) {
       const port = manifest.components?.[component]?.port;
       if (Number.isInteger(port)) ports[component] = port as number;
     }
+    const engine = manifest.components?.executor?.temporal;
+    if (Number.isInteger(engine?.port) && Number.isInteger(engine?.ui_port)) temporal = { port: engine?.port as number, ui_port: engine?.ui_port as number };
   } catch {
     // A damaged manifest: `stack start` reports it; status just shows no components.
   }
-  return { id, ports };
+  return { ports, temporal };
+}
+
+/**
+ * The active generation id and its components' ports, read without the generation store (which
+ * loads zod): the pointer is one id, and only the ports are taken from manifest.json.
+ */
+async function activeGeneration(paths: ProfilePaths): Promise<({ id: string } & GenerationPorts) | null> {
+  const id = (await readFile(paths.activeFile, 'utf8').catch(() => '')).trim();
+  if (!/^g[0-9a-f]{16}$/.test(id)) return null;
+  return { id, ...(await generationPorts(paths, id)) };
+}
+
+/**
+ * The Temporal server of a managed_local executor, as the executor published it in
+ * state/temporal/server.json; probed (a TCP connect to its gRPC port) while it should run.
+ */
+async function temporalReport(paths: ProfilePaths, ports: { port: number; ui_port: number }, probeIt: boolean, now: number): Promise<ComponentReport> {
+  const record = await readTemporalChild(paths.temporalDataDir);
+  const live = record?.pid != null && (await isSameProcess(record.pid, record.startTicks)) ? record : null;
+  const probe = probeIt || live !== null ? await probeTcp(ports.port, PROBE_TIMEOUT_MS) : null;
+  // A dead pid is stopped, unless the executor said it is bringing it back.
+  const state = live !== null ? live.state : record?.state === 'restarting' ? 'restarting' : 'stopped';
+  return {
+    name: 'temporal',
+    state,
+    pid: live?.pid ?? null,
+    port: ports.port,
+    uptime_ms: live !== null && state === 'running' ? uptime(live.startedAt, now) : null,
+    restarts: record?.restarts ?? 0,
+    ready: probe === null ? null : probe.ok,
+    probe_error: probe === null || probe.ok ? null : probe.error,
+    last_exit: record?.lastExit ?? null,
+    log_bytes: await sizeOf(logFilePath(paths.logsDir, 'temporal')),
+    ui_url: `http://127.0.0.1:${ports.ui_port}`,
+  };
 }
 
 function uptime(since: string | null, now: number): number | null {
@@ -88,7 +138,7 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
   const supervisorPid = await liveSupervisorPid(paths, state);
   const now = Date.now();
   const running = supervisorPid !== null && state?.supervisor_pid === supervisorPid ? state : null;
-  const orphans = running === null ? (await liveRecordedChildren(state)).map(({ component, pid }) => ({ component, pid })) : [];
+  const orphans = running === null ? (await liveRecordedChildren(state, paths)).map(({ component, pid }) => ({ component, pid })) : [];
   const active = running === null ? await activeGeneration(paths) : null;
 
   const names = COMPONENT_ORDER.filter((name) => (running === null ? active?.ports[name] !== undefined : running.components[name] !== undefined));
@@ -112,6 +162,13 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
       };
     }),
   );
+
+  // The executor's own child: shown after the executor while its generation has one.
+  const temporalPorts = running !== null ? (await generationPorts(paths, running.generation_id)).temporal : (active?.temporal ?? null);
+  if (temporalPorts !== null) {
+    const executorUp = running?.components.executor?.state === 'running';
+    components.splice(components.findIndex((component) => component.name === 'executor') + 1, 0, await temporalReport(paths, temporalPorts, executorUp, now));
+  }
 
   let overall: OverallState;
   if (running !== null) overall = running.phase === 'running' && components.every((component) => component.state === 'running' && component.ready === true) ? 'running' : 'degraded';

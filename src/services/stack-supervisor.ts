@@ -3,7 +3,8 @@ import { performance } from 'node:perf_hooks';
 import { errorCode, UserError } from '../errors.js';
 import { generationDir } from '../stack/generation-store.js';
 import { probeComponent } from '../stack/loopback-probe.js';
-import { processStartTicks } from '../stack/process-identity.js';
+import { processStartTicks, terminateProcess } from '../stack/process-identity.js';
+import { liveTemporalChild } from '../stack/stack-processes.js';
 import { loadProfile, resolveProfileName } from '../stack/profile-store.js';
 import { generationComponents, type GenerationManifest, type StackComponent } from '../stack/render-generation.js';
 import { nextStreak, restartDelayMs } from '../stack/restart-policy.js';
@@ -34,8 +35,13 @@ import { activeManifest } from './stack-generations.js';
 /** How often a starting child is probed. */
 const PROBE_INTERVAL_MS = 150;
 const PROBE_TIMEOUT_MS = 1_000;
-/** SIGTERM → SIGKILL bound per child; the executor drains running work for up to 10 s first. */
-const STOP_GRACE_MS: Readonly<Record<StackComponent, number>> = { executor: 15_000, sandbox: 5_000, ledger: 10_000 };
+/**
+ * SIGTERM → SIGKILL bound per child. The executor drains running work for up to 10 s, then stops
+ * its managed Temporal server (2-3 s, at most 8 s).
+ */
+const STOP_GRACE_MS: Readonly<Record<StackComponent, number>> = { executor: 20_000, sandbox: 5_000, ledger: 10_000 };
+/** SIGTERM → SIGKILL bound for a Temporal server an executor left behind. */
+const TEMPORAL_ORPHAN_GRACE_MS = 8_000;
 /** Ledger refusals during bootstrap that waiting can cure (the ledger restarting); anything else stops the stack. */
 const TRANSIENT_CODES = new Set(['ledger_unreachable', 'ledger_server_error']);
 
@@ -371,6 +377,11 @@ class Supervisor {
       while (slot.child === child) await sleep(10);
     };
     await Promise.all([...this.slots.values()].filter((slot) => slot.component !== 'ledger').map(stop));
+    // An executor stopped only by SIGKILL (past its bound) could not stop its Temporal server.
+    const temporal = await liveTemporalChild(this.paths);
+    if (temporal !== null) {
+      this.event('temporal_orphan_stopped', { child_pid: temporal.pid, outcome: await terminateProcess(temporal.pid, temporal.startTicks, TEMPORAL_ORPHAN_GRACE_MS) }, 'warn');
+    }
     const ledger = this.slots.get('ledger');
     if (ledger !== undefined) await stop(ledger);
   }

@@ -80,8 +80,11 @@ export function lineageChecks(input: LineageInput): DoctorCheck[] {
   return checks;
 }
 
+/** What holds a port of a stack: a supervised component, or a managed Temporal server's gRPC and UI ports. */
+export type PortOwner = StackComponent | 'temporal' | 'temporal_ui';
+
 export interface PortInput {
-  readonly component: StackComponent;
+  readonly component: PortOwner;
   /** null: the generation has no such component (a live profile has no sandbox). */
   readonly port: number | null;
   readonly probe: PortProbe | null;
@@ -92,7 +95,7 @@ export interface PortInput {
   readonly expectedPid: number | null;
 }
 
-const portCheckId = (component: StackComponent): DoctorCheckId => `ports.${component}.free`;
+const portCheckId = (component: PortOwner): DoctorCheckId => `ports.${component}.free`;
 
 /**
  * A stopped stack needs its ports free (and names whoever holds one); a running stack's ports
@@ -100,7 +103,9 @@ const portCheckId = (component: StackComponent): DoctorCheckId => `ports.${compo
  */
 export function portCheck(input: PortInput): DoctorCheck {
   const id = portCheckId(input.component);
-  if (input.port === null || input.probe === null) return skipped(id, `no ${input.component} in this generation`);
+  if (input.port === null || input.probe === null) {
+    return skipped(id, input.component.startsWith('temporal') ? 'no managed Temporal server in this generation' : `no ${input.component} in this generation`);
+  }
   const { probe, component } = input;
   const changePort = `Stop that process, or change ports.${component} in profile.toml, then render and activate.`;
   if (!input.running) {
@@ -247,4 +252,22 @@ export function liveCredentialCheck(input: LiveCredentialInput): DoctorCheck {
     default:
       return failed('live.credential', `the provider credential file ${path} is ${input.fileState.replaceAll('_', ' ')}`, `Make ${path} a regular file owned by this user with mode 0600.`);
   }
+}
+
+export type ExternalEngineInput =
+  | { readonly mode: 'embedded' | 'managed_local' | null }
+  | { readonly mode: 'external'; readonly address: string; readonly reachable: boolean };
+
+/**
+ * An external engine is the operator's to run and may be started after lexec, so an address
+ * nobody answers on is a warning, not a failure. A TCP connection only: the doctor sends nothing.
+ */
+export function externalEngineCheck(input: ExternalEngineInput): DoctorCheck {
+  if (input.mode !== 'external') return skipped('temporal.external', input.mode === null ? 'no workflow engine settings to check' : `workflow engine ${input.mode}: no external engine`);
+  if (input.reachable) return passed('temporal.external', `the external Temporal frontend ${input.address} accepts connections`);
+  return warned(
+    'temporal.external',
+    `nothing accepts connections at the external Temporal frontend ${input.address}`,
+    'Start the Temporal cluster, or set workflow_engine.address in profile.toml to where its frontend listens; until it answers the executor stays not ready.',
+  );
 }

@@ -12,8 +12,12 @@ import { join } from 'node:path';
  * `stack status` reads log sizes and must start fast.
  */
 
-/** The components whose output the supervisor writes to logs: its children's stderr, and its own events. */
-export const LOG_COMPONENTS = ['ledger', 'executor', 'sandbox', 'supervisor'] as const;
+/**
+ * The components with a log: the supervisor's children (their stderr), the supervisor's own
+ * events, and a managed_local executor's Temporal server (written by the executor, which renders
+ * point at this same directory through `workflow_engine.log_dir`).
+ */
+export const LOG_COMPONENTS = ['ledger', 'executor', 'sandbox', 'temporal', 'supervisor'] as const;
 export type LogComponent = (typeof LOG_COMPONENTS)[number];
 
 /** Retained generations besides the active file (spec §6 rule 4: four). */

@@ -26,6 +26,9 @@ const ports = z.strictObject({
   executor: fixedPort,
   /** Sandbox profiles only: where the local sandbox provider listens. */
   sandbox: fixedPort.optional(),
+  /** managed_local only: the executor's Temporal dev server (gRPC frontend) and its web UI. */
+  temporal: fixedPort.optional(),
+  temporal_ui: fixedPort.optional(),
 });
 
 /** The executor's workflow engine; a managed Temporal's data and log directories are derived, its ports are in [ports]. */
@@ -80,6 +83,14 @@ export const profileSchema = z
       if (profile.ports.sandbox !== undefined) ctx.addIssue({ code: 'custom', path: ['ports', 'sandbox'], message: 'is only allowed in a sandbox profile' });
       if (profile.live !== undefined && !profile.execution_targets.some((target) => target.target_id === profile.live?.target_id)) {
         ctx.addIssue({ code: 'custom', path: ['live', 'target_id'], message: 'must name one of execution_targets' });
+      }
+    }
+    for (const key of ['temporal', 'temporal_ui'] as const) {
+      if (profile.workflow_engine.mode === 'managed_local' && profile.ports[key] === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['ports', key], message: 'required with workflow_engine.mode = "managed_local"' });
+      }
+      if (profile.workflow_engine.mode !== 'managed_local' && profile.ports[key] !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['ports', key], message: 'is only allowed with workflow_engine.mode = "managed_local" (the executor starts no Temporal server otherwise)' });
       }
     }
     const used = new Map<number, string>();

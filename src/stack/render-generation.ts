@@ -39,7 +39,12 @@ export const manifestSchema = z.strictObject({
   files: z.array(z.strictObject({ name: z.enum(RUNTIME_FILES), component: z.enum(STACK_COMPONENTS), sha256 })),
   components: z.strictObject({
     ledger: z.strictObject({ port: z.number().int() }),
-    executor: z.strictObject({ port: z.number().int(), workflow_engine: z.string() }),
+    executor: z.strictObject({
+      port: z.number().int(),
+      workflow_engine: z.string(),
+      /** managed_local: the Temporal child the executor starts (absent in older manifests and other modes). */
+      temporal: z.strictObject({ port: z.number().int(), ui_port: z.number().int() }).optional(),
+    }),
     sandbox: z.strictObject({ port: z.number().int(), complete_after_ms: z.number().int() }).optional(),
   }),
 });
@@ -69,7 +74,10 @@ function executorConfig(profile: Profile, paths: ProfilePaths, build: BuildInfo)
     ledger: { endpoint: loopback(profile.ports.ledger), product_version: build.product_version },
     credentials: { mode: 'managed', state_dir: paths.executorCredentialsDir },
     storage: { database_path: paths.executorDatabase, artifact_root: paths.artifactRoot, catalog_path: paths.catalogPath },
-    workflow_engine: engine.mode === 'managed_local' ? { ...engine, data_dir: paths.temporalDataDir } : engine,
+    workflow_engine:
+      engine.mode === 'managed_local'
+        ? { ...engine, data_dir: paths.temporalDataDir, log_dir: paths.logsDir, port: profile.ports.temporal, ui_port: profile.ports.temporal_ui }
+        : engine,
     providers:
       profile.kind === 'live' && profile.live !== undefined
         ? { mode: 'live', ...profile.live }
@@ -121,7 +129,11 @@ export function renderGeneration({ profile, paths, build, now }: { profile: Prof
     ],
     components: {
       ledger: { port: profile.ports.ledger },
-      executor: { port: profile.ports.executor, workflow_engine: profile.workflow_engine.mode },
+      executor: {
+        port: profile.ports.executor,
+        workflow_engine: profile.workflow_engine.mode,
+        ...(profile.ports.temporal !== undefined && profile.ports.temporal_ui !== undefined ? { temporal: { port: profile.ports.temporal, ui_port: profile.ports.temporal_ui } } : {}),
+      },
       ...(profile.kind === 'sandbox' && profile.ports.sandbox !== undefined
         ? { sandbox: { port: profile.ports.sandbox, complete_after_ms: profile.sandbox?.complete_after_ms ?? 300 } }
         : {}),

@@ -1,3 +1,4 @@
+import { readTemporalChild } from './managed-temporal-child.js';
 import { isRunning, isSameProcess, readProcessStat, sendSignal, terminateProcess, waitUntil } from './process-identity.js';
 import type { ProfilePaths } from './stack-home.js';
 import { runningSupervisorPid } from './stack-locks.js';
@@ -29,13 +30,26 @@ export async function liveSupervisorPid(paths: ProfilePaths, state: SupervisorSt
   return alive ? pid : null;
 }
 
-/** Recorded children that are still running (the very processes recorded, not reused pids). */
-export async function liveRecordedChildren(state: SupervisorState | null): Promise<RecordedChild[]> {
+/**
+ * Recorded children that are still running (the very processes recorded, not reused pids): the
+ * supervisor's, and a managed Temporal server its executor recorded (an executor that was
+ * SIGKILLed leaves it behind).
+ */
+export async function liveRecordedChildren(state: SupervisorState | null, paths?: ProfilePaths): Promise<RecordedChild[]> {
   const live: RecordedChild[] = [];
   for (const [component, status] of Object.entries(state?.components ?? {})) {
     if (status.pid !== null && (await isSameProcess(status.pid, status.pid_start_ticks))) live.push({ component, pid: status.pid, startTicks: status.pid_start_ticks });
   }
+  const temporal = paths === undefined ? null : await liveTemporalChild(paths);
+  if (temporal !== null) live.push(temporal);
   return live;
+}
+
+/** The managed Temporal server recorded in `state/temporal/server.json`, if that very process still runs. */
+export async function liveTemporalChild(paths: ProfilePaths): Promise<RecordedChild | null> {
+  const record = await readTemporalChild(paths.temporalDataDir);
+  if (record?.pid == null || !(await isSameProcess(record.pid, record.startTicks))) return null;
+  return { component: 'temporal', pid: record.pid, startTicks: record.startTicks };
 }
 
 export interface StackTakedown {
@@ -68,9 +82,9 @@ export async function takeDownStack(paths: ProfilePaths, supervisorPid: number |
     }
   }
   const state = await readStateLeniently(paths);
-  const orphans = await liveRecordedChildren(state);
+  const orphans = await liveRecordedChildren(state, paths);
   await Promise.all(orphans.map((child) => terminateProcess(child.pid, child.startTicks, options.orphanGraceMs)));
-  const survivors = await liveRecordedChildren(state);
+  const survivors = await liveRecordedChildren(state, paths);
   // A supervisor that could not say so itself (killed) left a state that still reads "running".
   if (state !== null && state.phase !== 'stopped' && state.phase !== 'failed' && survivors.length === 0) {
     const components = Object.fromEntries(

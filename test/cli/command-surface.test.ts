@@ -115,7 +115,7 @@ describe('command surface', () => {
       'stack:generations': [...global, flag('profile')],
       'stack:logs': [
         global[0],
-        { name: 'component', type: 'option', required: false, options: ['ledger', 'executor', 'sandbox', 'supervisor', 'all'], default: 'all' },
+        { name: 'component', type: 'option', required: false, options: ['ledger', 'executor', 'sandbox', 'temporal', 'supervisor', 'all'], default: 'all' },
         flag('execution-id'),
         { name: 'follow', type: 'boolean', required: false, options: undefined, default: undefined },
         global[1],

@@ -31,8 +31,8 @@ function edited(example: string, change: (table: TomlTable) => void): TomlTable 
 }
 
 describe('the shipped example profiles', () => {
-  it('ships the sandbox, managed Temporal and live examples', () => {
-    expect(exampleNames()).toEqual(['live.toml', 'managed-temporal.toml', 'sandbox.toml']);
+  it('ships the sandbox, managed Temporal, external Temporal and live examples', () => {
+    expect(exampleNames()).toEqual(['external-temporal.toml', 'live.toml', 'managed-temporal.toml', 'sandbox.toml']);
   });
 
   it.each(exampleNames())('%s parses', async (name) => {
@@ -187,6 +187,22 @@ describe('rules across sections', () => {
       }),
     );
     expect(issues).toContainEqual({ path: 'execution_targets[1].target_id', message: 'is listed twice' });
+  });
+
+  it('managed_local needs ports for its Temporal server and its UI, distinct from the others; other engines refuse them', async () => {
+    const missing = await issuesOf(edited('managed-temporal', (table) => {
+      delete tableAt(table, 'ports').temporal;
+      delete tableAt(table, 'ports').temporal_ui;
+    }));
+    expect(missing.map((issue) => [issue.path, issue.message])).toEqual([
+      ['ports.temporal', 'required with workflow_engine.mode = "managed_local"'],
+      ['ports.temporal_ui', 'required with workflow_engine.mode = "managed_local"'],
+    ]);
+    const clash = await issuesOf(edited('managed-temporal', (table) => (tableAt(table, 'ports').temporal_ui = 7610)));
+    expect(clash.map((issue) => issue.path)).toEqual(['ports.temporal_ui']);
+    const stray = await issuesOf(edited('sandbox', (table) => (tableAt(table, 'ports').temporal = 7430)));
+    expect(stray.map((issue) => issue.path)).toEqual(['ports.temporal']);
+    expect(stray[0]?.message).toContain('only allowed with workflow_engine.mode = "managed_local"');
   });
 
   it('managed_local needs an absolute, pinned Temporal CLI', async () => {

@@ -56,6 +56,35 @@ describe('render', () => {
     expect(manifestSchema.safeParse(generation.manifest).success).toBe(true);
   });
 
+  it('renders a managed Temporal with its data in state/temporal, its log in logs/ and its ports from [ports], recorded in the manifest', async () => {
+    const generation = await render('managed-temporal', { name: 'temporal' });
+    const executor = parseExecutorConfig(JSON.parse(generation.files['executor.json']));
+    if (!executor.ok) throw new Error(JSON.stringify(executor.issues));
+    expect(executor.value.workflow_engine).toEqual({
+      mode: 'managed_local',
+      temporal_cli: { path: '/usr/local/bin/temporal', version: '1.5.1' },
+      data_dir: `${HOME}/profiles/temporal/state/temporal`,
+      log_dir: `${HOME}/profiles/temporal/logs`,
+      port: 7630,
+      ui_port: 7640,
+      namespace: 'default',
+      task_queue: 'lexec-executions',
+    });
+    expect(generation.manifest.components.executor).toEqual({ port: 7610, workflow_engine: 'managed_local', temporal: { port: 7630, ui_port: 7640 } });
+  });
+
+  it('renders an external Temporal as configured, with no Temporal ports in the manifest', async () => {
+    const generation = await render('external-temporal');
+    const executor = JSON.parse(generation.files['executor.json']) as { workflow_engine: unknown };
+    expect(executor.workflow_engine).toEqual({ mode: 'external', address: 'grpc://127.0.0.1:7233', namespace: 'default', task_queue: 'lexec-executions', ui_url: 'http://127.0.0.1:8233' });
+    expect(generation.manifest.components.executor).toEqual({ port: 7710, workflow_engine: 'external' });
+  });
+
+  it('reads a manifest written before Temporal ports were recorded', async () => {
+    const generation = await render('sandbox');
+    expect(manifestSchema.safeParse({ ...generation.manifest, components: { ...generation.manifest.components, executor: { port: 7410, workflow_engine: 'embedded' } } }).success).toBe(true);
+  });
+
   it('turns the development allowance on only for a development build', async () => {
     const allowance = async (build: BuildInfo) => (JSON.parse((await render('sandbox', { build })).files['executor.json']) as { development_allowance: boolean }).development_allowance;
     expect(await allowance(DEVELOPMENT)).toBe(true);
@@ -125,6 +154,14 @@ describe('compareGenerations', () => {
     tableAt(table, 'ports').ledger = 7401;
     const after = await render(table);
     expect(compareGenerations(before.manifest, after.manifest)).toEqual({ changed_files: ['ledger.json', 'executor.json'], affected_components: ['ledger', 'executor'] });
+  });
+
+  it('a Temporal port change affects the executor, which starts that server', async () => {
+    const before = await render('managed-temporal');
+    const table = exampleTable('managed-temporal');
+    tableAt(table, 'ports').temporal_ui = 7641;
+    const after = await render(table);
+    expect(compareGenerations(before.manifest, after.manifest)).toEqual({ changed_files: ['executor.json'], affected_components: ['executor'] });
   });
 
   it('a policy change affects only the ledger', async () => {

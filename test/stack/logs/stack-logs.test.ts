@@ -219,7 +219,7 @@ describe('lexec stack logs', () => {
       expect(run.exitCode, args.join(' ')).toBe(2);
       expect((JSON.parse(run.stdout) as LogsDocument).error).toMatchObject({ kind: 'usage', code, message: expect.stringMatching(message) as string });
     };
-    await usage(['--component', 'temporal'], 'invalid_flag_value', /--component must be one of: ledger, executor, sandbox, supervisor, all/);
+    await usage(['--component', 'worker'], 'invalid_flag_value', /--component must be one of: ledger, executor, sandbox, temporal, supervisor, all/);
     await usage(['--component', 'executor', '--execution-id', 'not-an-id'], 'invalid_flag_value', /--execution-id must be an execution id/);
     await usage(['--component', 'ledger', '--execution-id', EXECUTION_A], 'invalid_flag_value', /applies to the executor's log/);
     await usage(['--follow'], 'usage_error', /--follow cannot be combined with --json/);
