@@ -4,6 +4,7 @@ import {
   DISK_FAIL_BELOW,
   DISK_WARN_BELOW,
   diskSpaceCheck,
+  externalEngineCheck,
   lineageChecks,
   liveCredentialCheck,
   portCheck,
@@ -107,6 +108,31 @@ describe('ports', () => {
 
   it('a component the generation does not have is skipped', () => {
     expect(portCheck({ component: 'sandbox', port: null, probe: null, running: false, ownership: 'unknown', expectedPid: null }).status).toBe('skip');
+    expect(portCheck({ component: 'temporal_ui', port: null, probe: null, running: false, ownership: 'unknown', expectedPid: null })).toMatchObject({
+      id: 'ports.temporal_ui.free',
+      status: 'skip',
+      summary: 'no managed Temporal server in this generation',
+    });
+  });
+
+  it("a managed Temporal server's port taken by someone else fails, naming the profile key to change", () => {
+    const check = portCheck({ component: 'temporal', port: 7630, probe: { ...busy, port: 7630 }, running: false, ownership: 'unknown', expectedPid: null });
+    expect(check).toMatchObject({ id: 'ports.temporal.free', status: 'fail' });
+    expect(check.fix).toContain('ports.temporal in profile.toml');
+  });
+});
+
+describe('external Temporal engine', () => {
+  it('an address that accepts connections passes; one that does not only warns (it may be started later), naming the key', () => {
+    expect(externalEngineCheck({ mode: 'external', address: 'grpc://127.0.0.1:7233', reachable: true })).toMatchObject({ id: 'temporal.external', status: 'pass' });
+    const unreachable = externalEngineCheck({ mode: 'external', address: 'grpc://127.0.0.1:7233', reachable: false });
+    expect(unreachable).toMatchObject({ status: 'warn', summary: 'nothing accepts connections at the external Temporal frontend grpc://127.0.0.1:7233' });
+    expect(unreachable.fix).toContain('workflow_engine.address');
+  });
+
+  it('is skipped for the other engines', () => {
+    expect(externalEngineCheck({ mode: 'managed_local' }).status).toBe('skip');
+    expect(externalEngineCheck({ mode: null }).status).toBe('skip');
   });
 });
 
