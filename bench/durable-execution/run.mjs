@@ -104,6 +104,7 @@ import { BenchError, fail, parseCount, runBenchmark, table } from '../lib/harnes
 import { BIG_CAP, bootstrapManaged, openReadOnly, preCreateAuthorizations } from '../lib/lexec-stack.mjs';
 import { clientCpuMs, filesystemOf, percentile, processCpuMs } from '../lib/measure.mjs';
 import { attachStrace, detachStrace, requireStrace } from '../lib/strace.mjs';
+import { ENGINES, engineSection, killRecordedTemporal, runPerEngine, temporalCliPath } from './engines.mjs';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const root = dirname(dirname(benchDir));
@@ -122,10 +123,10 @@ const DEADLINE_SECONDS = 3600;
 const TERMINAL_EVENTS = { execution_succeeded: 'succeeded', execution_failed: 'failed', execution_reconciliation: 'reconciliation' };
 
 const USAGE =
-  'usage: node bench/durable-execution/run.mjs [--latency N (default 300)] [--warmup N (default 20)] [--sustained M (default 1000)] [--concurrency C (default 8)] [--recovery R (default 10000)] [--detect log|poll (default log)] [--poll-ms MS (default 5)] [--count-fsyncs N (default 0: off)] [--cpu-prof DIR (default: off)] [--dir PATH (default the OS temp dir)]';
+  'usage: node bench/durable-execution/run.mjs [--engine embedded|managed_local|embedded,managed_local (default: both when a Temporal CLI is given, else embedded)] [--temporal-cli PATH (default LEXEC_TEMPORAL_CLI)] [--latency N (default 300)] [--warmup N (default 20)] [--sustained M (default 1000)] [--concurrency C (default 8)] [--recovery R (default 10000)] [--detect log|poll (default log)] [--poll-ms MS (default 5)] [--count-fsyncs N (default 0: off)] [--cpu-prof DIR (default: off)] [--dir PATH (default the OS temp dir)]';
 
 function parseArgs(argv) {
-  const options = { latency: 300, warmup: 20, sustained: 1000, concurrency: 8, recovery: 10_000, detect: 'log', pollMs: 5, countFsyncs: 0, cpuProf: null, dir: tmpdir() };
+  const options = { engines: null, temporalCli: null, latency: 300, warmup: 20, sustained: 1000, concurrency: 8, recovery: 10_000, detect: 'log', pollMs: 5, countFsyncs: 0, cpuProf: null, dir: tmpdir() };
   const counts = { '--latency': ['latency', 1], '--warmup': ['warmup', 0], '--sustained': ['sustained', 1], '--concurrency': ['concurrency', 1], '--recovery': ['recovery', 1], '--poll-ms': ['pollMs', 1], '--count-fsyncs': ['countFsyncs', 0] };
   for (let index = 0; index < argv.length; index += 1) {
     const arg = argv[index];
@@ -137,6 +138,15 @@ function parseArgs(argv) {
       const value = inline ?? argv[++index];
       if (value !== 'log' && value !== 'poll') fail(`--detect needs log or poll (got ${JSON.stringify(value ?? null)}).`);
       options.detect = value;
+    } else if (name === '--engine') {
+      const value = inline ?? argv[++index] ?? '';
+      const engines = value.split(',');
+      if (engines.some((engine) => !ENGINES.includes(engine)) || new Set(engines).size !== engines.length) fail(`--engine needs ${ENGINES.join(', ')} or both, comma-separated (got ${JSON.stringify(value)}).`);
+      options.engines = engines;
+    } else if (name === '--temporal-cli') {
+      const value = inline ?? argv[++index];
+      if (value === undefined || !value.startsWith('/')) fail('--temporal-cli needs the absolute path of the Temporal CLI.');
+      options.temporalCli = value;
     } else if (name === '--dir' || name === '--cpu-prof') {
       const value = inline ?? argv[++index];
       if (value === undefined || value === '') fail(`${name} needs a directory.`);
@@ -149,6 +159,11 @@ function parseArgs(argv) {
     }
   }
   if (options.concurrency > 64) fail('--concurrency is at most 64.');
+  options.temporalCli = temporalCliPath(options.temporalCli);
+  if (options.engines === null) {
+    options.engines = options.temporalCli === null ? ['embedded'] : [...ENGINES];
+    if (options.temporalCli === null) process.stderr.write('bench/durable-execution: embedded only (no Temporal CLI: give --temporal-cli PATH or LEXEC_TEMPORAL_CLI to compare with managed_local).\n');
+  }
   return options;
 }
 
@@ -313,7 +328,7 @@ function ledgerConfig(workDir) {
   return { path, config };
 }
 
-function executorConfig(workDir, ledgerPort, sandboxOrigin) {
+async function executorConfig(workDir, ledgerPort, sandboxOrigin, options) {
   const executorDir = join(workDir, 'executor');
   const template = JSON.parse(readFileSync(join(root, 'templates', 'executor.example.json'), 'utf8'));
   const pricing = template.execution_targets.find((target) => target.target_id === TARGET_ID)?.pricing.by_image_size?.[IMAGE_SIZE];
@@ -325,6 +340,7 @@ function executorConfig(workDir, ledgerPort, sandboxOrigin) {
     credentials: { mode: 'managed', state_dir: join(executorDir, 'credentials') },
     storage: { database_path: join(executorDir, 'executor.db'), artifact_root: join(executorDir, 'artifacts'), catalog_path: join(executorDir, 'provider-catalog.json') },
     providers: { mode: 'sandbox', base_url: sandboxOrigin, operation_deadline_seconds: DEADLINE_SECONDS },
+    workflow_engine: await engineSection(options.engine, workDir, options.temporalCli),
     development_allowance: true,
   };
   const path = join(workDir, 'executor.json');
@@ -507,7 +523,13 @@ async function partSustained(stack, options) {
   await allTerminal(ids, 'sustained', stack);
   const ends = ids.map((id) => run.terminal.get(id));
   const notSucceeded = ends.filter((end) => end.state !== 'succeeded').length;
-  if (notSucceeded > 0) fail(`sustained: ${notSucceeded} executions did not succeed.`);
+  if (notSucceeded > 0) {
+    const db = openReadOnly(stack.executorDb);
+    const why = tally(db, `SELECT state || '/' || COALESCE(state_reason, '-') AS k, COUNT(*) AS n FROM executions WHERE state <> 'succeeded' GROUP BY k`);
+    const attempts = tally(db, `SELECT state || '/' || COALESCE(outcome_code, '-') AS k, COUNT(*) AS n FROM provider_attempts WHERE state NOT IN ('completed', 'checkpointed') GROUP BY k`);
+    db.close();
+    fail(`sustained: ${notSucceeded} executions did not succeed: ${listing(why)}; attempts ${listing(attempts)}.${stack.executor.tailText()}`);
+  }
   const end = Math.max(...ends.map((item) => item.at));
   const cpu = cpuSince(stack.services(), before);
   const latencies = records.map((record) => run.terminal.get(record.id).at - record.sentAt).sort((a, b) => a - b);
@@ -662,7 +684,7 @@ async function countFsyncs(stack, count) {
 
 // --- verification -------------------------------------------------------------------------------
 
-async function verify(stack, paths) {
+async function verify(stack, paths, engine) {
   const problems = [];
   const problem = (text) => {
     if (problems.length < 20) problems.push(text);
@@ -700,7 +722,8 @@ async function verify(stack, paths) {
         continue;
       }
       const [attempt] = attempts;
-      if (runs.get(row.execution_id) !== 'completed') problem(`execution ${row.execution_id}: its workflow run is ${runs.get(row.execution_id) ?? 'missing'}, not completed.`);
+      // The embedded engine's own runs; a Temporal engine keeps its runs in Temporal.
+      if (engine === 'embedded' && runs.get(row.execution_id) !== 'completed') problem(`execution ${row.execution_id}: its workflow run is ${runs.get(row.execution_id) ?? 'missing'}, not completed.`);
       if (row.state === 'reconciliation') {
         if (row.state_reason !== 'submission_unconfirmed' || attempt.state !== 'ambiguous') problem(`execution ${row.execution_id} is in reconciliation (${row.state_reason}, attempt ${attempt.state}); only an attempt interrupted before its checkpoint may end there.`);
         if (receipts.has(row.execution_id)) problem(`execution ${row.execution_id} is in reconciliation but holds a receipt.`);
@@ -878,7 +901,7 @@ function report(options, outcome, workDir) {
   const perSecond = sustained.count / (sustained.wallMs / 1000);
   const lines = [
     `Durable execution on loopback — ${facts.node}, ${facts.cpus} CPUs (${facts.cpu_model ?? 'unknown CPU'}), ${facts.platform}`,
-    `processes: lexec ledger serve + lexec provider sandbox serve --complete-after-ms 0 + lexec executor serve (embedded engine); SQLite WAL + synchronous=FULL on ${facts.filesystem ?? 'unknown filesystem'} (${workDir})`,
+    `processes: lexec ledger serve + lexec provider sandbox serve --complete-after-ms 0 + lexec executor serve (${options.engine === 'embedded' ? 'embedded engine' : 'managed_local engine: its own temporal server start-dev'}); SQLite WAL + synchronous=FULL on ${facts.filesystem ?? 'unknown filesystem'} (${workDir})`,
     `each execution: 1 image, ${IMAGE_SIZE}, ${COST_UNITS} micro-units; completion detected ${options.detect === 'log' ? "from the executor's execution_succeeded log line" : `by polling GET /v1/executions/{id} every ${options.pollMs} ms`}`,
     `set-up: ${setUp.authorizations} authorizations approved by policy for ${setUp.agents} agents in ${setUp.seconds.toFixed(1)} s (8 at a time)`,
     `fresh executor start (empty database): spawn -> listening ${fmt(firstStart.startedMs, 0)} ms, -> /readyz 200 ${fmt(firstStart.readyzMs, 0)} ms`,
@@ -929,6 +952,7 @@ function report(options, outcome, workDir) {
 
   const result = {
     benchmark: 'durable-execution',
+    engine: options.engine,
     ...facts,
     set_up: { authorizations: setUp.authorizations, agents: setUp.agents, seconds: round2(setUp.seconds) },
     fresh_start_ms: { listening: round2(firstStart.startedMs), readyz: round2(firstStart.readyzMs) },
@@ -1010,7 +1034,8 @@ async function main(options, workDir) {
   sandbox.port = sandboxStarted.port;
   const adminToken = readFileSync(ledgerFiles.config.admin_capability_path, 'utf8').trim();
 
-  const executorFiles = executorConfig(workDir, ledger.port, sandboxStarted.origin);
+  const executorFiles = await executorConfig(workDir, ledger.port, sandboxStarted.origin, options);
+  temporalDataDir = executorFiles.config.workflow_engine.data_dir ?? null;
   bootstrapManaged(workDir, executorFiles.path, ledgerFiles.config.admin_capability_path);
   const stack = {
     workDir,
@@ -1041,7 +1066,7 @@ async function main(options, workDir) {
   const sustained = await partSustained(stack, options);
   const recovery = await partRecovery(stack, options);
   const fsyncs = options.countFsyncs > 0 ? await countFsyncs(stack, options.countFsyncs) : null;
-  const verification = await verify(stack, { executorDb: stack.executorDb, ledgerDb: ledgerFiles.config.database_path });
+  const verification = await verify(stack, { executorDb: stack.executorDb, ledgerDb: ledgerFiles.config.database_path }, options.engine);
   agent.destroy();
   const stopped = await stopAll();
   for (const [name, how] of Object.entries(stopped)) {
@@ -1050,14 +1075,87 @@ async function main(options, workDir) {
   return { latency, sustained, recovery, fsyncs, verification, setUp, firstStart, stopped, filesystem: filesystemOf(workDir) };
 }
 
+/** Where a managed_local executor keeps its Temporal server's state: read at clean-up, so no server outlives the run. */
+let temporalDataDir = null;
+
+async function stopEverything() {
+  agent.destroy();
+  await stopAll();
+  if (temporalDataDir !== null) killRecordedTemporal(temporalDataDir);
+}
+
+/** Both engines, each run on fresh state by a child run of this script, then side by side. */
+function compareEngines(options, argv) {
+  const passOn = [];
+  for (let index = 0; index < argv.length; index += 1) {
+    if (argv[index] === '--engine' || argv[index] === '--temporal-cli') index += 1;
+    else if (!argv[index].startsWith('--engine=') && !argv[index].startsWith('--temporal-cli=')) passOn.push(argv[index]);
+  }
+  if (options.temporalCli !== null) passOn.push('--temporal-cli', options.temporalCli);
+  const results = runPerEngine(fileURLToPath(import.meta.url), options.engines, passOn);
+  const [base, other] = options.engines.map((engine) => results[engine]);
+  const cell = (engine, pick) => pick(results[engine]);
+  const row = (label, pick) => [label, ...options.engines.map((engine) => cell(engine, pick))];
+  const text = (value, digits = 1) => (typeof value === 'number' ? value.toFixed(digits) : String(value));
+  const lines = [
+    '',
+    `== side by side: ${options.engines.join(' vs ')} ==`,
+    ...table(
+      ['', ...options.engines],
+      [
+        row('POST -> succeeded p50 ms (concurrency 1)', (r) => text(r.latency.total_ms.p50)),
+        row('POST -> succeeded p99 ms (concurrency 1)', (r) => text(r.latency.total_ms.p99)),
+        row(`sustained executions/s (${base.sustained.executions} at concurrency ${base.sustained.concurrency})`, (r) => text(r.sustained.per_second)),
+        row('restart: spawn -> /readyz 200 ms', (r) => text(r.recovery.restart_ms.readyz, 0)),
+        row(`recovery: spawn -> all ${base.recovery.executions} terminal s`, (r) => text(r.recovery.all_terminal_s, 2)),
+        row('recovery: end states', (r) => Object.entries(r.recovery.states).map(([state, n]) => `${state} ${n}`).join(', ')),
+        row('duplicate submissions', (r) => String(r.verification.duplicate_submissions)),
+        row('verification', (r) => (r.verification.ok ? 'OK' : 'PROBLEMS')),
+      ],
+    ),
+  ];
+  const targets = other === undefined
+    ? null
+    : {
+        p50_ratio: Math.round((other.latency.total_ms.p50 / base.latency.total_ms.p50) * 100) / 100,
+        p50_within_2x: other.latency.total_ms.p50 <= 2 * base.latency.total_ms.p50,
+        sustained_at_least_50_per_s: other.sustained.per_second >= 50,
+        recovery_all_terminal: Object.keys(other.recovery.states).every((state) => state === 'succeeded' || state === 'reconciliation'),
+        zero_duplicates: options.engines.every((engine) => results[engine].verification.duplicate_submissions === 0),
+      };
+  if (targets !== null) {
+    lines.push(
+      '',
+      `targets for ${options.engines[1]}: p50 within 2x of ${options.engines[0]} — ${targets.p50_ratio}x, ${targets.p50_within_2x ? 'met' : 'NOT met'}; at least 50 executions/s — ${other.sustained.per_second}, ${targets.sustained_at_least_50_per_s ? 'met' : 'NOT met'}; recovery ends with all terminal — ${targets.recovery_all_terminal ? 'met' : 'NOT met'}; zero duplicate submissions — ${targets.zero_duplicates ? 'met' : 'NOT met'}`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+  process.stdout.write(`RESULT ${JSON.stringify({ benchmark: 'durable-execution-engines', engines: results, targets })}\n`);
+  return options.engines.every((engine) => results[engine].verification.ok) ? 0 : 1;
+}
+
+const argv = process.argv.slice(2);
+let parsed;
+try {
+  parsed = parseArgs(argv);
+} catch (error) {
+  process.stderr.write(`bench/durable-execution: ${error instanceof BenchError ? error.message : String(error)}\n`);
+  process.exit(1);
+}
+if (parsed.engines.length > 1) {
+  try {
+    process.exit(compareEngines(parsed, argv));
+  } catch (error) {
+    process.stderr.write(`bench/durable-execution: ${error instanceof BenchError ? error.message : String(error)}\n`);
+    process.exit(1);
+  }
+}
+
 await runBenchmark({
   name: 'durable-execution',
-  parseArgs: () => parseArgs(process.argv.slice(2)),
+  parseArgs: () => ({ ...parsed, engine: parsed.engines[0] }),
   main,
-  stop: async () => {
-    agent.destroy();
-    await stopAll();
-  },
+  stop: stopEverything,
   report: (options, outcome, workDir) => {
     report(options, outcome, workDir);
     if (outcome.verification.problems.length === 0) return 0;

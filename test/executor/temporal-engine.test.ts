@@ -84,19 +84,30 @@ describe.skipIf(cli === null)('the workflow on a real Temporal server', () => {
     const payloads = new Set(decodedPayloads(json));
     expect(payloads).toContain(JSON.stringify({ execution_id: executionId, phase: 'submit_provider' }));
     expect(payloads).toContain(JSON.stringify(executionId));
-    // The other payloads name the submit_provider patch: its marker, and the patch list the SDK
-    // records as a search attribute.
-    const marker = [...payloads].filter((payload) => payload.includes('lexec-submit-provider-activity'));
-    expect(marker.map((payload) => JSON.parse(payload) as unknown).sort()).toEqual([['lexec-submit-provider-activity'], { id: 'lexec-submit-provider-activity', deprecated: false }].sort());
-    for (const payload of payloads) {
-      if (marker.includes(payload)) continue;
+    // The other payloads: the two patches (their markers, and the patch list the SDK keeps as a
+    // search attribute), and each local activity's bookkeeping (sequence, attempt, type, times).
+    const patches = ['lexec-submit-provider-activity', 'lexec-local-phase-activities'];
+    const parsed = [...payloads].map((payload) => ({ payload, value: JSON.parse(payload) as unknown }));
+    const patchPayloads = parsed.filter(({ payload }) => patches.some((patch) => payload.includes(patch)));
+    expect(patchPayloads.map(({ value }) => value)).toEqual(expect.arrayContaining([{ id: patches[0], deprecated: false }, { id: patches[1], deprecated: false }]) as unknown[]);
+    for (const { value } of patchPayloads) {
+      if (Array.isArray(value)) expect(value.every((entry) => patches.includes(entry as string))).toBe(true);
+      else expect(patches).toContain((value as { id: string }).id);
+    }
+    const localActivities = parsed.filter(({ value }) => typeof value === 'object' && value !== null && 'activity_type' in value);
+    for (const { value } of localActivities) expect(Object.keys(value as object).sort()).toEqual(['activity_id', 'activity_type', 'attempt', 'backoff', 'complete_time', 'original_schedule_time', 'seq']);
+    for (const { payload } of parsed) {
+      if (patchPayloads.some((entry) => entry.payload === payload) || localActivities.some((entry) => entry.payload === payload)) continue;
       expect(payload).toMatch(/^("exe_[0-9a-f]{32}"|\{"execution_id":"exe_[0-9a-f]{32}","phase":"[a-z_]+"\}|\{"kind":"(done|next|later)"(,"phase":"[a-z_]+"|,"delayMs":\d+)?\})$/);
     }
-    // The activities, in order, are the runner's phases; submission is its own activity (the patch).
+    // The phases, in order: the submission is an activity of its own (the first patch); the others
+    // run as local activities (the second).
     const events = (JSON.parse(json) as { events: { activityTaskScheduledEventAttributes?: { activityType: { name: string } } }[] }).events;
     const scheduled = events.flatMap((event) => (event.activityTaskScheduledEventAttributes === undefined ? [] : [event.activityTaskScheduledEventAttributes.activityType.name]));
-    expect(scheduled[0]).toBe('submit_provider');
-    expect(new Set(scheduled)).toEqual(new Set(['submit_provider', 'poll_provider_operation', 'store_artifacts', 'settle']));
+    expect(scheduled).toEqual(['submit_provider']);
+    const local = localActivities.map(({ value }) => (value as { seq: number; activity_type: string })).sort((x, y) => x.seq - y.seq).map((entry) => entry.activity_type);
+    expect(local[0]).toBe('poll_provider_operation');
+    expect(local.slice(-2)).toEqual(['store_artifacts', 'settle']);
     for (const forbidden of [s.caller, s.admin, s.resolver, 'lexec_', 'lighthouse', 'http:', harness.dir(), s.sandbox.url]) expect(json).not.toContain(forbidden);
   }, 60_000);
 

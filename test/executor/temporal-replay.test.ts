@@ -57,10 +57,17 @@ describe('replay of recorded histories', () => {
   it('every recorded history, from before and after the submit_provider patch, replays on the shipped workflow', async () => {
     const histories = await recorded(() => true);
     expect(histories.map((history) => history.name).filter((name) => name.endsWith('-v0.json')).length).toBeGreaterThanOrEqual(3);
-    expect(histories.map((history) => history.name).filter((name) => name.endsWith('-v1.json')).length).toBeGreaterThanOrEqual(3);
+    for (const version of ['v1', 'v2']) expect(histories.map((history) => history.name).filter((name) => name.endsWith(`-${version}.json`)).length).toBeGreaterThanOrEqual(3);
     const results = await replay({ workflowBundle: { codePath: SHIPPED_BUNDLE } }, histories);
     expect([...results.keys()].sort()).toEqual(histories.map((history) => history.name));
     for (const [name, result] of results) expect(result.error, name).toBeUndefined();
+  }, 60_000);
+
+  it('the histories from before the local-activity change do not replay on the workflow without that guard', async () => {
+    const histories = await recorded((name) => name.endsWith('-v1.json'));
+    const results = await replay({ workflowsPath: join(PACKAGE_ROOT, 'test', 'support', 'workflow-without-local-phases-guard.ts') }, histories);
+    expect(results.size).toBe(histories.length);
+    for (const [name, result] of results) expect(result.error?.name, name).toBe('DeterminismViolationError');
   }, 60_000);
 
   it('the pre-patch histories do not replay on the same workflow without its patched() guard: the guard is what keeps them working', async () => {

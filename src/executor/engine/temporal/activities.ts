@@ -56,9 +56,12 @@ export function createPhaseActivities(options: {
   };
   const run = (phase: ExecutionPhase) => async (executionId: string) => {
     const context = Context.current();
-    const beat = setInterval(() => {
-      context.heartbeat();
-    }, HEARTBEAT_INTERVAL_MS);
+    // A local activity cannot heartbeat: the workflow task it runs in carries it.
+    const beat = context.info.isLocal
+      ? undefined
+      : setInterval(() => {
+          context.heartbeat();
+        }, HEARTBEAT_INTERVAL_MS);
     try {
       return await inTurn(executionId, () => runPhase(phase, executionId));
     } finally {

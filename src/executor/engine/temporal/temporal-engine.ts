@@ -162,6 +162,9 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
           activities,
           maxConcurrentActivityTaskExecutions: options.concurrency ?? 16,
           shutdownGraceTime: options.drainMs ?? 10_000,
+          // A workflow task waiting on the sticky queue of a worker that died goes to the shared
+          // queue after this, instead of the default 10 s: a restarted executor resumes sooner.
+          stickyQueueScheduleToStartTimeout: '3s',
         });
         if (!isRunning()) break;
         logger.info({ event: 'temporal_worker_started', namespace, task_queue: taskQueue, after_failures: failures });

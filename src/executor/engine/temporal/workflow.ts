@@ -1,4 +1,4 @@
-import { continueAsNew, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, patched, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { ExecutionPhase } from '../../domain/execution-states.js';
 import type { ActivityOutcome } from '../workflow-engine.js';
 import type { PhaseActivities } from './activities.js';
@@ -29,11 +29,16 @@ export const EXECUTION_WORKFLOW_TYPE = 'lexecExecution';
  * financial effect. Polling and waiting are not retries: the runner answers "later" and the
  * workflow sleeps on a durable timer.
  */
-const phases = proxyActivities<PhaseActivities>({
-  startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '5 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' } as const;
+const phases = proxyActivities<PhaseActivities>({ startToCloseTimeout: '2 minutes', heartbeatTimeout: '5 seconds', retry: RETRY });
+/**
+ * The phases after the submission as local activities: run by this worker within the workflow task
+ * that reaches them, so a phase costs no task-queue round trip and no workflow task of its own.
+ * Their guarantees are the same at least once (a worker that dies mid-phase leaves the workflow
+ * task to time out, and the next worker runs the phase again, deciding from the database); a
+ * retry past 10 s waits on a durable timer rather than inside the workflow task.
+ */
+const localPhases = proxyLocalActivities<PhaseActivities>({ startToCloseTimeout: '2 minutes', localRetryThreshold: '10 seconds', retry: RETRY });
 
 /** Past this many events a run continues as new at its current phase, so a long poll never grows one history without bound. */
 const HISTORY_LIMIT = 2_000;
@@ -48,17 +53,28 @@ const HISTORY_LIMIT = 2_000;
  */
 export const SUBMIT_PROVIDER_PATCH = 'lexec-submit-provider-activity';
 
+/**
+ * The second change: polling, storing and settling became local activities (above). Runs started
+ * before it (histories `*-v1.json` and older) keep scheduling them as activities on replay.
+ */
+export const LOCAL_PHASES_PATCH = 'lexec-local-phase-activities';
+
 export async function lexecExecution(input: ExecutionWorkflowInput): Promise<void> {
   let phase = input.phase;
   if (phase === 'submit_provider' && !patched(SUBMIT_PROVIDER_PATCH)) phase = 'poll_provider_operation';
-  await runPhases(input.execution_id, phase);
+  await runPhases(input.execution_id, phase, patched(LOCAL_PHASES_PATCH));
 }
 
-/** Runs phases from `phase` on until the runner says done; a "later" is a durable timer. */
-export async function runPhases(executionId: string, first: ExecutionPhase): Promise<void> {
+/**
+ * Runs phases from `first` on until the runner says done; a "later" is a durable timer. The
+ * submission is always an activity of its own (spec §1.4); with `local`, the other phases are
+ * local activities.
+ */
+export async function runPhases(executionId: string, first: ExecutionPhase, local = false): Promise<void> {
   let phase = first;
   for (;;) {
-    const outcome: ActivityOutcome = await phases[phase](executionId);
+    const run = local && phase !== 'submit_provider' ? localPhases[phase] : phases[phase];
+    const outcome: ActivityOutcome = await run(executionId);
     if (outcome.kind === 'done') return;
     if (outcome.kind === 'next') phase = outcome.phase;
     else await sleep(outcome.delayMs);
