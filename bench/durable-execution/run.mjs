@@ -1,13 +1,15 @@
 // Benchmark: durable execution end to end against a real `lexec ledger serve`, a real
 // `lexec provider sandbox serve --complete-after-ms 0` (a zero-latency provider) and a real
-// `lexec executor serve` with its embedded workflow engine, all on loopback. Prints figures;
+// `lexec executor serve` on a workflow engine — embedded, or managed_local (a Temporal dev server the
+// executor starts itself from the pinned CLI) — all on loopback. Prints figures;
 // asserts nothing about timings and exits 0 whatever they are. A non-zero exit means the benchmark
 // itself could not run (a process did not start, a request answered with an unexpected status, an
 // execution did not become terminal in time) or the final verification found a correctness problem
 // (a duplicate submission, an execution not terminal, an authorization not settled exactly once);
 // the message then says which.
 //
-//   node bench/durable-execution/run.mjs [--latency N] [--warmup N] [--sustained M] [--concurrency C]
+//   node bench/durable-execution/run.mjs [--engine embedded|managed_local|embedded,managed_local]
+//                                        [--temporal-cli PATH] [--latency N] [--warmup N] [--sustained M] [--concurrency C]
 //                                        [--recovery R] [--detect log|poll] [--poll-ms MS]
 //                                        [--count-fsyncs N] [--cpu-prof DIR] [--dir PATH]
 //                                        (from the repository root)
@@ -24,6 +26,18 @@
 //             same database.
 // All are stopped with SIGTERM at the end (each must exit 0), also when the benchmark fails or is
 // interrupted, and the directory is removed.
+//
+// Engines (--engine): with two engines the script runs itself once per engine, each on fresh state
+// (its own directory and processes), prints each run's report, then a side-by-side table and one
+// `RESULT` with both runs and the targets: the Temporal p50 within 2x of embedded, at least 50
+// executions/s sustained, recovery ending with all executions terminal, zero duplicate
+// submissions. Default: both when a Temporal CLI is given (--temporal-cli, or LEXEC_TEMPORAL_CLI,
+// e.g. "$(../shared/tools/temporal-cli-bin)"), embedded alone otherwise. managed_local adds to the
+// executor's configuration `workflow_engine: {mode: managed_local, temporal_cli: {path, version
+// 1.5.1}, data_dir and log_dir under the run's directory, port and ui_port free on 127.0.0.1}`; its
+// SIGKILL in part 3 leaves the Temporal server behind, which the restarted executor stops and
+// replaces (the benchmark kills a recorded one left at its end). The embedded-only checks (the
+// `workflow_runs` rows) are skipped for Temporal, whose runs live in Temporal.
 //
 // Every execution asks for 1 image, preset `square` (512 x 512; every preset of the template costs
 // 3/1000 USD per image), with a prompt unique to the execution. Set-up (timed, reported apart):
