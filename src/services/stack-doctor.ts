@@ -1,4 +1,3 @@
-import { connect } from 'node:net';
 import { readBuildInfo, type BuildInfo } from '../build-info.js';
 import type { ExecutorConfig } from '../config/executor-config-schema.js';
 import { parseExecutorConfig } from '../config/parse-executor-config.js';
@@ -34,6 +33,7 @@ import {
   type DoctorReport,
 } from '../stack/doctor-report.js';
 import { inspectActiveGeneration, type ActiveGeneration } from '../stack/doctor-generation.js';
+import { probeTcp } from '../stack/loopback-probe.js';
 import { probePort } from '../stack/port-probe.js';
 import { loadProfile, resolveProfileName } from '../stack/profile-store.js';
 import { compareGenerations, renderGeneration, STACK_COMPONENTS, type GenerationManifest, type RenderedGeneration } from '../stack/render-generation.js';
@@ -145,27 +145,7 @@ async function externalCheck(subject: Subject | null): Promise<DoctorCheck> {
   const engine = subject?.config.workflow_engine;
   if (engine?.mode !== 'external') return externalEngineCheck({ mode: engine?.mode ?? null });
   const url = new URL(engine.address);
-  return externalEngineCheck({ mode: 'external', address: engine.address, reachable: await tcpReachable(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port)) });
-}
-
-/** Whether `host:port` accepts a TCP connection within a second. */
-function tcpReachable(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host, port, timeout: 1_000 });
-    const done = (reachable: boolean) => {
-      socket.destroy();
-      resolve(reachable);
-    };
-    socket.once('connect', () => {
-      done(true);
-    });
-    socket.once('timeout', () => {
-      done(false);
-    });
-    socket.once('error', () => {
-      done(false);
-    });
-  });
+  return externalEngineCheck({ mode: 'external', address: engine.address, reachable: (await probeTcp(Number(url.port), 1_000, url.hostname.replace(/^\[|\]$/g, ''))).ok });
 }
 
 async function temporalCheck(subject: Subject | null): Promise<DoctorCheck> {

@@ -82,10 +82,10 @@ function interpret(response: string): ProbeResult {
   return { ok: false, error: `HTTP ${status}${reason}` };
 }
 
-/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
-export function probeTcp(port: number, timeoutMs: number): Promise<ProbeResult> {
+/** Whether something accepts TCP connections on `host` (default 127.0.0.1) at `port`. */
+export function probeTcp(port: number, timeoutMs: number, host = '127.0.0.1'): Promise<ProbeResult> {
   return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
+    const socket = connect({ host, port });
     const timer = setTimeout(() => {
       socket.destroy();
       resolve({ ok: false, error: `no connection within ${timeoutMs} ms` });
