@@ -11,6 +11,7 @@ import { terminateProcess } from '../../src/stack/process-identity.js';
 import { BIN, makeTempDir, removeDir, runLexec } from './cli.js';
 import { sandboxConfig, type JsonObject } from './config-fixtures.js';
 import { executionRequest } from './executor.js';
+import { collectJsonLines } from './json-lines.js';
 import { call, mintCredential } from './ledger.js';
 import { ledgerConfig, spawnLedger, type LedgerProcess } from './ledger-process.js';
 import { spawnSandbox, type SandboxFault, type SandboxProcess } from './sandbox-process.js';
@@ -66,14 +67,7 @@ export interface Execution {
 
 export function spawnExecutor(configPath: string, dir: string, cleanups: (() => Promise<unknown>)[]) {
   const child = spawn(process.execPath, [BIN, 'executor', 'serve', '--config', configPath], { env: { PATH: process.env.PATH ?? '', HOME: dir }, stdio: ['ignore', 'ignore', 'pipe'] });
-  const lines: string[] = [];
-  let partial = '';
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (chunk: string) => {
-    const parts = (partial + chunk).split('\n');
-    partial = parts.pop() ?? '';
-    lines.push(...parts.filter(Boolean));
-  });
+  const { lines, events } = collectJsonLines(child.stderr);
   const exit = new Promise<number>((resolve) => child.once('exit', (code) => { resolve(code ?? 128); }));
   const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -81,25 +75,9 @@ export function spawnExecutor(configPath: string, dir: string, cleanups: (() => 
   };
   cleanups.push(() => kill());
   const url = () => {
-    for (const line of lines) {
-      try {
-        const event = JSON.parse(line) as { event?: string; port?: number };
-        if (event.event === 'executor_started') return `http://127.0.0.1:${String(event.port)}`;
-      } catch {
-        // not JSON
-      }
-    }
-    return '';
+    const started = events().find((event) => event.event === 'executor_started');
+    return started === undefined ? '' : `http://127.0.0.1:${String(started.port)}`;
   };
-  /** The JSON log lines so far, parsed. */
-  const events = () =>
-    lines.flatMap((line) => {
-      try {
-        return [JSON.parse(line) as Record<string, unknown>];
-      } catch {
-        return [];
-      }
-    });
   return { url, lines, events, kill };
 }
 

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { BIN } from './cli.js';
+import { collectJsonLines } from './json-lines.js';
 
 /** A lexec server running as a real child process (`lexec … serve`). */
 export interface ServerProcess {
@@ -29,22 +30,7 @@ export async function spawnServerProcess(
       resolve(code ?? (signal === null ? -1 : 128));
     });
   });
-  const lines: string[] = [];
-  let partial = '';
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (chunk: string) => {
-    const parts = (partial + chunk).split('\n');
-    partial = parts.pop() ?? '';
-    lines.push(...parts.filter(Boolean));
-  });
-  const events = () =>
-    lines.flatMap((line) => {
-      try {
-        return [JSON.parse(line) as Record<string, unknown>];
-      } catch {
-        return [];
-      }
-    });
+  const { lines, events } = collectJsonLines(child.stderr);
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
     if (!exited) {
       child.kill(signal);
