@@ -34,6 +34,20 @@ export const policySchema = z.object({
 });
 export type LedgerPolicy = z.output<typeof policySchema>;
 
+/** `GET /agent/spending`: the calling agent's policy and its standing in the cap's rolling window. */
+export const spendingSchema = z.object({
+  agent_id: z.string(),
+  window: z.literal('rolling_24h'),
+  spent_units: amount,
+  held_units: amount,
+  remaining_units: amount,
+  units_scale: scale,
+  currency: z.string(),
+  as_of: timestamp,
+  policy: policySchema,
+});
+export type LedgerSpending = z.output<typeof spendingSchema>;
+
 export const authorizationSchema = z.object({
   token_id: z.string(),
   account_id: z.string(),

@@ -9,10 +9,12 @@ import {
   credentialRegistrationSchema,
   errorBodySchema,
   policySchema,
+  spendingSchema,
   type CredentialRegistration,
   type LedgerAgent,
   type LedgerAuthorization,
   type LedgerPolicy,
+  type LedgerSpending,
 } from './ledger-client-schemas.js';
 import type { SpendPolicyInput } from './ledger-config.js';
 
@@ -139,6 +141,12 @@ export function createLedgerClient(options: LedgerClientOptions) {
     async setPolicy(agentId: string, policy: SpendPolicyInput): Promise<LedgerPolicy> {
       const schema = z.object({ policy: policySchema });
       return (await send({ method: 'PUT', path: `/agents/${id(agentId)}/policy`, body: policy, needs: ['admin'], subject: 'agent', schema })).policy;
+    },
+
+    /** The calling agent's own policy, spend and holds (agent capability). */
+    async spending(): Promise<LedgerSpending> {
+      const schema = z.object({ spending: spendingSchema });
+      return (await send({ method: 'GET', path: '/agent/spending', needs: ['agent'], subject: 'agent', schema })).spending;
     },
 
     async requestAuthorization(request: { amountUnits: bigint; purpose?: string | undefined }): Promise<LedgerAuthorization> {

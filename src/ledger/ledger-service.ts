@@ -87,6 +87,16 @@ export function createLedgerService(options: LedgerServiceOptions) {
       ELSE 0 END), 0) AS units
     FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id
     WHERE a.agent_id = @agent_id AND a.created_at > @since`);
+  // What `spending` reports: the same rolling window and the same statuses as the daily cap.
+  const windowUnits = db.prepare(`
+    SELECT
+      COALESCE(SUM(CASE WHEN a.status = 'settled' THEN s.amount_units ELSE 0 END), 0) AS spent,
+      COALESCE(SUM(CASE
+        WHEN a.status IN ('requested', 'approved') AND a.expires_at > @now THEN a.amount_units
+        WHEN a.status = 'claimed' THEN a.amount_units
+        ELSE 0 END), 0) AS held
+    FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id
+    WHERE a.agent_id = @agent_id AND a.created_at > @since`);
   const statements = {
     expire: db.prepare("UPDATE authorizations SET status = 'expired', closed_at = ? WHERE token_id = ?"),
     sweepExpired: db.prepare("UPDATE authorizations SET status = 'expired', closed_at = @now WHERE status IN ('requested', 'approved') AND expires_at <= @now"),
@@ -353,6 +363,29 @@ export function createLedgerService(options: LedgerServiceOptions) {
     },
 
     show: (tokenId: string) => immediate(() => view(current(tokenId))),
+
+    /**
+     * An agent's own standing against its daily cap, read in one transaction: settled amounts
+     * and live holds in the rolling window the cap uses (exactly what `requestAuthorization`
+     * counts), and what is left. `remaining_units` never goes below zero.
+     */
+    spending(agentId: string, policy: SpendPolicy) {
+      return immediate(() => {
+        const at = now();
+        const { spent, held } = windowUnits.get({ agent_id: agentId, now: at, since: at - ROLLING_WINDOW_MS }) as { spent: bigint; held: bigint };
+        const left = policy.daily_cap_units - spent - held;
+        return {
+          agent_id: agentId,
+          window: 'rolling_24h' as const,
+          spent_units: spent,
+          held_units: held,
+          remaining_units: left > 0n ? left : 0n,
+          units_scale: UNITS_SCALE,
+          currency: 'USD',
+          as_of: new Date(at).toISOString(),
+        };
+      });
+    },
 
     list(filter: { agent_id?: string | undefined; status?: AuthorizationStatus | undefined; limit: number }) {
       return immediate(() => {

@@ -49,6 +49,7 @@ describe('command surface', () => {
 
   it('lists exactly these commands and flags', () => {
     expect(surface).toEqual({
+      'agent:mcp': ledgerVerb(flag('executor-url'), flag('executor-token-file')),
       'ledger:agents:add': ledgerVerb(flag('name', { required: true }), flag('credential-file')),
       'ledger:agents:list': ledgerVerb(),
       'ledger:authorizations:approve': ledgerVerb(flag('reason')),

@@ -44,7 +44,7 @@ describe('lexec --help', () => {
   it('lists the topics and commands', async () => {
     const run = await runLexec(['--help']);
     expect(run.exitCode).toBe(0);
-    expect(run.stdout).toMatch(/TOPICS\s+executor\s+Run and configure the executor service\./);
+    expect(run.stdout).toMatch(/TOPICS\s+agent\s+The agent-protocol client: an MCP server[\s\S]*\n\s+executor\s+Run and configure the executor service\./);
     expect(run.stdout).toMatch(/COMMANDS[\s\S]*version/);
   });
 

@@ -286,6 +286,43 @@ describe('policy caps', () => {
     expect((await request('5000000')).status).toBe(201);
   });
 
+  it('GET /agent/spending tells the calling agent its policy, what it spent and holds in the window, and what is left', async () => {
+    const spending = async (token = actors.agent) => call<{ spending: Record<string, unknown> }>(ledger.url, 'GET', '/agent/spending', { token });
+    expect((await spending()).body.spending).toMatchObject({ agent_id: actors.agentId, window: 'rolling_24h', spent_units: '0', held_units: '0', remaining_units: '20000000' });
+
+    const settled = await approvedToken('900000');
+    await executor(`${settled}/claim`, { execution_id: 'exe_s' });
+    await executor(`${settled}/settle`, { execution_id: 'exe_s', receipt: preciseReceipt(700000n) });
+    const claimed = await approvedToken('300000');
+    await executor(`${claimed}/claim`, { execution_id: 'exe_c' });
+    await request('2000000'); // above the threshold: requested, held
+    const released = await approvedToken('400000');
+    await executor(`${released}/claim`, { execution_id: 'exe_r' });
+    await executor(`${released}/release`, { execution_id: 'exe_r', reason: 'not_transmitted' });
+
+    const now = await spending();
+    expect(now.status).toBe(200);
+    expect(now.body.spending).toMatchObject({
+      spent_units: '700000',
+      held_units: '2300000',
+      remaining_units: String(20_000_000 - 700_000 - 2_300_000),
+      units_scale: 6,
+      currency: 'USD',
+      policy: { per_authorization_cap_units: '5000000', daily_cap_units: '20000000', approval_threshold_units: '1000000' },
+    });
+    // What remains is exactly what the daily cap still lets through: one more unit is refused.
+    expect(now.body.spending.remaining_units).toBe('17000000');
+    for (const amount of ['5000000', '5000000', '5000000', '2000000']) expect((await request(amount)).status).toBe(201);
+    expect(await request('1')).toMatchObject({ status: 422, body: { error: { reason_code: 'daily_cap_exceeded' } } });
+    expect((await spending()).body.spending).toMatchObject({ remaining_units: '0' });
+
+    // A day later the window is empty again; only agents may ask, each for itself.
+    ledger.advance(24 * 3_600_000 + 1);
+    expect((await spending()).body.spending).toMatchObject({ spent_units: '0', held_units: '0', remaining_units: '20000000' });
+    expect((await spending(ledger.adminToken)).status).toBe(401);
+    expect((await spending(actors.executor)).status).toBe(401);
+  });
+
   it('many concurrent requests never push an agent past its daily cap', async () => {
     const results = await Promise.all(Array.from({ length: 60 }, () => request('900000')));
     const accepted = results.filter((result) => result.status === 201);

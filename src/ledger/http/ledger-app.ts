@@ -124,6 +124,14 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     return { authorization };
   });
 
+  // An agent's own policy and standing (the agent-protocol client's `spending` tool).
+  app.get('/agent/spending', (request) => {
+    const principal = requireCredential(request, 'agent');
+    const agentId = principal.agent_id ?? '';
+    const policy = admin.policy(agentId);
+    return { spending: { ...service.spending(agentId, policy), policy } };
+  });
+
   app.get('/approvals', (request) => {
     requireCredential(request, 'approver');
     return { authorizations: service.pendingApprovals() };
