@@ -44,7 +44,7 @@ const HANDLERS: Record<ToolName, Handler> = {
 /**
  * The version a host sees in `serverInfo`: the product version with the contract version, the
  * full source commit and the build kind as semver build metadata, so one string says everything
- * `lexec version --json` says (0.3.0+contract.v4.5.commit.<40 hex>.development).
+ * `lexec version --json` says (v0.3.0+contract.v4.5.commit.<40 hex>.development).
  */
 export function serverVersion(info: BuildInfo): string {
   return `${info.product_version}+contract.${info.contract_version}.commit.${info.commit}.${info.build_kind}`;

@@ -1,7 +1,8 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { readBuildInfo } from '../build-info.js';
 import { prepareAgentConnection, type AgentConnectionRequest } from './agent-connection.js';
-import { createAgentMcpServer } from './mcp-server.js';
+import { UsageError, UserError } from '../errors.js';
+import { createAgentMcpServer, safeText } from './mcp-server.js';
 
 /*
  * The composition root of `lexec agent mcp`: prove the stack can be reached (a selected profile
@@ -15,7 +16,12 @@ export interface AgentSessionEnded {
 
 export async function serveAgentMcp(request: AgentConnectionRequest): Promise<AgentSessionEnded> {
   const log = (line: string) => process.stderr.write(`lexec agent mcp: ${line}\n`);
-  const { connect, profile } = await prepareAgentConnection(request);
+  const { connect, profile } = await prepareAgentConnection(request).catch((error: unknown) => {
+    // The host shows stderr to people who did not start the stack: no paths or URLs there either.
+    if (!(error instanceof UserError)) throw error;
+    const options = { nextStep: safeText(error.nextStep), issues: error.issues.map((issue) => ({ path: issue.path, message: safeText(issue.message) })) };
+    throw error instanceof UsageError ? new UsageError(error.code, safeText(error.message), options) : new UserError(error.code, safeText(error.message), { ...options, exitCode: error.exitCode });
+  });
   const server = createAgentMcpServer({ connect, buildInfo: readBuildInfo(), log });
   const transport = new StdioServerTransport();
   const ended = new Promise<AgentSessionEnded>((resolve) => {

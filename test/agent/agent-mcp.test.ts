@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectResult } from '../support/cli.js';
+import { BIN, expectResult, makeTempDir, PACKAGE_ROOT, removeDir } from '../support/cli.js';
 import { tableAt } from '../support/example-profiles.js';
 import { startAgentSession, structured, toolError, type AgentSession } from '../support/mcp-client.js';
 import { decodePng } from '../support/png.js';
@@ -22,7 +24,11 @@ const prompt = (text: string) => {
   return text;
 };
 
+/** The MCP Inspector's CLI (a devDependency), an MCP client written independently of lexec. */
+const INSPECTOR = join(PACKAGE_ROOT, 'node_modules', '.bin', 'mcp-inspector');
+
 let stack: RunningStack;
+let inspectorHome: string;
 let agent: AgentSession;
 const seen: string[] = [];
 const sessions: AgentSession[] = [];
@@ -49,17 +55,21 @@ beforeAll(async () => {
   });
   agent = await startAgentSession({ env: stack.env });
   sessions.push(agent);
+  inspectorHome = await makeTempDir('lexec-inspector-');
 }, 180_000);
 
 afterAll(async () => {
   for (const session of sessions) await session.close().catch(() => undefined);
   const secrets = await Promise.all((['admin', 'agent', 'approver', 'caller', 'reconciliation'] as const).map((role) => stack.capability(role).catch(() => 'unreadable')));
   await stack.stop();
+  await removeDir(inspectorHome);
   const everything = [...seen, ...sessions.map((session) => session.stderr())].join('\n');
   expect(everything).not.toMatch(/lexec_[a-z]+_[A-Za-z0-9_-]{20,}/);
   for (const secret of secrets) expect(everything).not.toContain(secret);
   expect(everything).not.toContain(stack.home);
-  expect(everything).not.toMatch(/https?:\/\//);
+  expect(everything).not.toMatch(/(127\.0\.0\.1|localhost|\[::1\]):\d+/);
+  expect(everything).not.toContain(stack.ledgerUrl);
+  expect(everything).not.toContain(stack.executorUrl);
   for (const text of PROMPTS) expect(everything).not.toContain(text);
 }, 60_000);
 
@@ -249,6 +259,50 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
     }
   });
 
+  it('manual mode: --url/--token-file and --executor-url/--executor-token-file; a wrong capability kind or mixed modes fail before any protocol', async () => {
+    const { credentials } = stack.handoff;
+    const manual = (agentFile: string) => ['--url', stack.ledgerUrl, '--token-file', agentFile, '--executor-url', stack.executorUrl, '--executor-token-file', credentials.caller];
+    const session = await startAgentSession({ env: { LEXEC_HOME: join(stack.home, 'nowhere') }, args: manual(credentials.agent) });
+    sessions.push(session);
+    const spent = structured('spending', await session.call('spending'));
+    expect(spent.per_authorization_cap.amount_units).toBe('10000');
+    seen.push(JSON.stringify(spent));
+    await session.close();
+
+    const approverAsAgent = await stack.lexec(['agent', 'mcp', ...manual(credentials.approver)]);
+    expect(approverAsAgent.exitCode).toBe(2);
+    expect(approverAsAgent.stderr).toContain('--token-file must name a file holding an agent capability');
+    expect(approverAsAgent.stdout).toBe('');
+    const partial = await stack.lexec(['agent', 'mcp', '--url', stack.ledgerUrl]);
+    expect(partial.exitCode).toBe(2);
+    expect(partial.stderr).toContain('missing --token-file, --executor-url, --executor-token-file');
+    const mixed = await stack.lexec(['agent', 'mcp', '--profile', 'sandbox', ...manual(credentials.agent)]);
+    expect(mixed.exitCode).toBe(2);
+    const json = await stack.lexec(['agent', 'mcp', '--json']);
+    expect(json.exitCode).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, error: { code: 'usage_error' } });
+    seen.push(approverAsAgent.stderr, partial.stderr, mixed.stderr);
+  });
+
+  it('speaks MCP to an independent peer: the MCP Inspector CLI lists the tools and calls quote', async () => {
+    const inspector = async (...args: string[]) => {
+      const run = await execa(INSPECTOR, ['--cli', process.execPath, BIN, 'agent', 'mcp', '-e', `LEXEC_HOME=${stack.home}`, ...args], {
+        env: { PATH: process.env.PATH ?? '', HOME: inspectorHome, MCP_CATALOG_PATH: join(inspectorHome, 'mcp.json') },
+        extendEnv: false,
+        reject: false,
+        timeout: 60_000,
+      });
+      expect(run.exitCode, run.stderr).toBe(0);
+      return JSON.parse(run.stdout) as Record<string, unknown>;
+    };
+    const listed = (await inspector('--method', 'tools/list')) as { tools: { name: string }[] };
+    expect(listed.tools.map((tool) => tool.name).sort()).toEqual(['generate_images', 'get_execution', 'get_images', 'list_targets', 'quote', 'spending']);
+    const quoted = (await inspector('--method', 'tools/call', '--tool-name', 'quote', '--tool-arg', 'image_count=2')) as { structuredContent: unknown; isError?: boolean };
+    expect(quoted.isError ?? false).toBe(false);
+    expect(quoted.structuredContent).toMatchObject({ image_count: 2, cost: { amount_units: '6000', display: '0.006000 USD' }, policy_outcome: 'needs_human_approval' });
+    seen.push(JSON.stringify(listed), JSON.stringify(quoted));
+  });
+
   it('a stack stopped mid-call ends the call with what stays and how to resume; a new session without a stack fails at start', async () => {
     const progress: Progress[] = [];
     const pending = call('generate_images', { prompt: prompt('a slow sunset, agent test stop'), wait_seconds: 120 }, progress);
@@ -264,6 +318,11 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
 
     const after = toolError(await call('get_execution', { execution_id: executionId }));
     expect(after.code).toBe('stack_not_running');
-    await expect(startAgentSession({ env: stack.env })).rejects.toThrow(/stack_not_running|not running/);
+    const refused = await startAgentSession({ env: stack.env }).then(
+      () => '',
+      (error: unknown) => String(error),
+    );
+    expect(refused).toMatch(/The stack of profile "sandbox" is not running/);
+    seen.push(refused);
   }, 90_000);
 });
