@@ -91,7 +91,7 @@ export async function prepareAgentConnection(request: AgentConnectionRequest): P
 }
 
 function wrongKind(flag: string, kind: string): UserError {
-  return new UsageError('token_file_invalid', `${flag} must name a file holding ${kind} capability.`, {
+  return new UserError('token_file_invalid', `${flag} must name a file holding ${kind} capability.`, {
     nextStep: 'Point it at the capability file lexec wrote for that role (`lexec ledger credentials create`).',
   });
 }

@@ -270,7 +270,7 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
     await session.close();
 
     const approverAsAgent = await stack.lexec(['agent', 'mcp', ...manual(credentials.approver)]);
-    expect(approverAsAgent.exitCode).toBe(2);
+    expect(approverAsAgent.exitCode).toBe(1);
     expect(approverAsAgent.stderr).toContain('--token-file must name a file holding an agent capability');
     expect(approverAsAgent.stdout).toBe('');
     const partial = await stack.lexec(['agent', 'mcp', '--url', stack.ledgerUrl]);
