@@ -42,6 +42,7 @@ import { runningSupervisorPid } from '../stack/stack-locks.js';
 import { liveTemporalChild } from '../stack/stack-processes.js';
 import { generationCatalog } from './stack-catalog.js';
 import type { ProfileRequest } from './stack-generations.js';
+import { existingProfilePaths } from './existing-profile.js';
 
 /*
  * `lexec stack doctor` (spec §8 Operations 7): read-only. It reads the profile, the active
@@ -219,6 +220,9 @@ export async function runDoctor({ home, paths, build = readBuildInfo() }: Doctor
 /** `stack doctor`: the profile from `--profile`, the selection or the default; then `runDoctor`. */
 export async function doctorStack(request: ProfileRequest): Promise<DoctorReport> {
   const home = lexecHome(request.env);
-  const { name } = await resolveProfileName(home, request.profileFlag);
-  return runDoctor({ home, paths: profilePaths(home, name) });
+  const { name, source } = await resolveProfileName(home, request.profileFlag);
+  // A named profile (flag or selection) must exist; the default one before its first start is
+  // what doctor is for: its report says \`lexec stack start\` creates it.
+  const paths = source === 'default' ? profilePaths(home, name) : await existingProfilePaths(request);
+  return runDoctor({ home, paths });
 }

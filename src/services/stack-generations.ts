@@ -6,6 +6,7 @@ import { loadProfile, profileMissing, resolveProfileName } from '../stack/profil
 import { compareGenerations, generationIdSchema, renderGeneration, type GenerationChange, type GenerationManifest } from '../stack/render-generation.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
 import { acquireLauncherLock, assertStackStopped } from '../stack/stack-locks.js';
+import { knownProfilePaths } from './existing-profile.js';
 
 export interface ProfileRequest {
   readonly env: NodeJS.ProcessEnv;
@@ -116,7 +117,7 @@ export interface GenerationsResult {
 
 /** `stack generations`: every retained generation, newest first, the active one marked. */
 export async function listStackGenerations(request: ProfileRequest): Promise<GenerationsResult> {
-  const { paths } = await profileContext(request);
+  const paths = await knownProfilePaths(request);
   const active = await readActiveId(paths);
   const generations = (await listGenerations(paths)).map((manifest) => ({
     generation_id: manifest.generation_id,

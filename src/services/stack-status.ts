@@ -4,10 +4,10 @@ import { logFilePath } from '../stack/log-files.js';
 import { readTemporalChild } from '../stack/managed-temporal-child.js';
 import { isSameProcess } from '../stack/process-identity.js';
 import { probeComponent, probeTcp, type ProbedComponent } from '../stack/loopback-probe.js';
-import { resolveProfileName } from '../stack/profile-store.js';
-import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
+import type { ProfilePaths } from '../stack/stack-home.js';
 import { liveRecordedChildren, liveSupervisorPid, readStateLeniently } from '../stack/stack-processes.js';
 import type { ComponentExit, ComponentState, SupervisorPhase } from '../stack/supervisor-state.js';
+import { knownProfilePaths } from './existing-profile.js';
 
 /*
  * `stack status` (docs/stack-runtime.md "Status"): read-only and fast. It reads the supervisor's
@@ -132,8 +132,7 @@ function uptime(since: string | null, now: number): number | null {
 }
 
 export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag: string | undefined }): Promise<StatusResult> {
-  const home = lexecHome(request.env);
-  const paths = profilePaths(home, (await resolveProfileName(home, request.profileFlag)).name);
+  const paths = await knownProfilePaths(request);
   const state = await readStateLeniently(paths);
   const supervisorPid = await liveSupervisorPid(paths, state);
   const now = Date.now();

@@ -3,10 +3,10 @@ import { ExitCode, UserError } from '../errors.js';
 import { withdrawHandoff } from '../stack/handoff.js';
 import { probePort, type PortHolder } from '../stack/port-probe.js';
 import { waitUntil } from '../stack/process-identity.js';
-import { resolveProfileName } from '../stack/profile-store.js';
-import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
+import type { ProfilePaths } from '../stack/stack-home.js';
 import { acquireLauncherLock } from '../stack/stack-locks.js';
 import { liveSupervisorPid, readStateLeniently, takeDownStack } from '../stack/stack-processes.js';
+import { knownProfilePaths } from './existing-profile.js';
 
 /*
  * `stack stop` (docs/stack-runtime.md "Stop"): under the launcher lock, withdraw the handoff
@@ -44,10 +44,9 @@ export interface StopResult {
 
 export async function stopStack(request: StopRequest): Promise<StopResult> {
   const started = Date.now();
-  const home = lexecHome(request.env);
-  const paths = profilePaths(home, (await resolveProfileName(home, request.profileFlag)).name);
-  // Nothing to stop, and the lock must not create a state directory for a profile that is not there.
-  if (!(await fileExists(paths.dir))) {
+  const paths = await knownProfilePaths(request);
+  // Nothing to stop, and the lock must not create a state directory for a profile never started.
+  if (!(await fileExists(paths.stateDir))) {
     return { profile: paths.name, outcome: 'already_stopped', supervisor_pid: null, forced: false, orphans_stopped: [], handoff_withdrawn: false, ports_busy: [], elapsed_ms: Date.now() - started };
   }
   const release = await acquireLauncherLock(paths);

@@ -1,4 +1,4 @@
-import { chmod, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listTree, makeTempDir, removeDir } from '../../support/cli.js';
@@ -113,12 +113,28 @@ describe('stack render', () => {
       ['stack', 'render', '--profile', 'typo'],
       ['stack', 'activate', '--profile', 'typo', '--generation', 'g0123456789abcdef'],
       ['stack', 'rollback', '--profile', 'typo', '--generation', 'g0123456789abcdef'],
+      // Read-only and stop commands too: "nothing to stop" for a typo would leave the real stack running.
+      ['stack', 'stop', '--profile', 'typo'],
+      ['stack', 'status', '--profile', 'typo'],
+      ['stack', 'generations', '--profile', 'typo'],
+      ['stack', 'doctor', '--profile', 'typo'],
     ]) {
       const run = await lexec(home, [...args, '--json']);
       expect(run.exitCode).toBe(1);
       expect(run.json?.error).toMatchObject({ code: 'profile_not_found' });
     }
     expect(await listTree(join(home, 'profiles'))).toEqual(['sandbox', 'sandbox/profile.toml']);
+  });
+
+  it('a profile whose profile.toml was removed is still known by its state: status and stop reach it', async () => {
+    await mkdir(join(profileDir, 'state'), { recursive: true, mode: 0o700 });
+    await rm(join(profileDir, 'profile.toml'));
+    const status = await lexec(home, ['stack', 'status', '--json']);
+    expect(status.exitCode, status.stderr).toBe(0);
+    expect(status.json?.result).toMatchObject({ profile: 'sandbox', state: 'stopped' });
+    const stop = await lexec(home, ['stack', 'stop', '--json']);
+    expect(stop.exitCode, stop.stderr).toBe(0);
+    expect(stop.json?.result).toMatchObject({ outcome: 'already_stopped' });
   });
 
   it('still renders when the active generation is gone, so a new one can be activated', async () => {
