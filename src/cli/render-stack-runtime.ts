@@ -87,4 +87,6 @@ export function renderStatusResult(result: StatusResult, output: Output): void {
   if (result.orphans.length > 0) {
     output.line(style.warn(`The supervisor is gone but ${result.orphans.map((orphan) => `${orphan.component} pid ${orphan.pid}`).join(', ')} still run: \`lexec stack stop\` ends them.`));
   }
+  if (result.supervisor !== null) output.line(result.usable ? `usable: yes (handoff written ${result.handoff.written_at ?? '?'})` : style.warn(`usable: no${result.handoff.active ? '' : ' (no active handoff)'}`));
+  if (result.next_step !== null && result.state !== 'stopped') output.line(style.dim(result.next_step));
 }

@@ -2,9 +2,8 @@ import { spawn } from 'node:child_process';
 import { access } from 'node:fs/promises';
 import { readBuildInfo } from '../build-info.js';
 import { UserError } from '../errors.js';
-import { managedCredentialPaths } from '../executor/managed-credentials.js';
 import { readActiveId, writeActiveId } from '../stack/generation-store.js';
-import { readHandoff, withdrawHandoff, writeHandoff, type Handoff } from '../stack/handoff.js';
+import { readHandoff, stackHandoff, withdrawHandoff, writeHandoff, type Handoff } from '../stack/handoff.js';
 import { terminateProcess } from '../stack/process-identity.js';
 import { createProfileFromExample, loadProfile, profileMissing, resolveProfileName } from '../stack/profile-store.js';
 import { compareGenerations, renderGeneration, type GenerationManifest, type StackComponent } from '../stack/render-generation.js';
@@ -129,7 +128,7 @@ export async function startStack(request: StartRequest): Promise<StartResult> {
       await request.progress.step('stopping what was started', () => takeDownStack(paths, supervisorPid, { boundMs: TAKEDOWN_BOUND_MS, orphanGraceMs: ORPHAN_GRACE_MS }));
       throw error;
     }
-    const handoff = await request.progress.step('handoff', () => writeStackHandoff(paths, ready, request.now()), () => paths.handoffFile);
+    const handoff = await request.progress.step('handoff', () => supervisorHandoff(paths, ready, deadline, request.now), () => paths.handoffFile);
     return result({ paths, state: ready, handoff, outcome: 'started', started, profileCreated, activated, drift, orphans: orphans.length });
   } finally {
     await release();
@@ -202,28 +201,22 @@ async function spawnSupervisor(paths: ProfilePaths, env: NodeJS.ProcessEnv): Pro
   return pid;
 }
 
+/**
+ * The handoff the supervisor writes once the stack is ready (so a start whose terminal goes away
+ * still ends usable). Waited for briefly after the components are ready; written here only if
+ * the supervisor has not done it by the deadline.
+ */
+async function supervisorHandoff(paths: ProfilePaths, ready: SupervisorState, deadline: number, now: () => Date): Promise<Handoff> {
+  for (;;) {
+    const current = await readHandoff(paths).catch(() => null);
+    if (current !== null && current.supervisor_pid === ready.supervisor_pid) return current;
+    if (Date.now() >= deadline) return writeStackHandoff(paths, ready, now());
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
 async function writeStackHandoff(paths: ProfilePaths, state: SupervisorState, now: Date): Promise<Handoff> {
-  const ledger = state.components.ledger;
-  const executor = state.components.executor;
-  if (ledger === undefined || executor === undefined || state.agent === null) throw new Error('a ready stack without ledger, executor or agent');
-  const executorCredentials = managedCredentialPaths(paths.executorCredentialsDir);
-  const handoff: Handoff = {
-    handoff_version: 1,
-    profile: paths.name,
-    generation_id: state.generation_id,
-    supervisor_pid: state.supervisor_pid,
-    written_at: now.toISOString(),
-    ledger: { endpoint: endpointOf(ledger.port) },
-    executor: { endpoint: endpointOf(executor.port) },
-    credentials: {
-      admin: paths.ledgerAdminCapability,
-      agent: paths.agentCapability,
-      approver: paths.approverCapability,
-      caller: executorCredentials.caller,
-      reconciliation: executorCredentials.reconciliation,
-    },
-    agent: state.agent,
-  };
+  const handoff = stackHandoff(paths, state, now);
   await writeHandoff(paths, handoff);
   return handoff;
 }

@@ -52,7 +52,34 @@ export interface StatusResult {
   readonly components: readonly ComponentReport[];
   /** Children still running although their supervisor is gone (it was killed); `stack stop` ends them. */
   readonly orphans: readonly { readonly component: string; readonly pid: number }[];
+  /** The active handoff clients find the stack by: written by the running supervisor, or not. */
+  readonly handoff: { readonly active: boolean; readonly written_at: string | null };
+  /** Whether `lexec run`, the ledger verbs and `lexec agent mcp` can use the stack now. */
+  readonly usable: boolean;
+  /** What to do when the stack is not usable (null when it is, or when it is simply stopped). */
+  readonly next_step: string | null;
   readonly checked_at: string;
+}
+
+/** The handoff, read by hand (no zod here: see the header): active when it names the running supervisor. */
+async function handoffOf(paths: ProfilePaths, supervisorPid: number | null): Promise<StatusResult['handoff']> {
+  try {
+    const document = JSON.parse(await readFile(paths.handoffFile, 'utf8')) as { supervisor_pid?: unknown; written_at?: unknown };
+    const writtenAt = typeof document.written_at === 'string' ? document.written_at : null;
+    return { active: supervisorPid !== null && document.supervisor_pid === supervisorPid, written_at: writtenAt };
+  } catch {
+    return { active: false, written_at: null };
+  }
+}
+
+function nextStep(profile: string, state: OverallState, phase: SupervisorPhase | null, handoff: StatusResult['handoff'], orphans: number): string | null {
+  const flag = ` --profile ${profile}`;
+  if (state === 'running') return null;
+  if (state === 'stopped') return `Start it with \`lexec stack start${flag}\`.`;
+  if (phase === null) return `Its supervisor is gone${orphans > 0 ? ` and ${orphans} process(es) are left` : ''}: run \`lexec stack stop${flag}\`, then \`lexec stack start${flag}\`.`;
+  if (phase === 'starting') return `It is still starting; run \`lexec stack status${flag}\` again in a moment, or \`lexec stack start${flag}\` to wait for it.`;
+  if (phase === 'running' && !handoff.active) return `It runs without an active handoff, so clients cannot find it: run \`lexec stack start${flag}\` (it joins the running stack and writes the handoff).`;
+  return `\`lexec stack logs${flag}\` shows why; \`lexec stack stop${flag}\` then \`lexec stack start${flag}\` restarts it.`;
 }
 
 async function sizeOf(path: string): Promise<number> {
@@ -169,9 +196,13 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
     components.splice(components.findIndex((component) => component.name === 'executor') + 1, 0, await temporalReport(paths, temporalPorts, executorUp, now));
   }
 
+  const handoff = await handoffOf(paths, supervisorPid);
   let overall: OverallState;
-  if (running !== null) overall = running.phase === 'running' && components.every((component) => component.state === 'running' && component.ready === true) ? 'running' : 'degraded';
-  else overall = orphans.length > 0 || supervisorPid !== null ? 'degraded' : 'stopped';
+  if (running !== null) {
+    const healthy = running.phase === 'running' && handoff.active && components.every((component) => component.state === 'running' && component.ready === true);
+    overall = healthy ? 'running' : 'degraded';
+  } else overall = orphans.length > 0 || supervisorPid !== null ? 'degraded' : 'stopped';
+  const phase = supervisorPid === null ? null : (running?.phase ?? 'starting');
 
   return {
     profile: paths.name,
@@ -189,6 +220,9 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
           },
     components,
     orphans,
+    handoff,
+    usable: overall === 'running',
+    next_step: nextStep(paths.name, overall, phase, handoff, orphans.length),
     checked_at: new Date(now).toISOString(),
   };
 }

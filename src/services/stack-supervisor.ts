@@ -21,6 +21,7 @@ import {
   type SupervisorState,
 } from '../stack/supervisor-state.js';
 import { activeManifest } from './stack-generations.js';
+import { readHandoff, stackHandoff, withdrawHandoff, writeHandoff } from '../stack/handoff.js';
 
 /*
  * The per-profile supervisor (`lexec stack supervise`, hidden; docs/stack-runtime.md). Started
@@ -185,8 +186,11 @@ class Supervisor {
       if (!this.stopping && this.failure === null) {
         this.phase = 'running';
         this.step = null;
+        // The handoff is the supervisor's to write: a start whose terminal went away (Ctrl-C,
+        // a closed pipe, a killed launcher) still ends with a usable stack.
+        await writeHandoff(this.paths, stackHandoff(this.paths, this.snapshot(), new Date()));
         await this.publish();
-        this.event('stack_ready', { generation_id: this.manifest.generation_id });
+        this.event('stack_ready', { generation_id: this.manifest.generation_id, handoff: 'written' });
         await this.stopRequested;
       }
     } catch (error) {
@@ -197,6 +201,7 @@ class Supervisor {
     } finally {
       this.stopping = true;
       this.phase = 'stopping';
+      await this.withdrawOwnHandoff();
       await this.publish();
       this.event('supervisor_stopping', { signal: this.stopSignal, failure: this.failure?.code ?? null });
       await this.stopAll();
@@ -400,6 +405,12 @@ class Supervisor {
       agent: this.agent,
       components: Object.fromEntries([...this.slots.values()].map((slot) => [slot.component, slot.status])),
     };
+  }
+
+  /** Withdraws the handoff if it names this supervisor (a newer start's is not ours to remove). */
+  private async withdrawOwnHandoff(): Promise<void> {
+    const current = await readHandoff(this.paths).catch(() => null);
+    if (current?.supervisor_pid === process.pid) await withdrawHandoff(this.paths);
   }
 
   /** Publishes the current state; writes are chained so an older snapshot never lands last. */

@@ -6,12 +6,15 @@ import { writePrivateFile } from '../credentials/private-file.js';
 import { errorCode, UserError } from '../errors.js';
 import { readJsonFile } from '../storage/read-json-file.js';
 import { generationIdSchema } from './render-generation.js';
+import { managedCredentialPaths } from '../executor/managed-credentials.js';
 import type { ProfilePaths } from './stack-home.js';
+import type { SupervisorState } from './supervisor-state.js';
 
 /*
  * The active handoff (spec §5.6): how CLI clients find a running stack — its endpoints plus the
- * paths of the credential files, never the credentials. `stack start` writes it (0600 in the
- * 0700 state directory) once the stack is ready; `stack stop` withdraws it. A server-bound
+ * paths of the credential files, never the credentials. The supervisor writes it (0600 in the
+ * 0700 state directory) as soon as the stack is ready — whatever became of the terminal that ran
+ * `stack start` — and withdraws it when it stops; `stack stop` withdraws it first. A server-bound
  * command on a selected profile takes endpoint and credential paths from it as one bundle.
  */
 
@@ -42,6 +45,31 @@ export const handoffSchema = z.strictObject({
   agent: z.strictObject({ name: z.string(), agent_id: z.string() }),
 });
 export type Handoff = z.output<typeof handoffSchema>;
+
+/** The handoff of a ready stack, from the supervisor's published state. */
+export function stackHandoff(paths: ProfilePaths, state: SupervisorState, now: Date): Handoff {
+  const ledger = state.components.ledger;
+  const executor = state.components.executor;
+  if (ledger === undefined || executor === undefined || state.agent === null) throw new Error('a ready stack without ledger, executor or agent');
+  const executorCredentials = managedCredentialPaths(paths.executorCredentialsDir);
+  return {
+    handoff_version: HANDOFF_VERSION,
+    profile: paths.name,
+    generation_id: state.generation_id,
+    supervisor_pid: state.supervisor_pid,
+    written_at: now.toISOString(),
+    ledger: { endpoint: `http://127.0.0.1:${ledger.port}` },
+    executor: { endpoint: `http://127.0.0.1:${executor.port}` },
+    credentials: {
+      admin: paths.ledgerAdminCapability,
+      agent: paths.agentCapability,
+      approver: paths.approverCapability,
+      caller: executorCredentials.caller,
+      reconciliation: executorCredentials.reconciliation,
+    },
+    agent: state.agent,
+  };
+}
 
 export async function writeHandoff(paths: ProfilePaths, handoff: Handoff): Promise<void> {
   await writePrivateFile(paths.handoffFile, `${JSON.stringify(handoffSchema.parse(handoff), null, 2)}\n`);
