@@ -62,4 +62,9 @@ export function renderPolicy(policy: LedgerPolicy, output: Output): void {
   output.line(`  per authorization   ${formatUnits(policy.per_authorization_cap_units, currency)}`);
   output.line(`  daily (rolling 24h) ${formatUnits(policy.daily_cap_units, currency)}`);
   output.line(`  approval above      ${formatUnits(policy.approval_threshold_units, currency)}`);
+  output.line(
+    policy.source === 'default'
+      ? '  source              the default policy of the stack\'s configuration ([ledger.default_policy]; a change applies at the next start)'
+      : '  source              set for this agent (`lexec ledger policy set`); changes of the default policy do not apply',
+  );
 }

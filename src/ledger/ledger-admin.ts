@@ -18,6 +18,7 @@ interface PolicyRow extends SpendPolicy {
   agent_id: string;
   version: bigint;
   updated_at: bigint;
+  follows_default: bigint;
 }
 
 export type LedgerAdmin = ReturnType<typeof createLedgerAdmin>;
@@ -42,6 +43,14 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
     currency: 'USD',
     version: row.version,
     updated_at: new Date(Number(row.updated_at)).toISOString(),
+    /** `default`: the configured default, applied again at every ledger start; `operator`: set with `ledger policy set`. */
+    source: row.follows_default === 1n ? ('default' as const) : ('operator' as const),
+  });
+
+  const defaultParameters = () => ({
+    cap: defaultPolicy.per_authorization_cap_units,
+    daily: defaultPolicy.daily_cap_units,
+    threshold: defaultPolicy.approval_threshold_units,
   });
 
   function requireAgent(agentId: string) {
@@ -105,10 +114,35 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
         const at = now();
         db.prepare("INSERT INTO agents (agent_id, name, status, created_at) VALUES (?, ?, 'active', ?)").run(agentId, name, at);
         db.prepare(
-          `INSERT INTO policies (agent_id, per_authorization_cap_units, daily_cap_units, approval_threshold_units, units_scale, currency, version, updated_at)
-           VALUES (?, ?, ?, ?, 6, 'USD', 1, ?)`,
+          `INSERT INTO policies (agent_id, per_authorization_cap_units, daily_cap_units, approval_threshold_units, units_scale, currency, version, updated_at, follows_default)
+           VALUES (?, ?, ?, ?, 6, 'USD', 1, ?, 1)`,
         ).run(agentId, defaultPolicy.per_authorization_cap_units, defaultPolicy.daily_cap_units, defaultPolicy.approval_threshold_units, at);
         return agentView(requireAgent(agentId));
+      });
+    },
+
+    /**
+     * Applies the configured default policy to every agent that follows it (never given its own
+     * with \`ledger policy set\`): called once when the ledger starts, so a changed
+     * \`[ledger.default_policy]\` — a lowered cap included — holds from that start on. A policy that
+     * changes gets a new version. Returns the agents changed.
+     */
+    applyDefaultPolicy(): string[] {
+      return immediate(() => {
+        const changed = db
+          .prepare(
+            `SELECT agent_id FROM policies WHERE follows_default = 1
+               AND (per_authorization_cap_units != @cap OR daily_cap_units != @daily OR approval_threshold_units != @threshold)
+             ORDER BY agent_id`,
+          )
+          .all(defaultParameters()) as { agent_id: string }[];
+        db.prepare(
+          `UPDATE policies SET per_authorization_cap_units = @cap, daily_cap_units = @daily, approval_threshold_units = @threshold,
+             version = version + 1, updated_at = @now
+           WHERE follows_default = 1
+             AND (per_authorization_cap_units != @cap OR daily_cap_units != @daily OR approval_threshold_units != @threshold)`,
+        ).run({ ...defaultParameters(), now: now() });
+        return changed.map((row) => row.agent_id);
       });
     },
 
@@ -126,7 +160,8 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
       return immediate(() => {
         requireAgent(agentId);
         db.prepare(
-          `UPDATE policies SET per_authorization_cap_units = ?, daily_cap_units = ?, approval_threshold_units = ?, version = version + 1, updated_at = ?
+          `UPDATE policies SET per_authorization_cap_units = ?, daily_cap_units = ?, approval_threshold_units = ?, version = version + 1, updated_at = ?,
+             follows_default = 0
            WHERE agent_id = ?`,
         ).run(policy.per_authorization_cap_units, policy.daily_cap_units, policy.approval_threshold_units, now(), agentId);
         return policyView(db.prepare('SELECT * FROM policies WHERE agent_id = ?').get(agentId) as PolicyRow);

@@ -31,6 +31,8 @@ export const policySchema = z.object({
   currency: z.string(),
   version: amount,
   updated_at: timestamp,
+  /** `default`: follows [ledger.default_policy] (applied at every ledger start); `operator`: set with `ledger policy set`. */
+  source: z.enum(['default', 'operator']),
 });
 export type LedgerPolicy = z.output<typeof policySchema>;
 

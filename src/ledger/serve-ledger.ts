@@ -35,6 +35,8 @@ export async function serveLedger(configPath: string): Promise<LedgerStopped> {
       defaultPolicy,
     });
     const adminCapability = await ensureAdminCapability(config.admin_capability_path, admin);
+    // [ledger.default_policy] as configured now holds for every agent that follows it.
+    const following = admin.applyDefaultPolicy();
     service.ownerAccountId();
     const buildInfo = readBuildInfo();
     const app = buildLedgerApp({ service, admin, buildInfo, contractLevel: config.contract_level, logger });
@@ -47,6 +49,7 @@ export async function serveLedger(configPath: string): Promise<LedgerStopped> {
       product_version: buildInfo.product_version,
       contract_level: config.contract_level,
       admin_capability: adminCapability,
+      default_policy_applied_to: following.length,
     });
     const signal = await new Promise<string>((resolve) => {
       process.once('SIGINT', () => {

@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { readBuildInfo } from '../build-info.js';
 import { UsageError, UserError } from '../errors.js';
-import { listGenerations, readActiveId, readManifest, storeGeneration, writeActiveId } from '../stack/generation-store.js';
+import { listGenerations, readActiveId, readGenerationFile, readManifest, storeGeneration, writeActiveId } from '../stack/generation-store.js';
 import { loadProfile, profileMissing, resolveProfileName } from '../stack/profile-store.js';
 import { compareGenerations, generationIdSchema, renderGeneration, type GenerationChange, type GenerationManifest } from '../stack/render-generation.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
@@ -20,6 +20,41 @@ export interface RenderResult extends GenerationChange {
   readonly outcome: 'created' | 'exists';
   readonly active_generation: string | null;
   readonly is_active: boolean;
+  /**
+   * How `[ledger.default_policy]` differs from the active generation's, field by field (amounts
+   * as decimal strings); empty when it does not. Applies at the next ledger start to every agent
+   * that follows the default (never given its own policy with `ledger policy set`).
+   */
+  readonly default_policy_changes: readonly DefaultPolicyChange[];
+}
+
+export interface DefaultPolicyChange {
+  readonly field: 'per_authorization_cap_units' | 'daily_cap_units' | 'approval_threshold_units';
+  readonly from: string | null;
+  readonly to: string;
+}
+
+const POLICY_FIELDS = ['per_authorization_cap_units', 'daily_cap_units', 'approval_threshold_units'] as const;
+
+/** The default policy fields of a rendered ledger.json (text), as decimal strings. */
+function defaultPolicyOf(ledgerJson: string | null): Partial<Record<DefaultPolicyChange['field'], string>> {
+  if (ledgerJson === null) return {};
+  try {
+    const policy = (JSON.parse(ledgerJson) as { default_policy?: Record<string, unknown> }).default_policy ?? {};
+    return Object.fromEntries(POLICY_FIELDS.filter((field) => policy[field] !== undefined).map((field) => [field, String(policy[field])]));
+  } catch {
+    return {};
+  }
+}
+
+function defaultPolicyChanges(activeLedgerJson: string | null, renderedLedgerJson: string): DefaultPolicyChange[] {
+  const before = defaultPolicyOf(activeLedgerJson);
+  const after = defaultPolicyOf(renderedLedgerJson);
+  return POLICY_FIELDS.flatMap((field) => {
+    const to = after[field];
+    const from = before[field] ?? null;
+    return to === undefined || to === from ? [] : [{ field, from, to }];
+  });
 }
 
 async function profileContext(request: ProfileRequest): Promise<{ home: string; paths: ProfilePaths }> {
@@ -66,6 +101,7 @@ export async function renderProfile(paths: ProfilePaths, home: string, now: Date
   const outcome = await storeGeneration(paths, rendered);
   const stored = (await readManifest(paths, rendered.id)) ?? rendered.manifest;
   const { id: activeId, manifest: active } = await readableActive(paths);
+  const activeLedger = activeId === null || active === null ? null : await readGenerationFile(paths, activeId, 'ledger.json').catch(() => null);
   return {
     profile: paths.name,
     generation_id: rendered.id,
@@ -73,6 +109,7 @@ export async function renderProfile(paths: ProfilePaths, home: string, now: Date
     active_generation: activeId,
     is_active: activeId === rendered.id,
     ...compareGenerations(active, stored),
+    default_policy_changes: activeId === rendered.id ? [] : defaultPolicyChanges(activeLedger, rendered.files['ledger.json']),
   };
 }
 

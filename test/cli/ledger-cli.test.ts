@@ -303,6 +303,7 @@ describe('the admin flow through the CLI', () => {
         currency: 'USD',
         version: '2',
         updated_at: matching(ISO),
+        source: 'operator',
       },
     });
 

@@ -23,6 +23,11 @@ export default class StackRender extends LexecCommand<RenderResult> {
     }
     output.line(`changed files against ${result.active_generation ?? 'no active generation'}: ${result.changed_files.join(', ') || 'none'}`);
     output.line(`components affected: ${result.affected_components.join(', ') || 'none'}`);
+    if (result.default_policy_changes.length > 0) {
+      const changes = result.default_policy_changes.map((change) => `${change.field} ${change.from ?? '(none)'} → ${change.to}`).join(', ');
+      output.line(`default spend policy: ${changes}`);
+      output.line('  applies at the next start to every agent without its own policy (one never given one with `lexec ledger policy set`)');
+    }
     output.line(output.style.dim(`Apply: lexec stack stop, lexec stack activate --generation ${result.generation_id}, lexec stack start`));
   }
 }

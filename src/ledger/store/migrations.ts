@@ -118,4 +118,16 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX one_open_record_per_authorization ON reconciliation_records (token_id) WHERE status = 'open';
     `,
   },
+  {
+    version: 2,
+    name: 'policies follow the default until set',
+    // An agent's policy is either the configured default (it follows every change of
+    // [ledger.default_policy] at the next ledger start) or the operator's own, set with
+    // `ledger policy set`. Every existing policy still at version 1 was never set: it was copied
+    // from the default when the agent was added, so it follows the default from now on.
+    up: `
+      ALTER TABLE policies ADD COLUMN follows_default INTEGER NOT NULL DEFAULT 0 CHECK (follows_default IN (0, 1));
+      UPDATE policies SET follows_default = 1 WHERE version = 1;
+    `,
+  },
 ];
