@@ -14,6 +14,7 @@ if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
   prompt="$1"
   shift
 fi
-node bin/run.js stack start
+# The start's summary is progress here: this script's result (stdout) is the run's.
+node bin/run.js stack start >&2
 node bin/run.js run "$prompt" "$@"
 echo "The stack is still running: \`npx lexec stack status\` shows it, \`npx lexec stack stop\` stops it." >&2

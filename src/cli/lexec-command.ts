@@ -8,7 +8,7 @@ import { createOutput, type Output } from './output.js';
 /**
  * Base of every lexec command. A command parses its flags, calls one service and returns a typed
  * result; this class owns everything around that: the global `--color` and `--json` flags,
- * printing the result (one JSON document on stdout, or human text on stderr), and the single
+ * printing the result on stdout (one JSON document, or human text), and the single
  * error handler that maps what was thrown to a message and an exit code.
  */
 export abstract class LexecCommand<Result> extends Command {
@@ -29,7 +29,7 @@ export abstract class LexecCommand<Result> extends Command {
   /** Does the work: parse flags (`this.parse`), call one service, return its result. */
   protected abstract execute(output: Output): Promise<Result>;
 
-  /** Human rendering of the result, on stderr through `output.line`. */
+  /** Human rendering of the result, on stdout through `output.line` (progress and warnings: `output.diagnostics`). */
   protected abstract renderHuman(result: Result, output: Output): void;
 
   /**
@@ -70,9 +70,10 @@ export function reportCommandError(output: Output, commandName: string, error: u
   if (output.jsonMode) {
     output.json(jsonFailure(commandName, body));
   } else {
-    output.line(`${output.style.error('Error:')} ${body.message}`);
-    for (const issue of body.issues) output.line(`  ${output.style.bold(issue.path)}: ${issue.message}`);
-    output.line(output.style.dim(body.next_step));
+    const { diagnostics } = output;
+    diagnostics.line(`${diagnostics.style.error('Error:')} ${body.message}`);
+    for (const issue of body.issues) diagnostics.line(`  ${diagnostics.style.bold(issue.path)}: ${issue.message}`);
+    diagnostics.line(diagnostics.style.dim(body.next_step));
   }
   if (body.kind === 'bug' && process.env.LEXEC_DEBUG === '1' && error instanceof Error && error.stack) {
     process.stderr.write(`${error.stack}\n`);

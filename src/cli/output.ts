@@ -13,22 +13,35 @@ export interface Styler {
   readonly bold: (text: string) => string;
 }
 
+/** Progress, warnings and diagnostics: stderr, coloured by stderr's own terminal test. */
+export interface Diagnostics {
+  readonly color: boolean;
+  readonly style: Styler;
+  /** One line on stderr. */
+  line(text?: string): void;
+}
+
 /**
- * Where a command's output goes. Human text and progress go to stderr; under `--json` stdout
- * carries exactly one JSON document and nothing else, never with ANSI sequences in it.
+ * Where a command's output goes (docs/cli-output.md "Streams"). Its result — human text, or
+ * under `--json` exactly one JSON document and nothing else — goes to stdout, so `lexec stack
+ * status | grep executor` and `$(lexec version)` work; progress, warnings and diagnostics go to
+ * stderr (`diagnostics`). Each stream is coloured only by its own terminal test, and the JSON
+ * document never carries ANSI sequences.
  */
 export interface Output {
   readonly jsonMode: boolean;
+  /** Colour of the human result on stdout. */
   readonly color: boolean;
   readonly style: Styler;
-  /** One line of human text on stderr. */
+  /** One line of the human result, on stdout. Never under --json (stdout holds one document there). */
   line(text?: string): void;
   /** The one JSON document of this invocation, on stdout. */
   json(document: unknown): void;
+  readonly diagnostics: Diagnostics;
 }
 
 export interface OutputStreams {
-  readonly stdout: NodeJS.WritableStream;
+  readonly stdout: NodeJS.WritableStream & { isTTY?: boolean };
   readonly stderr: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
@@ -56,10 +69,10 @@ export function serializeJsonDocument(document: unknown): string {
   return JSON.stringify(document, (key, value: unknown) => (typeof value === 'string' ? stripVTControlCharacters(value) : bigintAsString(key, value)));
 }
 
-async function colorStyler(env: OutputOptions['env'], stderr: OutputStreams['stderr']): Promise<Styler> {
+async function colorStyler(env: OutputOptions['env'], stream: OutputStreams['stderr']): Promise<Styler> {
   // Loaded only when colour is on, so plain and JSON invocations never pay for it.
   const [{ Chalk }, { createSupportsColor }] = await Promise.all([import('chalk'), import('supports-color')]);
-  const detected = createSupportsColor(stderr as unknown as WriteStream, { sniffFlags: false });
+  const detected = createSupportsColor(stream as unknown as WriteStream, { sniffFlags: false });
   const chalk = new Chalk({ level: colorLevel(env, detected === false ? 0 : detected.level) });
   return {
     ok: (text) => chalk.green(text),
@@ -72,20 +85,31 @@ async function colorStyler(env: OutputOptions['env'], stderr: OutputStreams['std
 
 export async function createOutput(options: OutputOptions): Promise<Output> {
   const { streams } = options;
-  const color = resolveColor({ choice: options.color, env: options.env, isTTY: streams.stderr.isTTY === true });
-  const style = color ? await colorStyler(options.env, streams.stderr) : plain;
+  // The result is never coloured under --json; stdout then holds only the JSON document.
+  const color = !options.jsonMode && resolveColor({ choice: options.color, env: options.env, isTTY: streams.stdout.isTTY === true });
+  const diagnosticsColor = resolveColor({ choice: options.color, env: options.env, isTTY: streams.stderr.isTTY === true });
+  const style = color ? await colorStyler(options.env, streams.stdout) : plain;
+  const diagnosticsStyle = diagnosticsColor ? await colorStyler(options.env, streams.stderr) : plain;
   let jsonWritten = false;
   return {
     jsonMode: options.jsonMode,
     color,
     style,
     line(text = '') {
-      streams.stderr.write(`${text}\n`);
+      if (options.jsonMode) throw new BugError('a command tried to print human text under --json');
+      streams.stdout.write(`${text}\n`);
     },
     json(document) {
       if (jsonWritten) throw new BugError('a command tried to print a second JSON document');
       jsonWritten = true;
       streams.stdout.write(`${serializeJsonDocument(document)}\n`);
+    },
+    diagnostics: {
+      color: diagnosticsColor,
+      style: diagnosticsStyle,
+      line(text = '') {
+        streams.stderr.write(`${text}\n`);
+      },
     },
   };
 }

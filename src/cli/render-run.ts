@@ -4,42 +4,42 @@ import type { Output } from './output.js';
 import { plain } from './render-ledger.js';
 
 /*
- * Human text of `lexec run`: progress lines while it works and the summary at the end, all on
- * stderr (stdout is reserved for the one JSON document under --json). Nothing here ever holds
+ * Human text of `lexec run`: progress lines on stderr while it works, and the summary at the end
+ * as the result on stdout (under --json, stdout holds the one JSON document instead). Nothing here ever holds
  * a capability; text from the servers (labels, states) is printed without control characters.
  */
 
 const usd = (units: bigint) => formatUnits(units, 'USD');
 
 export function renderRunProgress(event: RunProgress, output: Output): void {
-  const { style } = output;
+  const { style } = output.diagnostics;
   switch (event.kind) {
     case 'quoted':
-      output.line(
+      output.diagnostics.line(
         `quote: ${event.image_count} x ${event.image_size} on ${plain(event.label ?? event.target_id)} (${plain(event.target_id)}) = ${style.bold(usd(event.amount_units))}`,
       );
       return;
     case 'authorization': {
       const status = event.status === 'approved' ? style.ok(event.status) : event.status === 'requested' ? style.warn(event.status) : event.status;
-      output.line(`authorization ${event.token_id}: ${status}${event.reused ? ' (continuing with it)' : ''}, ${usd(event.amount_units)}`);
+      output.diagnostics.line(`authorization ${event.token_id}: ${status}${event.reused ? ' (continuing with it)' : ''}, ${usd(event.amount_units)}`);
       return;
     }
     case 'approval_needed':
-      output.line(style.warn(`This authorization needs a human approval (the profile's policy sends amounts above its threshold to an approver).`));
+      output.diagnostics.line(style.warn(`This authorization needs a human approval (the profile's policy sends amounts above its threshold to an approver).`));
       // Under --no-wait the summary says the same once, at the end.
       if (!event.waiting) return;
-      output.line(`  approve it with:  ${style.bold(event.approve_command)}`);
-      output.line(`  (or deny it: ${event.deny_command}; unanswered, it expires at ${event.expires_at})`);
-      output.line(style.dim('waiting for the decision… (Ctrl-C stops waiting; the authorization stays requested)'));
+      output.diagnostics.line(`  approve it with:  ${style.bold(event.approve_command)}`);
+      output.diagnostics.line(`  (or deny it: ${event.deny_command}; unanswered, it expires at ${event.expires_at})`);
+      output.diagnostics.line(style.dim('waiting for the decision… (Ctrl-C stops waiting; the authorization stays requested)'));
       return;
     case 'executor_not_ready':
-      output.line(style.dim('the executor is not admitting executions right now; retrying the identical request briefly…'));
+      output.diagnostics.line(style.dim('the executor is not admitting executions right now; retrying the identical request briefly…'));
       return;
     case 'execution':
-      output.line(`execution ${event.execution_id}: ${plain(event.state)}${event.phase === null ? '' : ` (${plain(event.phase)})`}`);
+      output.diagnostics.line(`execution ${event.execution_id}: ${plain(event.state)}${event.phase === null ? '' : ` (${plain(event.phase)})`}`);
       return;
     case 'saved':
-      output.line(`  ${event.file.outcome === 'written' ? 'saved' : 'already saved'} ${event.file.path} (${event.file.bytes} bytes)`);
+      output.diagnostics.line(`  ${event.file.outcome === 'written' ? 'saved' : 'already saved'} ${event.file.path} (${event.file.bytes} bytes)`);
       return;
   }
 }

@@ -55,7 +55,7 @@ export function renderStopResult(result: StopResult, output: Output): void {
     output.line(`stopped ${result.orphans_stopped.length} process(es) left by a killed supervisor: ${result.orphans_stopped.map((orphan) => `${orphan.component} pid ${orphan.pid}`).join(', ')}`);
   }
   const busy = result.ports_busy.map((port) => describeBusyPort({ port: port.port, free: false, holder: port.holder }));
-  for (const line of busy) output.line(style.warn(`warning: ${line} (not a process of this stack)`));
+  for (const line of busy) output.diagnostics.line(output.diagnostics.style.warn(`warning: ${line} (not a process of this stack)`));
 }
 
 export function renderStatusResult(result: StatusResult, output: Output): void {

@@ -18,15 +18,15 @@ function plainProgress(output: Output): StartProgress {
       const since = Date.now();
       try {
         const value = await work();
-        output.line(`${output.style.ok('✔')} ${title}${done === undefined ? '' : `: ${done(value)}`} ${output.style.dim(`(${elapsed(since)})`)}`);
+        output.diagnostics.line(`${output.diagnostics.style.ok('✔')} ${title}${done === undefined ? '' : `: ${done(value)}`} ${output.diagnostics.style.dim(`(${elapsed(since)})`)}`);
         return value;
       } catch (error) {
-        output.line(`${output.style.error('✖')} ${title} ${output.style.dim(`(${elapsed(since)})`)}`);
+        output.diagnostics.line(`${output.diagnostics.style.error('✖')} ${title} ${output.diagnostics.style.dim(`(${elapsed(since)})`)}`);
         throw error;
       }
     },
     note(text) {
-      output.line(text);
+      output.diagnostics.line(text);
     },
   };
 }
@@ -45,7 +45,7 @@ async function listrProgress(output: Output): Promise<StartProgress> {
             title,
             task: async (_context, task) => {
               value = await work();
-              task.title = `${title}${done === undefined ? '' : `: ${done(value)}`} ${output.style.dim(`(${elapsed(since)})`)}`;
+              task.title = `${title}${done === undefined ? '' : `: ${done(value)}`} ${output.diagnostics.style.dim(`(${elapsed(since)})`)}`;
             },
           },
         ],
@@ -54,7 +54,7 @@ async function listrProgress(output: Output): Promise<StartProgress> {
       return value as Awaited<ReturnType<typeof work>>;
     },
     note(text) {
-      output.line(text);
+      output.diagnostics.line(text);
     },
   };
 }
@@ -64,5 +64,5 @@ export async function createStartProgress(output: Output): Promise<StartProgress
   // A terminal of unknown width (some pseudo-terminals report 0 columns) gets plain lines: the
   // task list would otherwise wrap after every character.
   const terminal = stderr.isTTY === true && (stderr.columns ?? 0) > 0;
-  return terminal && !output.jsonMode && output.color ? listrProgress(output) : plainProgress(output);
+  return terminal && !output.jsonMode && output.diagnostics.color ? listrProgress(output) : plainProgress(output);
 }

@@ -45,7 +45,7 @@ export default class Run extends LexecCommand<RunResult> {
     const interrupt = new AbortController();
     const onSigint = () => {
       if (interrupt.signal.aborted) process.exit(130);
-      output.line(output.style.dim('Stopping at the next safe point… (Ctrl-C again to quit at once)'));
+      output.diagnostics.line(output.diagnostics.style.dim('Stopping at the next safe point… (Ctrl-C again to quit at once)'));
       interrupt.abort();
     };
     process.on('SIGINT', onSigint);

@@ -205,14 +205,14 @@ describe('first and repeated bootstrap', () => {
     expect(executorCredentials(ledger.dir)).toEqual(rows);
   });
 
-  it('human output goes to stderr, categories only; stdout stays empty', async () => {
+  it('the human result goes to stdout, categories only; stderr stays empty', async () => {
     const before = await snapshot(stateDir());
     const run = await bootstrap(join(dir(), 'executor.json'), ledger.adminCapabilityPath, false);
     expect(run.exitCode).toBe(0);
-    expect(run.stdout).toBe('');
-    expect(run.stderr).toContain(`managed credentials ready in ${stateDir()}`);
-    expect(run.stderr).toMatch(/caller capability {3}reused/);
-    expect(run.stderr).toMatch(/ledger credential {3}reused \(at http:\/\/127\.0\.0\.1:\d+\)/);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toContain(`managed credentials ready in ${stateDir()}`);
+    expect(run.stdout).toMatch(/caller capability {3}reused/);
+    expect(run.stdout).toMatch(/ledger credential {3}reused \(at http:\/\/127\.0\.0\.1:\d+\)/);
     expect(await snapshot(stateDir())).toEqual(before);
   });
 

@@ -165,17 +165,17 @@ describe('the admin flow through the CLI', () => {
     expect(stored).toEqual([{ kind: 'agent', agent_id: agentId, digest: createHash('sha256').update(capability).digest() }]);
   });
 
-  it('agents add without a credential file, then agents list: human text on stderr, nothing on stdout', async () => {
+  it('agents add without a credential file, then agents list: the human result on stdout, nothing on stderr', async () => {
     const human = await lexec(['ledger', 'agents', 'add', ...target(), '--name', 'helper']);
     expect(human.exitCode).toBe(0);
-    expect(human.stdout).toBe('');
-    expect(human.stderr).toMatch(/agent added:\nagt_[0-9a-f-]{36} {2}helper {2}active/);
+    expect(human.stderr).toBe('');
+    expect(human.stdout).toMatch(/agent added:\nagt_[0-9a-f-]{36} {2}helper {2}active/);
 
     const list = await lexec(['ledger', 'agents', 'list', ...target()]);
     expect(list.exitCode).toBe(0);
-    expect(list.stdout).toBe('');
-    expect(list.stderr).toContain(`${agentId}  bot  active`);
-    expect(list.stderr).toContain('helper  active');
+    expect(list.stderr).toBe('');
+    expect(list.stdout).toContain(`${agentId}  bot  active`);
+    expect(list.stdout).toContain('helper  active');
 
     const json = succeeded(await lexec(['ledger', 'agents', 'list', ...target(), '--json']), 'ledger agents list');
     expect(json.agents.map((agent) => agent.name)).toEqual(['bot', 'helper']);
@@ -218,9 +218,9 @@ describe('the admin flow through the CLI', () => {
   it('authorizations approve (approver token) approves it; show agrees for admin, approver and the agent', async () => {
     const human = await lexec(['ledger', 'authorizations', 'approve', requestedId, ...target(approverFile()), '--reason', 'within budget']);
     expect(human.exitCode).toBe(0);
-    expect(human.stdout).toBe('');
-    expect(human.stderr).toContain(`authorization ${requestedId}  approved`);
-    expect(human.stderr).toContain('2.000000 USD (2000000 micro-units)');
+    expect(human.stderr).toBe('');
+    expect(human.stdout).toContain(`authorization ${requestedId}  approved`);
+    expect(human.stdout).toContain('2.000000 USD (2000000 micro-units)');
 
     for (const tokenFile of [ledger.adminCapabilityPath, approverFile(), botFile()]) {
       const shown = succeeded(
@@ -270,8 +270,8 @@ describe('the admin flow through the CLI', () => {
     expect(limited.authorizations).toHaveLength(1);
 
     const human = await lexec(['ledger', 'authorizations', 'list', ...target()]);
-    expect(human.stdout).toBe('');
-    expect(human.stderr).toContain(`${requestedId}  approved`);
+    expect(human.stderr).toBe('');
+    expect(human.stdout).toContain(`${requestedId}  approved`);
   });
 
   it('policy init, set, show and export round-trip a policy file; the export is plain JSON even with --color always', async () => {
@@ -310,9 +310,9 @@ describe('the admin flow through the CLI', () => {
     const exportFile = join(root, 'policies', 'exported.json');
     const shown = await lexec(['ledger', 'policy', 'show', ...target(), '--agent-id', agentId, '--export', exportFile, '--color', 'always']);
     expect(shown.exitCode).toBe(0);
-    expect(shown.stdout).toBe('');
-    expect(shown.stderr).toMatch(ANSI); // colour really was on
-    expect(shown.stderr).toContain('8.000000 USD');
+    expect(shown.stderr).toBe('');
+    expect(shown.stdout).toMatch(ANSI); // colour really was on
+    expect(shown.stdout).toContain('8.000000 USD');
     const exported = await readFile(exportFile, 'utf8');
     expect(exported).not.toMatch(ANSI);
     expect(JSON.parse(exported)).toEqual(edited);

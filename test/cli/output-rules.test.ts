@@ -45,12 +45,12 @@ const label = (c: Combination) =>
 
 describe.concurrent('human output colour', () => {
   it.each(combinations.map((c) => [label(c), c] as const))('%s', async (_name, c) => {
-    // Human text goes to stderr, so that is the stream that is a terminal or a pipe.
-    const run = await runLexec(['version', '--color', c.flag], { env: envOf(c), tty: c.tty ? 'stderr' : undefined });
+    // The human result goes to stdout, so that is the stream that is a terminal or a pipe.
+    const run = await runLexec(['version', '--color', c.flag], { env: envOf(c), tty: c.tty ? 'stdout' : undefined });
     expect(run.exitCode).toBe(0);
-    expect(run.stdout).toBe('');
-    expect(run.stderr).toContain('contract  v4.5');
-    expect(ANSI.test(run.stderr)).toBe(colourExpected(c));
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toContain('contract  v4.5');
+    expect(ANSI.test(run.stdout)).toBe(colourExpected(c));
   });
 });
 
@@ -103,9 +103,24 @@ describe('error output', () => {
   });
 
   it('the default is auto', async () => {
-    const onTerminal = await runLexec(['version'], { tty: 'stderr', env: { TERM: 'xterm-256color' } });
-    expect(ANSI.test(onTerminal.stderr)).toBe(true);
+    const onTerminal = await runLexec(['version'], { tty: 'stdout', env: { TERM: 'xterm-256color' } });
+    expect(ANSI.test(onTerminal.stdout)).toBe(true);
     const onPipe = await runLexec(['version'], { env: { TERM: 'xterm-256color' } });
-    expect(ANSI.test(onPipe.stderr)).toBe(false);
+    expect(ANSI.test(onPipe.stdout)).toBe(false);
+  });
+
+  it('each stream is coloured by its own terminal test: a piped result stays plain while errors on a terminal are coloured', async () => {
+    const piped = await runLexec(['executor', 'validate-config', '--config', badConfig], { tty: 'stderr', env: { TERM: 'xterm-256color' } });
+    expect(piped.stdout).toBe('');
+    expect(ANSI.test(piped.stderr)).toBe(true);
+    const result = await runLexec(['version'], { tty: 'stderr', env: { TERM: 'xterm-256color' } });
+    expect(result.stdout).toContain('contract  v4.5');
+    expect(ANSI.test(result.stdout)).toBe(false);
+  });
+
+  it('$(lexec version) captures the result: the human result is on stdout', async () => {
+    const run = await runLexec(['version']);
+    expect(run.stderr).toBe('');
+    expect(run.stdout.split('\n')[0]).toMatch(/^lexec v\d+\.\d+\.\d+/);
   });
 });

@@ -49,8 +49,8 @@ describe('validate-config accepts', () => {
     const path = join(TEMPLATES_DIR, 'executor.example.json');
     const human = await runLexec(['executor', 'validate-config', '--config', path]);
     expect(human.exitCode).toBe(0);
-    expect(human.stdout).toBe('');
-    expect(human.stderr).toContain(`${path} is a valid executor configuration (schema version 3)`);
+    expect(human.stderr).toBe('');
+    expect(human.stdout).toContain(`${path} is a valid executor configuration (schema version 3)`);
 
     const json = await runLexec(['executor', 'validate-config', '--config', path, '--json']);
     expect(json.exitCode).toBe(0);

@@ -31,12 +31,12 @@ describe('lexec version', () => {
     expect(result.commit).toBe(gitHead());
   });
 
-  it('prints human text on stderr and nothing on stdout', async () => {
+  it('prints the human result on stdout and nothing on stderr', async () => {
     const run = await runLexec(['version']);
     expect(run.exitCode).toBe(0);
-    expect(run.stdout).toBe('');
-    expect(run.stderr).toContain(`lexec v${pkg.version}`);
-    expect(run.stderr).toContain('contract  v4.5');
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toContain(`lexec v${pkg.version}`);
+    expect(run.stdout).toContain('contract  v4.5');
   });
 });
 

@@ -63,7 +63,7 @@ describe('ledger serve', () => {
     expect(flag.exitCode).toBe(0);
     expect((JSON.parse(flag.stdout) as { result: unknown }).result).toEqual(cli.result);
     const human = await runLexec(['ledger', 'serve', '--version']);
-    expect(human.stderr).toContain(`lexec ledger ${cli.result.product_version ?? ''} (contract v4.5, commit ${cli.result.commit ?? ''}`);
+    expect(human.stdout).toContain(`lexec ledger ${cli.result.product_version ?? ''} (contract v4.5, commit ${cli.result.commit ?? ''}`);
   });
 
   it('fails closed when the admin capability file does not match the database', async () => {

@@ -180,7 +180,7 @@ describe('provider sandbox serve: the command', () => {
       expect(Date.now() - stoppedAt).toBeLessThan(4_000);
       expect(await hanging).toBeInstanceOf(Error);
       expect(sandbox.events().map((event) => event.event)).toEqual(expect.arrayContaining(['sandbox_stopping', 'sandbox_stopped']));
-      expect(sandbox.stderrLines().at(-1)).toBe(`sandbox provider stopped (${signal}; 1 submission received)`);
+      expect(sandbox.stdoutLines()).toEqual([`sandbox provider stopped (${signal}; 1 submission received)`]);
       const withheld = sandbox.events().find((event) => event.route === 'POST /{model}');
       expect(withheld).toMatchObject({ answered: false, status: null });
     }

@@ -36,6 +36,8 @@ export interface SandboxControl {
 export interface SandboxProcess extends SandboxControl {
   readonly port: number;
   /** stderr so far, as lines. */
+  /** stdout so far, as lines (the human result once it stops). */
+  readonly stdoutLines: () => string[];
   readonly stderrLines: () => string[];
   /** Parsed JSON log lines so far. */
   readonly events: () => Record<string, unknown>[];
@@ -66,6 +68,7 @@ export async function spawnSandbox(options: SandboxOptions = {}): Promise<Sandbo
     ...sandboxControl(String(server.started.origin)),
     port: Number(server.started.port),
     stderrLines: server.stderrLines,
+    stdoutLines: server.stdoutLines,
     events: server.events,
     stop: server.stop,
   };

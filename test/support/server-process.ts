@@ -6,8 +6,10 @@ import { collectJsonLines } from './json-lines.js';
 export interface ServerProcess {
   /** The server's `*_started` log event (it carries the port it bound). */
   readonly started: Record<string, unknown>;
-  /** stderr so far, as lines. */
+  /** stderr so far, as lines (the server's JSON log). */
   readonly stderrLines: () => string[];
+  /** stdout so far, as lines (the command's human result, once it stops). */
+  readonly stdoutLines: () => string[];
   /** Parsed JSON log lines so far. */
   readonly events: () => Record<string, unknown>[];
   /** Sends `signal` (SIGKILL after 5 s) and waits for the exit code. Idempotent. */
@@ -22,7 +24,7 @@ export async function spawnServerProcess(
   args: readonly string[],
   options: { startedEvent: string; env: Record<string, string>; startTimeoutMs?: number },
 ): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: options.env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let exited = false;
   const exit = new Promise<number>((resolve) => {
     child.once('exit', (code, signal) => {
@@ -31,6 +33,7 @@ export async function spawnServerProcess(
     });
   });
   const { lines, events } = collectJsonLines(child.stderr);
+  const { lines: stdout } = collectJsonLines(child.stdout);
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
     if (!exited) {
       child.kill(signal);
@@ -55,7 +58,7 @@ export async function spawnServerProcess(
         }
       }, 20);
     });
-    return { started, stderrLines: () => [...lines], events, stop };
+    return { started, stderrLines: () => [...lines], stdoutLines: () => [...stdout], events, stop };
   } catch (error) {
     await stop('SIGKILL');
     throw error;

@@ -39,6 +39,7 @@ export default class AgentMcp extends LexecCommand<AgentSessionEnded> {
   }
 
   protected override renderHuman(result: AgentSessionEnded, output: Output): void {
-    output.line(`lexec agent mcp: session ended (${result.reason})`);
+    // stdout is the MCP channel: even after the session, the closing line goes to stderr.
+    output.diagnostics.line(`lexec agent mcp: session ended (${result.reason})`);
   }
 }

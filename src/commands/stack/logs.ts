@@ -54,7 +54,7 @@ export default class StackLogs extends LexecCommand<LogsResult> {
         onTail: (result) => {
           renderLogsHeader(result, output);
           renderLogLines(result, result.lines, output);
-          output.line(output.style.dim('Following (Ctrl-C to stop)…'));
+          output.diagnostics.line(output.diagnostics.style.dim('Following (Ctrl-C to stop)…'));
         },
         onLines: (lines) => {
           renderLogLines(request, lines, output);
@@ -68,7 +68,7 @@ export default class StackLogs extends LexecCommand<LogsResult> {
 
   protected override renderHuman(result: LogsResult, output: Output): void {
     if (this.followed) {
-      output.line(output.style.dim('Stopped following.'));
+      output.diagnostics.line(output.diagnostics.style.dim('Stopped following.'));
       return;
     }
     renderLogsHeader(result, output);

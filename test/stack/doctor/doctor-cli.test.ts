@@ -100,15 +100,15 @@ describe('a healthy sandbox profile', () => {
     expect(JSON.stringify(report.provider_catalog)).not.toContain('credentials');
   });
 
-  it('prints one line per check on stderr, nothing on stdout, and no colour when asked for none', async () => {
+  it('prints one line per check on stdout, nothing on stderr, and no colour when asked for none', async () => {
     await writeProfile(home, 'sandbox', await sandboxProfileText());
     await renderAndActivate(home);
     const run = await lexec(home, ['stack', 'doctor', '--color', 'never']);
     expect(run.exitCode).toBe(0);
-    expect(run.stdout).toBe('');
-    for (const id of DOCTOR_CHECK_IDS) expect(run.stderr).toContain(id);
-    expect(run.stderr).toMatch(/overall: warn/);
-    expect(run.stderr).not.toMatch(ANSI);
+    expect(run.stderr).toBe('');
+    for (const id of DOCTOR_CHECK_IDS) expect(run.stdout).toContain(id);
+    expect(run.stdout).toMatch(/overall: warn/);
+    expect(run.stdout).not.toMatch(ANSI);
     const coloured = await lexec(home, ['stack', 'doctor', '--json', '--color', 'always']);
     expect(coloured.stdout).not.toMatch(ANSI);
   });
@@ -126,7 +126,7 @@ describe('a failing check', () => {
     expect(await listTree(home)).toEqual([]);
     const human = await lexec(home, ['stack', 'doctor']);
     expect(human.exitCode).toBe(3);
-    expect(human.stderr).toMatch(/overall: fail .*exit 3/);
+    expect(human.stdout).toMatch(/overall: fail .*exit 3/);
   });
 
   it('lists the field paths of an invalid profile', async () => {
@@ -135,7 +135,7 @@ describe('a failing check', () => {
     expect(exitCode).toBe(3);
     expect(check(report, 'profile.valid')).toMatchObject({ status: 'fail', issues: [{ path: 'ports.bogus', message: 'unknown field' }] });
     const human = await lexec(home, ['stack', 'doctor']);
-    expect(human.stderr).toContain('ports.bogus: unknown field');
+    expect(human.stdout).toContain('ports.bogus: unknown field');
   });
 
   it('finds a rendered file that no longer matches its manifest', async () => {

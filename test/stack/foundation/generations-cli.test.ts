@@ -94,10 +94,10 @@ describe('stack render', () => {
     expect(second).toMatchObject({ outcome: 'created', active_generation: first.generation_id, is_active: false, changed_files: [], affected_components: ['sandbox'] });
     expect((await readFile(join(profileDir, 'active'), 'utf8')).trim()).toBe(first.generation_id);
     const human = await lexec(home, ['stack', 'render']);
-    expect(human.stderr).toContain(`generation ${second.generation_id} (rendered before)`);
-    expect(human.stderr).toContain('components affected: sandbox');
-    expect(human.stderr).toContain(`lexec stack activate --generation ${second.generation_id}`);
-    expect(human.stdout).toBe('');
+    expect(human.stdout).toContain(`generation ${second.generation_id} (rendered before)`);
+    expect(human.stdout).toContain('components affected: sandbox');
+    expect(human.stdout).toContain(`lexec stack activate --generation ${second.generation_id}`);
+    expect(human.stderr).toBe('');
   });
 
   it('refuses an invalid profile by field path and creates no generation', async () => {
@@ -170,7 +170,7 @@ describe('stack activate and rollback', () => {
     expect(result.generations.map((generation) => generation.generation_id).sort()).toEqual([a, b, c].sort());
     expect(result.generations.filter((generation) => generation.active).map((generation) => generation.generation_id)).toEqual([a]);
     const human = await lexec(home, ['stack', 'generations']);
-    expect(human.stderr.split('\n').find((line) => line.startsWith('active'))).toContain(a);
+    expect(human.stdout.split('\n').find((line) => line.startsWith('active'))).toContain(a);
   });
 
   it('are refused while the stack runs, and allowed once its supervisor is gone', async () => {

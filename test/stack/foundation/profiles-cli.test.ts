@@ -33,7 +33,7 @@ describe('stack profiles', () => {
   it('on an empty home lists nothing, says how to start, and creates nothing', async () => {
     expect(await profiles()).toEqual({ home, effective: { name: 'sandbox', source: 'default' }, profiles: [] });
     const human = await lexec(home, ['stack', 'profiles']);
-    expect(human.stderr).toContain('`lexec stack start` creates "sandbox"');
+    expect(human.stdout).toContain('`lexec stack start` creates "sandbox"');
     expect(await listTree(home)).toEqual([]);
   });
 
@@ -73,7 +73,7 @@ describe('stack select and --profile', () => {
     const again = await lexec(home, ['stack', 'select', 'sandbox', '--json']);
     expect(again.json?.result).toEqual({ selected: 'sandbox', previous: 'other' });
     const human = await lexec(home, ['stack', 'select', 'other']);
-    expect(human.stderr).toContain('selected profile other (was sandbox)');
+    expect(human.stdout).toContain('selected profile other (was sandbox)');
   });
 
   it('refuses to select a profile that does not exist or does not parse', async () => {

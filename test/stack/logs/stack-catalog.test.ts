@@ -105,8 +105,8 @@ describe('lexec stack catalog', () => {
 
     const human = await runLexec(['stack', 'catalog', '--color', 'always'], { env: home.env });
     expect(human.exitCode).toBe(0);
-    expect(human.stdout).toBe('');
-    const plain = human.stderr.replaceAll(new RegExp(ANSI.source, 'g'), '');
+    expect(human.stderr).toBe('');
+    const plain = human.stdout.replaceAll(new RegExp(ANSI.source, 'g'), '');
     expect(plain).toContain(`Provider catalog of profile sandbox, generation ${generation} (schema 1; computed locally, the provider is not called)`);
     expect(plain).toContain('  pricing 2026-11-01 (USD per image): square_hd 3/1000, square 3/1000');
     expect(plain).toContain('  credential reference present  no (no credential reference outside live mode)');

@@ -9,22 +9,29 @@ const WRITER = fileURLToPath(new URL('./rotating-writer.mjs', import.meta.url));
 interface Running {
   readonly child: ChildProcess;
   readonly stderr: () => string;
+  /** The log lines themselves: the command's result, on stdout. */
+  readonly stdout: () => string;
   readonly exit: Promise<number | null>;
 }
 
 function start(args: readonly string[], env: Record<string, string>): Running {
   const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
+  let stdout = '';
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', (chunk: string) => {
     stderr += chunk;
+  });
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => {
+    stdout += chunk;
   });
   const exit = new Promise<number | null>((resolve) => {
     child.once('exit', (code) => {
       resolve(code);
     });
   });
-  return { child, stderr: () => stderr, exit };
+  return { child, stderr: () => stderr, stdout: () => stdout, exit };
 }
 
 async function until(what: string, condition: () => boolean, timeoutMs = 60_000): Promise<void> {
@@ -60,24 +67,24 @@ describe('lexec stack logs --follow', () => {
     const filtered = start([BIN, 'stack', 'logs', '--component', 'all', '--execution-id', EXECUTION_A, '--follow', '--color', 'always'], home.env);
     running.push(plain, filtered);
     for (const follower of [plain, filtered]) await until('the follower to start', () => follower.stderr().includes('Following (Ctrl-C to stop)'));
-    expect(plain.stderr()).not.toContain('before-1');
-    expect(plain.stderr()).toContain('"event":"before-2"');
+    expect(plain.stdout()).not.toContain('before-1');
+    expect(plain.stdout()).toContain('"event":"before-2"');
 
     const writer = start([WRITER, home.logsDir, 'executor', EXECUTION_A, EXECUTION_B], {});
     running.push(writer);
     expect(await writer.exit).toBe(0);
     const all = Array.from({ length: 80 }, (_, index) => index + 1);
-    await until('every line at the plain follower', () => sequence(plain.stderr()).length >= 80);
-    await until('every even line at the filtered follower', () => sequence(filtered.stderr()).length >= 40);
+    await until('every line at the plain follower', () => sequence(plain.stdout()).length >= 80);
+    await until('every even line at the filtered follower', () => sequence(filtered.stdout()).length >= 40);
 
     for (const follower of [plain, filtered]) follower.child.kill('SIGINT');
     expect(await plain.exit).toBe(0);
     expect(await filtered.exit).toBe(0);
-    expect(sequence(plain.stderr())).toEqual(all);
-    expect(sequence(filtered.stderr())).toEqual(all.filter((seq) => seq % 2 === 0));
+    expect(sequence(plain.stdout())).toEqual(all);
+    expect(sequence(filtered.stdout())).toEqual(all.filter((seq) => seq % 2 === 0));
     expect(plain.stderr().trimEnd().endsWith('Stopped following.')).toBe(true);
     // Under `all` each line carries its component prefix; the payload after it has no escape.
-    const filteredLines = filtered.stderr().split('\n').filter((line) => line.includes('"writer_line"'));
+    const filteredLines = filtered.stdout().split('\n').filter((line) => line.includes('"writer_line"'));
     for (const line of filteredLines) {
       expect(line).toContain('executor');
       expect(line.slice(line.indexOf('{'))).not.toContain('\u001b');

@@ -82,8 +82,8 @@ describe('lexec stack logs', () => {
 
     const human = await runLexec(['stack', 'logs', '--component', 'all', '--lines', '3'], { env: home.env });
     expect(human.exitCode).toBe(0);
-    expect(human.stdout).toBe('');
-    const lines = human.stderr.split('\n');
+    expect(human.stderr).toBe('');
+    const lines = human.stdout.split('\n');
     expect(lines).toContain(`sandbox    | ${jsonLine(6, 'sandbox_submission')}`);
     expect(lines).toContain(`ledger     | ${jsonLine(7, 'ledger_stopping')}`);
     expect(lines).toContain(`executor   | ${jsonLine(8, 'executor_stopping', {}, 50)}`);
@@ -108,8 +108,8 @@ describe('lexec stack logs', () => {
 
     const human = await runLexec(['stack', 'logs', '--component', 'executor', '--execution-id', EXECUTION_A], { env: home.env });
     expect(human.exitCode).toBe(0);
-    expect(human.stderr).toContain(`Only lines of execution ${EXECUTION_A}; admission rejections carry no execution id and are left out`);
-    expect(human.stderr).not.toContain('Admission rejections in the retained');
+    expect(human.stdout).toContain(`Only lines of execution ${EXECUTION_A}; admission rejections carry no execution id and are left out`);
+    expect(human.stdout).not.toContain('Admission rejections in the retained');
   });
 
   it('without --execution-id, lists the admission rejections of every retained executor file first, even those older than the last n lines', async () => {
@@ -154,7 +154,7 @@ describe('lexec stack logs', () => {
     expect((await logsJson(home, ['--component', 'ledger'])).result.admission_rejections).toBeNull();
 
     const human = await runLexec(['stack', 'logs', '--component', 'executor', '--lines', '3'], { env: home.env });
-    const lines = human.stderr.trimEnd().split('\n');
+    const lines = human.stdout.trimEnd().split('\n');
     expect(lines.slice(0, 4)).toEqual([
       'Admission rejections in the retained executor logs (no execution id; may predate the running executor):',
       '  2026-03-01T12:00:11.000Z  create_execution v2 -> 400 invalid_request/pricing_selector_not_matched  fields: input.image_size  (logged once)',
@@ -167,7 +167,7 @@ describe('lexec stack logs', () => {
     await writeLog(home.logsDir, 'executor', 2, []);
     await writeLog(home.logsDir, 'executor', 0, [jsonLine(20, 'executor_started')]);
     const none = await runLexec(['stack', 'logs', '--component', 'executor'], { env: home.env });
-    expect(none.stderr.split('\n')[0]).toBe('No admission rejections (executor_admission_rejected) in the retained executor logs.');
+    expect(none.stdout.split('\n')[0]).toBe('No admission rejections (executor_admission_rejected) in the retained executor logs.');
   });
 
   it('prints log payload lines free of ANSI and control sequences even with --color always; only the prefix is coloured', async () => {
@@ -179,21 +179,21 @@ describe('lexec stack logs', () => {
 
     const single = await runLexec(['stack', 'logs', '--component', 'executor', '--color', 'always'], { env: home.env });
     expect(single.exitCode).toBe(0);
-    const payloads = single.stderr.split('\n').filter((line) => line.includes('plain') || line.includes('bold') || line.includes('raw-escape'));
+    const payloads = single.stdout.split('\n').filter((line) => line.includes('plain') || line.includes('bold') || line.includes('raw-escape'));
     expect(payloads).toHaveLength(3);
     for (const line of payloads) expect(line).not.toMatch(CONTROL);
     expect(payloads[0]).toMatch(/^plain red +cleared overwritten$/);
 
     const merged = await runLexec(['stack', 'logs', '--component', 'all', '--color', 'always'], { env: home.env });
-    expect(merged.stderr).toMatch(ANSI);
+    expect(merged.stdout).toMatch(ANSI);
     // `<coloured component> <dim |> payload`: what follows the prefix carries no control at all.
     // eslint-disable-next-line no-control-regex
     const prefix = /^\u001b\[[0-9;]*m[a-z]+ *\u001b\[[0-9;]*m \u001b\[[0-9;]*m\|\u001b\[[0-9;]*m /;
-    const mergedLines = merged.stderr.split('\n').filter((line) => prefix.test(line));
+    const mergedLines = merged.stdout.split('\n').filter((line) => prefix.test(line));
     expect(mergedLines).toHaveLength(4);
     for (const line of mergedLines) expect(line.replace(prefix, '')).not.toMatch(CONTROL);
 
-    const json = await runLexec(['stack', 'logs', '--component', 'all', '--color', 'always', '--json'], { env: home.env, tty: 'stderr' });
+    const json = await runLexec(['stack', 'logs', '--component', 'all', '--color', 'always', '--json'], { env: home.env, tty: 'stdout' });
     expect(json.exitCode).toBe(0);
     expect(json.stdout).not.toContain('\u001b');
     const document = JSON.parse(json.stdout) as LogsDocument;
@@ -239,7 +239,7 @@ describe('lexec stack logs', () => {
     });
     const human = await runLexec(['stack', 'logs', '--component', 'ledger'], { env: home.env });
     expect(human.exitCode).toBe(0);
-    expect(human.stderr).toBe(`No logs yet for the ledger of profile sandbox (${home.logsDir}): the supervisor writes them once \`lexec stack start\` runs.`);
+    expect(human.stdout).toBe(`No logs yet for the ledger of profile sandbox (${home.logsDir}): the supervisor writes them once \`lexec stack start\` runs.`);
 
     const unknown = await runLexec(['stack', 'logs', '--profile', 'nosuch', '--json'], { env: home.env });
     expect(unknown.exitCode).toBe(1);

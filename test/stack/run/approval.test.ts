@@ -133,7 +133,7 @@ describe('lexec run under a policy that wants a human approval', () => {
     expect((await authorization(waiting.authorization.token_id)).status).toBe('requested');
     const human = await lexec(['run', 'a paper boat', '--out', 'later', '--no-wait']);
     expect(human.exitCode, human.stderr).toBe(0);
-    expect(human.stderr).toMatch(/awaits approval; nothing was submitted or spent/);
+    expect(human.stdout).toMatch(/awaits approval; nothing was submitted or spent/);
 
     expect((await runPrinted(waiting.approve_command ?? '')).exitCode).toBe(0);
     const finished = ok(await lexec(['run', 'a paper boat', '--out', 'later', '--authorization', waiting.authorization.token_id, '--json']));

@@ -73,12 +73,13 @@ describe('lexec run on a running sandbox stack', () => {
   it('produces real PNG files, prints the exact spend, and the ledger settled exactly that amount', async () => {
     const run = await lexec(['run', 'a lighthouse on a cliff at dusk', '--count', '2', '--out', 'first']);
     expect(run.exitCode, run.stderr).toBe(0);
-    expect(run.stdout).toBe('');
+    // Progress on stderr, the summary (the result) on stdout.
     // 2 images x 3/1000 USD = 0.006 USD exactly.
     expect(run.stderr).toContain('quote: 2 x square_hd on FLUX.1 [schnell] (lexec:target:v1:flux-schnell) = 0.006000 USD');
     expect(run.stderr).toMatch(/authorization [0-9a-f-]{36}: approved, 0\.006000 USD/);
     expect(run.stderr).toMatch(/execution exe_[0-9a-f]{32}: succeeded/);
-    expect(run.stderr).toContain('spent exactly 0.006000 USD (6000 micro-units), settled at the ledger');
+    expect(run.stdout).toContain('spent exactly 0.006000 USD (6000 micro-units), settled at the ledger');
+    expect(run.stdout).not.toContain('quote:');
 
     const out = join(work, 'first');
     const names = (await readdir(out)).sort();

@@ -111,9 +111,9 @@ describe('stack start, status, restart and stop on real processes', () => {
 
     const human = await lexecIn(stack.home, ['stack', 'status']);
     expect(human.exitCode).toBe(0);
-    expect(human.stdout).toBe('');
-    expect(human.stderr).toMatch(/profile sandbox: running/);
-    expect(human.stderr).not.toMatch(ANSI);
+    expect(human.stderr).toBe('');
+    expect(human.stdout).toMatch(/profile sandbox: running/);
+    expect(human.stdout).not.toMatch(ANSI);
   });
 
   it('treats a second start of the running, unchanged stack as a no-op (exit 0, already_running, same processes)', async () => {
