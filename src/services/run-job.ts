@@ -6,6 +6,7 @@ import type { LedgerClient } from '../ledger/ledger-client.js';
 import type { LedgerAuthorization } from '../ledger/ledger-client-schemas.js';
 import { chooseTarget, quoteRun, type RunQuote } from '../run/quote-run.js';
 import { collectExecution, followExecution, type RunProgress, type Spent } from '../run/finish-execution.js';
+import { prepareOutputDir } from '../run/prepare-output-dir.js';
 import { connectStackLedger } from './ledger-connection.js';
 import { activeStack, readHandoffCredential } from './server-target.js';
 
@@ -115,6 +116,8 @@ export function approveCommand(tokenId: string, profile: string): string {
 
 /** Runs one job end to end. */
 export async function runJob(request: RunRequest, deps: RunDependencies = defaultDependencies): Promise<RunResult> {
+  // Where the images go is checked before anything is requested or spent.
+  await prepareOutputDir(request.outDir);
   const stack = await activeStack(request.env, request.profile);
   const profile = stack.paths.name;
   const ledger = await connectStackLedger(stack, 'agent');
@@ -218,8 +221,24 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
   try {
     return await proceed();
   } catch (error) {
+    // `proceed` moves the stage on; read it as the union it is, not as narrowed before the call.
+    const reached = stage as Stage;
+    if (reached.at === 'execution') {
+      const saved = afterSettlement(error, reached.tokenId);
+      if (saved !== null) throw saved;
+    }
     throw withWhatStays(error, leftBehind(stage, profile));
   }
+}
+
+/** Failures saving the images of a paid execution: the message names the exact command that fetches them again. */
+const SAVE_FAILURES = new Set(['output_file_unwritable', 'output_file_exists', 'artifact_corrupt']);
+
+function afterSettlement(error: unknown, tokenId: string): UserError | null {
+  if (!(error instanceof UserError) || !SAVE_FAILURES.has(error.code)) return null;
+  const again = `run the same \`lexec run\` command again with --authorization ${tokenId} (add --out <another directory> if this one is the problem): it fetches the images of the execution already paid for; nothing is spent twice`;
+  const nextStep = error.nextStep.includes('<token_id>') ? error.nextStep.replaceAll('<token_id>', tokenId) : `${error.nextStep} Then ${again}.`;
+  return new UserError(error.code, error.message, { nextStep, issues: error.issues, exitCode: error.exitCode });
 }
 
 /** Failures that leave the run's authorization or execution in place get what stays and how to continue. */

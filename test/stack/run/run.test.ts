@@ -140,7 +140,21 @@ describe('lexec run on a running sandbox stack', () => {
     await writeFile(path, 'not the image');
     const error = expectFailure(await lexec(['run', 'a lantern', '--out', 'clash', '--authorization', first.authorization.token_id, '--json']), 1, 'output_file_exists');
     expect(error.message).toContain(path);
+    // Paid for already: the next step is the exact command that fetches the images again.
+    expect(error.next_step).toContain(`--authorization ${first.authorization.token_id}`);
+    expect(error.next_step).not.toContain('<token_id>');
     expect(await readFile(path, 'utf8')).toBe('not the image');
+  });
+
+  it('an --out that is a file, or cannot be created, is refused before anything is requested or spent', async () => {
+    const before = (await authorizations()).length;
+    const file = join(work, 'a-file');
+    await writeFile(file, 'in the way');
+    const notDirectory = expectFailure(await lexec(['run', 'x', '--out', file, '--json']), 2, 'out_not_a_directory');
+    expect(notDirectory.message).toContain('nothing was requested or spent');
+    const underFile = expectFailure(await lexec(['run', 'x', '--out', join(file, 'images'), '--json']), 1, 'out_unwritable');
+    expect(underFile.message).toContain('ENOTDIR');
+    expect(await authorizations()).toHaveLength(before);
   });
 
   it('an unknown size, a count above the target\'s limit, an unknown target or a blank prompt is a usage error before anything is requested', async () => {
@@ -240,7 +254,8 @@ describe('lexec run when the provider misbehaves (sandbox faults)', () => {
     await stack.sandbox.setFaults([{ kind: 'complete_with_error', times: 1 }]);
     const error = expectFailure(await lexec(['run', 'a mirage', '--out', 'ambiguous', '--json']), 1, 'execution_in_reconciliation');
     expect(error.message).toContain('billing_ambiguous');
-    await expect(readdir(join(work, 'ambiguous'))).rejects.toThrow();
+    // --out is created (and checked) before anything is requested; no image lands in it.
+    expect(await readdir(join(work, 'ambiguous'))).toEqual([]);
   });
 
   it('a submission that provably never reached the provider: exit 1, execution_failed, the authorization released', async () => {
