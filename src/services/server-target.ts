@@ -44,8 +44,10 @@ export interface ActiveStack {
   readonly handoff: Handoff;
 }
 
-function startStep(name: string): string {
-  return `Start it with \`lexec stack start --profile ${name}\` (or pass --url and --token-file to use another ledger by hand).`;
+/** How to go on without a running stack; `manual` only for commands that take --url (manual mode). */
+function startStep(name: string, manual: boolean): string {
+  const start = `Start it with \`lexec stack start --profile ${name}\``;
+  return manual ? `${start} (or pass --url and --token-file to use another ledger by hand).` : `${start}.`;
 }
 
 /**
@@ -53,7 +55,7 @@ function startStep(name: string): string {
  * `sandbox`) and its active handoff. A handoff counts only if it parses, names this profile and
  * names the supervisor that runs now (its lock holder, alive); anything else fails.
  */
-export async function activeStack(env: NodeJS.ProcessEnv, profileFlag: string | undefined): Promise<ActiveStack> {
+export async function activeStack(env: NodeJS.ProcessEnv, profileFlag: string | undefined, options: { readonly manualMode?: boolean } = {}): Promise<ActiveStack> {
   const home = lexecHome(env);
   const { name } = await resolveProfileName(home, profileFlag);
   const paths = profilePaths(home, name);
@@ -65,7 +67,7 @@ export async function activeStack(env: NodeJS.ProcessEnv, profileFlag: string | 
     );
     if (!exists) throw profileMissing(paths);
     throw new UserError('stack_not_running', `The stack of profile "${name}" is not running, so there is no ledger or executor to talk to.`, {
-      nextStep: startStep(name),
+      nextStep: startStep(name, options.manualMode === true),
     });
   }
   const handoff = await readHandoff(paths);
@@ -135,5 +137,5 @@ export async function chooseLedgerTarget(request: ServerTargetRequest): Promise<
       nextStep: 'Add --url <ledger base URL> for manual mode, or drop --token-file to use the selected profile.',
     });
   }
-  return { mode: 'profile', stack: await activeStack(request.env, request.profile) };
+  return { mode: 'profile', stack: await activeStack(request.env, request.profile, { manualMode: true }) };
 }

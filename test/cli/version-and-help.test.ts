@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
-import { PACKAGE_ROOT, runLexec } from '../support/cli.js';
+import { BIN, PACKAGE_ROOT, runLexec } from '../support/cli.js';
 
 function gitHead(): string | null {
   try {
@@ -63,6 +65,24 @@ describe('usage errors', () => {
     const json = await runLexec(['no-such-command', '--json']);
     expect(json.exitCode).toBe(2);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, error: { kind: 'usage', code: 'unknown_command' } });
+  });
+
+  it('an unknown command suggests the nearest one, and `stack restart` says stop, then start', async () => {
+    const restart = JSON.parse((await runLexec(['stack', 'restart', '--json'])).stdout) as { error: { code: string; next_step: string } };
+    expect(restart.error.code).toBe('unknown_command');
+    expect(restart.error.next_step).toContain('run `lexec stack stop`, then `lexec stack start`');
+    const typo = JSON.parse((await runLexec(['ledger', 'agent', 'list', '--json'])).stdout) as { error: { next_step: string } };
+    expect(typo.error.next_step).toContain('Did you mean `lexec ledger agents list`?');
+    const far = JSON.parse((await runLexec(['frobnicate', '--json'])).stdout) as { error: { next_step: string } };
+    expect(far.error.next_step).toBe('Run lexec --help to list the commands.');
+  });
+
+  it('help or a result piped into `head` exits cleanly: no EPIPE error, no unsettled await, exit 0', async () => {
+    for (const args of ['--help', 'stack --help', 'version']) {
+      const run = await execa('bash', ['-c', `"${process.execPath}" "${BIN}" ${args} | head -1; echo "exit=\${PIPESTATUS[0]}" >&2`], { reject: false, env: { PATH: process.env.PATH ?? '', HOME: tmpdir() }, extendEnv: false });
+      expect(run.stdout.split('\n')).toHaveLength(1);
+      expect(run.stderr.trim()).toBe('exit=0');
+    }
   });
 
   it('an unknown flag exits 2 and never repeats the value typed with it', async () => {

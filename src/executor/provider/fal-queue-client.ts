@@ -119,12 +119,15 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
         });
       });
       request.on('socket', (socket) => {
-        // A reused keep-alive socket is already connected: bytes go out at once.
-        if (!socket.connecting) connected = true;
-        socket.once('connect', () => {
+        // A reused keep-alive socket is already connected: bytes go out at once. Only a socket
+        // still connecting gets a listener (it fires once, on this request): listeners added to
+        // a kept-alive socket would never fire and pile up with every request it carries.
+        if (!socket.connecting) {
           connected = true;
-        });
-        socket.once('secureConnect', () => {
+          return;
+        }
+        // TCP connected is counted as "could have reached the provider" for TLS too: the safe side.
+        socket.once('connect', () => {
           connected = true;
         });
       });

@@ -173,6 +173,8 @@ describe('lexec run on a running sandbox stack', () => {
     await other.stop();
     const error = expectFailure(await lexec(['run', 'x', '--profile', 'second', '--json']), 1, 'stack_not_running');
     expect(error.next_step).toContain('lexec stack start --profile second');
+    // `run` has no manual mode: its next step names no flag it does not take.
+    expect(error.next_step).not.toContain('--url');
   }, 180_000);
 });
 
