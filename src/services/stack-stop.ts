@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { access } from 'node:fs/promises';
 import { ExitCode, UserError } from '../errors.js';
 import { withdrawHandoff } from '../stack/handoff.js';
@@ -25,6 +26,8 @@ const PORT_RELEASE_WAIT_MS = 3_000;
 export interface StopRequest {
   readonly env: NodeJS.ProcessEnv;
   readonly profileFlag: string | undefined;
+  /** One line of progress (what the stop waits for, and how long), for stderr. */
+  readonly progress?: (line: string) => void;
 }
 
 export interface StopResult {
@@ -39,6 +42,12 @@ export interface StopResult {
   readonly handoff_withdrawn: boolean;
   /** Ports of the stack still in use by some other process after the stop (normally empty). */
   readonly ports_busy: readonly { readonly port: number; readonly holder: PortHolder | null }[];
+  /**
+   * Executions not yet terminal (pending, scheduled, running) when the stop began, read from the
+   * executor's database; null when it could not be read. They are durable: each resumes at the
+   * next start, none is submitted twice.
+   */
+  readonly executions_in_flight: number | null;
   readonly elapsed_ms: number;
 }
 
@@ -47,22 +56,41 @@ export async function stopStack(request: StopRequest): Promise<StopResult> {
   const paths = await knownProfilePaths(request);
   // Nothing to stop, and the lock must not create a state directory for a profile never started.
   if (!(await fileExists(paths.stateDir))) {
-    return { profile: paths.name, outcome: 'already_stopped', supervisor_pid: null, forced: false, orphans_stopped: [], handoff_withdrawn: false, ports_busy: [], elapsed_ms: Date.now() - started };
+    return {
+      profile: paths.name,
+      outcome: 'already_stopped',
+      supervisor_pid: null,
+      forced: false,
+      orphans_stopped: [],
+      handoff_withdrawn: false,
+      ports_busy: [],
+      elapsed_ms: Date.now() - started,
+      executions_in_flight: null,
+    };
   }
   const release = await acquireLauncherLock(paths);
   try {
-    return await stopProfile(paths, started);
+    return await stopProfile(paths, started, request.progress ?? (() => undefined));
   } finally {
     await release();
   }
 }
 
-async function stopProfile(paths: ProfilePaths, started: number): Promise<StopResult> {
+async function stopProfile(paths: ProfilePaths, started: number, progress: (line: string) => void): Promise<StopResult> {
   const handoffExisted = await fileExists(paths.handoffFile);
   await withdrawHandoff(paths);
   const before = await readStateLeniently(paths);
   const supervisorPid = await liveSupervisorPid(paths, before);
+  const inFlight = supervisorPid === null ? null : executionsInFlight(paths.executorDatabase);
+  if (inFlight !== null && inFlight > 0) {
+    progress(`warning: ${inFlight} execution${inFlight === 1 ? ' is' : 's are'} still in flight; ${inFlight === 1 ? 'it resumes' : 'they resume'} at the next \`lexec stack start\` (nothing is submitted or charged twice)`);
+  }
+  if (supervisorPid !== null) {
+    const components = Object.keys(before?.components ?? {}).join(', ') || 'its children';
+    progress(`stopping supervisor pid ${supervisorPid} (${components}; the executor drains first): waiting up to ${SUPERVISOR_STOP_BOUND_MS / 1000} s, then SIGKILL`);
+  }
   const takedown = await takeDownStack(paths, supervisorPid, { boundMs: SUPERVISOR_STOP_BOUND_MS, orphanGraceMs: ORPHAN_GRACE_MS });
+  if (takedown.forced) progress(`supervisor pid ${String(supervisorPid)} did not stop within ${SUPERVISOR_STOP_BOUND_MS / 1000} s: killed (SIGKILL) with its process group`);
   if (takedown.survivors.length > 0) {
     throw new UserError('stack_stop_incomplete', `Some processes of profile "${paths.name}" survived SIGKILL: ${takedown.survivors.map((child) => `${child.component} pid ${child.pid}`).join(', ')}.`, {
       nextStep: 'They are probably blocked in the kernel (uninterruptible I/O); wait, then run `lexec stack stop` again.',
@@ -82,7 +110,23 @@ async function stopProfile(paths: ProfilePaths, started: number): Promise<StopRe
     handoff_withdrawn: handoffExisted,
     ports_busy: portsBusy,
     elapsed_ms: Date.now() - started,
+    executions_in_flight: inFlight,
   };
+}
+
+/** Executions not yet terminal, read-only from the executor's database; null when unreadable (absent, locked, older schema). */
+function executionsInFlight(databasePath: string): number | null {
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(databasePath, { readonly: true, fileMustExist: true });
+    db.pragma('busy_timeout = 1000');
+    const row = db.prepare("SELECT COUNT(*) AS count FROM executions WHERE state IN ('pending', 'scheduled', 'running')").get() as { count: number };
+    return row.count;
+  } catch {
+    return null;
+  } finally {
+    db?.close();
+  }
 }
 
 async function fileExists(path: string): Promise<boolean> {

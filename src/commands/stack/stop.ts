@@ -11,9 +11,15 @@ export default class StackStop extends LexecCommand<StopResult> {
   static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --profile sandbox --json'];
   static override flags = { ...profileFlags };
 
-  protected override async execute(): Promise<StopResult> {
+  protected override async execute(output: Output): Promise<StopResult> {
     const { flags } = await this.parse(StackStop);
-    return stopStack({ env: process.env, profileFlag: flags.profile });
+    return stopStack({
+      env: process.env,
+      profileFlag: flags.profile,
+      progress: (line) => {
+        output.diagnostics.line(line.startsWith('warning:') ? output.diagnostics.style.warn(line) : line);
+      },
+    });
   }
 
   protected override renderHuman(result: StopResult, output: Output): void {

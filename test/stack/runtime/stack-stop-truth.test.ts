@@ -1,0 +1,41 @@
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tableAt } from '../../support/example-profiles.js';
+import { BIN } from '../../support/cli.js';
+import { destroyStackHome, eventually, jsonResult, lexecIn, makeStackHome, type StackHome } from '../../support/stack-home.js';
+
+/*
+ * `stack stop` says what it waits for and how long, and warns, with the count, when executions
+ * are still in flight (they are durable: they resume at the next start, and are not charged twice).
+ */
+
+let stack: StackHome;
+
+beforeAll(async () => {
+  stack = await makeStackHome({ edit: (profile) => (tableAt(profile, 'sandbox').complete_after_ms = 60_000) });
+  jsonResult(await lexecIn(stack.home, ['stack', 'start', '--json']));
+}, 120_000);
+
+afterAll(async () => {
+  await destroyStackHome(stack);
+}, 60_000);
+
+describe('stack stop', () => {
+  it('warns with the count of executions in flight and says what it waits for; --json carries the count', async () => {
+    const env = { PATH: process.env.PATH ?? '', HOME: stack.home, LEXEC_HOME: stack.home };
+    const run = spawn(process.execPath, [BIN, 'run', 'a slow glacier', '--out', `${stack.home}/out`], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let progress = '';
+    run.stderr.setEncoding('utf8').on('data', (chunk: string) => (progress += chunk));
+    await eventually('the execution to run', () => Promise.resolve(/execution exe_[0-9a-f]{32}: running/.test(progress) ? true : undefined));
+
+    const stop = await lexecIn(stack.home, ['stack', 'stop', '--json']);
+    run.kill('SIGKILL');
+    expect(jsonResult<{ executions_in_flight: number | null; forced: boolean; outcome: string }>(stop)).toMatchObject({ executions_in_flight: 1, forced: false, outcome: 'stopped' });
+    // Progress and the warning on stderr, even under --json (stdout holds only the document).
+    expect(stop.stderr).toContain('warning: 1 execution is still in flight; it resumes at the next `lexec stack start`');
+    expect(stop.stderr).toMatch(/stopping supervisor pid \d+ \(.*executor.*\): waiting up to 40 s, then SIGKILL/);
+
+    const again = jsonResult<{ executions_in_flight: number | null; outcome: string }>(await lexecIn(stack.home, ['stack', 'stop', '--json']));
+    expect(again).toMatchObject({ outcome: 'already_stopped', executions_in_flight: null });
+  }, 150_000);
+});
