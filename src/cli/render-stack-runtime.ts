@@ -87,6 +87,9 @@ export function renderStatusResult(result: StatusResult, output: Output): void {
   if (result.orphans.length > 0) {
     output.line(style.warn(`The supervisor is gone but ${result.orphans.map((orphan) => `${orphan.component} pid ${orphan.pid}`).join(', ')} still run: \`lexec stack stop\` ends them.`));
   }
+  if (result.awaiting_human !== null && result.awaiting_human > 0) {
+    output.line(style.warn(`${result.awaiting_human} execution${result.awaiting_human === 1 ? '' : 's'} await${result.awaiting_human === 1 ? 's' : ''} a human (billing ambiguous): \`lexec executor reconciliation list\``));
+  }
   if (result.supervisor !== null) output.line(result.usable ? `usable: yes (handoff written ${result.handoff.written_at ?? '?'})` : style.warn(`usable: no${result.handoff.active ? '' : ' (no active handoff)'}`));
   if (result.next_step !== null && result.state !== 'stopped') output.line(style.dim(result.next_step));
 }

@@ -126,6 +126,29 @@ function unreachable(url: string, error: unknown, timeoutMs: number): UserError 
   });
 }
 
+/** One execution awaiting a human, as the reconciliation route lists it (objects not strict). */
+export const reconciliationEntrySchema = executionViewSchema.pick({ execution_id: true, state: true, state_reason: true, recommended_action: true }).extend({
+  target_id: z.string(),
+  authorization: z.object({ spend_auth_token_id: z.string(), held_units: amount, currency: z.string() }),
+  evidence: z.array(
+    z.object({
+      attempt_id: z.string(),
+      provider_request_id: z.string().nullable(),
+      state: z.string(),
+      outcome_code: z.string().nullable(),
+      delivered_images: z.union([z.number(), z.string()]).nullable(),
+    }),
+  ),
+});
+export type ReconciliationEntry = z.output<typeof reconciliationEntrySchema>;
+
+export const reconciliationResolvedSchema = z.object({
+  replayed: z.boolean(),
+  resolution: z.object({ resolution: z.string(), images_billed: z.union([z.number(), z.string()]).nullable(), amount_units: amount.nullable(), note: z.string() }).passthrough(),
+  execution: z.object({ execution_id: z.string(), state: z.string(), state_reason: z.string().nullable() }).passthrough(),
+});
+export type ReconciliationResolved = z.output<typeof reconciliationResolvedSchema>;
+
 export type ExecutorClient = ReturnType<typeof createExecutorClient>;
 
 export function createExecutorClient(options: ExecutorClientOptions) {
@@ -180,6 +203,16 @@ export function createExecutorClient(options: ExecutorClientOptions) {
     async submit(body: unknown): Promise<{ replay: boolean; execution: ExecutionView }> {
       const answer = await json('POST', '/v2/executions', executionEnvelope, body);
       return { replay: answer.status === 200, execution: answer.data.execution };
+    },
+
+    /** `GET /v1/reconciliation/executions` (reconciliation capability): executions awaiting a human. */
+    async reconciliations(): Promise<ReconciliationEntry[]> {
+      return (await json('GET', '/v1/reconciliation/executions', z.object({ executions: z.array(reconciliationEntrySchema) }))).data.executions;
+    },
+
+    /** `POST /v1/reconciliation/executions/{id}/resolve` (reconciliation capability). */
+    async resolveReconciliation(executionId: string, body: { resolution: 'settle'; images_billed?: number; note: string } | { resolution: 'release'; note: string }): Promise<ReconciliationResolved> {
+      return (await json('POST', `/v1/reconciliation/executions/${id(executionId)}/resolve`, reconciliationResolvedSchema, body)).data;
     },
 
     async execution(executionId: string): Promise<ExecutionView> {

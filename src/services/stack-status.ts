@@ -54,11 +54,33 @@ export interface StatusResult {
   readonly orphans: readonly { readonly component: string; readonly pid: number }[];
   /** The active handoff clients find the stack by: written by the running supervisor, or not. */
   readonly handoff: { readonly active: boolean; readonly written_at: string | null };
+  /**
+   * Executions parked for a human (billing ambiguous), read-only from the executor's database;
+   * null when there is none yet or it cannot be read. `lexec executor reconciliation list` shows them.
+   */
+  readonly awaiting_human: number | null;
   /** Whether `lexec run`, the ledger verbs and `lexec agent mcp` can use the stack now. */
   readonly usable: boolean;
   /** What to do when the stack is not usable (null when it is, or when it is simply stopped). */
   readonly next_step: string | null;
   readonly checked_at: string;
+}
+
+/** Executions in `reconciliation`; better-sqlite3 is loaded only when the database exists (status stays light). */
+async function awaitingHuman(databasePath: string): Promise<number | null> {
+  if (!(await stat(databasePath).then(() => true, () => false))) return null;
+  try {
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(databasePath, { readonly: true, fileMustExist: true });
+    try {
+      db.pragma('busy_timeout = 500');
+      return (db.prepare("SELECT COUNT(*) AS count FROM executions WHERE state = 'reconciliation'").get() as { count: number }).count;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return null;
+  }
 }
 
 /** The handoff, read by hand (no zod here: see the header): active when it names the running supervisor. */
@@ -221,6 +243,7 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
     components,
     orphans,
     handoff,
+    awaiting_human: await awaitingHuman(paths.executorDatabase),
     usable: overall === 'running',
     next_step: nextStep(paths.name, overall, phase, handoff, orphans.length),
     checked_at: new Date(now).toISOString(),

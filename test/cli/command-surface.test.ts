@@ -71,6 +71,16 @@ describe('command surface', () => {
         global[1],
         { name: 'ledger-admin-capability', type: 'option', required: true, options: undefined, default: undefined },
       ],
+      'executor:reconciliation:list': [global[0], global[1], flag('profile')],
+      'executor:reconciliation:resolve': [
+        global[0],
+        { name: 'images-billed', type: 'option', required: false, options: undefined, default: undefined },
+        global[1],
+        { name: 'note', type: 'option', required: true, options: undefined, default: undefined },
+        flag('profile'),
+        { name: 'release', type: 'boolean', required: false, options: undefined, default: undefined },
+        { name: 'settle', type: 'boolean', required: false, options: undefined, default: undefined },
+      ],
       'executor:serve': [
         global[0],
         { name: 'config', type: 'option', required: true, options: undefined, default: undefined },
@@ -156,6 +166,7 @@ describe('command surface', () => {
     );
     const tokenId = [{ name: 'token_id', required: true }];
     expect(args).toEqual({
+      'executor:reconciliation:resolve': [{ name: 'execution_id', required: true }],
       'ledger:authorizations:approve': tokenId,
       'ledger:authorizations:deny': tokenId,
       'ledger:authorizations:show': tokenId,

@@ -1,0 +1,29 @@
+import type { ReconciliationList, ReconciliationResolveResult } from '../services/executor-reconciliation.js';
+import { formatUnits } from './format-amount.js';
+import type { Output } from './output.js';
+import { plain } from './render-ledger.js';
+
+/** Human text of `lexec executor reconciliation list`. */
+export function renderReconciliationList(result: ReconciliationList, output: Output): void {
+  if (result.executions.length === 0) {
+    output.line(`No execution of profile ${result.profile} awaits a human.`);
+    return;
+  }
+  output.line(`${output.style.warn(String(result.executions.length))} execution${result.executions.length === 1 ? '' : 's'} of profile ${result.profile} await${result.executions.length === 1 ? 's' : ''} a human:`);
+  for (const execution of result.executions) {
+    output.line(`${output.style.bold(execution.execution_id)}  ${plain(execution.state_reason ?? 'no reason recorded')}`);
+    output.line(`  target ${plain(execution.target_id)}; authorization ${plain(execution.authorization.spend_auth_token_id)} holds ${formatUnits(execution.authorization.held_units, plain(execution.authorization.currency))}`);
+    for (const attempt of execution.evidence) {
+      const delivered = attempt.delivered_images === null ? '' : `, ${String(attempt.delivered_images)} image(s) delivered`;
+      output.line(`  attempt ${plain(attempt.attempt_id)}: ${plain(attempt.state)}${attempt.outcome_code === null ? '' : ` (${plain(attempt.outcome_code)})`}, provider request ${plain(attempt.provider_request_id ?? 'none')}${delivered}`);
+    }
+    output.line(`  ${plain(execution.recommended_action.description)}`);
+  }
+  output.line(output.style.dim('Resolve one: lexec executor reconciliation resolve <execution_id> --settle [--images-billed N] | --release --note "why"'));
+}
+
+/** Human text of `lexec executor reconciliation resolve`. */
+export function renderReconciliationResolved(result: ReconciliationResolveResult, output: Output): void {
+  const what = result.resolution.resolution === 'settled' ? `settled${result.resolution.amount_units === null ? '' : ` for ${formatUnits(result.resolution.amount_units, 'USD')}`}` : 'released (no charge)';
+  output.line(`${output.style.ok('✔')} execution ${result.execution.execution_id} ${what}${result.replayed ? ' (already resolved this way)' : ''}: now ${plain(result.execution.state)}`);
+}
