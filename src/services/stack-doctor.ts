@@ -5,6 +5,7 @@ import { UserError } from '../errors.js';
 import { readTemporalCliVersion } from '../executor/engine/temporal/temporal-cli-version.js';
 import {
   credentialPermissionsCheck,
+  awaitingHumanCheck,
   diskSpaceCheck,
   externalEngineCheck,
   lineageChecks,
@@ -15,6 +16,7 @@ import {
 } from '../stack/doctor-checks.js';
 import {
   availableDiskBytes,
+  executionsAwaitingHuman,
   descendsFrom,
   inspectPrivateTree,
   inspectSecretFile,
@@ -203,6 +205,7 @@ export async function runDoctor({ home, paths, build = readBuildInfo() }: Doctor
     credentialPermissionsCheck({ dir: paths.credentialsDir, ...credentials }),
     await liveCheck(subject),
     diskSpaceCheck({ path: paths.dir, availableBytes: await availableDiskBytes(paths.dir) }),
+    awaitingHumanCheck(await executionsAwaitingHuman(paths.executorDatabase)),
     catalogCheck(catalog),
   ]);
   return {

@@ -147,6 +147,17 @@ export function diskSpaceCheck({ path, availableBytes }: DiskInput): DoctorCheck
   return passed('disk.space', summary);
 }
 
+/** Executions parked for a human (billing ambiguous): a warning until resolved, never a failure. */
+export function awaitingHumanCheck(count: number | null): DoctorCheck {
+  if (count === null) return skipped('executions.awaiting_human', 'no executor database yet (or it cannot be read)');
+  if (count === 0) return passed('executions.awaiting_human', 'no execution awaits a human');
+  return warned(
+    'executions.awaiting_human',
+    `${count} execution${count === 1 ? '' : 's'} await${count === 1 ? 's' : ''} a human: billing was ambiguous, the charge is held until resolved`,
+    'Review them with `lexec executor reconciliation list`, then settle or release each with `lexec executor reconciliation resolve`.',
+  );
+}
+
 export interface PrivateEntryProblem {
   readonly path: string;
   readonly type: 'file' | 'directory' | 'other';

@@ -32,6 +32,7 @@ export const DOCTOR_CHECK_IDS = [
   'credentials.permissions',
   'live.credential',
   'disk.space',
+  'executions.awaiting_human',
   'provider.catalog',
 ] as const;
 export type DoctorCheckId = (typeof DOCTOR_CHECK_IDS)[number];

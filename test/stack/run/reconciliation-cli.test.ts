@@ -43,6 +43,12 @@ describe('lexec executor reconciliation', () => {
 
     expect(expectResult(await lexec(['stack', 'status', '--json']))).toMatchObject({ awaiting_human: 2 });
     expect((await lexec(['stack', 'status'])).stdout).toContain('2 executions await a human (billing ambiguous): `lexec executor reconciliation list`');
+    const doctor = JSON.parse((await lexec(['stack', 'doctor', '--json'])).stdout) as { result: { checks: { id: string; status: string; summary: string; fix: string | null }[] } };
+    expect(doctor.result.checks.find((check) => check.id === 'executions.awaiting_human')).toMatchObject({
+      status: 'warn',
+      summary: expect.stringContaining('2 executions await a human') as unknown,
+      fix: expect.stringContaining('lexec executor reconciliation list') as unknown,
+    });
 
     const listed = expectResult(await lexec(['executor', 'reconciliation', 'list', '--json'])) as { executions: { execution_id: string; evidence: unknown[] }[] };
     expect(listed.executions.map((execution) => execution.execution_id).sort()).toEqual([released, settled].sort());
@@ -63,6 +69,8 @@ describe('lexec executor reconciliation', () => {
     expect(settle.stdout).toContain(`execution ${settled} settled for 0.003000 USD`);
 
     expect(expectResult(await lexec(['stack', 'status', '--json']))).toMatchObject({ awaiting_human: 0 });
+    const after = JSON.parse((await lexec(['stack', 'doctor', '--json'])).stdout) as { result: { checks: { id: string; status: string }[] } };
+    expect(after.result.checks.find((check) => check.id === 'executions.awaiting_human')?.status).toBe('pass');
     expect(expectResult(await lexec(['executor', 'reconciliation', 'list', '--json']))).toMatchObject({ executions: [] });
   }, 120_000);
 });
