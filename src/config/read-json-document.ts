@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { errorCode, UsageError, UserError, type FieldIssue } from '../errors.js';
-import { formatFieldPath } from './field-path.js';
+import { duplicateKeyIssues } from './duplicate-keys.js';
 
 /** Largest configuration document lexec reads; real ones are a few KiB. */
 export const MAX_CONFIG_BYTES = 1024 * 1024;
@@ -22,28 +22,10 @@ export async function jsonErrorLocation(text: string): Promise<string> {
   return `line ${line}, column ${column} (${printParseErrorCode(first.error)})`;
 }
 
-/**
- * Paths of keys that appear twice in one object. JSON.parse silently keeps the last one, which
- * in a file of spend ceilings and prices would hide a mistake, so lexec refuses them.
- */
+/** Paths of keys that appear twice in one object (see duplicate-keys.ts); loads the parser lazily. */
 export async function findDuplicateKeys(text: string): Promise<FieldIssue[]> {
   const { visit } = await import('jsonc-parser');
-  const objects: Set<string>[] = [];
-  const issues: FieldIssue[] = [];
-  visit(text, {
-    onObjectBegin: () => {
-      objects.push(new Set());
-    },
-    onObjectEnd: () => {
-      objects.pop();
-    },
-    onObjectProperty: (property, _offset, _length, _line, _column, pathSupplier) => {
-      const keys = objects.at(-1);
-      if (keys?.has(property)) issues.push({ path: formatFieldPath([...pathSupplier(), property]), message: 'appears more than once in its object' });
-      keys?.add(property);
-    },
-  });
-  return issues;
+  return duplicateKeyIssues(text, visit);
 }
 
 /**

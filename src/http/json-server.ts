@@ -1,5 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { z } from 'zod';
+import { visit } from 'jsonc-parser';
+import { duplicateKeyIssues } from '../config/duplicate-keys.js';
 import { toFieldIssues } from '../config/zod-issues.js';
 import { bigintAsString } from '../domain/canonical-json.js';
 import { ApiError } from './api-error.js';
@@ -29,6 +31,20 @@ export function createJsonServer({ logger, isRoutine }: JsonServerOptions): Fast
   });
   // JSON only: without this, Fastify would accept text/plain bodies as strings.
   app.removeContentTypeParser('text/plain');
+  // A key twice in one object is refused (400 invalid_request / duplicate_keys, the paths in
+  // `fields`), as the configuration loader does: JSON.parse would silently keep the last one.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    const duplicates = text.includes('"') ? duplicateKeyIssues(text, visit) : [];
+    if (duplicates.length > 0) {
+      done(new ApiError(400, 'invalid_request', { reasonCode: 'duplicate_keys', fields: duplicates.map((issue) => issue.path) }), undefined);
+      return;
+    }
+    // Typed as possibly async by Fastify; the default JSON parser answers through `done`.
+    void parseJson(request, text, done);
+  });
   app.setReplySerializer((payload) => JSON.stringify(payload, bigintAsString));
 
   app.setNotFoundHandler((_request, reply) => {

@@ -16,7 +16,9 @@ export interface AuthenticatedPrincipal {
 export function credentialGuard(authenticate: (token: string) => AuthenticatedPrincipal | null) {
   return function requireCredential(request: FastifyRequest, ...kinds: CredentialKind[]): AuthenticatedPrincipal {
     const header = request.headers.authorization;
-    const token = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
+    // The scheme is case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` are Bearer too.
+    const match = typeof header === 'string' ? /^bearer +(\S+)$/i.exec(header) : null;
+    const token = match?.[1] ?? '';
     const principal = capabilityKind(token) === null ? null : authenticate(token);
     if (principal === null || !kinds.includes(principal.kind)) throw new ApiError(401, 'unauthorized');
     return principal;

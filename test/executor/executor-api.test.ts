@@ -222,4 +222,12 @@ describe('bad admission input: 400/413/415 with field paths, never the value, ne
     expect((await post('[]')).status).toBe(400);
     expect((await post('null')).status).toBe(400);
   });
+
+  it('a key twice in one object is refused with its path; nothing is admitted', async () => {
+    const request = JSON.stringify(executionRequest(randomUUID()));
+    const duplicated = request.replace('"image_count":2', '"image_count":2,"image_count":4');
+    expect(duplicated).not.toBe(request);
+    const result = await call(executor.url, 'POST', '/v2/executions', { token: executor.caller, rawBody: duplicated });
+    expect(result).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'duplicate_keys', fields: ['input.image_count'] } } });
+  });
 });

@@ -63,13 +63,29 @@ describe('credential kinds per route', () => {
       { authorization: 'Bearer not-a-capability' },
       { authorization: `Bearer ${generateCapability('admin')}` },
       { authorization: `Basic ${Buffer.from(`admin:${ledger.adminToken}`).toString('base64')}` },
-      { authorization: `bearer ${ledger.adminToken}` },
+      { authorization: `Bearer ${ledger.adminToken} extra` },
     ];
     for (const headers of headersList) {
       const response = await fetch(`${ledger.url}/agents`, { headers });
       expect(response.status).toBe(401);
       expect(await response.json()).toEqual({ error: { code: 'unauthorized' } });
     }
+  });
+
+  it('matches the Bearer scheme case-insensitively (RFC 9110): bearer and BEARER are Bearer', async () => {
+    for (const scheme of ['bearer', 'BEARER', 'Bearer']) {
+      const response = await fetch(`${ledger.url}/agents`, { headers: { authorization: `${scheme} ${ledger.adminToken}` } });
+      expect(response.status, scheme).toBe(200);
+    }
+  });
+
+  it('a key twice in one object is refused with its path, as the configuration loader does', async () => {
+    const result = await call(ledger.url, 'POST', '/authorizations', {
+      token: actors.agent,
+      rawBody: '{"amount_units":"1000","amount_units":"9000000","units_scale":6,"currency":"USD"}',
+    });
+    expect(result).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'duplicate_keys', fields: ['amount_units'] } } });
+    expect(ledger.query('SELECT * FROM authorizations')).toHaveLength(0);
   });
 
   it('health and version are public and expose safe status only', async () => {

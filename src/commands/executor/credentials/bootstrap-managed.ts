@@ -28,7 +28,8 @@ export default class ExecutorCredentialsBootstrapManaged extends LexecCommand<Bo
 
   protected override renderHuman(result: BootstrapManagedResult, output: Output): void {
     output.line(`${output.style.ok('✔')} managed credentials ready in ${result.state_dir}`);
-    output.line(`  caller capability   ${result.caller_capability}`);
-    output.line(`  ledger credential   ${result.ledger_credential} (at ${result.ledger_endpoint})`);
+    output.line(`  caller capability           ${result.caller_capability}`);
+    output.line(`  reconciliation capability   ${result.reconciliation_capability}`);
+    output.line(`  ledger credential           ${result.ledger_credential} (at ${result.ledger_endpoint})`);
   }
 }
