@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { access } from 'node:fs/promises';
 import { readBuildInfo } from '../build-info.js';
-import { UserError } from '../errors.js';
+import { UserError, type FieldIssue } from '../errors.js';
 import { readActiveId, writeActiveId } from '../stack/generation-store.js';
 import { readHandoff, stackHandoff, withdrawHandoff, writeHandoff, type Handoff } from '../stack/handoff.js';
 import { terminateProcess } from '../stack/process-identity.js';
@@ -53,7 +53,7 @@ export interface StartedComponent {
 /** The profile source renders a generation other than the active one (or no longer renders). */
 export type ProfileDrift =
   | { readonly kind: 'renders_differently'; readonly rendered_generation_id: string; readonly changed_files: readonly string[]; readonly affected_components: readonly string[] }
-  | { readonly kind: 'does_not_render'; readonly code: string };
+  | { readonly kind: 'does_not_render'; readonly code: string; readonly issues: readonly FieldIssue[] };
 
 export interface StartResult {
   readonly profile: string;
@@ -169,7 +169,7 @@ async function profileDrift(paths: ProfilePaths, home: string, now: Date, active
     if (rendered.id === active.generation_id) return null;
     return { kind: 'renders_differently', rendered_generation_id: rendered.id, ...compareGenerations(active, rendered.manifest) };
   } catch (error) {
-    if (error instanceof UserError) return { kind: 'does_not_render', code: error.code };
+    if (error instanceof UserError) return { kind: 'does_not_render', code: error.code, issues: error.issues };
     throw error;
   }
 }
@@ -178,6 +178,7 @@ function reportDrift(progress: StartProgress, manifest: GenerationManifest, drif
   if (drift === null) return;
   if (drift.kind === 'does_not_render') {
     progress.note(`warning: profile.toml no longer renders (${drift.code}); starting the active generation ${manifest.generation_id} as it is`);
+    for (const issue of drift.issues) progress.note(`  ${issue.path}: ${issue.message}`);
   } else {
     // No file changed but components are affected: the manifest's ports or sandbox settings, or
     // the lexec build itself (its lineage is part of every generation).

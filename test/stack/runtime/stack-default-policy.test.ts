@@ -49,4 +49,14 @@ describe('a changed default spend policy', () => {
     // The same job now needs a human.
     expect(jsonResult<RunJson>(await run(['--no-wait'])).authorization.status).toBe('requested');
   }, 150_000);
+
+  it('a profile.toml that no longer renders is named key by key when start keeps the active generation', async () => {
+    const source = await readFile(stack.paths.source, 'utf8');
+    await writeFile(stack.paths.source, source.replace(/^\[ports\]$/m, '[ports]\nbogus = 1'));
+    const start = await lexecIn(stack.home, ['stack', 'start', '--json']);
+    expect(start.exitCode, start.stderr).toBe(0);
+    expect(start.stderr).toContain('warning: profile.toml no longer renders (profile_invalid)');
+    expect(start.stderr).toContain('  ports.bogus: unknown field');
+    await writeFile(stack.paths.source, source);
+  }, 60_000);
 });
