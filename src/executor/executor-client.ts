@@ -144,8 +144,8 @@ export type ReconciliationEntry = z.output<typeof reconciliationEntrySchema>;
 
 export const reconciliationResolvedSchema = z.object({
   replayed: z.boolean(),
-  resolution: z.object({ resolution: z.string(), images_billed: z.union([z.number(), z.string()]).nullable(), amount_units: amount.nullable(), note: z.string() }).passthrough(),
-  execution: z.object({ execution_id: z.string(), state: z.string(), state_reason: z.string().nullable() }).passthrough(),
+  resolution: z.object({ resolution: z.string(), images_billed: z.union([z.number(), z.string()]).nullable(), amount_units: amount.nullable(), note: z.string() }),
+  execution: z.object({ execution_id: z.string(), state: z.string(), state_reason: z.string().nullable() }),
 });
 export type ReconciliationResolved = z.output<typeof reconciliationResolvedSchema>;
 

@@ -98,6 +98,14 @@ const SAFE_REASON = /^[a-z][a-z0-9_]{0,63}$/;
 
 type Bounded<T> = { readonly kind: 'answered'; readonly value: T } | { readonly kind: 'failed'; readonly error: unknown } | { readonly kind: 'timeout' };
 
+/**
+ * How often a healthy dependency is confirmed in the log: a successful probe is logged when the
+ * outcome changes (the first one, and the first after a failure) and then once per this interval
+ * as a summary with the number of healthy samples it stands for — not every 5 s sample, which
+ * would flood the log. Every failed sample is logged.
+ */
+export const HEALTHY_PROBE_SUMMARY_MS = 5 * 60_000;
+
 export function createReadinessMonitor(deps: ReadinessMonitorDependencies): ReadinessMonitor {
   const intervalMs = probeIntervalMs(deps.intervalMs);
   const startupIntervalMs = Math.min(intervalMs, probeIntervalMs(deps.startupIntervalMs ?? intervalMs));
@@ -108,6 +116,29 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
   let grace: { readonly handle: unknown; readonly deadline: number } | undefined;
   const probeTimers = new Set<unknown>();
   let startup: { promise: Promise<StartupOutcome>; resolve(outcome: StartupOutcome): void; reject(error: unknown): void } | undefined;
+  /** Per dependency: whether the last sample was healthy, when a healthy line was last written, and the healthy samples since. */
+  const quiet = new Map<string, { healthy: boolean; loggedAt: number; samples: number }>();
+
+  /** Writes a probe event: every failure, and healthy samples only on a change or as a periodic summary. */
+  function logProbe(entry: Record<string, unknown>, healthy: boolean): void {
+    const dependency = String(entry.dependency);
+    const now = clock.now();
+    const last = quiet.get(dependency);
+    if (!healthy) {
+      quiet.set(dependency, { healthy: false, loggedAt: last?.loggedAt ?? now, samples: 0 });
+      logger.warn(entry);
+      return;
+    }
+    const samples = (last?.samples ?? 0) + 1;
+    // A healthy sample that needed a cancellation's confirmation is worth its own line.
+    const unchanged = last?.healthy === true && entry.confirmation === undefined;
+    if (unchanged && now - last.loggedAt < HEALTHY_PROBE_SUMMARY_MS) {
+      quiet.set(dependency, { ...last, samples });
+      return;
+    }
+    quiet.set(dependency, { healthy: true, loggedAt: now, samples: 0 });
+    logger.info(unchanged ? { ...entry, healthy_samples: samples } : entry);
+  }
 
   /** Runs `operation`, giving up (not cancelling it) after `ms`; a late answer is ignored. */
   function bounded<T>(operation: () => Promise<T>, ms: number): Promise<Bounded<T>> {
@@ -197,8 +228,7 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
     if (status !== undefined) entry.grpc_status = status;
     if (final.outcome === 'ok') entry.pollers = final.pollers;
     if (first.outcome === 'cancelled') entry.confirmation = final.outcome;
-    if (final.outcome === 'ok') logger.info(entry);
-    else logger.warn(entry);
+    logProbe(entry, final.outcome === 'ok');
     apply(next);
   }
 
@@ -217,13 +247,11 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
       outcome: answer.kind === 'answered' ? 'ok' : 'error',
       consecutive_failures: next.ledger.consecutiveFailures,
     };
-    if (answer.kind === 'answered') {
-      logger.info(entry);
-    } else {
+    if (answer.kind !== 'answered') {
       const reason = answer.kind === 'timeout' ? 'timeout' : safeReason(answer.error);
       if (reason !== undefined) entry.reason = reason;
-      logger.warn(entry);
     }
+    logProbe(entry, answer.kind === 'answered');
     apply(next);
   }
 

@@ -18,6 +18,7 @@ import { createReadiness, type Readiness } from '../../src/executor/readiness.js
 import {
   CANCELLATION_CONFIRMATION_TIMEOUT_MS,
   createReadinessMonitor,
+  HEALTHY_PROBE_SUMMARY_MS,
   PROBE_TIMEOUT_MS,
   type EngineSample,
   type ReadinessMonitorDependencies,
@@ -698,7 +699,7 @@ describe('rule 11: runtime probe intervals are capped at the grace duration', ()
 });
 
 describe('executor_dependency_probe (spec §6)', () => {
-  it('writes one event per dependency and sample with exactly the documented fields', async () => {
+  it('writes one event per dependency with exactly the documented fields', async () => {
     const h = await readyHarness();
     expect(h.lines.map((line) => [line.level, line.entry])).toEqual(
       expect.arrayContaining([
@@ -708,6 +709,23 @@ describe('executor_dependency_probe (spec §6)', () => {
     );
     expect(h.lines.at(-1)?.entry).toEqual({ event: 'executor_ready', recovered: false });
     expect(h.lines).toHaveLength(3);
+  });
+
+  it('does not flood the log with healthy samples: a line on a change of outcome, then a summary every 5 minutes', async () => {
+    const h = await readyHarness();
+    const healthy = () => h.probes('ledger').filter((entry) => entry.outcome === 'ok');
+    await h.time.advance(10 * INTERVAL);
+    expect(healthy()).toHaveLength(1); // the first one only
+    h.ledger.next(new Error('down'));
+    await h.time.advance(INTERVAL);
+    expect(h.probes('ledger').at(-1)).toMatchObject({ outcome: 'error', consecutive_failures: 1 });
+    await h.time.advance(INTERVAL);
+    expect(healthy()).toHaveLength(2); // healthy again: a change, logged at once
+    expect(healthy()[1]).not.toHaveProperty('healthy_samples');
+    const samples = HEALTHY_PROBE_SUMMARY_MS / INTERVAL;
+    await h.time.advance(HEALTHY_PROBE_SUMMARY_MS);
+    expect(healthy()).toHaveLength(3);
+    expect(healthy()[2]).toMatchObject({ outcome: 'ok', healthy_samples: samples });
   });
 
   it('writes one event, and adds one to the count, for the two RPCs of a confirmation', async () => {
