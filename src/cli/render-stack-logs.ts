@@ -15,12 +15,55 @@ function levelOf(entry: LogEntry): number | null {
   return typeof level === 'number' ? level : null;
 }
 
-/** One log line for the terminal: `component | payload` when several components are shown. */
+/** One log line as read, for `--raw`: `component | payload` when several components are shown. */
 export function formatLogEntry(entry: LogEntry, withPrefix: boolean, output: Output): string {
   if (!withPrefix) return entry.line;
   const level = levelOf(entry) ?? 0;
   const style = level >= 50 ? output.style.error : level >= 40 ? output.style.warn : output.style.bold;
   return `${style(entry.component.padEnd(PREFIX_WIDTH))} ${output.style.dim('|')} ${entry.line}`;
+}
+
+const LEVEL_NAMES: readonly [number, string][] = [
+  [60, 'FATAL'],
+  [50, 'ERROR'],
+  [40, 'WARN'],
+  [30, 'INFO'],
+  [20, 'DEBUG'],
+  [10, 'TRACE'],
+];
+/** Keys every line carries that the readable form shows in its own columns, or not at all. */
+const FRAME_KEYS = new Set(['level', 'time', 'pid', 'hostname', 'service', 'event', 'msg', 'v']);
+const MAX_VALUE_CHARS = 120;
+// Every C0/C1 control character and DEL: a value is shown on one line, with nothing a terminal obeys.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+
+function plainValue(value: unknown): string {
+  // JSON.stringify answers undefined for undefined, functions and symbols (never in parsed JSON, but typed so).
+  const text = typeof value === 'string' ? value : ((JSON.stringify(value) as string | undefined) ?? String(value));
+  const clean = text.replace(CONTROL, ' ');
+  const shown = clean.length > MAX_VALUE_CHARS ? `${clean.slice(0, MAX_VALUE_CHARS - 1)}…` : clean;
+  return typeof value === 'string' && (shown === '' || /[\s"=]/.test(shown)) ? JSON.stringify(shown) : shown;
+}
+
+/**
+ * One log line for people (the default): `time LEVEL component event key=value …`. Lines that
+ * are not JSON (a crash trace, a child's own output) are shown as read, after the component.
+ */
+export function formatReadableEntry(entry: LogEntry, output: Output): string {
+  const { style } = output;
+  const component = entry.component.padEnd(PREFIX_WIDTH);
+  const parsed = entry.parsed;
+  if (parsed === undefined) return `${style.dim('-'.padEnd(24))} ${'-'.padEnd(5)} ${component} ${entry.line}`;
+  const level = levelOf(entry);
+  const name = level === null ? '-' : (LEVEL_NAMES.find(([at]) => level >= at)?.[1] ?? String(level));
+  const levelStyle = level !== null && level >= 50 ? style.error : level !== null && level >= 40 ? style.warn : (text: string) => text;
+  const time = typeof parsed.time === 'string' ? parsed.time : typeof parsed.time === 'number' ? new Date(parsed.time).toISOString() : '-';
+  const what = typeof parsed.event === 'string' ? parsed.event : typeof parsed.msg === 'string' ? parsed.msg : '-';
+  const fields = Object.entries(parsed)
+    .filter(([key]) => !FRAME_KEYS.has(key))
+    .map(([key, value]) => `${key.replace(CONTROL, '')}=${plainValue(value)}`);
+  return [style.dim(plainValue(time).padEnd(24)), levelStyle(name.padEnd(5)), component, style.bold(plainValue(what)), ...fields].join(' ');
 }
 
 function describeRejection(rejection: AdmissionRejection): string {
@@ -51,6 +94,6 @@ export function renderLogsHeader(result: LogsResult, output: Output): void {
   if (result.lines.length === 0) output.line(output.style.dim('No matching lines.'));
 }
 
-export function renderLogLines(result: Pick<LogsResult, 'component'>, lines: readonly LogEntry[], output: Output): void {
-  for (const entry of lines) output.line(formatLogEntry(entry, result.component === 'all', output));
+export function renderLogLines(result: Pick<LogsResult, 'component'>, lines: readonly LogEntry[], output: Output, raw = false): void {
+  for (const entry of lines) output.line(raw ? formatLogEntry(entry, result.component === 'all', output) : formatReadableEntry(entry, output));
 }

@@ -132,6 +132,7 @@ describe('command surface', () => {
         global[1],
         { name: 'lines', type: 'option', required: false, options: undefined, default: '100' },
         flag('profile'),
+        { name: 'raw', type: 'boolean', required: false, options: undefined, default: undefined },
       ],
       'stack:profiles': [...global, flag('profile')],
       'stack:render': [...global, flag('profile')],

@@ -22,12 +22,16 @@ export default class StackLogs extends LexecCommand<LogsResult> {
     lines: Flags.string({ default: '100', summary: `How many lines, ${MIN_LOG_LINES} to ${MAX_LOG_LINES}.` }),
     'execution-id': Flags.string({ summary: "Only the executor's lines of this execution (exe_…)." }),
     follow: Flags.boolean({ default: false, summary: 'Keep printing new lines, across rotations, until Ctrl-C (not with --json).' }),
+    raw: Flags.boolean({ default: false, summary: 'Print each log line as written (JSON) instead of the readable form `time LEVEL component event key=value …`.' }),
   };
 
   private followed = false;
+  /** `--raw`: the lines as written, not the readable form. */
+  private raw = false;
 
   protected override async execute(output: Output): Promise<LogsResult> {
     const { flags } = await this.parse(StackLogs);
+    this.raw = flags.raw;
     const request: LogsRequest = {
       env: process.env,
       profileFlag: flags.profile,
@@ -53,11 +57,11 @@ export default class StackLogs extends LexecCommand<LogsResult> {
         signal: stop.signal,
         onTail: (result) => {
           renderLogsHeader(result, output);
-          renderLogLines(result, result.lines, output);
+          renderLogLines(result, result.lines, output, this.raw);
           output.diagnostics.line(output.diagnostics.style.dim('Following (Ctrl-C to stop)…'));
         },
         onLines: (lines) => {
-          renderLogLines(request, lines, output);
+          renderLogLines(request, lines, output, this.raw);
         },
       });
     } finally {
@@ -72,6 +76,6 @@ export default class StackLogs extends LexecCommand<LogsResult> {
       return;
     }
     renderLogsHeader(result, output);
-    renderLogLines(result, result.lines, output);
+    renderLogLines(result, result.lines, output, this.raw);
   }
 }

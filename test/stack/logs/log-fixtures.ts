@@ -24,7 +24,7 @@ export async function writeLog(logsDir: string, component: string, generation: n
   await writeFile(join(logsDir, name), lines.map((line) => `${line}\n`).join(''));
 }
 
-const BASE_TIME = Date.parse('2026-03-01T12:00:00.000Z');
+export const BASE_TIME = Date.parse('2026-03-01T12:00:00.000Z');
 
 /** A pino-style JSON line as the servers write them (ISO `time`, numeric `level`). */
 export function jsonLine(second: number, event: string, fields: Record<string, unknown> = {}, level = 30): string {

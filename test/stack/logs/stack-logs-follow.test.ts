@@ -63,8 +63,8 @@ describe('lexec stack logs --follow', () => {
   it('prints every line a rotating writer appends exactly once, in order, across rotations and split writes, until SIGINT', async () => {
     home = await makeProfileHome();
     await writeLog(home.logsDir, 'executor', 0, [jsonLine(1, 'before-1'), jsonLine(2, 'before-2'), jsonLine(3, 'before-3')]);
-    const plain = start([BIN, 'stack', 'logs', '--component', 'executor', '--lines', '2', '--follow'], home.env);
-    const filtered = start([BIN, 'stack', 'logs', '--component', 'all', '--execution-id', EXECUTION_A, '--follow', '--color', 'always'], home.env);
+    const plain = start([BIN, 'stack', 'logs', '--component', 'executor', '--lines', '2', '--follow', '--raw'], home.env);
+    const filtered = start([BIN, 'stack', 'logs', '--component', 'all', '--execution-id', EXECUTION_A, '--follow', '--color', 'always', '--raw'], home.env);
     running.push(plain, filtered);
     for (const follower of [plain, filtered]) await until('the follower to start', () => follower.stderr().includes('Following (Ctrl-C to stop)'));
     expect(plain.stdout()).not.toContain('before-1');

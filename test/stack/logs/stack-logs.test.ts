@@ -2,7 +2,7 @@ import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ANSI, removeDir, runLexec } from '../../support/cli.js';
-import { admissionRejected, EXECUTION_A, EXECUTION_B, jsonLine, makeProfileHome, writeLog, type LogsDocument, type ProfileHome } from './log-fixtures.js';
+import { admissionRejected, BASE_TIME, EXECUTION_A, EXECUTION_B, jsonLine, makeProfileHome, writeLog, type LogsDocument, type ProfileHome } from './log-fixtures.js';
 
 const homes: ProfileHome[] = [];
 afterEach(async () => {
@@ -80,7 +80,7 @@ describe('lexec stack logs', () => {
     // The last n of the merged sequence, not n per component.
     expect(events(await logsJson(home, ['--component', 'all', '--lines', '3']))).toEqual(['sandbox_submission', 'ledger_stopping', 'executor_stopping']);
 
-    const human = await runLexec(['stack', 'logs', '--component', 'all', '--lines', '3'], { env: home.env });
+    const human = await runLexec(['stack', 'logs', '--component', 'all', '--lines', '3', '--raw'], { env: home.env });
     expect(human.exitCode).toBe(0);
     expect(human.stderr).toBe('');
     const lines = human.stdout.split('\n');
@@ -153,7 +153,7 @@ describe('lexec stack logs', () => {
     expect((await logsJson(home, ['--component', 'all'])).result.admission_rejections).toHaveLength(2);
     expect((await logsJson(home, ['--component', 'ledger'])).result.admission_rejections).toBeNull();
 
-    const human = await runLexec(['stack', 'logs', '--component', 'executor', '--lines', '3'], { env: home.env });
+    const human = await runLexec(['stack', 'logs', '--component', 'executor', '--lines', '3', '--raw'], { env: home.env });
     const lines = human.stdout.trimEnd().split('\n');
     expect(lines.slice(0, 4)).toEqual([
       'Admission rejections in the retained executor logs (no execution id; may predate the running executor):',
@@ -170,6 +170,28 @@ describe('lexec stack logs', () => {
     expect(none.stdout.split('\n')[0]).toBe('No admission rejections (executor_admission_rejected) in the retained executor logs.');
   });
 
+  it('prints a readable line per event by default — time, level name, component, event, key fields — and the lines as written with --raw', async () => {
+    const home = await profileHome();
+    await writeLog(home.logsDir, 'executor', 0, [
+      jsonLine(1, 'executor_started', { port: 7410 }),
+      jsonLine(2, 'executor_readiness_withdrawn', { reason: 'ledger down\u001b[2J now', detail: { code: 14 } }, 40),
+      'a line that is not JSON',
+    ]);
+    await writeLog(home.logsDir, 'ledger', 0, [jsonLine(3, 'ledger_failed', {}, 50)]);
+    const run = await runLexec(['stack', 'logs', '--component', 'all'], { env: home.env });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const lines = run.stdout.trimEnd().split('\n').slice(-4);
+    expect(lines).toEqual([
+      `${new Date(BASE_TIME + 1000).toISOString()} INFO  executor   executor_started port=7410`,
+      `${new Date(BASE_TIME + 2000).toISOString()} WARN  executor   executor_readiness_withdrawn reason="ledger down now" detail={"code":14}`,
+      expect.stringMatching(/^- +- +executor +a line that is not JSON$/) as unknown as string,
+      `${new Date(BASE_TIME + 3000).toISOString()} ERROR ledger     ledger_failed`,
+    ]);
+    expect(run.stdout).not.toContain('\u001b');
+    const raw = await runLexec(['stack', 'logs', '--component', 'ledger', '--raw'], { env: home.env });
+    expect(raw.stdout.trimEnd().split('\n').at(-1)).toBe(jsonLine(3, 'ledger_failed', {}, 50));
+  });
+
   it('prints log payload lines free of ANSI and control sequences even with --color always; only the prefix is coloured', async () => {
     const home = await profileHome();
     const hostile = 'plain \u001b[31mred\u001b[0m \u001b]0;title\u0007 \u001b[2J cleared\r overwritten';
@@ -177,14 +199,14 @@ describe('lexec stack logs', () => {
     await writeLog(home.logsDir, 'executor', 0, [hostile, hostileJson.replace('"msg":"\\u001b[1mbold\\u001b[0m"', '"msg":"\u001b[1mraw-escape\u001b[0m"'), hostileJson]);
     await writeLog(home.logsDir, 'ledger', 0, [jsonLine(0, 'ledger_started')]);
 
-    const single = await runLexec(['stack', 'logs', '--component', 'executor', '--color', 'always'], { env: home.env });
+    const single = await runLexec(['stack', 'logs', '--component', 'executor', '--color', 'always', '--raw'], { env: home.env });
     expect(single.exitCode).toBe(0);
     const payloads = single.stdout.split('\n').filter((line) => line.includes('plain') || line.includes('bold') || line.includes('raw-escape'));
     expect(payloads).toHaveLength(3);
     for (const line of payloads) expect(line).not.toMatch(CONTROL);
     expect(payloads[0]).toMatch(/^plain red +cleared overwritten$/);
 
-    const merged = await runLexec(['stack', 'logs', '--component', 'all', '--color', 'always'], { env: home.env });
+    const merged = await runLexec(['stack', 'logs', '--component', 'all', '--color', 'always', '--raw'], { env: home.env });
     expect(merged.stdout).toMatch(ANSI);
     // `<coloured component> <dim |> payload`: what follows the prefix carries no control at all.
     // eslint-disable-next-line no-control-regex
