@@ -29,6 +29,49 @@ export interface LogsRequest extends ProfileRequest {
   readonly component: LogComponentChoice;
   readonly lines: number;
   readonly executionId: string | undefined;
+  /** `--level`: only JSON lines at this pino level or above (30 info, 40 warn, 50 error …). */
+  readonly minLevel?: number | null;
+  /** `--since`: only JSON lines whose `time` is at or after this instant (ms since the epoch). */
+  readonly since?: number | null;
+}
+
+/** The `--level` names and their pino levels. */
+export const LOG_LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 } as const;
+export type LogLevelName = keyof typeof LOG_LEVELS;
+
+/**
+ * `--since`: an ISO 8601 time, or a duration before `now` (`30s`, `15m`, `2h`, `7d`). Returns
+ * the instant in ms since the epoch; a usage error otherwise.
+ */
+export function parseSince(text: string, now: number): number {
+  const duration = /^(\d{1,9})(s|m|h|d)$/.exec(text);
+  if (duration !== null) {
+    const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[duration[2] as 's' | 'm' | 'h' | 'd'];
+    return now - Number(duration[1]) * unit;
+  }
+  const at = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2})?)?$/.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isNaN(at)) {
+    throw new UsageError('invalid_flag_value', '--since must be a duration (30s, 15m, 2h, 7d) or an ISO 8601 time (2026-11-25 or 2026-11-25T10:00:00Z).', {
+      nextStep: 'Run `lexec stack logs --help` to see its flags.',
+    });
+  }
+  return at;
+}
+
+/** The line filter of `--level` and `--since`: a line without the field asked about is left out. */
+function lineFilter(request: LogsRequest): ((line: LogLine) => boolean) | null {
+  const minLevel = request.minLevel ?? null;
+  const since = request.since ?? null;
+  if (minLevel === null && since === null) return null;
+  return (line) => {
+    if (minLevel !== null && !(typeof line.parsed?.level === 'number' && line.parsed.level >= minLevel)) return false;
+    if (since !== null) {
+      const time = line.parsed?.time;
+      const at = typeof time === 'string' ? Date.parse(time) : typeof time === 'number' ? time : Number.NaN;
+      if (!(at >= since)) return false;
+    }
+    return true;
+  };
 }
 
 /** One line of the result. `line` and `parsed` are free of terminal control sequences. */
@@ -94,6 +137,7 @@ async function readTails(paths: ProfilePaths, request: LogsRequest, executionId:
           component,
           lines: request.lines,
           executionId,
+          keep: lineFilter(request),
           collectAdmissionRejections: component === 'executor' && executionId === null,
           keepActiveOpen,
         }),
@@ -135,6 +179,7 @@ export async function followStackLogs(request: LogsRequest, handlers: FollowHand
   const executionId = checkRequest(request);
   const paths = await existingProfilePaths(request);
   const tails = await readTails(paths, request, executionId, true);
+  const keep = lineFilter(request) ?? (() => true);
   const followers: { component: LogComponent; follower: LogFollower }[] = tails.map((tail) => ({
     component: tail.component,
     follower: createLogFollower(paths.logsDir, tail.component, tail.followStart),
@@ -149,7 +194,7 @@ export async function followStackLogs(request: LogsRequest, handlers: FollowHand
         await follower.poll((raws) => {
           for (const raw of raws) {
             const line = parseLogLine(component, raw);
-            if (executionId === null || belongsToExecution(line, executionId)) batch.push(line);
+            if ((executionId === null || belongsToExecution(line, executionId)) && keep(line)) batch.push(line);
           }
         });
         batches.push(batch);

@@ -12,6 +12,8 @@ export interface TailRequest {
   readonly lines: number;
   /** Only lines whose `execution_id` is this one. */
   readonly executionId: string | null;
+  /** Only lines this keeps (`--level`, `--since`); null keeps every line. */
+  readonly keep?: ((line: LogLine) => boolean) | null;
   /** Also scan every retained file for `executor_admission_rejected` events. */
   readonly collectAdmissionRejections: boolean;
   /** Keep the active file open for a follower, positioned after its last complete line. */
@@ -59,11 +61,12 @@ export async function tailComponent(request: TailRequest): Promise<ComponentTail
     }
     const oldestFirst = files.map((file, index) => ({ handle: file.handle, end: ends[index] ?? 0 })).reverse();
     const { executionId } = request;
+    const keep = request.keep ?? (() => true);
     if (executionId !== null) {
       for (const { handle, end } of oldestFirst) {
         await scanLinesContaining(handle, end, executionId, (raw) => {
           const line = parseLogLine(request.component, raw);
-          if (!belongsToExecution(line, executionId)) return;
+          if (!belongsToExecution(line, executionId) || !keep(line)) return;
           lines.push(line);
           // Keep only the most recent matches: memory stays bounded by the requested count.
           if (lines.length >= 2 * request.lines) lines = lines.slice(-request.lines);
@@ -73,7 +76,9 @@ export async function tailComponent(request: TailRequest): Promise<ComponentTail
     } else {
       scan: for (const [index, file] of files.entries()) {
         for await (const raw of linesBackward(file.handle, ends[index] ?? 0)) {
-          lines.push(parseLogLine(request.component, raw));
+          const line = parseLogLine(request.component, raw);
+          if (!keep(line)) continue;
+          lines.push(line);
           if (lines.length >= request.lines) break scan;
         }
       }

@@ -5,7 +5,7 @@ import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderLogLines, renderLogsHeader } from '../../cli/render-stack-logs.js';
 import { UsageError } from '../../errors.js';
-import { followStackLogs, LOG_COMPONENT_CHOICES, MAX_LOG_LINES, MIN_LOG_LINES, readStackLogs, type LogsRequest, type LogsResult } from '../../services/stack-logs.js';
+import { followStackLogs, LOG_LEVELS, parseSince, LOG_COMPONENT_CHOICES, MAX_LOG_LINES, MIN_LOG_LINES, readStackLogs, type LogsRequest, type LogsResult } from '../../services/stack-logs.js';
 
 export default class StackLogs extends LexecCommand<LogsResult> {
   static override summary = "Print the last lines of a component's log (or all, merged by time), across rotated files.";
@@ -22,6 +22,8 @@ export default class StackLogs extends LexecCommand<LogsResult> {
     lines: Flags.string({ default: '100', summary: `How many lines, ${MIN_LOG_LINES} to ${MAX_LOG_LINES}.` }),
     'execution-id': Flags.string({ summary: "Only the executor's lines of this execution (exe_…)." }),
     follow: Flags.boolean({ default: false, summary: 'Keep printing new lines, across rotations, until Ctrl-C (not with --json).' }),
+    level: Flags.option({ options: ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const, summary: 'Only lines at this level or above (lines that are not JSON are left out).' })(),
+    since: Flags.string({ summary: 'Only lines from this time on: a duration back from now (30s, 15m, 2h, 7d) or an ISO 8601 time.' }),
     raw: Flags.boolean({ default: false, summary: 'Print each log line as written (JSON) instead of the readable form `time LEVEL component event key=value …`.' }),
   };
 
@@ -38,6 +40,8 @@ export default class StackLogs extends LexecCommand<LogsResult> {
       component: flags.component,
       lines: wholeNumberFlag(flags.lines, '--lines', MIN_LOG_LINES, MAX_LOG_LINES),
       executionId: flags['execution-id'],
+      minLevel: flags.level === undefined ? null : LOG_LEVELS[flags.level],
+      since: flags.since === undefined ? null : parseSince(flags.since, Date.now()),
     };
     if (!flags.follow) return readStackLogs(request);
     if (output.jsonMode) {

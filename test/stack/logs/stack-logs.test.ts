@@ -192,6 +192,29 @@ describe('lexec stack logs', () => {
     expect(raw.stdout.trimEnd().split('\n').at(-1)).toBe(jsonLine(3, 'ledger_failed', {}, 50));
   });
 
+  it('--level keeps lines at that level or above, --since lines from that time on; --lines counts the kept ones', async () => {
+    const home = await profileHome();
+    await writeLog(home.logsDir, 'executor', 1, [jsonLine(1, 'old_warning', {}, 40), jsonLine(2, 'old_info')]);
+    await writeLog(home.logsDir, 'executor', 0, [
+      jsonLine(10, 'info_a'),
+      jsonLine(11, 'warn_a', {}, 40),
+      'not json at all',
+      jsonLine(12, 'error_a', {}, 50),
+      ...Array.from({ length: 30 }, (_, index) => jsonLine(20 + index, 'chatter')),
+    ]);
+    // The warnings are older than the last 5 lines: --level finds them anyway, across files.
+    expect(events(await logsJson(home, ['--component', 'executor', '--lines', '5', '--level', 'warn']))).toEqual(['old_warning', 'warn_a', 'error_a']);
+    expect(events(await logsJson(home, ['--component', 'executor', '--level', 'error']))).toEqual(['error_a']);
+    const since = new Date(BASE_TIME + 11_000).toISOString();
+    expect(events(await logsJson(home, ['--component', 'executor', '--lines', '3', '--since', since, '--level', 'info']))).toEqual(['chatter', 'chatter', 'chatter']);
+    expect(events(await logsJson(home, ['--component', 'executor', '--since', since, '--level', 'warn']))).toEqual(['warn_a', 'error_a']);
+    // A duration counts back from now; these lines are from March: none is that recent.
+    expect(events(await logsJson(home, ['--component', 'executor', '--since', '15m']))).toEqual([]);
+    const bad = await runLexec(['stack', 'logs', '--since', 'yesterday', '--json'], { env: home.env });
+    expect(bad.exitCode).toBe(2);
+    expect(JSON.parse(bad.stdout)).toMatchObject({ ok: false, error: { code: 'invalid_flag_value' } });
+  });
+
   it('prints log payload lines free of ANSI and control sequences even with --color always; only the prefix is coloured', async () => {
     const home = await profileHome();
     const hostile = 'plain \u001b[31mred\u001b[0m \u001b]0;title\u0007 \u001b[2J cleared\r overwritten';
