@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { readBuildInfo } from '../build-info.js';
 import { UsageError, UserError } from '../errors.js';
-import { listGenerations, readActiveId, readGenerationFile, readManifest, storeGeneration, writeActiveId } from '../stack/generation-store.js';
+import { readActiveId, readGenerationFile, readManifest, storeGeneration, surveyGenerations, verifiedManifest, writeActiveId, type DamagedGeneration } from '../stack/generation-store.js';
 import { loadProfile, profileMissing, resolveProfileName } from '../stack/profile-store.js';
 import { compareGenerations, generationIdSchema, renderGeneration, type GenerationChange, type GenerationManifest } from '../stack/render-generation.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
@@ -16,8 +16,11 @@ export interface ProfileRequest {
 export interface RenderResult extends GenerationChange {
   readonly profile: string;
   readonly generation_id: string;
-  /** `created`: a new generation directory; `exists`: the same inputs were rendered before. */
-  readonly outcome: 'created' | 'exists';
+  /**
+   * `created`: a new generation directory; `exists`: the same inputs were rendered before;
+   * `repaired`: a damaged or tampered generation of this id was set aside and written again.
+   */
+  readonly outcome: 'created' | 'exists' | 'repaired';
   readonly active_generation: string | null;
   readonly is_active: boolean;
   /**
@@ -149,14 +152,22 @@ export interface GenerationSummary {
 export interface GenerationsResult {
   readonly profile: string;
   readonly active_generation: string | null;
+  /** The `active` pointer could not be read; `activate` or `rollback` of a listed generation repairs it. */
+  readonly active_pointer_damaged: boolean;
   readonly generations: readonly GenerationSummary[];
+  /** Retained generations that cannot be used (unreadable manifest, files that no longer match it). */
+  readonly damaged: readonly DamagedGeneration[];
 }
 
-/** `stack generations`: every retained generation, newest first, the active one marked. */
+/** `stack generations`: every sound retained generation, newest first, the active one marked; the damaged ones apart. */
 export async function listStackGenerations(request: ProfileRequest): Promise<GenerationsResult> {
   const paths = await knownProfilePaths(request);
-  const active = await readActiveId(paths);
-  const generations = (await listGenerations(paths)).map((manifest) => ({
+  const active = await readActiveId(paths).catch((error: unknown) => {
+    if (error instanceof UserError && error.code === 'active_generation_invalid') return undefined;
+    throw error;
+  });
+  const survey = await surveyGenerations(paths);
+  const generations = survey.sound.map((manifest) => ({
     generation_id: manifest.generation_id,
     rendered_at: manifest.rendered_at,
     active: manifest.generation_id === active,
@@ -164,7 +175,7 @@ export async function listStackGenerations(request: ProfileRequest): Promise<Gen
     commit: manifest.lineage.commit,
     build_kind: manifest.lineage.build_kind,
   }));
-  return { profile: paths.name, active_generation: active, generations };
+  return { profile: paths.name, active_generation: active ?? null, active_pointer_damaged: active === undefined, generations, damaged: survey.damaged };
 }
 
 export interface ActivateResult extends GenerationChange {
@@ -186,8 +197,10 @@ export async function activateStackGeneration(request: ProfileRequest & { genera
   }
   const { paths } = await profileContext(request);
   return withLauncherLock(paths, async () => {
+    // Every file is checked against its manifest first — before the running-stack check, so the
+    // operator hears of a damaged target before stopping anything — and a tampered one is refused.
+    const target = await verifiedManifest(paths, request.generationId);
     await assertStackStopped(paths, request.action);
-    const target = await readManifest(paths, request.generationId);
     if (target === null) {
       throw new UserError('generation_not_found', `Profile "${paths.name}" has no retained generation ${request.generationId}.`, {
         nextStep: '`lexec stack generations` lists the retained ones; `lexec stack render` produces one from the profile.',

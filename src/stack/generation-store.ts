@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -38,10 +38,47 @@ export function generationDir(paths: ProfilePaths, id: string): string {
   return join(paths.generationsDir, generationIdSchema.parse(id));
 }
 
+/**
+ * The runtime files of a generation whose content no longer matches the SHA-256 its manifest
+ * recorded (edited, truncated, missing): empty for a sound generation.
+ */
+export async function tamperedFiles(paths: ProfilePaths, manifest: GenerationManifest): Promise<string[]> {
+  const dir = generationDir(paths, manifest.generation_id);
+  const mismatched: string[] = [];
+  for (const file of manifest.files) {
+    const content = await readFile(join(dir, file.name)).catch(() => null);
+    if (content === null || createHash('sha256').update(content).digest('hex') !== file.sha256) mismatched.push(file.name);
+  }
+  return mismatched;
+}
+
+/** A generation that is present and sound: its manifest reads and every file matches it; else `generation_damaged`. */
+export async function verifiedManifest(paths: ProfilePaths, id: string): Promise<GenerationManifest | null> {
+  const manifest = await readManifest(paths, id);
+  if (manifest === null) return null;
+  const tampered = await tamperedFiles(paths, manifest);
+  if (tampered.length > 0) {
+    throw new UserError('generation_damaged', `Generation ${id} of profile "${paths.name}" is damaged: ${tampered.join(', ')} no longer match${tampered.length === 1 ? 'es' : ''} its manifest.`, {
+      nextStep: 'Render the profile again (`lexec stack render` re-creates a damaged generation it derives the same id for), or activate another generation.',
+      issues: tampered.map((name) => ({ path: name, message: 'content differs from the SHA-256 in manifest.json' })),
+    });
+  }
+  return manifest;
+}
+
 /** Writes a rendered generation unless it exists; `exists` means the same id was rendered before. */
-export async function storeGeneration(paths: ProfilePaths, rendered: RenderedGeneration): Promise<'created' | 'exists'> {
+export async function storeGeneration(paths: ProfilePaths, rendered: RenderedGeneration): Promise<'created' | 'exists' | 'repaired'> {
   const target = generationDir(paths, rendered.id);
-  if ((await readManifest(paths, rendered.id)) !== null) return 'exists';
+  // A generation of this id that is damaged or tampered with is set aside and written again:
+  // the id is derived from the inputs, so what belongs in it is known exactly.
+  let repaired = false;
+  try {
+    if ((await verifiedManifest(paths, rendered.id)) !== null) return 'exists';
+  } catch (error) {
+    if (!(error instanceof UserError) || error.code !== 'generation_damaged') throw error;
+    await rename(target, join(paths.generationsDir, `.${rendered.id}.damaged.${randomBytes(6).toString('hex')}`));
+    repaired = true;
+  }
   await mkdir(paths.generationsDir, { recursive: true, mode: 0o700 });
   const temporary = join(paths.generationsDir, `.${rendered.id}.${randomBytes(6).toString('hex')}.tmp`);
   await mkdir(temporary, { mode: 0o700 });
@@ -57,7 +94,7 @@ export async function storeGeneration(paths: ProfilePaths, rendered: RenderedGen
     throw error;
   }
   await syncDirectory(paths.generationsDir);
-  return 'created';
+  return repaired ? 'repaired' : 'created';
 }
 
 /** A generation's manifest, or null when there is no such generation. */
@@ -75,6 +112,40 @@ function damagedGeneration(paths: ProfilePaths, id: string, issues: ReturnType<t
     nextStep: 'Do not start from it: render the profile again (a new generation) and activate that one.',
     issues,
   });
+}
+
+/** A retained generation that cannot be used, and why. */
+export interface DamagedGeneration {
+  readonly generation_id: string;
+  readonly problem: string;
+}
+
+/**
+ * Every retained generation, sound ones newest first, and the damaged ones (an unreadable
+ * manifest, or files that no longer match it) listed apart instead of failing the whole list.
+ */
+export async function surveyGenerations(paths: ProfilePaths): Promise<{ sound: GenerationManifest[]; damaged: DamagedGeneration[] }> {
+  let entries: string[];
+  try {
+    entries = await readdir(paths.generationsDir);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return { sound: [], damaged: [] };
+    throw error;
+  }
+  const sound: GenerationManifest[] = [];
+  const damaged: DamagedGeneration[] = [];
+  for (const entry of entries.sort()) {
+    if (!generationIdSchema.safeParse(entry).success) continue;
+    try {
+      const manifest = await verifiedManifest(paths, entry);
+      if (manifest !== null) sound.push(manifest);
+    } catch (error) {
+      if (!(error instanceof UserError) || error.code !== 'generation_damaged') throw error;
+      damaged.push({ generation_id: entry, problem: error.issues.length > 0 ? error.issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ') : 'manifest.json is unreadable or does not match its id' });
+    }
+  }
+  sound.sort((a, b) => b.rendered_at.localeCompare(a.rendered_at) || a.generation_id.localeCompare(b.generation_id));
+  return { sound, damaged };
 }
 
 /** Every retained generation, newest first. */

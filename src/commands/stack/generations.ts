@@ -14,10 +14,15 @@ export default class StackGenerations extends LexecCommand<GenerationsResult> {
   }
 
   protected override renderHuman(result: GenerationsResult, output: Output): void {
-    if (result.generations.length === 0) output.line(`Profile ${result.profile} has no generation yet (\`lexec stack render\`).`);
+    if (result.generations.length === 0 && result.damaged.length === 0) output.line(`Profile ${result.profile} has no generation yet (\`lexec stack render\`).`);
     for (const generation of result.generations) {
       const mark = generation.active ? output.style.ok('active') : '      ';
       output.line(`${mark} ${generation.generation_id}  ${generation.rendered_at}  ${generation.product_version} ${generation.build_kind} ${generation.commit.slice(0, 12)}`);
     }
+    for (const damaged of result.damaged) {
+      output.line(`${output.style.error('damaged')} ${damaged.generation_id}  ${damaged.problem}${damaged.generation_id === result.active_generation ? ' (the active one)' : ''}`);
+    }
+    if (result.damaged.length > 0) output.line(output.style.dim('A damaged generation is never started: `lexec stack render` re-creates the one the profile renders; activate another with `lexec stack activate --generation <id>`.'));
+    if (result.active_pointer_damaged) output.line(output.style.warn('The active pointer is damaged: `lexec stack activate --generation <id>` of a listed generation repairs it.'));
   }
 }

@@ -16,7 +16,8 @@ export default class StackRender extends LexecCommand<RenderResult> {
   }
 
   protected override renderHuman(result: RenderResult, output: Output): void {
-    output.line(`generation ${output.style.bold(result.generation_id)} (${result.outcome === 'created' ? 'new' : 'rendered before'}) for profile ${result.profile}`);
+    const outcome = result.outcome === 'created' ? 'new' : result.outcome === 'repaired' ? 'damaged before: set aside and written again' : 'rendered before';
+    output.line(`generation ${output.style.bold(result.generation_id)} (${outcome}) for profile ${result.profile}`);
     if (result.is_active) {
       output.line('It is the active generation: nothing to apply.');
       return;

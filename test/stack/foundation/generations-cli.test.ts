@@ -234,3 +234,61 @@ describe('the launcher lock', () => {
     await expect(stat(lock)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
+
+describe('damaged generations', () => {
+  interface Survey {
+    active_generation: string | null;
+    active_pointer_damaged: boolean;
+    generations: { generation_id: string }[];
+    damaged: { generation_id: string; problem: string }[];
+  }
+  const survey = async (): Promise<Survey> => {
+    const run = await lexec(home, ['stack', 'generations', '--json']);
+    expect(run.exitCode, run.stdout).toBe(0);
+    return run.json?.result as unknown as Survey;
+  };
+  const fileOf = async (id: string, name: string) => {
+    const dir = join(profileDir, 'generations', id);
+    await chmod(dir, 0o700);
+    await chmod(join(dir, name), 0o600);
+    return join(dir, name);
+  };
+
+  it('generations lists the sound ones and marks the damaged; activate refuses a tampered one before anything; render re-creates its own', async () => {
+    const first = await render();
+    await activate(first.generation_id);
+    await editProfile(900);
+    const second = await render();
+
+    await writeFile(await fileOf(first.generation_id, 'manifest.json'), '{ not json');
+    await writeFile(await fileOf(second.generation_id, 'executor.json'), '{"tampered":true}\n');
+    const listed = await survey();
+    expect(listed.generations).toEqual([]);
+    expect(listed.damaged.map((entry) => entry.generation_id).sort()).toEqual([first.generation_id, second.generation_id].sort());
+    expect(listed.damaged.find((entry) => entry.generation_id === second.generation_id)?.problem).toContain('executor.json');
+    const human = await lexec(home, ['stack', 'generations']);
+    expect(human.stdout).toContain(`damaged ${second.generation_id}`);
+
+    // Checked before the running-stack check and before the pointer moves.
+    const refused = await lexec(home, ['stack', 'activate', '--generation', second.generation_id, '--json']);
+    expect(refused.exitCode).toBe(1);
+    expect(refused.json?.error).toMatchObject({ code: 'generation_damaged', issues: [{ path: 'executor.json' }] });
+    expect((await readFile(join(profileDir, 'active'), 'utf8')).trim()).toBe(first.generation_id);
+
+    // The same TOML renders the same id: the damaged one is set aside and written again.
+    const again = await render();
+    expect(again).toMatchObject({ generation_id: second.generation_id, outcome: 'repaired' });
+    expect((await survey()).generations.map((generation) => generation.generation_id)).toEqual([second.generation_id]);
+    expect((await activate(second.generation_id)).active_generation).toBe(second.generation_id);
+  });
+
+  it('a damaged active pointer does not break generations, which says how to repair it', async () => {
+    const first = await render();
+    await activate(first.generation_id);
+    await writeFile(join(profileDir, 'active'), 'not-an-id\n');
+    const listed = await survey();
+    expect(listed).toMatchObject({ active_generation: null, active_pointer_damaged: true, generations: [{ generation_id: first.generation_id }] });
+    expect((await lexec(home, ['stack', 'generations'])).stdout).toContain('The active pointer is damaged');
+    expect((await activate(first.generation_id)).active_generation).toBe(first.generation_id);
+  });
+});
