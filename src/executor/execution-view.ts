@@ -33,13 +33,13 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
     pricing_snapshot: JSON.parse(row.pricing_snapshot) as unknown,
     provider_attempts: store.providerAttempts(executionId).map((attempt) => ({
       attempt_id: attempt.attempt_id,
-      attempt_number: attempt.attempt_number,
+      attempt_number: Number(attempt.attempt_number),
       state: attempt.state,
       request_id: attempt.request_id,
       checkpointed: attempt.operation_id !== null,
       deadline_at: iso(attempt.deadline_at),
       exact_amount: attempt.exact_amount,
-      scale: attempt.scale,
+      scale: attempt.scale === null ? null : Number(attempt.scale),
       currency: attempt.currency,
     })),
     receipt:
@@ -48,7 +48,7 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
         : {
             receipt_id: receipt.receipt_id,
             exact_amount: receipt.exact_amount,
-            scale: receipt.scale,
+            scale: Number(receipt.scale),
             amount_units: receipt.amount_units,
             currency: receipt.currency,
             provider_request_id: receipt.provider_request_id,
@@ -56,7 +56,7 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
             ledger_settlement_id: receipt.ledger_settlement_id,
             created_at: iso(receipt.created_at),
           },
-    artifact_count: store.artifactCount(executionId),
+    artifact_count: Number(store.artifactCount(executionId)),
     recommended_action: recommendedAction(row.state, row.state_reason),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
@@ -67,12 +67,14 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
 export function artifactView(row: ArtifactRow) {
   return {
     artifact_id: row.artifact_id,
-    ordinal: row.ordinal,
+    // One number convention (docs/executor.md): amounts are digit strings; counts, scales, sizes
+    // and ordinals are JSON integers (SQLite hands them over as bigint); times are ISO 8601.
+    ordinal: Number(row.ordinal),
     media_type: row.media_type,
-    size_bytes: row.size_bytes,
+    size_bytes: Number(row.size_bytes),
     sha256: row.sha256,
-    width: row.width,
-    height: row.height,
+    width: row.width === null ? null : Number(row.width),
+    height: row.height === null ? null : Number(row.height),
     content_path: `/v1/executions/${row.execution_id}/artifacts/${row.artifact_id}/content`,
     created_at: iso(row.created_at),
   };

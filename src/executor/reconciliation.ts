@@ -59,7 +59,7 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
       const recorded = store.resolution(executionId);
       const wanted = body.resolution === 'settle' ? 'settled' : 'released';
       if (recorded !== undefined) {
-        if (recorded.resolution === wanted) return { replayed: true, resolution: recorded, execution: executionDetail(store, executionId) };
+        if (recorded.resolution === wanted) return { replayed: true, resolution: resolutionView(recorded), execution: executionDetail(store, executionId) };
         throw conflict('already_resolved');
       }
       if (execution.state !== 'reconciliation') throw conflict('not_under_reconciliation');
@@ -98,7 +98,19 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
         store.markReceiptSettled(kept.receipt_id, settlementId);
         store.recordResolution(executionId, { kind: 'settled', imagesBilled: body.images_billed ?? null, amountUnits: kept.amount_units, note: body.note });
       }
-      return { replayed: false, resolution: store.resolution(executionId), execution: executionDetail(store, executionId) };
+      return { replayed: false, resolution: resolutionView(store.resolution(executionId)), execution: executionDetail(store, executionId) };
     },
+  };
+}
+
+/** A recorded resolution as answered: the amount a digit string, the count an integer, the time ISO 8601. */
+function resolutionView(row: ReturnType<ExecutionStore['resolution']>) {
+  if (row === undefined) return null;
+  return {
+    resolution: row.resolution,
+    images_billed: row.images_billed === null ? null : Number(row.images_billed),
+    amount_units: row.amount_units,
+    note: row.note,
+    resolved_at: new Date(Number(row.resolved_at)).toISOString(),
   };
 }

@@ -42,7 +42,7 @@ describe('end to end', () => {
     const execution = await s.waitFor(executionId, 'success', (e) => e.state === 'succeeded');
     expect(execution.artifact_count).toBe(2);
     // 2 images x 3/1000 USD = 0.006 USD = 6000 micro-units.
-    expect(execution.receipt).toMatchObject({ exact_amount: '6000', scale: '6', receipt_shape: 'precise' });
+    expect(execution.receipt).toMatchObject({ exact_amount: '6000', scale: 6, receipt_shape: 'precise' });
     expect(execution.receipt?.ledger_settlement_id).toMatch(/^stl_/);
     expect(execution.recommended_action.code).toBe('none');
 
@@ -175,7 +175,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     await new Promise((resolve) => setTimeout(resolve, 500));
     const execution = await s.execution(executionId);
     expect(execution).toMatchObject({ state: 'reconciliation', state_reason: 'receipt_rejected', recommended_action: { code: 'upgrade_ledger_then_reconcile' } });
-    expect(execution.receipt).toMatchObject({ exact_amount: '3000', scale: '6', receipt_shape: 'precise', ledger_settlement_id: null });
+    expect(execution.receipt).toMatchObject({ exact_amount: '3000', scale: 6, receipt_shape: 'precise', ledger_settlement_id: null });
     expect(execution.artifact_count).toBe(1);
     expect(await s.sandbox.submissions()).toHaveLength(1);
     expect((await s.authorization(tokenId)).status).toBe('claimed');
@@ -241,7 +241,7 @@ describe('the executor reconciliation route', () => {
     expect(settled.status).toBe(200);
     expect(settled.body).toMatchObject({
       replayed: false,
-      resolution: { resolution: 'settled', images_billed: '1', amount_units: '3000', note: 'provider invoice INV-1 shows one image' },
+      resolution: { resolution: 'settled', images_billed: 1, amount_units: '3000', note: 'provider invoice INV-1 shows one image' },
       execution: { state: 'succeeded', state_reason: 'reconciled_settled', receipt: { exact_amount: '3000', receipt_shape: 'precise' } },
     });
     expect(await s.authorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '3000' } });

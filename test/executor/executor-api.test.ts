@@ -124,12 +124,13 @@ describe('reads', () => {
     expect(listing.body.artifacts).toEqual([
       expect.objectContaining({
         artifact_id: artifactId,
-        ordinal: '0',
+        // Counts, sizes and ordinals are JSON integers; amounts alone are digit strings.
+        ordinal: 0,
         media_type: 'image/png',
-        size_bytes: String(bytes.byteLength),
+        size_bytes: bytes.byteLength,
         sha256: stored.sha256,
-        width: '1024',
-        height: '1024',
+        width: 1024,
+        height: 1024,
         content_path: `/v1/executions/${executionId}/artifacts/${artifactId}/content`,
       }),
     ]);
