@@ -117,26 +117,28 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
   const probeTimers = new Set<unknown>();
   let startup: { promise: Promise<StartupOutcome>; resolve(outcome: StartupOutcome): void; reject(error: unknown): void } | undefined;
   /** Per dependency: whether the last sample was healthy, when a healthy line was last written, and the healthy samples since. */
-  const quiet = new Map<string, { healthy: boolean; loggedAt: number; samples: number }>();
+  const quiet = new Map<string, { healthy: boolean; loggedAt: number; samples: number; shape: string }>();
 
   /** Writes a probe event: every failure, and healthy samples only on a change or as a periodic summary. */
   function logProbe(entry: Record<string, unknown>, healthy: boolean): void {
     const dependency = String(entry.dependency);
     const now = clock.now();
     const last = quiet.get(dependency);
+    // What a healthy line says besides its counters: a change of it (the engine's pollers going
+    // from 0 to 1, a cancellation's confirmation) is worth its own line.
+    const shape = JSON.stringify({ ...entry, consecutive_failures: undefined });
     if (!healthy) {
-      quiet.set(dependency, { healthy: false, loggedAt: last?.loggedAt ?? now, samples: 0 });
+      quiet.set(dependency, { healthy: false, loggedAt: last?.loggedAt ?? now, samples: 0, shape });
       logger.warn(entry);
       return;
     }
     const samples = (last?.samples ?? 0) + 1;
-    // A healthy sample that needed a cancellation's confirmation is worth its own line.
-    const unchanged = last?.healthy === true && entry.confirmation === undefined;
+    const unchanged = last?.healthy === true && last.shape === shape && entry.confirmation === undefined;
     if (unchanged && now - last.loggedAt < HEALTHY_PROBE_SUMMARY_MS) {
       quiet.set(dependency, { ...last, samples });
       return;
     }
-    quiet.set(dependency, { healthy: true, loggedAt: now, samples: 0 });
+    quiet.set(dependency, { healthy: true, loggedAt: now, samples: 0, shape });
     logger.info(unchanged ? { ...entry, healthy_samples: samples } : entry);
   }
 

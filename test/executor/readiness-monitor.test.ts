@@ -728,6 +728,13 @@ describe('executor_dependency_probe (spec §6)', () => {
     expect(healthy()[2]).toMatchObject({ outcome: 'ok', healthy_samples: samples });
   });
 
+  it('a healthy sample that says something new (the engine\'s pollers) gets its own line', async () => {
+    const h = await readyHarness();
+    h.engine.next({ outcome: 'ok', pollers: 0 }, { outcome: 'ok', pollers: 0 });
+    await h.time.advance(3 * INTERVAL);
+    expect(h.probes('workflow_engine').map((entry) => entry.pollers)).toEqual([1, 0, 1]);
+  });
+
   it('writes one event, and adds one to the count, for the two RPCs of a confirmation', async () => {
     const h = await readyHarness();
     h.engine.always(CANCELLED);
