@@ -56,7 +56,7 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
             ledger_settlement_id: receipt.ledger_settlement_id,
             created_at: iso(receipt.created_at),
           },
-    artifact_count: Number(store.artifactCount(executionId)),
+    artifact_count: store.artifactCount(executionId),
     recommended_action: recommendedAction(row.state, row.state_reason),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
