@@ -203,7 +203,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
       currency: snapshot.currency,
       provider_request_id: attempt.request_id ?? receiptId,
       price_model_snapshot: canonicalJson(snapshot),
-    });
+    }, attempt.attempt_id);
     const kept = store.receipt(execution.execution_id);
     if (kept === undefined) throw new Error('receipt was not kept');
     try {

@@ -81,7 +81,7 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
             currency: snapshot.currency,
             provider_request_id: attempt?.request_id ?? `rcpt_${executionId.slice('exe_'.length)}`,
             price_model_snapshot: canonicalJson(snapshot),
-          });
+          }, attempt?.attempt_id ?? null);
           kept = store.receipt(executionId);
         }
         if (kept?.amount_units == null) throw new ApiError(500, 'internal_error');

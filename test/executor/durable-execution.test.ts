@@ -44,6 +44,8 @@ describe('end to end', () => {
     // 2 images x 3/1000 USD = 0.006 USD = 6000 micro-units.
     expect(execution.receipt).toMatchObject({ exact_amount: '6000', scale: 6, receipt_shape: 'precise' });
     expect(execution.receipt?.ledger_settlement_id).toMatch(/^stl_/);
+    // The completed provider attempt records the same exact amount, scale and currency (spec §2).
+    expect(execution.provider_attempts).toMatchObject([{ state: 'completed', exact_amount: '6000', scale: 6, currency: 'USD' }]);
     expect(execution.recommended_action.code).toBe('none');
 
     const listing = await call<{ artifacts: { content_path: string; sha256: string; media_type: string; width: string }[] }>(

@@ -59,7 +59,7 @@ export interface Execution {
   execution_id: string;
   state: string;
   state_reason: string | null;
-  provider_attempts: { checkpointed: boolean; state: string }[];
+  provider_attempts: { checkpointed: boolean; state: string; exact_amount: string | null; scale: number | null; currency: string | null }[];
   receipt: { receipt_id: string; exact_amount: string; scale: string; receipt_shape: string; ledger_settlement_id: string | null } | null;
   artifact_count: number;
   recommended_action: { code: string };

@@ -138,6 +138,7 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     ),
     attemptOutcome: db.prepare('UPDATE provider_attempts SET state = ?, outcome_code = ?, updated_at = ? WHERE attempt_id = ?'),
     delivered: db.prepare('UPDATE provider_attempts SET delivered_images = ?, updated_at = ? WHERE attempt_id = ?'),
+    attemptAmount: db.prepare('UPDATE provider_attempts SET exact_amount = ?, scale = 6, currency = ?, updated_at = ? WHERE attempt_id = ?'),
     insertReceipt: db.prepare(
       `INSERT INTO receipts (receipt_id, execution_id, amount_cents, amount_units, units_scale, exact_amount, scale, currency, provider_request_id,
          price_model_snapshot, receipt_shape, created_at)
@@ -252,16 +253,27 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       statements.delivered.run(images, now(), attemptId);
     },
 
-    /** Keeps the precise receipt before the ledger is asked; a second call changes nothing. */
-    insertPreciseReceipt(receipt: {
-      receipt_id: string;
-      execution_id: string;
-      amount_units: bigint;
-      currency: string;
-      provider_request_id: string;
-      price_model_snapshot: string;
-    }): void {
-      statements.insertReceipt.run({ ...receipt, amount_cents: centsCeil(receipt.amount_units), created_at: now() });
+    /**
+     * Keeps the precise receipt before the ledger is asked, and records the same exact amount,
+     * scale (6) and currency on the provider attempt it bills (spec §2 "Provider attempt"), in one
+     * transaction; a second call changes nothing.
+     */
+    insertPreciseReceipt(
+      receipt: {
+        receipt_id: string;
+        execution_id: string;
+        amount_units: bigint;
+        currency: string;
+        provider_request_id: string;
+        price_model_snapshot: string;
+      },
+      attemptId: string | null,
+    ): void {
+      db.transaction(() => {
+        const at = now();
+        statements.insertReceipt.run({ ...receipt, amount_cents: centsCeil(receipt.amount_units), created_at: at });
+        if (attemptId !== null) statements.attemptAmount.run(receipt.amount_units, receipt.currency, at, attemptId);
+      }).immediate();
     },
 
     markReceiptSettled(receiptId: string, settlementId: string): void {
