@@ -1,9 +1,22 @@
+import { createTwoFilesPatch } from 'diff';
 import { stat } from 'node:fs/promises';
 import { readBuildInfo } from '../build-info.js';
 import { UsageError, UserError } from '../errors.js';
-import { readActiveId, readGenerationFile, readManifest, storeGeneration, surveyGenerations, verifiedManifest, writeActiveId, type DamagedGeneration } from '../stack/generation-store.js';
+import {
+  readActiveId,
+  readGenerationFile,
+  readManifest,
+  readPreviousId,
+  removeGeneration,
+  storeGeneration,
+  surveyGenerations,
+  verifiedManifest,
+  writeActiveId,
+  writePreviousId,
+  type DamagedGeneration,
+} from '../stack/generation-store.js';
 import { loadProfile, profileMissing, resolveProfileName } from '../stack/profile-store.js';
-import { compareGenerations, generationIdSchema, renderGeneration, type GenerationChange, type GenerationManifest } from '../stack/render-generation.js';
+import { compareGenerations, generationIdSchema, renderGeneration, RUNTIME_FILES, type GenerationChange, type GenerationManifest, type RuntimeFile } from '../stack/render-generation.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../stack/stack-home.js';
 import { acquireLauncherLock, assertStackStopped } from '../stack/stack-locks.js';
 import { knownProfilePaths } from './existing-profile.js';
@@ -29,6 +42,8 @@ export interface RenderResult extends GenerationChange {
    * that follows the default (never given its own policy with `ledger policy set`).
    */
   readonly default_policy_changes: readonly DefaultPolicyChange[];
+  /** A unified diff of the rendered runtime files against the active generation's ('' when none differ or none is active). */
+  readonly diff: string;
 }
 
 export interface DefaultPolicyChange {
@@ -99,12 +114,22 @@ export async function activeManifest(paths: ProfilePaths): Promise<GenerationMan
  * first `stack start` (which then activates it); returns what changed against the active one.
  */
 export async function renderProfile(paths: ProfilePaths, home: string, now: Date): Promise<RenderResult> {
-  const { profile } = await loadProfile(home, paths.name);
+  const { profile, text } = await loadProfile(home, paths.name);
   const rendered = renderGeneration({ profile, paths, build: readBuildInfo(), now });
-  const outcome = await storeGeneration(paths, rendered);
+  const outcome = await storeGeneration(paths, rendered, text);
   const stored = (await readManifest(paths, rendered.id)) ?? rendered.manifest;
   const { id: activeId, manifest: active } = await readableActive(paths);
-  const activeLedger = activeId === null || active === null ? null : await readGenerationFile(paths, activeId, 'ledger.json').catch(() => null);
+  const activeFile = async (name: RuntimeFile) => (activeId === null || active === null ? null : readGenerationFile(paths, activeId, name).catch(() => null));
+  const activeLedger = await activeFile('ledger.json');
+  const diff: string[] = [];
+  if (activeId !== null && activeId !== rendered.id) {
+    for (const name of RUNTIME_FILES) {
+      const before = await activeFile(name);
+      const after = rendered.files[name];
+      if (before === after) continue;
+      diff.push(createTwoFilesPatch(`${activeId}/${name}`, `${rendered.id}/${name}`, before ?? '', after, undefined, undefined, { context: 2 }).replace(/^=+\n/, ''));
+    }
+  }
   return {
     profile: paths.name,
     generation_id: rendered.id,
@@ -113,6 +138,7 @@ export async function renderProfile(paths: ProfilePaths, home: string, now: Date
     is_active: activeId === rendered.id,
     ...compareGenerations(active, stored),
     default_policy_changes: activeId === rendered.id ? [] : defaultPolicyChanges(activeLedger, rendered.files['ledger.json']),
+    diff: diff.join(''),
   };
 }
 
@@ -157,10 +183,29 @@ export interface GenerationsResult {
   readonly generations: readonly GenerationSummary[];
   /** Retained generations that cannot be used (unreadable manifest, files that no longer match it). */
   readonly damaged: readonly DamagedGeneration[];
+  /** Generations `--keep N` removed (empty without it). */
+  readonly pruned: readonly string[];
+}
+
+/**
+ * `stack generations --keep N`: removes the sound generations beyond the N newest, never the
+ * active one nor the one active before it (the rollback target); damaged ones are left for the
+ * operator to inspect. Under the launcher lock. Returns the ids removed.
+ */
+export async function pruneStackGenerations(request: ProfileRequest & { keep: number }): Promise<string[]> {
+  const paths = await knownProfilePaths(request);
+  return withLauncherLock(paths, async () => {
+    const active = await readActiveId(paths).catch(() => null);
+    const previous = await readPreviousId(paths);
+    const { sound } = await surveyGenerations(paths);
+    const removed = sound.slice(request.keep).map((manifest) => manifest.generation_id).filter((id) => id !== active && id !== previous);
+    for (const id of removed) await removeGeneration(paths, id);
+    return removed;
+  });
 }
 
 /** `stack generations`: every sound retained generation, newest first, the active one marked; the damaged ones apart. */
-export async function listStackGenerations(request: ProfileRequest): Promise<GenerationsResult> {
+export async function listStackGenerations(request: ProfileRequest & { pruned?: readonly string[] }): Promise<GenerationsResult> {
   const paths = await knownProfilePaths(request);
   const active = await readActiveId(paths).catch((error: unknown) => {
     if (error instanceof UserError && error.code === 'active_generation_invalid') return undefined;
@@ -175,7 +220,14 @@ export async function listStackGenerations(request: ProfileRequest): Promise<Gen
     commit: manifest.lineage.commit,
     build_kind: manifest.lineage.build_kind,
   }));
-  return { profile: paths.name, active_generation: active ?? null, active_pointer_damaged: active === undefined, generations, damaged: survey.damaged };
+  return {
+    profile: paths.name,
+    active_generation: active ?? null,
+    active_pointer_damaged: active === undefined,
+    generations,
+    damaged: survey.damaged,
+    pruned: request.pruned ?? [],
+  };
 }
 
 export interface ActivateResult extends GenerationChange {
@@ -208,7 +260,11 @@ export async function activateStackGeneration(request: ProfileRequest & { genera
     }
     // A damaged pointer or a missing generation is exactly what activating repairs.
     const { id: previous, manifest: previousManifest } = await readableActive(paths);
-    if (previous !== target.generation_id) await writeActiveId(paths, target.generation_id);
+    if (previous !== target.generation_id) {
+      // The one it replaces is kept by every prune, so a rollback to it stays possible.
+      if (previous !== null) await writePreviousId(paths, previous);
+      await writeActiveId(paths, target.generation_id);
+    }
     return {
       profile: paths.name,
       previous_generation: previous,

@@ -34,6 +34,9 @@ async function syncDirectory(dir: string): Promise<void> {
   }
 }
 
+/** The copy of profile.toml a generation keeps. */
+export const GENERATION_SOURCE_FILE = 'profile.toml';
+
 export function generationDir(paths: ProfilePaths, id: string): string {
   return join(paths.generationsDir, generationIdSchema.parse(id));
 }
@@ -67,7 +70,7 @@ export async function verifiedManifest(paths: ProfilePaths, id: string): Promise
 }
 
 /** Writes a rendered generation unless it exists; `exists` means the same id was rendered before. */
-export async function storeGeneration(paths: ProfilePaths, rendered: RenderedGeneration): Promise<'created' | 'exists' | 'repaired'> {
+export async function storeGeneration(paths: ProfilePaths, rendered: RenderedGeneration, sourceToml?: string): Promise<'created' | 'exists' | 'repaired'> {
   const target = generationDir(paths, rendered.id);
   // A generation of this id that is damaged or tampered with is set aside and written again:
   // the id is derived from the inputs, so what belongs in it is known exactly.
@@ -85,6 +88,9 @@ export async function storeGeneration(paths: ProfilePaths, rendered: RenderedGen
   try {
     for (const name of RUNTIME_FILES) await writeDurably(join(temporary, name), rendered.files[name], 0o400);
     await writeDurably(join(temporary, 'manifest.json'), `${JSON.stringify(rendered.manifest, null, 2)}\n`, 0o400);
+    // The operator's TOML it was rendered from, so a rollback never depends on a saved copy
+    // (`cp generations/<id>/profile.toml profile.toml`). Not part of the id or the manifest.
+    if (sourceToml !== undefined) await writeDurably(join(temporary, GENERATION_SOURCE_FILE), sourceToml, 0o400);
     await syncDirectory(temporary);
     await rename(temporary, target);
   } catch (error) {
@@ -185,6 +191,30 @@ export async function writeActiveId(paths: ProfilePaths, id: string): Promise<vo
   await writeDurably(temporary, `${generationIdSchema.parse(id)}\n`, 0o600);
   await rename(temporary, paths.activeFile);
   await syncDirectory(paths.dir);
+}
+
+/** The file naming the generation that was active before the current one (kept by every prune). */
+function previousFile(paths: ProfilePaths): string {
+  return join(paths.dir, 'previous');
+}
+
+/** The generation active before the current one, when recorded and well formed; else null. */
+export async function readPreviousId(paths: ProfilePaths): Promise<string | null> {
+  const text = await readFileIfPresent(previousFile(paths)).catch(() => null);
+  const parsed = generationIdSchema.safeParse(text?.trim());
+  return parsed.success ? parsed.data : null;
+}
+
+/** Records the generation that was active before an activation (temporary file, rename). */
+export async function writePreviousId(paths: ProfilePaths, id: string): Promise<void> {
+  const temporary = `${previousFile(paths)}.${randomBytes(6).toString('hex')}.tmp`;
+  await writeDurably(temporary, `${generationIdSchema.parse(id)}\n`, 0o600);
+  await rename(temporary, previousFile(paths));
+}
+
+/** Removes one retained generation directory (its files are read-only: the directory is what goes). */
+export async function removeGeneration(paths: ProfilePaths, id: string): Promise<void> {
+  await rm(generationDir(paths, id), { recursive: true, force: true });
 }
 
 /** The content of one rendered runtime file. */

@@ -51,6 +51,8 @@ export async function parseProfile(text: string, sourcePath: string): Promise<Pr
 export interface LoadedProfile {
   readonly paths: ProfilePaths;
   readonly profile: Profile;
+  /** The TOML as read: each generation keeps a copy of the one it was rendered from. */
+  readonly text: string;
 }
 
 /** Reads and validates one profile; a missing profile is a user error naming how to get one. */
@@ -72,7 +74,7 @@ export async function loadProfile(home: string, name: string): Promise<LoadedPro
     // Permissions or I/O: the operator's to fix, not a bug of lexec.
     throw profileUnreadable(paths, errorCode(error) ?? 'I/O error');
   }
-  return { paths, profile: await parseProfile(text, paths.source) };
+  return { paths, profile: await parseProfile(text, paths.source), text };
 }
 
 function profileUnreadable(paths: ProfilePaths, reason: string): UserError {

@@ -123,7 +123,7 @@ describe('command surface', () => {
       'stack:activate': [global[0], flag('generation', { required: true }), global[1], flag('profile')],
       'stack:catalog': [...global, flag('profile')],
       'stack:doctor': [...global, flag('profile')],
-      'stack:generations': [...global, flag('profile')],
+      'stack:generations': [global[0], global[1], flag('keep'), flag('profile')],
       'stack:logs': [
         global[0],
         { name: 'component', type: 'option', required: false, options: ['ledger', 'executor', 'sandbox', 'temporal', 'supervisor', 'all'], default: 'all' },

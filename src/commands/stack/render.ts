@@ -24,6 +24,12 @@ export default class StackRender extends LexecCommand<RenderResult> {
     }
     output.line(`changed files against ${result.active_generation ?? 'no active generation'}: ${result.changed_files.join(', ') || 'none'}`);
     output.line(`components affected: ${result.affected_components.join(', ') || 'none'}`);
+    if (result.diff !== '') {
+      output.line(`what changes in the rendered files:`);
+      for (const line of result.diff.trimEnd().split('\n')) {
+        output.line(line.startsWith('+') && !line.startsWith('+++') ? output.style.ok(line) : line.startsWith('-') && !line.startsWith('---') ? output.style.error(line) : line);
+      }
+    }
     if (result.default_policy_changes.length > 0) {
       const changes = result.default_policy_changes.map((change) => `${change.field} ${change.from ?? '(none)'} → ${change.to}`).join(', ');
       output.line(`default spend policy: ${changes}`);

@@ -292,3 +292,25 @@ describe('damaged generations', () => {
     expect((await activate(first.generation_id)).active_generation).toBe(first.generation_id);
   });
 });
+
+describe('generations --keep N', () => {
+  it('removes the generations beyond the N newest, never the active one nor the one active before it', async () => {
+    const ids: string[] = [];
+    for (const ms of [400, 500, 600, 700]) {
+      await editProfile(ms);
+      ids.push((await render()).generation_id);
+      await new Promise((resolve) => setTimeout(resolve, 5)); // distinct rendered_at
+    }
+    const [oldest, second, third, newest] = ids as [string, string, string, string];
+    await activate(third);
+    await activate(second); // active: second; previous: third
+    const run = await lexec(home, ['stack', 'generations', '--keep', '1', '--json']);
+    expect(run.exitCode, run.stdout).toBe(0);
+    const result = run.json?.result as unknown as { pruned: string[]; generations: { generation_id: string }[] };
+    expect([...result.pruned].sort()).toEqual([oldest].sort());
+    expect(result.generations.map((generation) => generation.generation_id).sort()).toEqual([newest, third, second].sort());
+    await expect(stat(join(profileDir, 'generations', oldest))).rejects.toMatchObject({ code: 'ENOENT' });
+    const bad = await lexec(home, ['stack', 'generations', '--keep', '0', '--json']);
+    expect(bad.exitCode).toBe(2);
+  });
+});

@@ -1,4 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyStackHome, jsonResult, lexecIn, makeStackHome, type StackHome } from '../../support/stack-home.js';
 
@@ -37,6 +38,12 @@ describe('a changed default spend policy', () => {
     expect(rendered.affected_components).toContain('ledger');
     const human = await lexecIn(stack.home, ['stack', 'render']);
     expect(human.stdout + human.stderr).toContain('default spend policy: approval_threshold_units 1000000 → 1000');
+    // What changes, as a diff of the rendered files against the active generation.
+    expect(human.stdout).toMatch(/^-\s+"approval_threshold_units": "1000000",?$/m);
+    expect(human.stdout).toMatch(/^\+\s+"approval_threshold_units": "1000",?$/m);
+    expect(human.stdout).toContain(`+++ ${rendered.generation_id}/ledger.json`);
+    // The generation keeps the TOML it was rendered from.
+    expect(await readFile(join(stack.paths.generationsDir, rendered.generation_id, 'profile.toml'), 'utf8')).toContain('approval_threshold_units = "1000"');
 
     jsonResult(await lexecIn(stack.home, ['stack', 'stop', '--json']));
     jsonResult(await lexecIn(stack.home, ['stack', 'activate', '--generation', rendered.generation_id, '--json']));
