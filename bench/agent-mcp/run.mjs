@@ -21,14 +21,14 @@
 // Every MCP answer is checked: status succeeded, one image, spent 3000 micro-units.
 // Target (information only): mcp median within 1.2x of run median. Last line: `RESULT {json}`.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { percentile } from '../lib/measure.mjs';
+import { sandboxStackHome } from '../lib/sandbox-home.mjs';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const root = dirname(dirname(benchDir));
@@ -62,18 +62,6 @@ const median = (values) => percentile([...values].sort((a, b) => a - b), 50);
 const p90 = (values) => percentile([...values].sort((a, b) => a - b), 90);
 const ms = (start) => Number(process.hrtime.bigint() - start) / 1e6;
 
-async function freePorts(count) {
-  const servers = [];
-  for (let index = 0; index < count; index += 1) {
-    const server = createServer();
-    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-    servers.push(server);
-  }
-  const ports = servers.map((server) => server.address().port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
-}
-
 function lexecSync(args, env, label) {
   const result = spawnSync(process.execPath, [bin, ...args], { env, cwd: root, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 16 * 1024 * 1024 });
   if (result.status !== 0) fail(`${label} exited ${result.status ?? result.signal}:\n${result.stdout}\n${result.stderr}`);
@@ -99,20 +87,8 @@ async function generate(client) {
 
 const options = parseArgs(process.argv.slice(2));
 if (!existsSync(join(root, 'dist')) || !existsSync(join(root, 'oclif.manifest.json'))) fail('dist or oclif.manifest.json missing: run `npm run build` first.');
-mkdirSync(options.dir, { recursive: true });
-const home = mkdtempSync(join(options.dir, 'lexec-bench-agent-'));
-const env = { PATH: process.env.PATH ?? '', HOME: home, LEXEC_HOME: home };
+const { home, env } = await sandboxStackHome(options.dir, 'lexec-bench-agent-');
 const out = join(home, 'out');
-const [ledgerPort, executorPort, sandboxPort] = await freePorts(3);
-const profileDir = join(home, 'profiles', 'sandbox');
-mkdirSync(profileDir, { recursive: true, mode: 0o700 });
-writeFileSync(
-  join(profileDir, 'profile.toml'),
-  readFileSync(join(root, 'profiles.example', 'sandbox.toml'), 'utf8')
-    .replace(/^ledger = 7400$/m, `ledger = ${ledgerPort}`)
-    .replace(/^executor = 7410$/m, `executor = ${executorPort}`)
-    .replace(/^sandbox = 7420$/m, `sandbox = ${sandboxPort}`),
-);
 
 const figures = { run: [], mcp: [], cold: [] };
 let session;

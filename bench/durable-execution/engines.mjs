@@ -5,9 +5,9 @@
 // that ends early must not leave it running).
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fail } from '../lib/harness.mjs';
+import { freePorts } from '../lib/sandbox-home.mjs';
 
 export const ENGINES = ['embedded', 'managed_local'];
 /** The Temporal CLI release the executor is pinned to (what the CLI reports, or its Go build info). */
@@ -19,19 +19,6 @@ export function temporalCliPath(option) {
   return path === '' ? null : path;
 }
 
-/** Two loopback ports free a moment ago (held together while picked, so they differ). */
-export async function freePorts(count) {
-  const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise((resolve, reject) => {
-      const server = createServer();
-      server.once('error', reject);
-      server.listen({ port: 0, host: '127.0.0.1' }, () => resolve(server));
-    })),
-  );
-  const ports = servers.map((server) => server.address().port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
-}
 
 /** The executor's `workflow_engine` section for `engine`. */
 export async function engineSection(engine, workDir, cliPath) {

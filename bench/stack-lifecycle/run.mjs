@@ -32,12 +32,13 @@
 // Targets (information only): start to ready under 3x the sum of the components' boot times;
 // status within 1.5x of the minimal oclif command.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { percentile } from '../lib/measure.mjs';
+import { sandboxStackHome } from '../lib/sandbox-home.mjs';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const root = dirname(dirname(benchDir));
@@ -74,22 +75,6 @@ function parseArgs(argv) {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const median = (values) => percentile([...values].sort((a, b) => a - b), 50);
 const p90 = (values) => percentile([...values].sort((a, b) => a - b), 90);
-
-async function freePorts(count) {
-  const servers = [];
-  for (let index = 0; index < count; index += 1) {
-    const server = createServer();
-    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-    servers.push(server);
-  }
-  const ports = servers.map((server) => server.address().port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
-}
-
-function minimalEnv(home) {
-  return { PATH: process.env.PATH ?? '', HOME: home, LEXEC_HOME: home };
-}
 
 /** Runs a command to completion; returns wall milliseconds; aborts unless it exited 0. */
 function timed(args, env, label) {
@@ -155,19 +140,8 @@ const options = parseArgs(process.argv.slice(2));
 if (!existsSync(join(root, 'dist')) || !existsSync(join(root, 'oclif.manifest.json'))) fail('dist or oclif.manifest.json missing: run `npm run build` first.');
 await writeMinimalManifest();
 
-mkdirSync(options.dir, { recursive: true });
-const home = mkdtempSync(join(options.dir, 'lexec-bench-stack-'));
-const env = minimalEnv(home);
-const [ledgerPort, executorPort, sandboxPort] = await freePorts(3);
-const profileDir = join(home, 'profiles', 'sandbox');
-mkdirSync(profileDir, { recursive: true, mode: 0o700 });
-writeFileSync(
-  join(profileDir, 'profile.toml'),
-  readFileSync(join(root, 'profiles.example', 'sandbox.toml'), 'utf8')
-    .replace(/^ledger = 7400$/m, `ledger = ${ledgerPort}`)
-    .replace(/^executor = 7410$/m, `executor = ${executorPort}`)
-    .replace(/^sandbox = 7420$/m, `sandbox = ${sandboxPort}`),
-);
+const { home, env, profileDir, ports } = await sandboxStackHome(options.dir, 'lexec-bench-stack-');
+const { ledger: ledgerPort, executor: executorPort, sandbox: sandboxPort } = ports;
 
 const stopStack = () => spawnSync(process.execPath, [bin, 'stack', 'stop', '--json'], { env, cwd: root, stdio: 'ignore' });
 try {
