@@ -7,6 +7,8 @@ import type { ArtifactView, ExecutionView, ExecutorClient, OfferedTarget } from 
 import { decideRequest } from '../ledger/authorization-rules.js';
 import type { LedgerAuthorization } from '../ledger/ledger-client-schemas.js';
 import { chooseTarget, quoteRun, type RunQuote } from '../run/quote-run.js';
+import { admitExecution, followExecution } from '../run/finish-execution.js';
+import { refuseUnusable } from '../run/usable-authorization.js';
 import type { AgentTarget } from './agent-connection.js';
 import type { AgentImage, Money, ToolInput, ToolOutput } from './agent-tools.js';
 
@@ -42,7 +44,6 @@ const DEFAULT_WAIT_SECONDS = 50;
 const INLINE_MAX_IMAGE_BYTES = 1024 * 1024;
 const INLINE_MAX_TOTAL_BYTES = 4 * 1024 * 1024;
 const NOT_READY_WINDOW_MS = 45_000;
-const TERMINAL = new Set(['succeeded', 'failed', 'reconciliation']);
 
 export function money(units: bigint, currency = 'USD'): Money {
   return { amount_units: units.toString(), units_scale: UNITS_SCALE, currency, display: formatUnits(units, currency) };
@@ -273,25 +274,27 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
 
   /** Follows an admitted execution to the end (or to wait_seconds) and collects its images. */
   const finish = async (admitted: ExecutionView, base: Partial<ToolOutput<'generate_images'>>, admit: () => Promise<ExecutionView>) => {
-    let execution = admitted;
-    let shown = '';
+    // The same follow as `lexec run` (polling schedule, re-admission of a pending one).
+    let latest: { execution_id: string; state: string } = admitted;
+    let execution: ExecutionView;
     try {
-      for (let interval = 250; ; interval = Math.min(1_000, Math.round(interval * 1.5))) {
-        const now = `${execution.state}/${execution.phase ?? ''}`;
-        if (now !== shown) context.progress(`execution ${execution.execution_id}: ${execution.state}${execution.phase === null ? '' : ` (${execution.phase})`}`);
-        shown = now;
-        if (TERMINAL.has(execution.state)) break;
-        await pause(interval);
-        execution = execution.state === 'pending' ? await admit() : await target.executor.execution(execution.execution_id);
-      }
+      execution = await followExecution(target.executor, admitted, {
+        progress: (event) => {
+          if (event.kind !== 'execution') return;
+          latest = event;
+          context.progress(`execution ${event.execution_id}: ${event.state}${event.phase === null ? '' : ` (${event.phase})`}`);
+        },
+        pause,
+        admit,
+      });
     } catch (error) {
       if (!(error instanceof StillRunning)) throw error;
       return answer({
         ...base,
         status: 'running',
-        execution_id: execution.execution_id,
-        execution_state: execution.state,
-        next_step: `Call generate_images with execution_id ${execution.execution_id} to keep waiting; nothing is spent twice.`,
+        execution_id: latest.execution_id,
+        execution_state: latest.state,
+        next_step: `Call generate_images with execution_id ${latest.execution_id} to keep waiting; nothing is spent twice.`,
       });
     }
     if (execution.state !== 'succeeded') throw notSucceeded(execution);
@@ -326,7 +329,7 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
       next_step: `A human must approve this spend: ask the operator to run \`${command}\`. Once approved, call generate_images again with authorization_id ${authorization.token_id} and the same prompt, image_size and image_count. The agent cannot approve its own spend.`,
     });
   }
-  refuseUnusable(authorization);
+  refuseUnusable(authorization, 'Call generate_images without authorization_id to request a new authorization.');
 
   const body = {
     schema_version: 2,
@@ -336,19 +339,21 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
     target_id: priced.target.target_id,
   };
   const admit = async (): Promise<ExecutionView> => {
-    const until = Date.now() + NOT_READY_WINDOW_MS;
-    for (;;) {
-      try {
-        return (await target.executor.submit(body)).execution;
-      } catch (error) {
-        if (error instanceof UserError && error.code === 'executor_conflict') throw alreadyUsed(authorization);
-        // A 503 not_ready is retryable: the identical request reuses what was created.
-        if (!(error instanceof UserError) || error.code !== 'executor_not_ready' || Date.now() >= until) throw error;
-        context.progress('the executor is not admitting executions right now; retrying');
-        await delay(1_000, undefined, { signal: context.signal }).catch(() => {
-          throw cancelled();
-        });
-      }
+    try {
+      return await admitExecution(target.executor, body, {
+        until: Date.now() + NOT_READY_WINDOW_MS,
+        now: Date.now,
+        onNotReady: () => {
+          context.progress('the executor is not admitting executions right now; retrying');
+        },
+        wait: (ms) =>
+          delay(ms, undefined, { signal: context.signal }).catch(() => {
+            throw cancelled();
+          }),
+      });
+    } catch (error) {
+      if (error instanceof UserError && error.code === 'executor_conflict') throw alreadyUsed(authorization);
+      throw error;
     }
   };
   let executionId: string | null = null;
@@ -442,17 +447,4 @@ function alreadyUsed(authorization: LedgerAuthorization): UserError {
         : `Call generate_images with execution_id ${authorization.execution_id} for that job's images, or without authorization_id for a new job.`,
     issues: [{ path: 'authorization_id', message: 'already used for another execution' }],
   });
-}
-
-function refuseUnusable(authorization: LedgerAuthorization): void {
-  const again = 'Call generate_images without authorization_id to request a new authorization.';
-  if (authorization.status === 'denied') {
-    throw new UserError('authorization_denied', `Authorization ${authorization.token_id} was denied by a human; nothing was spent.`, { nextStep: `Do not retry the same job without asking the operator. ${again}` });
-  }
-  if (authorization.status === 'expired') {
-    throw new UserError('authorization_expired', `Authorization ${authorization.token_id} expired before it was used; nothing was spent.`, { nextStep: again });
-  }
-  if (authorization.status === 'released') {
-    throw new UserError('authorization_released', `Authorization ${authorization.token_id} was released; nothing was charged on it.`, { nextStep: again });
-  }
 }

@@ -34,6 +34,30 @@ export interface Spent {
 
 const TERMINAL = new Set(['succeeded', 'failed', 'reconciliation']);
 
+/** How long apart a 503 not_ready admission is tried again. */
+export const NOT_READY_RETRY_MS = 1_000;
+
+/**
+ * Submits the execution request, trying a 503 not_ready again (the identical request reuses
+ * whatever was created) until `until`; `onNotReady` is told once. Any other refusal is thrown.
+ */
+export async function admitExecution(
+  executor: ExecutorClient,
+  body: unknown,
+  options: { readonly until: number; readonly now: () => number; readonly onNotReady: () => void; readonly wait: (ms: number) => Promise<void> },
+): Promise<ExecutionView> {
+  for (let told = false; ; ) {
+    try {
+      return (await executor.submit(body)).execution;
+    } catch (error) {
+      if (!(error instanceof UserError) || error.code !== 'executor_not_ready' || options.now() >= options.until) throw error;
+      if (!told) options.onNotReady();
+      told = true;
+      await options.wait(NOT_READY_RETRY_MS);
+    }
+  }
+}
+
 /** Polls the execution until it is terminal, reporting each change of state or phase. */
 export async function followExecution(
   executor: ExecutorClient,

@@ -1,12 +1,12 @@
 import { formatUnits } from '../cli/format-amount.js';
-import { plain } from '../cli/render-ledger.js';
 import { ExitCode, UserError } from '../errors.js';
 import { createExecutorClient, type ExecutionView } from '../executor/executor-client.js';
 import type { LedgerClient } from '../ledger/ledger-client.js';
 import type { LedgerAuthorization } from '../ledger/ledger-client-schemas.js';
 import { chooseTarget, quoteRun, type RunQuote } from '../run/quote-run.js';
-import { collectExecution, followExecution, type RunProgress, type Spent } from '../run/finish-execution.js';
+import { admitExecution, collectExecution, followExecution, type RunProgress, type Spent } from '../run/finish-execution.js';
 import { prepareOutputDir } from '../run/prepare-output-dir.js';
+import { refuseUnusable } from '../run/usable-authorization.js';
 import { connectStackLedger } from './ledger-connection.js';
 import { activeStack, readHandoffCredential } from './server-target.js';
 
@@ -74,7 +74,6 @@ const defaultDependencies: RunDependencies = {
 };
 
 const APPROVAL_POLL_MS = 1_000;
-const NOT_READY_RETRY_MS = 1_000;
 /** How long a 503 not_ready admission is retried ("briefly"): readiness grace is 30 s. */
 const NOT_READY_WINDOW_MS = 45_000;
 
@@ -182,7 +181,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
       }
       request.progress({ kind: 'authorization', token_id: authorization.token_id, status: authorization.status, amount_units: authorization.amount_units, reused: false });
     }
-    refuseUnusable(authorization);
+    refuseUnusable(authorization, 'Run `lexec run` again to request a new authorization.');
     stage = { at: 'approved', tokenId: authorization.token_id };
     checkpoint();
 
@@ -193,20 +192,15 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
       input_schema_version: 1,
       target_id: quote.target.target_id,
     };
-    const admit = async (): Promise<ExecutionView> => {
-      const until = Math.min(deadline, deps.now() + NOT_READY_WINDOW_MS);
-      for (let told = false; ; ) {
-        try {
-          return (await executor.submit(body)).execution;
-        } catch (error) {
-          // A 503 not_ready is retryable: the identical request reuses what was created.
-          if (!(error instanceof UserError) || error.code !== 'executor_not_ready' || deps.now() >= until) throw error;
-          if (!told) request.progress({ kind: 'executor_not_ready' });
-          told = true;
-          await pause(NOT_READY_RETRY_MS);
-        }
-      }
-    };
+    const admit = (): Promise<ExecutionView> =>
+      admitExecution(executor, body, {
+        until: Math.min(deadline, deps.now() + NOT_READY_WINDOW_MS),
+        now: deps.now,
+        onNotReady: () => {
+          request.progress({ kind: 'executor_not_ready' });
+        },
+        wait: pause,
+      });
     let execution = await admit();
     stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };
     execution = await followExecution(executor, execution, { progress: request.progress, pause, admit });
@@ -262,19 +256,4 @@ async function obtainAuthorization(ledger: LedgerClient, request: RunRequest, qu
     });
   }
   return existing;
-}
-
-/** An authorization the executor will not run on ends the run here, with the reason. */
-function refuseUnusable(authorization: LedgerAuthorization): void {
-  const reason = authorization.decision_reason === null ? '' : ` (reason: ${plain(authorization.decision_reason)})`;
-  const again = 'Run `lexec run` again to request a new authorization.';
-  if (authorization.status === 'denied') {
-    throw new UserError('authorization_denied', `Authorization ${authorization.token_id} was denied${reason}; nothing was spent.`, { nextStep: again });
-  }
-  if (authorization.status === 'expired') {
-    throw new UserError('authorization_expired', `Authorization ${authorization.token_id} expired before it was used; nothing was spent.`, { nextStep: again });
-  }
-  if (authorization.status === 'released') {
-    throw new UserError('authorization_released', `Authorization ${authorization.token_id} was released (${plain(authorization.release?.reason ?? 'unused')}); nothing was charged on it.`, { nextStep: again });
-  }
 }

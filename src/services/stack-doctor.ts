@@ -16,7 +16,6 @@ import {
 } from '../stack/doctor-checks.js';
 import {
   availableDiskBytes,
-  executionsAwaitingHuman,
   descendsFrom,
   inspectPrivateTree,
   inspectSecretFile,
@@ -45,6 +44,7 @@ import { liveTemporalChild } from '../stack/stack-processes.js';
 import { generationCatalog } from './stack-catalog.js';
 import type { ProfileRequest } from './stack-generations.js';
 import { existingProfilePaths } from './existing-profile.js';
+import { countExecutions } from '../stack/executor-database.js';
 
 /*
  * `lexec stack doctor` (spec §8 Operations 7): read-only. It reads the profile, the active
@@ -205,7 +205,7 @@ export async function runDoctor({ home, paths, build = readBuildInfo() }: Doctor
     credentialPermissionsCheck({ dir: paths.credentialsDir, ...credentials }),
     await liveCheck(subject),
     diskSpaceCheck({ path: paths.dir, availableBytes: await availableDiskBytes(paths.dir) }),
-    awaitingHumanCheck(await executionsAwaitingHuman(paths.executorDatabase)),
+    awaitingHumanCheck(await countExecutions(paths.executorDatabase, ['reconciliation'])),
     catalogCheck(catalog),
   ]);
   return {

@@ -8,7 +8,7 @@ import type { ProfilePaths } from '../stack/stack-home.js';
 import { liveRecordedChildren, liveSupervisorPid, readStateLeniently } from '../stack/stack-processes.js';
 import type { ComponentExit, ComponentState, SupervisorPhase } from '../stack/supervisor-state.js';
 import { knownProfilePaths } from './existing-profile.js';
-import { executionsAwaitingHuman } from '../stack/doctor-observations.js';
+import { countExecutions } from '../stack/executor-database.js';
 
 /*
  * `stack status` (docs/stack-runtime.md "Status"): read-only and fast. It reads the supervisor's
@@ -70,7 +70,7 @@ export interface StatusResult {
 /** Executions in `reconciliation`; better-sqlite3 is loaded only when the database exists (status stays light). */
 async function awaitingHuman(databasePath: string): Promise<number | null> {
   if (!(await stat(databasePath).then(() => true, () => false))) return null;
-  return executionsAwaitingHuman(databasePath);
+  return countExecutions(databasePath, ['reconciliation']);
 }
 
 /** The handoff, read by hand (no zod here: see the header): active when it names the running supervisor. */

@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import { access } from 'node:fs/promises';
 import { ExitCode, UserError } from '../errors.js';
 import { withdrawHandoff } from '../stack/handoff.js';
@@ -8,6 +7,7 @@ import type { ProfilePaths } from '../stack/stack-home.js';
 import { acquireLauncherLock } from '../stack/stack-locks.js';
 import { liveSupervisorPid, readStateLeniently, takeDownStack } from '../stack/stack-processes.js';
 import { knownProfilePaths } from './existing-profile.js';
+import { countExecutions } from '../stack/executor-database.js';
 
 /*
  * `stack stop` (docs/stack-runtime.md "Stop"): under the launcher lock, withdraw the handoff
@@ -81,7 +81,7 @@ async function stopProfile(paths: ProfilePaths, started: number, progress: (line
   await withdrawHandoff(paths);
   const before = await readStateLeniently(paths);
   const supervisorPid = await liveSupervisorPid(paths, before);
-  const inFlight = supervisorPid === null ? null : executionsInFlight(paths.executorDatabase);
+  const inFlight = supervisorPid === null ? null : await countExecutions(paths.executorDatabase, ['pending', 'scheduled', 'running']);
   if (inFlight !== null && inFlight > 0) {
     progress(`warning: ${inFlight} execution${inFlight === 1 ? ' is' : 's are'} still in flight; ${inFlight === 1 ? 'it resumes' : 'they resume'} at the next \`lexec stack start\` (nothing is submitted or charged twice)`);
   }
@@ -112,21 +112,6 @@ async function stopProfile(paths: ProfilePaths, started: number, progress: (line
     elapsed_ms: Date.now() - started,
     executions_in_flight: inFlight,
   };
-}
-
-/** Executions not yet terminal, read-only from the executor's database; null when unreadable (absent, locked, older schema). */
-function executionsInFlight(databasePath: string): number | null {
-  let db: Database.Database | undefined;
-  try {
-    db = new Database(databasePath, { readonly: true, fileMustExist: true });
-    db.pragma('busy_timeout = 1000');
-    const row = db.prepare("SELECT COUNT(*) AS count FROM executions WHERE state IN ('pending', 'scheduled', 'running')").get() as { count: number };
-    return row.count;
-  } catch {
-    return null;
-  } finally {
-    db?.close();
-  }
 }
 
 async function fileExists(path: string): Promise<boolean> {

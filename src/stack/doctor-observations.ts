@@ -72,22 +72,6 @@ export async function inspectSecretFile(path: string): Promise<SecretFileState> 
 }
 
 /** Bytes available to this user on the filesystem that holds `path` (or its nearest existing parent). */
-/** Executions in `reconciliation`, read-only from the executor's database; null when absent or unreadable. */
-export async function executionsAwaitingHuman(databasePath: string): Promise<number | null> {
-  try {
-    const { default: Database } = await import('better-sqlite3');
-    const db = new Database(databasePath, { readonly: true, fileMustExist: true });
-    try {
-      db.pragma('busy_timeout = 500');
-      return (db.prepare("SELECT COUNT(*) AS count FROM executions WHERE state = 'reconciliation'").get() as { count: number }).count;
-    } finally {
-      db.close();
-    }
-  } catch {
-    return null;
-  }
-}
-
 export async function availableDiskBytes(path: string): Promise<bigint | null> {
   let current = path;
   for (;;) {
