@@ -2,8 +2,7 @@ import type { ExecutorConfig } from '../config/executor-config-schema.js';
 import { parseExecutorConfig } from '../config/parse-executor-config.js';
 import { UserError } from '../errors.js';
 import { failed, passed, warned, type DoctorCheck } from './doctor-report.js';
-import { mismatchedGenerationFiles } from './doctor-observations.js';
-import { generationDir, readActiveId, readGenerationFile, readManifest } from './generation-store.js';
+import { readActiveId, readGenerationFile, readManifest, tamperedFiles } from './generation-store.js';
 import type { GenerationManifest } from './render-generation.js';
 import type { ProfilePaths } from './stack-home.js';
 
@@ -47,7 +46,7 @@ export async function inspectActiveGeneration(paths: ProfilePaths): Promise<Acti
   if (manifest === null) {
     return { check: failed('generation.active', `the active generation ${id} is not in ${paths.generationsDir}`, RENDER_AGAIN), id, manifest: null, config: null };
   }
-  const mismatched = await mismatchedGenerationFiles(generationDir(paths, id), manifest);
+  const mismatched = await tamperedFiles(paths, manifest);
   if (mismatched.length > 0) {
     const check = failed('generation.active', `files of the active generation ${id} do not match its manifest: ${mismatched.join(', ')} (changed or missing)`, RENDER_AGAIN);
     return { check, id, manifest, config: null };

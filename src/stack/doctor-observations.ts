@@ -1,9 +1,7 @@
-import { createHash } from 'node:crypto';
 import { lstat, readdir, readFile, statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { errorCode } from '../errors.js';
 import type { PrivateEntryProblem, SecretFileState } from './doctor-checks.js';
-import type { GenerationManifest } from './render-generation.js';
 import type { ProfilePaths } from './stack-home.js';
 import { readStateLeniently } from './stack-processes.js';
 
@@ -84,16 +82,6 @@ export async function availableDiskBytes(path: string): Promise<bigint | null> {
       current = parent;
     }
   }
-}
-
-/** Runtime files of a generation whose content no longer matches the hash its manifest records. */
-export async function mismatchedGenerationFiles(dir: string, manifest: GenerationManifest): Promise<string[]> {
-  const mismatched: string[] = [];
-  for (const file of manifest.files) {
-    const content = await readFile(join(dir, file.name)).catch(() => null);
-    if (content === null || createHash('sha256').update(content).digest('hex') !== file.sha256) mismatched.push(file.name);
-  }
-  return mismatched;
 }
 
 /**

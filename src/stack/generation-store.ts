@@ -154,24 +154,6 @@ export async function surveyGenerations(paths: ProfilePaths): Promise<{ sound: G
   return { sound, damaged };
 }
 
-/** Every retained generation, newest first. */
-export async function listGenerations(paths: ProfilePaths): Promise<GenerationManifest[]> {
-  let entries: string[];
-  try {
-    entries = await readdir(paths.generationsDir);
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return [];
-    throw error;
-  }
-  const manifests: GenerationManifest[] = [];
-  for (const entry of entries) {
-    if (!generationIdSchema.safeParse(entry).success) continue;
-    const manifest = await readManifest(paths, entry);
-    if (manifest !== null) manifests.push(manifest);
-  }
-  return manifests.sort((a, b) => b.rendered_at.localeCompare(a.rendered_at) || a.generation_id.localeCompare(b.generation_id));
-}
-
 /** The active generation id, or null before the first activation. */
 export async function readActiveId(paths: ProfilePaths): Promise<string | null> {
   const text = await readFileIfPresent(paths.activeFile);
