@@ -1,12 +1,12 @@
 import { capabilityKind } from '../credentials/capability.js';
 import { UsageError, UserError } from '../errors.js';
-import { createExecutorClient, type ExecutorClient } from '../executor/executor-client.js';
-import type { LedgerClient } from '../ledger/ledger-client.js';
-import { connectStackLedger, ledgerBaseUrl, readLedgerToken } from '../services/ledger-connection.js';
-import { activeStack, readHandoffCredential } from '../services/server-target.js';
-import { createLedgerClient } from '../ledger/ledger-client.js';
-import { resolveProfileName } from '../stack/profile-store.js';
-import { lexecHome } from '../stack/stack-home.js';
+import { createExecutorClient, type ExecutorClient } from '../executor/client/executor-client.js';
+import type { LedgerClient } from '../ledger/client/ledger-client.js';
+import { connectStackLedger, ledgerBaseUrl, readLedgerToken } from '../ledger/client/ledger-connection.js';
+import { activeStack, readHandoffCredential } from '../launcher/handoff/server-target.js';
+import { createLedgerClient } from '../ledger/client/ledger-client.js';
+import { resolveProfileName } from '../launcher/profiles/profile-store.js';
+import { lexecHome } from '../launcher/home/stack-home.js';
 
 /*
  * How `lexec agent mcp` reaches a stack (spec §5.6, docs/agent.md "Connecting"). Two modes:

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import type { LedgerTarget } from '../services/ledger-connection.js';
+import type { LedgerTarget } from '../ledger/client/ledger-connection.js';
 import { profileFlags } from './profile-flags.js';
 
 /**
@@ -7,7 +7,7 @@ import { profileFlags } from './profile-flags.js';
  * profile's running stack (`--profile`, else `lexec stack select`, else "sandbox"): its handoff
  * names the ledger and the credential file to present. `--url` opts into manual mode, which needs
  * `--token-file`. There is deliberately no flag or environment variable that takes the
- * capability itself. Resolution: src/services/server-target.ts.
+ * capability itself. Resolution: src/launcher/handoff/server-target.ts.
  */
 export const ledgerTargetFlags = {
   ...profileFlags,

@@ -1,4 +1,4 @@
-import type { CheckStatus, DoctorReport } from '../stack/doctor-report.js';
+import type { CheckStatus, DoctorReport } from '../launcher/doctor/doctor-report.js';
 import type { Output } from './output.js';
 
 const MARKS: Record<CheckStatus, string> = { pass: '✔', warn: '!', fail: '✖', skip: '-' };

@@ -1,5 +1,5 @@
-import type { LedgerAgent, LedgerAuthorization, LedgerPolicy } from '../ledger/ledger-client-schemas.js';
-import type { IssuedCredential } from '../services/ledger-credentials.js';
+import type { LedgerAgent, LedgerAuthorization, LedgerPolicy } from '../ledger/client/ledger-client-schemas.js';
+import type { IssuedCredential } from '../ledger/client/ledger-credentials.js';
 import { formatUnits } from './format-amount.js';
 import type { Output } from './output.js';
 

@@ -1,4 +1,4 @@
-import type { ReconciliationList, ReconciliationResolveResult } from '../services/executor-reconciliation.js';
+import type { ReconciliationList, ReconciliationResolveResult } from '../executor/client/executor-reconciliation.js';
 import { formatUnits } from './format-amount.js';
 import type { Output } from './output.js';
 import { plain } from './render-ledger.js';

@@ -1,4 +1,4 @@
-import type { RunProgress, RunResult } from '../services/run-job.js';
+import type { RunProgress, RunResult } from '../run/run-job.js';
 import { formatUnits } from './format-amount.js';
 import type { Output } from './output.js';
 import { plain } from './render-ledger.js';

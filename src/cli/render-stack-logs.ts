@@ -1,5 +1,5 @@
-import type { LogEntry, LogsResult } from '../services/stack-logs.js';
-import type { AdmissionRejection } from '../stack/log-lines.js';
+import type { LogEntry, LogsResult } from '../launcher/logs/stack-logs.js';
+import type { AdmissionRejection } from '../launcher/logs/log-lines.js';
 import type { Output } from './output.js';
 
 /*

@@ -1,7 +1,7 @@
-import type { StartResult } from '../services/stack-start.js';
-import type { StatusResult } from '../services/stack-status.js';
-import type { StopResult } from '../services/stack-stop.js';
-import { describeBusyPort } from '../stack/port-probe.js';
+import type { StartResult } from '../launcher/start-stop/stack-start.js';
+import type { StatusResult } from '../launcher/status/stack-status.js';
+import type { StopResult } from '../launcher/start-stop/stack-stop.js';
+import { describeBusyPort } from '../launcher/probes/port-probe.js';
 import type { Output } from './output.js';
 
 /*

@@ -1,4 +1,4 @@
-import type { ActivateResult } from '../services/stack-generations.js';
+import type { ActivateResult } from '../launcher/generations/stack-generations.js';
 import type { Output } from './output.js';
 
 /** Human lines for activate and rollback. */

@@ -1,4 +1,4 @@
-import type { StartProgress } from '../services/stack-start.js';
+import type { StartProgress } from '../launcher/start-stop/stack-start.js';
 import type { Output } from './output.js';
 
 /*

@@ -8,7 +8,7 @@ import { LexecCommand } from '../cli/lexec-command.js';
 import type { Output } from '../cli/output.js';
 import { profileFlags } from '../cli/profile-flags.js';
 import { renderRunProgress, renderRunResult } from '../cli/render-run.js';
-import { runJob, type RunResult } from '../services/run-job.js';
+import { runJob, type RunResult } from '../run/run-job.js';
 
 export default class Run extends LexecCommand<RunResult> {
   static override summary = 'Generate images on the selected profile: authorize the exact cost, run it, save the files, report the spend.';

@@ -68,7 +68,7 @@ const storage = z.strictObject({
 
 const taskQueue = identifier(200);
 
-/** The workflow engine modes, one schema each; a launcher profile reuses them (src/stack/profile-schema.ts). */
+/** The workflow engine modes, one schema each; a launcher profile reuses them (src/launcher/profiles/profile-schema.ts). */
 export const embeddedEngineSchema = z.strictObject({ mode: z.literal('embedded') });
 /** A managed engine's fixed loopback port (never 0: operators and the launcher must know where it is). */
 const enginePort = z
@@ -77,7 +77,7 @@ const enginePort = z
   .min(1024, 'must be a TCP port from 1024 to 65535')
   .max(65535, 'must be a TCP port from 1024 to 65535');
 
-/** The managed_local fields; a launcher profile derives data_dir, log_dir and the ports (src/stack/profile-schema.ts). */
+/** The managed_local fields; a launcher profile derives data_dir, log_dir and the ports (src/launcher/profiles/profile-schema.ts). */
 export const managedLocalEngineFields = z.strictObject({
   mode: z.literal('managed_local'),
   temporal_cli: z.strictObject({ path: absolutePath, version: exactVersion }),

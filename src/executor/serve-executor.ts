@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { ExecutorConfig } from '../config/executor-config-schema.js';
 import { UserError } from '../errors.js';
-import { loadExecutorConfig } from '../services/validate-executor-config.js';
+import { loadExecutorConfig } from '../config/validate-executor-config.js';
 import { openDatabase } from '../storage/open-database.js';
 import { acquireProcessLock } from '../storage/process-lock.js';
 import { composeExecutor, type ComposedExecutor } from './compose-executor.js';

@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { formatUnits } from '../cli/format-amount.js';
 import { UNITS_SCALE } from '../domain/money.js';
 import { UserError } from '../errors.js';
-import type { ExecutionView, ExecutorClient } from '../executor/executor-client.js';
+import type { ExecutionView, ExecutorClient } from '../executor/client/executor-client.js';
 import { saveArtifact, type SavedFile } from './save-artifact.js';
 
 /*

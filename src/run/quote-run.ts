@@ -1,7 +1,7 @@
 import { executionTargetSchema, type ExecutionTarget, type ImageSizePreset } from '../config/executor-config-schema.js';
 import type { PriceModelSnapshot } from '../domain/price-model-snapshot.js';
 import { UsageError, UserError } from '../errors.js';
-import type { OfferedTarget } from '../executor/executor-client.js';
+import type { OfferedTarget } from '../executor/client/executor-client.js';
 import { costUnits, pricingSnapshot, selectTarget } from '../executor/domain/pricing.js';
 
 /*

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorCode, UserError } from '../errors.js';
-import type { ArtifactView } from '../executor/executor-client.js';
+import type { ArtifactView } from '../executor/client/executor-client.js';
 import { writeNewFile } from '../storage/write-new-file.js';
 
 /*

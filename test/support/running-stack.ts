@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { readHandoff, type Handoff } from '../../src/stack/handoff.js';
-import type { ProfilePaths } from '../../src/stack/stack-home.js';
+import { readHandoff, type Handoff } from '../../src/launcher/handoff/handoff.js';
+import type { ProfilePaths } from '../../src/launcher/home/stack-home.js';
 import { removeDir, runLexec, type CliOptions, type CliRun } from './cli.js';
 import type { TomlTable } from './example-profiles.js';
 import { sandboxControl, type SandboxControl } from './sandbox-process.js';

@@ -1,8 +1,8 @@
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isSameProcess, sendSignal } from '../../src/stack/process-identity.js';
-import { profilePaths, type ProfilePaths } from '../../src/stack/stack-home.js';
-import { readSupervisorState, type SupervisorState } from '../../src/stack/supervisor-state.js';
+import { isSameProcess, sendSignal } from '../../src/launcher/supervisor/process-identity.js';
+import { profilePaths, type ProfilePaths } from '../../src/launcher/home/stack-home.js';
+import { readSupervisorState, type SupervisorState } from '../../src/launcher/supervisor/supervisor-state.js';
 import { makeTempDir, removeDir, runLexec, type CliRun } from './cli.js';
 import { sandboxProfile, writeProfile, type StackPorts, type TomlTable } from './example-profiles.js';
 

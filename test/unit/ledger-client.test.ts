@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { generateCapability } from '../../src/credentials/capability.js';
 import { UserError } from '../../src/errors.js';
-import { createLedgerClient, type LedgerClient } from '../../src/ledger/ledger-client.js';
+import { createLedgerClient, type LedgerClient } from '../../src/ledger/client/ledger-client.js';
 import { mintCredential, startTestLedger, type TestLedger } from '../support/ledger.js';
 
 /*

@@ -3,7 +3,7 @@ import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderActivation } from '../../cli/render-stack.js';
-import { activateStackGeneration, type ActivateResult } from '../../services/stack-generations.js';
+import { activateStackGeneration, type ActivateResult } from '../../launcher/generations/stack-generations.js';
 
 export default class StackActivate extends LexecCommand<ActivateResult> {
   static override summary = 'Make a retained generation the active one (the stack must be stopped).';

@@ -1,7 +1,7 @@
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { stackCatalog, type CatalogResult } from '../../services/stack-catalog.js';
+import { stackCatalog, type CatalogResult } from '../../launcher/catalog/stack-catalog.js';
 
 /** Why the credential fact is false, by where it came from (docs/stack-logs.md "Catalog"). */
 const CREDENTIAL_BASIS_NOTE: Record<CatalogResult['credential_reference_basis'], string | null> = {

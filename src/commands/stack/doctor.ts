@@ -3,8 +3,8 @@ import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderDoctorReport } from '../../cli/render-doctor.js';
 import { ExitCode, type ExitCodeValue } from '../../errors.js';
-import { doctorStack } from '../../services/stack-doctor.js';
-import type { DoctorReport } from '../../stack/doctor-report.js';
+import { doctorStack } from '../../launcher/doctor/stack-doctor.js';
+import type { DoctorReport } from '../../launcher/doctor/doctor-report.js';
 
 export default class StackDoctor extends LexecCommand<DoctorReport> {
   static override summary = 'Check the profile, its active generation, lineage, ports, credential permissions and disk space (read-only).';

@@ -3,7 +3,7 @@ import { wholeNumberFlag } from '../../cli/flag-values.js';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { listStackGenerations, pruneStackGenerations, type GenerationsResult } from '../../services/stack-generations.js';
+import { listStackGenerations, pruneStackGenerations, type GenerationsResult } from '../../launcher/generations/stack-generations.js';
 
 export default class StackGenerations extends LexecCommand<GenerationsResult> {
   static override summary = "List the profile's retained generations, newest first; the active one is marked.";

@@ -5,7 +5,7 @@ import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderLogLines, renderLogsHeader } from '../../cli/render-stack-logs.js';
 import { UsageError } from '../../errors.js';
-import { followStackLogs, LOG_LEVELS, parseSince, LOG_COMPONENT_CHOICES, MAX_LOG_LINES, MIN_LOG_LINES, readStackLogs, type LogsRequest, type LogsResult } from '../../services/stack-logs.js';
+import { followStackLogs, LOG_LEVELS, parseSince, LOG_COMPONENT_CHOICES, MAX_LOG_LINES, MIN_LOG_LINES, readStackLogs, type LogsRequest, type LogsResult } from '../../launcher/logs/stack-logs.js';
 
 export default class StackLogs extends LexecCommand<LogsResult> {
   static override summary = "Print the last lines of a component's log (or all, merged by time), across rotated files.";

@@ -1,7 +1,7 @@
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { listStackProfiles, type ProfilesResult } from '../../services/stack-profiles.js';
+import { listStackProfiles, type ProfilesResult } from '../../launcher/profiles/stack-profiles.js';
 
 export default class StackProfiles extends LexecCommand<ProfilesResult> {
   static override summary = 'List the launcher profiles: kind, selection, active generation, running or not.';

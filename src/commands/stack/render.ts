@@ -1,7 +1,7 @@
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { renderStack, type RenderResult } from '../../services/stack-generations.js';
+import { renderStack, type RenderResult } from '../../launcher/generations/stack-generations.js';
 
 export default class StackRender extends LexecCommand<RenderResult> {
   static override summary = 'Render the profile into a generation (immutable runtime files); never activates it.';

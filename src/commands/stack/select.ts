@@ -1,7 +1,7 @@
 import { Args } from '@oclif/core';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../cli/output.js';
-import { selectStackProfile, type SelectResult } from '../../services/stack-profiles.js';
+import { selectStackProfile, type SelectResult } from '../../launcher/profiles/stack-profiles.js';
 
 export default class StackSelect extends LexecCommand<SelectResult> {
   static override summary = 'Select the profile later commands act on (saved under $LEXEC_HOME).';

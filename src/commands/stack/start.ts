@@ -5,8 +5,8 @@ import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderStartResult } from '../../cli/render-stack-runtime.js';
 import { createStartProgress } from '../../cli/start-progress.js';
-import { holdInForeground, type ForegroundEnd } from '../../services/stack-foreground.js';
-import { startStack, type StartResult } from '../../services/stack-start.js';
+import { holdInForeground, type ForegroundEnd } from '../../launcher/start-stop/stack-foreground.js';
+import { startStack, type StartResult } from '../../launcher/start-stop/stack-start.js';
 
 export type StartCommandResult = StartResult & { readonly foreground: ForegroundEnd | null };
 

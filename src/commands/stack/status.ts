@@ -2,7 +2,7 @@ import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderStatusResult } from '../../cli/render-stack-runtime.js';
-import { stackStatus, type StatusResult } from '../../services/stack-status.js';
+import { stackStatus, type StatusResult } from '../../launcher/status/stack-status.js';
 
 export default class StackStatus extends LexecCommand<StatusResult> {
   static override summary = 'Show the profile\'s stack: each component\'s state, pid, port, uptime, restarts, readiness and log size.';

@@ -2,7 +2,7 @@ import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderStopResult } from '../../cli/render-stack-runtime.js';
-import { stopStack, type StopResult } from '../../services/stack-stop.js';
+import { stopStack, type StopResult } from '../../launcher/start-stop/stack-stop.js';
 
 export default class StackStop extends LexecCommand<StopResult> {
   static override summary = 'Stop the profile\'s stack: executor and sandbox, then the ledger; the handoff is withdrawn first.';

@@ -1,7 +1,7 @@
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import type { SupervisorStopped } from '../../services/stack-supervisor.js';
+import type { SupervisorStopped } from '../../launcher/supervisor/stack-supervisor.js';
 
 export default class StackSupervise extends LexecCommand<SupervisorStopped> {
   static override hidden = true;
@@ -11,7 +11,7 @@ export default class StackSupervise extends LexecCommand<SupervisorStopped> {
 
   protected override async execute(): Promise<SupervisorStopped> {
     const { flags } = await this.parse(StackSupervise);
-    const { superviseStack } = await import('../../services/stack-supervisor.js');
+    const { superviseStack } = await import('../../launcher/supervisor/stack-supervisor.js');
     return superviseStack({ env: process.env, profileFlag: flags.profile });
   }
 

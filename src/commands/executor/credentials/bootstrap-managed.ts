@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import type { Output } from '../../../cli/output.js';
-import { bootstrapManagedCredentials, type BootstrapManagedResult } from '../../../services/bootstrap-managed-credentials.js';
+import { bootstrapManagedCredentials, type BootstrapManagedResult } from '../../../executor/bootstrap-managed-credentials.js';
 
 export default class ExecutorCredentialsBootstrapManaged extends LexecCommand<BootstrapManagedResult> {
   // Launcher-internal (spec §1): run by `stack start` after the ledger is ready. Documented in

@@ -2,7 +2,7 @@ import { LexecCommand } from '../../../cli/lexec-command.js';
 import type { Output } from '../../../cli/output.js';
 import { profileFlags } from '../../../cli/profile-flags.js';
 import { renderReconciliationList } from '../../../cli/render-reconciliation.js';
-import { listReconciliations, type ReconciliationList } from '../../../services/executor-reconciliation.js';
+import { listReconciliations, type ReconciliationList } from '../../../executor/client/executor-reconciliation.js';
 
 export default class ExecutorReconciliationList extends LexecCommand<ReconciliationList> {
   static override summary = 'List the executions awaiting a human because their billing was ambiguous, with the evidence.';

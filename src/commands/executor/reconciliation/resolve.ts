@@ -5,7 +5,7 @@ import type { Output } from '../../../cli/output.js';
 import { profileFlags } from '../../../cli/profile-flags.js';
 import { renderReconciliationResolved } from '../../../cli/render-reconciliation.js';
 import { UsageError } from '../../../errors.js';
-import { resolveReconciliation, type ReconciliationResolveResult, type Resolution } from '../../../services/executor-reconciliation.js';
+import { resolveReconciliation, type ReconciliationResolveResult, type Resolution } from '../../../executor/client/executor-reconciliation.js';
 
 const HELP = 'Run `lexec executor reconciliation resolve --help` to see its flags.';
 

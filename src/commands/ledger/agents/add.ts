@@ -3,7 +3,7 @@ import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../cli/output.js';
 import { renderAgent, renderCredential } from '../../../cli/render-ledger.js';
-import { addLedgerAgent, type AddAgentResult } from '../../../services/ledger-agents.js';
+import { addLedgerAgent, type AddAgentResult } from '../../../ledger/client/ledger-agents.js';
 
 export default class LedgerAgentsAdd extends LexecCommand<AddAgentResult> {
   static override summary = 'Add an agent to the ledger, optionally issuing its capability into a private file (admin token).';

@@ -2,7 +2,7 @@ import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../cli/output.js';
 import { renderAgent } from '../../../cli/render-ledger.js';
-import { listLedgerAgents, type ListAgentsResult } from '../../../services/ledger-agents.js';
+import { listLedgerAgents, type ListAgentsResult } from '../../../ledger/client/ledger-agents.js';
 
 export default class LedgerAgentsList extends LexecCommand<ListAgentsResult> {
   static override summary = "List the ledger's agents (admin token).";

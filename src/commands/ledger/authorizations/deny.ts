@@ -4,7 +4,7 @@ import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../cli/output.js';
 import { renderAuthorization } from '../../../cli/render-ledger.js';
-import { decideLedgerAuthorization, type AuthorizationResult } from '../../../services/ledger-authorizations.js';
+import { decideLedgerAuthorization, type AuthorizationResult } from '../../../ledger/client/ledger-authorizations.js';
 
 export default class LedgerAuthorizationsDeny extends LexecCommand<AuthorizationResult> {
   static override summary = 'Deny a requested spend authorization (approver token).';

@@ -5,7 +5,7 @@ import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../cli/output.js';
 import { renderAuthorizationRow } from '../../../cli/render-ledger.js';
 import { AUTHORIZATION_STATUSES } from '../../../ledger/authorization-rules.js';
-import { listLedgerAuthorizations, type AuthorizationListResult } from '../../../services/ledger-authorizations.js';
+import { listLedgerAuthorizations, type AuthorizationListResult } from '../../../ledger/client/ledger-authorizations.js';
 
 export default class LedgerAuthorizationsList extends LexecCommand<AuthorizationListResult> {
   static override summary = 'List spend authorizations, newest first (admin token).';

@@ -4,7 +4,7 @@ import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../cli/output.js';
 import { renderAuthorization } from '../../../cli/render-ledger.js';
-import { requestLedgerAuthorization, type AuthorizationResult } from '../../../services/ledger-authorizations.js';
+import { requestLedgerAuthorization, type AuthorizationResult } from '../../../ledger/client/ledger-authorizations.js';
 
 export default class LedgerAuthorizationsRequest extends LexecCommand<AuthorizationResult> {
   static override summary = 'Request a spend authorization for the agent whose token is presented (agent token).';

@@ -4,7 +4,7 @@ import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../cli/output.js';
 import { renderCredential } from '../../../cli/render-ledger.js';
-import { createLedgerCredential, type CreateCredentialResult } from '../../../services/ledger-credentials.js';
+import { createLedgerCredential, type CreateCredentialResult } from '../../../ledger/client/ledger-credentials.js';
 
 export default class LedgerCredentialsCreate extends LexecCommand<CreateCredentialResult> {
   static override summary = 'Issue a new capability into a private file and register its digest at the ledger (admin token).';

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { formatUnits } from '../../../cli/format-amount.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import type { Output } from '../../../cli/output.js';
-import { initPolicyFile, type PolicyInitResult } from '../../../services/ledger-policy.js';
+import { initPolicyFile, type PolicyInitResult } from '../../../ledger/client/ledger-policy.js';
 
 export default class LedgerPolicyInit extends LexecCommand<PolicyInitResult> {
   static override summary = 'Write a starter spend policy file to edit and apply with `ledger policy set` (local only).';

@@ -4,7 +4,7 @@ import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../cli/output.js';
 import { renderPolicy } from '../../../cli/render-ledger.js';
-import { setLedgerPolicy, type PolicySetResult } from '../../../services/ledger-policy.js';
+import { setLedgerPolicy, type PolicySetResult } from '../../../ledger/client/ledger-policy.js';
 
 export default class LedgerPolicySet extends LexecCommand<PolicySetResult> {
   static override summary = "Replace an agent's spend policy with the one in a policy file (admin token).";

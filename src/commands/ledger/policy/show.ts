@@ -4,7 +4,7 @@ import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../cli/output.js';
 import { renderPolicy } from '../../../cli/render-ledger.js';
-import { showLedgerPolicy, type PolicyShowResult } from '../../../services/ledger-policy.js';
+import { showLedgerPolicy, type PolicyShowResult } from '../../../ledger/client/ledger-policy.js';
 
 export default class LedgerPolicyShow extends LexecCommand<PolicyShowResult> {
   static override summary = "Show an agent's spend policy, optionally exporting it as a policy file (admin token).";

@@ -1,0 +1,250 @@
+import { z } from 'zod';
+import { answeredWholeNumber } from '../../config/schema-parts.js';
+import { UserError, type FieldIssue } from '../../errors.js';
+import { EXECUTION_STATES } from '../domain/execution-states.js';
+
+/*
+ * A typed client of the executor HTTP API (docs/executor.md "Endpoints"), as `lexec run` uses it
+ * with the caller capability. Every answer is parsed with zod (objects not strict: a newer
+ * executor may add fields); every refusal becomes a `UserError` with a stable `executor_*` code.
+ * The capability only ever leaves in the Authorization header; redirects are never followed.
+ */
+
+const amount = answeredWholeNumber;
+
+const price = z.object({ numerator: z.union([z.string(), z.number()]), denominator: z.union([z.string(), z.number()]) });
+
+/** One entry of `GET /v2/execution-targets`; pricing is checked again by the pricing code. */
+export const offeredTargetSchema = z.object({
+  target_id: z.string(),
+  label: z.string().nullable(),
+  provider: z.string(),
+  model: z.string(),
+  presets: z.array(z.string()),
+  default_image_size: z.string(),
+  max_image_count: z.number().int(),
+  pricing: z.object({ currency: z.string(), unit: z.string(), version: z.string(), by_image_size: z.record(z.string(), price) }),
+});
+export type OfferedTarget = z.output<typeof offeredTargetSchema>;
+
+export const executionViewSchema = z.object({
+  execution_id: z.string().regex(/^exe_[0-9a-f]{32}$/),
+  state: z.enum(EXECUTION_STATES),
+  phase: z.string().nullable(),
+  state_reason: z.string().nullable(),
+  receipt: z
+    .object({
+      receipt_id: z.string(),
+      amount_units: amount,
+      currency: z.string(),
+      ledger_settlement_id: z.string().nullable(),
+    })
+    .nullable(),
+  artifact_count: z.number().int(),
+  recommended_action: z.object({ code: z.string(), description: z.string() }),
+});
+export type ExecutionView = z.output<typeof executionViewSchema>;
+
+/** An ordinal arrives as a decimal string (the store's integers are bigint); small enough for a number. */
+const ordinal = amount.refine((value) => value <= 10_000n, 'must be a small ordinal').transform((value) => Number(value));
+
+export const artifactViewSchema = z.object({
+  artifact_id: z.string(),
+  ordinal,
+  media_type: z.string(),
+  size_bytes: amount,
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  content_path: z.string(),
+});
+export type ArtifactView = z.output<typeof artifactViewSchema>;
+
+const errorBodySchema = z.object({
+  error: z.object({ code: z.string(), reason_code: z.string().optional(), fields: z.array(z.string()).optional(), retryable: z.boolean().optional() }),
+});
+
+export interface ExecutorClientOptions {
+  /** Base URL of the executor, e.g. `http://127.0.0.1:7410` (from the handoff). */
+  readonly url: string;
+  /** The caller capability. Never logged or put in an error. */
+  readonly token: string;
+  readonly timeoutMs?: number;
+  /** Largest artifact accepted, in bytes. */
+  readonly maxArtifactBytes?: number;
+}
+
+// Codes, reasons and field paths from the server are shown only if they are plain tokens.
+const SAFE_CODE = /^[A-Za-z0-9_.:-]{1,80}$/;
+const SAFE_FIELD = /^[A-Za-z0-9_.[\]-]{1,160}$/;
+
+function stackStep(url: string): string {
+  return `Check the executor at ${url}: \`lexec stack status\` shows the stack's components and \`lexec stack logs --component executor\` its log.`;
+}
+
+/** Maps an executor error answer to a `UserError`; field paths become issues, values never appear. */
+export function executorResponseError(url: string, status: number, body: z.output<typeof errorBodySchema>['error'] | null): UserError {
+  const code = body !== null && SAFE_CODE.test(body.code) ? body.code : 'unknown';
+  const reason = body?.reason_code !== undefined && SAFE_CODE.test(body.reason_code) ? body.reason_code : undefined;
+  const said = `${status} ${code}${reason === undefined ? '' : `: ${reason}`}`;
+  const issues: FieldIssue[] = (body?.fields ?? []).filter((field) => SAFE_FIELD.test(field)).map((path) => ({ path, message: `refused by the executor (${reason ?? code})` }));
+  if (status === 401) {
+    return new UserError('executor_unauthorized', `The executor at ${url} refused the caller capability (${said}).`, {
+      nextStep: 'The stack\'s caller credential does not match its executor; restart the stack (`lexec stack stop`, then `lexec stack start`).',
+    });
+  }
+  if (status === 400) {
+    return new UserError('executor_invalid_request', `The executor at ${url} refused the execution request (${said}).`, {
+      nextStep: 'Correct the fields listed; `lexec stack catalog` shows the targets, sizes and counts this stack offers.',
+      issues,
+    });
+  }
+  if (status === 404) return new UserError('executor_not_found', `The executor at ${url} does not know that execution (${said}).`, { nextStep: stackStep(url) });
+  if (status === 409 || status === 422) {
+    return new UserError(status === 409 ? 'executor_conflict' : 'executor_refused', `The executor at ${url} refused the execution (${said}).`, {
+      nextStep: 'The authorization cannot be used for this request as it stands; `lexec ledger authorizations show <token_id>` shows where it is.',
+      issues,
+    });
+  }
+  if (status === 503 && code === 'not_ready') {
+    return new UserError('executor_not_ready', `The executor at ${url} is not admitting new executions right now (${said}).`, { nextStep: stackStep(url) });
+  }
+  if (status >= 500) return new UserError('executor_server_error', `The executor at ${url} failed to answer (${said}).`, { nextStep: stackStep(url) });
+  return badResponse(url, `an unexpected status ${status}`);
+}
+
+function badResponse(url: string, what: string): UserError {
+  return new UserError('executor_bad_response', `The service at ${url} answered with ${what}; it does not look like a lexec executor of this version.`, {
+    nextStep: stackStep(url),
+  });
+}
+
+function unreachable(url: string, error: unknown, timeoutMs: number): UserError {
+  const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
+  const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
+  const code = typeof cause?.code === 'string' && SAFE_CODE.test(cause.code) ? cause.code : 'connection failed';
+  return new UserError('executor_unreachable', `The executor at ${url} is unreachable (${timedOut ? `no answer within ${timeoutMs / 1000} s` : code}).`, {
+    nextStep: stackStep(url),
+  });
+}
+
+/** One execution awaiting a human, as the reconciliation route lists it (objects not strict). */
+export const reconciliationEntrySchema = executionViewSchema.pick({ execution_id: true, state: true, state_reason: true, recommended_action: true }).extend({
+  target_id: z.string(),
+  authorization: z.object({ spend_auth_token_id: z.string(), held_units: amount, currency: z.string() }),
+  evidence: z.array(
+    z.object({
+      attempt_id: z.string(),
+      provider_request_id: z.string().nullable(),
+      state: z.string(),
+      outcome_code: z.string().nullable(),
+      delivered_images: z.union([z.number(), z.string()]).nullable(),
+    }),
+  ),
+});
+export type ReconciliationEntry = z.output<typeof reconciliationEntrySchema>;
+
+export const reconciliationResolvedSchema = z.object({
+  replayed: z.boolean(),
+  resolution: z.object({ resolution: z.string(), images_billed: z.union([z.number(), z.string()]).nullable(), amount_units: amount.nullable(), note: z.string() }),
+  execution: z.object({ execution_id: z.string(), state: z.string(), state_reason: z.string().nullable() }),
+});
+export type ReconciliationResolved = z.output<typeof reconciliationResolvedSchema>;
+
+export type ExecutorClient = ReturnType<typeof createExecutorClient>;
+
+export function createExecutorClient(options: ExecutorClientOptions) {
+  const url = options.url.replace(/\/+$/, '');
+  const timeoutMs = options.timeoutMs ?? 15_000;
+  const maxArtifactBytes = options.maxArtifactBytes ?? 64 * 1024 * 1024;
+
+  async function request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Response> {
+    const headers: Record<string, string> = { authorization: `Bearer ${options.token}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    try {
+      return await fetch(`${url}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      throw unreachable(url, error, timeoutMs);
+    }
+  }
+
+  async function json<S extends z.ZodType>(method: 'GET' | 'POST', path: string, schema: S, body?: unknown): Promise<{ status: number; data: z.output<S> }> {
+    const response = await request(method, path, body);
+    let document: unknown;
+    try {
+      document = JSON.parse(await response.text());
+    } catch {
+      throw badResponse(url, `a ${response.status} response that is not JSON`);
+    }
+    if (!response.ok) {
+      const error = errorBodySchema.safeParse(document);
+      throw executorResponseError(url, response.status, error.success ? error.data.error : null);
+    }
+    const parsed = schema.safeParse(document);
+    if (!parsed.success) throw badResponse(url, `a ${response.status} response of an unexpected shape`);
+    return { status: response.status, data: parsed.data };
+  }
+
+  const id = encodeURIComponent;
+  const executionEnvelope = z.object({ execution: executionViewSchema });
+
+  return {
+    url,
+
+    async targets(): Promise<OfferedTarget[]> {
+      return (await json('GET', '/v2/execution-targets', z.object({ targets: z.array(offeredTargetSchema) }))).data.targets;
+    },
+
+    /** `POST /v2/executions`: 201 a new execution, 200 the replay of an identical request. */
+    async submit(body: unknown): Promise<{ replay: boolean; execution: ExecutionView }> {
+      const answer = await json('POST', '/v2/executions', executionEnvelope, body);
+      return { replay: answer.status === 200, execution: answer.data.execution };
+    },
+
+    /** `GET /v1/reconciliation/executions` (reconciliation capability): executions awaiting a human. */
+    async reconciliations(): Promise<ReconciliationEntry[]> {
+      return (await json('GET', '/v1/reconciliation/executions', z.object({ executions: z.array(reconciliationEntrySchema) }))).data.executions;
+    },
+
+    /** `POST /v1/reconciliation/executions/{id}/resolve` (reconciliation capability). */
+    async resolveReconciliation(executionId: string, body: { resolution: 'settle'; images_billed?: number; note: string } | { resolution: 'release'; note: string }): Promise<ReconciliationResolved> {
+      return (await json('POST', `/v1/reconciliation/executions/${id(executionId)}/resolve`, reconciliationResolvedSchema, body)).data;
+    },
+
+    async execution(executionId: string): Promise<ExecutionView> {
+      return (await json('GET', `/v1/executions/${id(executionId)}`, executionEnvelope)).data.execution;
+    },
+
+    async artifacts(executionId: string): Promise<ArtifactView[]> {
+      const schema = z.object({ artifacts: z.array(artifactViewSchema) });
+      return (await json('GET', `/v1/executions/${id(executionId)}/artifacts`, schema)).data.artifacts;
+    },
+
+    /** The bytes of one artifact, from the `content_path` the listing gave (a path on this executor only). */
+    async content(executionId: string, artifact: ArtifactView): Promise<Buffer> {
+      const expected = `/v1/executions/${id(executionId)}/artifacts/${id(artifact.artifact_id)}/content`;
+      if (artifact.content_path !== expected) throw badResponse(url, 'an artifact listing whose content path is not this execution\'s');
+      if (artifact.size_bytes > BigInt(maxArtifactBytes)) throw badResponse(url, `an artifact larger than ${maxArtifactBytes} bytes`);
+      const response = await request('GET', expected);
+      if (!response.ok) {
+        let document: unknown = null;
+        try {
+          document = JSON.parse(await response.text());
+        } catch {
+          // not an error body
+        }
+        const error = errorBodySchema.safeParse(document);
+        throw executorResponseError(url, response.status, error.success ? error.data.error : null);
+      }
+      try {
+        return Buffer.from(await response.arrayBuffer());
+      } catch (error) {
+        throw unreachable(url, error, timeoutMs);
+      }
+    },
+  };
+}

@@ -1,0 +1,231 @@
+import { readBuildInfo, type BuildInfo } from '../../build-info.js';
+import type { ExecutorConfig } from '../../config/executor-config-schema.js';
+import { parseExecutorConfig } from '../../config/parse-executor-config.js';
+import { UserError } from '../../errors.js';
+import { readTemporalCliVersion } from '../../executor/engine/temporal/temporal-cli-version.js';
+import {
+  credentialPermissionsCheck,
+  awaitingHumanCheck,
+  diskSpaceCheck,
+  externalEngineCheck,
+  lineageChecks,
+  liveCredentialCheck,
+  portCheck,
+  temporalCliCheck,
+  type PortOwner,
+} from './doctor-checks.js';
+import {
+  availableDiskBytes,
+  descendsFrom,
+  inspectPrivateTree,
+  inspectSecretFile,
+  lockFilePid,
+  publishedComponentPids,
+} from './doctor-observations.js';
+import {
+  DOCTOR_REPORT_VERSION,
+  failed,
+  inReportOrder,
+  overallStatus,
+  passed,
+  skipped,
+  warned,
+  type DoctorCheck,
+  type DoctorReport,
+} from './doctor-report.js';
+import { inspectActiveGeneration, type ActiveGeneration } from './doctor-generation.js';
+import { probeTcp } from '../probes/loopback-probe.js';
+import { probePort } from '../probes/port-probe.js';
+import { loadProfile, resolveProfileName } from '../profiles/profile-store.js';
+import { compareGenerations, renderGeneration, STACK_COMPONENTS, type GenerationManifest, type RenderedGeneration } from '../generations/render-generation.js';
+import { lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';
+import { runningSupervisorPid } from '../home/stack-locks.js';
+import { liveTemporalChild } from '../supervisor/stack-processes.js';
+import { generationCatalog } from '../catalog/stack-catalog.js';
+import type { ProfileRequest } from '../generations/stack-generations.js';
+import { existingProfilePaths } from '../profiles/existing-profile.js';
+import { countExecutions } from '../status/executor-database.js';
+
+/*
+ * `lexec stack doctor` (spec §8 Operations 7): read-only. It reads the profile, the active
+ * generation and the profile's state, probes ports by trying to bind them, and may run the local
+ * Temporal CLI's `--version`; it writes no file, takes no lock and calls no provider.
+ * `runDoctor` is the service `stack start` calls; `doctorStack` resolves the profile for the command.
+ */
+
+export interface DoctorOptions {
+  readonly home: string;
+  readonly paths: ProfilePaths;
+  /** This binary's lineage; injectable so a release build's rules can be proven from a development build. */
+  readonly build?: BuildInfo;
+}
+
+/** What the stack would run now: the active generation, else the profile rendered in memory. */
+interface Subject {
+  readonly manifest: GenerationManifest;
+  readonly config: ExecutorConfig;
+}
+
+async function inspectProfile(home: string, paths: ProfilePaths, build: BuildInfo): Promise<{ check: DoctorCheck; rendered: RenderedGeneration | null }> {
+  try {
+    const { profile } = await loadProfile(home, paths.name);
+    // Rendering is pure: nothing is written, but the executor's own rules run on the result.
+    const rendered = renderGeneration({ profile, paths, build, now: new Date() });
+    return { check: passed('profile.valid', `${paths.source} parses and renders (${profile.kind} profile)`), rendered };
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    return { check: failed('profile.valid', error.message, error.nextStep, error.issues), rendered: null };
+  }
+}
+
+function currentCheck(rendered: RenderedGeneration | null, active: ActiveGeneration): DoctorCheck {
+  if (rendered === null) return skipped('generation.current', 'the profile does not render, so it cannot be compared with the active generation');
+  if (active.manifest === null) return skipped('generation.current', `no readable active generation to compare with (the profile renders to ${rendered.id})`);
+  if (rendered.id === active.manifest.generation_id) return passed('generation.current', `the profile renders to the active generation ${rendered.id}`);
+  const change = compareGenerations(active.manifest, rendered.manifest);
+  return warned(
+    'generation.current',
+    `the profile (or this binary) now renders generation ${rendered.id}, not the active ${active.manifest.generation_id}: changed files ${change.changed_files.join(', ') || 'none'}; components affected ${change.affected_components.join(', ') || 'none'}`,
+    `Render and activate to apply: \`lexec stack render\`, review, \`lexec stack stop\`, \`lexec stack activate --generation ${rendered.id}\`, \`lexec stack start\`.`,
+  );
+}
+
+async function stackStateCheck(paths: ProfilePaths, supervisorPid: number | null, active: ActiveGeneration): Promise<DoctorCheck> {
+  if (supervisorPid !== null) return passed('stack.state', `running: supervisor pid ${supervisorPid}, generation ${active.id ?? 'unknown'}`);
+  const stale = await lockFilePid(paths.supervisorLock);
+  if (stale !== null) {
+    return warned(
+      'stack.state',
+      `stopped, but the supervisor lock still names pid ${stale}, which is gone: the stack did not stop cleanly`,
+      '`lexec stack start` takes the stale lock over; `lexec stack logs --component supervisor` shows how it ended.',
+    );
+  }
+  return passed('stack.state', 'stopped');
+}
+
+const PORT_OWNERS: readonly PortOwner[] = [...STACK_COMPONENTS, 'temporal', 'temporal_ui'];
+
+function portOf(manifest: GenerationManifest, owner: PortOwner): number | null {
+  const temporal = manifest.components.executor.temporal;
+  if (owner === 'temporal') return temporal?.port ?? null;
+  if (owner === 'temporal_ui') return temporal?.ui_port ?? null;
+  return manifest.components[owner]?.port ?? null;
+}
+
+async function portChecks(subject: Subject | null, paths: ProfilePaths, supervisorPid: number | null): Promise<DoctorCheck[]> {
+  if (subject === null) return PORT_OWNERS.map((component) => skipped(`ports.${component}.free`, 'no generation and no valid profile to take the ports from'));
+  const published = supervisorPid === null ? new Map<string, number>() : await publishedComponentPids(paths);
+  // The executor's Temporal server holds both of its ports while the stack runs.
+  const temporal = supervisorPid === null ? null : await liveTemporalChild(paths);
+  if (temporal !== null) {
+    published.set('temporal', temporal.pid);
+    published.set('temporal_ui', temporal.pid);
+  }
+  const checks: DoctorCheck[] = [];
+  for (const component of PORT_OWNERS) {
+    const port = portOf(subject.manifest, component);
+    const probe = port === null ? null : await probePort(port);
+    const expectedPid = published.get(component) ?? null;
+    let ownership: 'stack' | 'foreign' | 'unknown' = 'unknown';
+    if (supervisorPid !== null && probe !== null && !probe.free && probe.holder !== null) {
+      const { pid } = probe.holder;
+      ownership = pid === expectedPid || (await descendsFrom(pid, supervisorPid)) ? 'stack' : 'foreign';
+    }
+    checks.push(portCheck({ component, port, probe, running: supervisorPid !== null, ownership, expectedPid }));
+  }
+  return checks;
+}
+
+async function liveCheck(subject: Subject | null): Promise<DoctorCheck> {
+  if (subject === null) return liveCredentialCheck({ kind: null });
+  const { providers } = subject.config;
+  if (providers.mode !== 'live') return liveCredentialCheck({ kind: 'sandbox' });
+  const reference = providers.credential;
+  return liveCredentialCheck({ kind: 'live', reference, fileState: reference.store === 'file' ? await inspectSecretFile(reference.path) : null });
+}
+
+async function externalCheck(subject: Subject | null): Promise<DoctorCheck> {
+  const engine = subject?.config.workflow_engine;
+  if (engine?.mode !== 'external') return externalEngineCheck({ mode: engine?.mode ?? null });
+  const url = new URL(engine.address);
+  return externalEngineCheck({ mode: 'external', address: engine.address, reachable: (await probeTcp(Number(url.port), 1_000, url.hostname.replace(/^\[|\]$/g, ''))).ok });
+}
+
+async function temporalCheck(subject: Subject | null): Promise<DoctorCheck> {
+  const engine = subject?.config.workflow_engine;
+  if (engine?.mode !== 'managed_local') return temporalCliCheck({ mode: engine?.mode ?? null });
+  const { path, version } = engine.temporal_cli;
+  return temporalCliCheck({ mode: 'managed_local', path, pinned: version, observed: await readTemporalCliVersion(path) });
+}
+
+function catalogCheck(catalog: DoctorReport['provider_catalog']): DoctorCheck {
+  if (catalog === null) return skipped('provider.catalog', 'no active generation: no provider catalog yet');
+  const { facts } = catalog;
+  const yes = (value: boolean): string => (value ? 'yes' : 'no');
+  return passed(
+    'provider.catalog',
+    `${catalog.targets.length} target${catalog.targets.length === 1 ? '' : 's'} (${catalog.providers_mode}); configured ${yes(facts.configured)}, credential reference present ${yes(facts.credential_reference_present)}, production validated ${yes(facts.production_validated)} (${facts.production_validated_reason}), live qualified ${yes(facts.live_qualified)} (${facts.live_qualified_reason})`,
+  );
+}
+
+/** Runs every check on one profile and returns the version-2 report. Changes nothing. */
+export async function runDoctor({ home, paths, build = readBuildInfo() }: DoctorOptions): Promise<DoctorReport> {
+  const profile = await inspectProfile(home, paths, build);
+  const active = await inspectActiveGeneration(paths);
+  const supervisorPid = await runningSupervisorPid(paths);
+  const renderedConfig = profile.rendered === null ? null : parseExecutorConfig(JSON.parse(profile.rendered.files['executor.json']));
+  const subject: Subject | null =
+    active.manifest !== null && active.config !== null
+      ? { manifest: active.manifest, config: active.config }
+      : profile.rendered !== null && renderedConfig?.ok === true
+        ? { manifest: profile.rendered.manifest, config: renderedConfig.value }
+        : null;
+  const catalog = active.id === null || active.config === null ? null : (await generationCatalog(paths, active.id, active.config)).catalog;
+  const lineage = {
+    binary: { product_version: build.product_version, contract_version: build.contract_version, commit: build.commit, build_kind: build.build_kind },
+    generation: active.manifest?.lineage ?? null,
+    pinned_ledger_product_version: active.config?.ledger.product_version ?? null,
+    development_allowance: active.config?.development_allowance ?? null,
+  };
+  const credentials = await inspectPrivateTree(paths.credentialsDir);
+  const checks = inReportOrder([
+    profile.check,
+    active.check,
+    currentCheck(profile.rendered, active),
+    ...lineageChecks({
+      binary: lineage.binary,
+      generation: lineage.generation,
+      pinnedLedgerProductVersion: lineage.pinned_ledger_product_version,
+      developmentAllowance: lineage.development_allowance,
+    }),
+    await stackStateCheck(paths, supervisorPid, active),
+    await temporalCheck(subject),
+    await externalCheck(subject),
+    ...(await portChecks(subject, paths, supervisorPid)),
+    credentialPermissionsCheck({ dir: paths.credentialsDir, ...credentials }),
+    await liveCheck(subject),
+    diskSpaceCheck({ path: paths.dir, availableBytes: await availableDiskBytes(paths.dir) }),
+    awaitingHumanCheck(await countExecutions(paths.executorDatabase, ['reconciliation'])),
+    catalogCheck(catalog),
+  ]);
+  return {
+    report_version: DOCTOR_REPORT_VERSION,
+    profile: paths.name,
+    overall: overallStatus(checks),
+    running: supervisorPid !== null,
+    active_generation: active.id,
+    checks,
+    provider_catalog: catalog,
+    lineage,
+  };
+}
+
+/** `stack doctor`: the profile from `--profile`, the selection or the default; then `runDoctor`. */
+export async function doctorStack(request: ProfileRequest): Promise<DoctorReport> {
+  const home = lexecHome(request.env);
+  const { name, source } = await resolveProfileName(home, request.profileFlag);
+  // A named profile (flag or selection) must exist; the default one before its first start is
+  // what doctor is for: its report says \`lexec stack start\` creates it.
+  const paths = source === 'default' ? profilePaths(home, name) : await existingProfilePaths(request);
+  return runDoctor({ home, paths });
+}

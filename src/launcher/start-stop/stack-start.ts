@@ -1,0 +1,257 @@
+import { spawn } from 'node:child_process';
+import { access } from 'node:fs/promises';
+import { readBuildInfo } from '../../build-info.js';
+import { UserError, type FieldIssue } from '../../errors.js';
+import { readActiveId, writeActiveId } from '../generations/generation-store.js';
+import { readHandoff, stackHandoff, withdrawHandoff, writeHandoff, type Handoff } from '../handoff/handoff.js';
+import { terminateProcess } from '../supervisor/process-identity.js';
+import { createProfileFromExample, loadProfile, profileMissing, resolveProfileName } from '../profiles/profile-store.js';
+import { compareGenerations, renderGeneration, type GenerationManifest, type StackComponent } from '../generations/render-generation.js';
+import { DEFAULT_PROFILE, lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';
+import { acquireLauncherLock } from '../home/stack-locks.js';
+import { liveRecordedChildren, liveSupervisorPid, readStateLeniently, takeDownStack } from '../supervisor/stack-processes.js';
+import { LEXEC_BIN } from '../supervisor/supervised-child.js';
+import type { SupervisorState } from '../supervisor/supervisor-state.js';
+import { preflightChecks } from './stack-preflight.js';
+import { waitUntilReady } from './stack-readiness-wait.js';
+import { activeManifest, renderProfile } from '../generations/stack-generations.js';
+
+/*
+ * `stack start` (docs/stack-runtime.md "Start sequence"): under the launcher lock, make sure the
+ * profile has an active generation (creating the sandbox profile and its first generation on
+ * the very first start), check the ports, spawn the detached supervisor that owns the stack,
+ * follow its published state until every component is ready, and write the active handoff.
+ * The supervisor does the starting (ledger, credentials, executor, sandbox); this command only
+ * waits for it, so nothing about a running stack depends on the launcher staying alive.
+ */
+
+/** Bound on stopping what a failed start had started. */
+const TAKEDOWN_BOUND_MS = 30_000;
+const ORPHAN_GRACE_MS = 5_000;
+
+/** How the command shows progress; services know nothing of terminals (src/cli/start-progress.ts). */
+export interface StartProgress {
+  step<T>(title: string, work: () => Promise<T>, done?: (value: T) => string): Promise<T>;
+  note(text: string): void;
+}
+
+export interface StartRequest {
+  readonly env: NodeJS.ProcessEnv;
+  readonly profileFlag: string | undefined;
+  readonly timeoutMs: number;
+  readonly progress: StartProgress;
+  readonly now: () => Date;
+}
+
+export interface StartedComponent {
+  readonly name: StackComponent;
+  readonly pid: number | null;
+  readonly port: number;
+  readonly endpoint: string;
+}
+
+/** The profile source renders a generation other than the active one (or no longer renders). */
+export type ProfileDrift =
+  | { readonly kind: 'renders_differently'; readonly rendered_generation_id: string; readonly changed_files: readonly string[]; readonly affected_components: readonly string[] }
+  | { readonly kind: 'does_not_render'; readonly code: string; readonly issues: readonly FieldIssue[] };
+
+export interface StartResult {
+  readonly profile: string;
+  readonly generation_id: string;
+  readonly outcome: 'started' | 'already_running';
+  readonly supervisor_pid: number;
+  readonly components: readonly StartedComponent[];
+  readonly agent: { readonly name: string; readonly agent_id: string } | null;
+  readonly handoff_file: string;
+  /** First start only: the sandbox profile was created from profiles.example/sandbox.toml. */
+  readonly profile_created: boolean;
+  /** There was no active generation: the profile was rendered and that generation activated. */
+  readonly generation_activated: boolean;
+  readonly profile_drift: ProfileDrift | null;
+  /** Children of an earlier, killed supervisor that were still running and were stopped first. */
+  readonly orphans_stopped: number;
+  readonly elapsed_ms: number;
+}
+
+const endpointOf = (port: number) => `http://127.0.0.1:${port}`;
+
+function pathExists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+export async function startStack(request: StartRequest): Promise<StartResult> {
+  const started = Date.now();
+  const home = lexecHome(request.env);
+  const { name } = await resolveProfileName(home, request.profileFlag);
+  const paths = profilePaths(home, name);
+  // Checked before the lock, which would create the profile's state directory for a typo.
+  if (name !== DEFAULT_PROFILE && !(await pathExists(paths.source)) && (await readActiveId(paths).catch(() => null)) === null) throw profileMissing(paths);
+  const release = await acquireLauncherLock(paths);
+  try {
+    // The main job needs no set-up: the default profile comes from the shipped example.
+    const profileCreated = name === DEFAULT_PROFILE && (await createProfileFromExample(home, name, 'sandbox')) === 'created';
+    if (profileCreated) request.progress.note(`created profile "${name}" from profiles.example/sandbox.toml (${paths.source})`);
+
+    const state = await readStateLeniently(paths);
+    const running = await liveSupervisorPid(paths, state);
+    if (running !== null) return await joinRunningStack({ request, paths, supervisorPid: running, started });
+
+    const orphans = await liveRecordedChildren(state, paths);
+    if (orphans.length > 0) {
+      await request.progress.step(`stopping ${orphans.length} process(es) left by a killed supervisor`, () =>
+        Promise.all(orphans.map((child) => terminateProcess(child.pid, child.startTicks, ORPHAN_GRACE_MS))),
+      );
+    }
+    await withdrawHandoff(paths);
+
+    const { manifest, activated, drift } = await request.progress.step(
+      'active generation',
+      () => ensureActiveGeneration(paths, home, request.now()),
+      (value) => `${value.manifest.generation_id}${value.activated ? ' (rendered and activated)' : ''}`,
+    );
+    reportDrift(request.progress, manifest, drift);
+    await request.progress.step(
+      'preflight: ports free, doctor',
+      () => preflightChecks({ home, paths, manifest }),
+      (value) => (value.warnings.length === 0 ? 'no warning' : `warnings: ${value.warnings.join(', ')} (see \`lexec stack doctor\`)`),
+    );
+
+    const supervisorPid = await request.progress.step('supervisor', () => spawnSupervisor(paths, request.env), (pid) => `pid ${pid}`);
+    const deadline = started + request.timeoutMs;
+    let ready: SupervisorState;
+    try {
+      ready = await waitUntilReady({ paths, manifest, supervisorPid, deadline, request, onTimeout: 'stop' });
+    } catch (error) {
+      await request.progress.step('stopping what was started', () => takeDownStack(paths, supervisorPid, { boundMs: TAKEDOWN_BOUND_MS, orphanGraceMs: ORPHAN_GRACE_MS }));
+      throw error;
+    }
+    const handoff = await request.progress.step('handoff', () => supervisorHandoff(paths, ready, deadline, request.now), () => paths.handoffFile);
+    return result({ paths, state: ready, handoff, outcome: 'started', started, profileCreated, activated, drift, orphans: orphans.length });
+  } finally {
+    await release();
+  }
+}
+
+/** A second start of a running stack: wait until it is ready (normally at once) and make sure its handoff is there. */
+async function joinRunningStack({ request, paths, supervisorPid, started }: { request: StartRequest; paths: ProfilePaths; supervisorPid: number; started: number }): Promise<StartResult> {
+  request.progress.note(`profile "${paths.name}" is already running (supervisor pid ${supervisorPid})`);
+  const manifest = await activeManifest(paths);
+  if (manifest === null) throw new UserError('no_active_generation', `Profile "${paths.name}" runs but has no active generation.`, { nextStep: `Run \`lexec stack stop --profile ${paths.name}\`, then start again.` });
+  const state = await waitUntilReady({ paths, manifest, supervisorPid, deadline: started + request.timeoutMs, request, onTimeout: 'leave' });
+  const drift = await profileDrift(paths, lexecHome(request.env), request.now(), manifest);
+  reportDrift(request.progress, manifest, drift);
+  const current = await readHandoff(paths).catch(() => null);
+  const handoff = current !== null && current.supervisor_pid === supervisorPid && current.generation_id === state.generation_id ? current : await writeStackHandoff(paths, state, request.now());
+  return result({ paths, state, handoff, outcome: 'already_running', started, profileCreated: false, activated: false, drift, orphans: 0 });
+}
+
+async function ensureActiveGeneration(paths: ProfilePaths, home: string, now: Date): Promise<{ manifest: GenerationManifest; activated: boolean; drift: ProfileDrift | null }> {
+  if ((await readActiveId(paths)) === null) {
+    const rendered = await renderProfile(paths, home, now);
+    await writeActiveId(paths, rendered.generation_id);
+    const manifest = await activeManifest(paths);
+    if (manifest === null) throw new Error('the generation just activated has no manifest');
+    return { manifest, activated: true, drift: null };
+  }
+  const manifest = await activeManifest(paths);
+  if (manifest === null) throw new Error('activeManifest returned null for an existing active id');
+  return { manifest, activated: false, drift: await profileDrift(paths, home, now, manifest) };
+}
+
+/** Whether profile.toml now renders something else than the active generation; never replaces it. */
+async function profileDrift(paths: ProfilePaths, home: string, now: Date, active: GenerationManifest): Promise<ProfileDrift | null> {
+  try {
+    const { profile } = await loadProfile(home, paths.name);
+    const rendered = renderGeneration({ profile, paths, build: readBuildInfo(), now });
+    if (rendered.id === active.generation_id) return null;
+    return { kind: 'renders_differently', rendered_generation_id: rendered.id, ...compareGenerations(active, rendered.manifest) };
+  } catch (error) {
+    if (error instanceof UserError) return { kind: 'does_not_render', code: error.code, issues: error.issues };
+    throw error;
+  }
+}
+
+function reportDrift(progress: StartProgress, manifest: GenerationManifest, drift: ProfileDrift | null): void {
+  if (drift === null) return;
+  if (drift.kind === 'does_not_render') {
+    progress.note(`warning: profile.toml no longer renders (${drift.code}); starting the active generation ${manifest.generation_id} as it is`);
+    for (const issue of drift.issues) progress.note(`  ${issue.path}: ${issue.message}`);
+  } else {
+    // No file changed but components are affected: the manifest's ports or sandbox settings, or
+    // the lexec build itself (its lineage is part of every generation).
+    const what = `changed files: ${drift.changed_files.join(', ') || 'none'}; components affected: ${drift.affected_components.join(', ') || 'none'}`;
+    progress.note(
+      `warning: profile.toml now renders generation ${drift.rendered_generation_id} (${what}), not the active ${manifest.generation_id}, which is started as it is. To apply the change: \`lexec stack render\`, \`lexec stack stop\`, \`lexec stack activate --generation ${drift.rendered_generation_id}\`, \`lexec stack start\``,
+    );
+  }
+}
+
+/** Starts `lexec stack supervise` in its own session, detached from this process and its terminal. */
+async function spawnSupervisor(paths: ProfilePaths, env: NodeJS.ProcessEnv): Promise<number> {
+  const child = spawn(process.execPath, [LEXEC_BIN, 'stack', 'supervise', '--profile', paths.name], { cwd: paths.dir, env, detached: true, stdio: 'ignore' });
+  const pid = await new Promise<number>((resolve, reject) => {
+    child.once('spawn', () => {
+      resolve(child.pid ?? 0);
+    });
+    child.once('error', reject);
+  });
+  child.unref();
+  return pid;
+}
+
+/**
+ * The handoff the supervisor writes once the stack is ready (so a start whose terminal goes away
+ * still ends usable). Waited for briefly after the components are ready; written here only if
+ * the supervisor has not done it by the deadline.
+ */
+async function supervisorHandoff(paths: ProfilePaths, ready: SupervisorState, deadline: number, now: () => Date): Promise<Handoff> {
+  for (;;) {
+    const current = await readHandoff(paths).catch(() => null);
+    if (current !== null && current.supervisor_pid === ready.supervisor_pid) return current;
+    if (Date.now() >= deadline) return writeStackHandoff(paths, ready, now());
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+async function writeStackHandoff(paths: ProfilePaths, state: SupervisorState, now: Date): Promise<Handoff> {
+  const handoff = stackHandoff(paths, state, now);
+  await writeHandoff(paths, handoff);
+  return handoff;
+}
+
+function result(options: {
+  paths: ProfilePaths;
+  state: SupervisorState;
+  handoff: Handoff;
+  outcome: StartResult['outcome'];
+  started: number;
+  profileCreated: boolean;
+  activated: boolean;
+  drift: ProfileDrift | null;
+  orphans: number;
+}): StartResult {
+  const { state } = options;
+  const components = (Object.entries(state.components) as [StackComponent, NonNullable<SupervisorState['components'][StackComponent]>][]).map(([name, status]) => ({
+    name,
+    pid: status.pid,
+    port: status.port,
+    endpoint: endpointOf(status.port),
+  }));
+  return {
+    profile: options.paths.name,
+    generation_id: state.generation_id,
+    outcome: options.outcome,
+    supervisor_pid: state.supervisor_pid,
+    components,
+    agent: state.agent,
+    handoff_file: options.paths.handoffFile,
+    profile_created: options.profileCreated,
+    generation_activated: options.activated,
+    profile_drift: options.drift,
+    orphans_stopped: options.orphans,
+    elapsed_ms: Date.now() - options.started,
+  };
+}

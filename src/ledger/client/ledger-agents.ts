@@ -1,0 +1,54 @@
+import { UserError } from '../../errors.js';
+import type { LedgerAgent } from './ledger-client-schemas.js';
+import { connectLedger, type LedgerTarget } from './ledger-connection.js';
+import { discardPendingCredential, registerPendingCredential, writePendingCredential, type IssuedCredential } from './ledger-credentials.js';
+
+export interface AddAgentRequest {
+  readonly target: LedgerTarget;
+  readonly name: string;
+  /** Where to write the agent's new capability; null adds the agent without one. */
+  readonly credentialFile: string | null;
+}
+
+export interface AddAgentResult {
+  readonly agent: LedgerAgent;
+  readonly credential: IssuedCredential | null;
+}
+
+export interface ListAgentsResult {
+  readonly agents: readonly LedgerAgent[];
+}
+
+/**
+ * `ledger agents add`: adds the agent and, with a credential file, issues its capability. The
+ * file is written before the agent is added, so a bad path changes nothing at the ledger.
+ */
+export async function addLedgerAgent(request: AddAgentRequest): Promise<AddAgentResult> {
+  const client = await connectLedger(request.target, 'admin');
+  const pending = request.credentialFile === null ? null : await writePendingCredential(request.credentialFile, 'agent');
+  let agent: LedgerAgent;
+  try {
+    agent = await client.addAgent(request.name);
+  } catch (error) {
+    if (pending !== null) await discardPendingCredential(pending);
+    throw error;
+  }
+  if (pending === null) return { agent, credential: null };
+  try {
+    return { agent, credential: await registerPendingCredential(client, pending, agent.agent_id) };
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    // The agent exists now; say so, and how to give it a credential, rather than hide it.
+    throw new UserError(error.code, `${error.message} The agent ${agent.agent_id} was added, but its credential was not registered; the credential file was removed.`, {
+      nextStep: `Once the problem is fixed, run \`lexec ledger credentials create --kind agent --agent-id ${agent.agent_id} --credential-file …\`.`,
+      issues: error.issues,
+      exitCode: error.exitCode,
+    });
+  }
+}
+
+/** `ledger agents list` (admin token). */
+export async function listLedgerAgents(target: LedgerTarget): Promise<ListAgentsResult> {
+  const client = await connectLedger(target, 'admin');
+  return { agents: await client.listAgents() };
+}

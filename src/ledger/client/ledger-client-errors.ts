@@ -1,0 +1,128 @@
+import type { CredentialKind } from '../../credentials/capability.js';
+import { UserError, type FieldIssue } from '../../errors.js';
+import type { LedgerErrorBody } from './ledger-client-schemas.js';
+
+/** What a request was for, so a refusal can be explained in the caller's terms. */
+export interface RequestContext {
+  /** The ledger base URL (validated: no credentials, query or fragment), named in messages. */
+  readonly url: string;
+  /** The capability kinds the route accepts. */
+  readonly needs: readonly CredentialKind[];
+  /** The kind the presented capability declares in its prefix (not secret). */
+  readonly presented: CredentialKind | null;
+  /** What a 404 means for this route. */
+  readonly subject: 'agent' | 'authorization';
+}
+
+// Codes, reasons and field paths come from the server. They are shown to the operator, so only
+// plain tokens pass: a misbehaving server must not be able to write terminal escapes or text.
+const SAFE_CODE = /^[A-Za-z0-9_.:-]{1,80}$/;
+const SAFE_FIELD = /^[A-Za-z0-9_.[\]?()-]{1,160}$/;
+
+const safeCode = (value: string | undefined): string | undefined => (value !== undefined && SAFE_CODE.test(value) ? value : undefined);
+
+function article(kind: string): string {
+  return /^[aeiou]/.test(kind) ? `an ${kind}` : `a ${kind}`;
+}
+
+function kinds(list: readonly CredentialKind[]): string {
+  return list.length <= 1 ? article(list[0] ?? 'unknown') : `${list.slice(0, -1).map(article).join(', ')} or ${article(list.at(-1) ?? '')}`;
+}
+
+/** The reason code and field paths of an error body as issues; paths are request-body fields. */
+function issuesOf(body: LedgerErrorBody | null): FieldIssue[] {
+  if (body === null) return [];
+  const reason = safeCode(body.reason_code) ?? safeCode(body.code) ?? 'refused';
+  const fields = (body.fields ?? []).filter((field) => SAFE_FIELD.test(field));
+  if (fields.length > 0) return fields.map((path) => ({ path, message: `refused by the ledger (${reason})` }));
+  return body.reason_code === undefined ? [] : [{ path: '(request)', message: `refused by the ledger (${reason})` }];
+}
+
+function conflictNextStep(reason: string | undefined): string {
+  if (reason === 'agent_exists') return 'Choose another name; `lexec ledger agents list` shows the agents that exist.';
+  if (reason === 'credential_exists') return 'That credential is already registered differently; run the command again to issue a new one.';
+  if (reason?.startsWith('authorization_') === true) {
+    return 'Only a requested authorization can be decided; `lexec ledger authorizations show <token_id>` shows where it stands.';
+  }
+  return 'Look at the current state with the matching `lexec ledger … show` or `list` command before changing it.';
+}
+
+/**
+ * Maps a ledger error response to a `UserError` with a stable code. The message names the URL,
+ * the status and the server's reason code; it never contains a capability or a submitted value.
+ * `body` is null when the response was not a lexec error body.
+ */
+export function ledgerResponseError(status: number, body: LedgerErrorBody | null, context: RequestContext): UserError {
+  const code = safeCode(body?.code) ?? 'unknown';
+  const reason = safeCode(body?.reason_code);
+  const said = `${status} ${code}${reason === undefined ? '' : `: ${reason}`}`;
+  const issues = issuesOf(body);
+  if (status === 401 || status === 403) {
+    const presented = context.presented === null ? 'the capability' : `the ${context.presented} capability`;
+    return new UserError('ledger_unauthorized', `The ledger at ${context.url} refused ${presented} (${said}): this request needs ${kinds(context.needs)} capability registered at this ledger.`, {
+      nextStep: `Use the token file of ${kinds(context.needs)} capability issued by this ledger (\`lexec ledger credentials create\` makes one; the admin capability is the ledger's admin_capability_path).`,
+    });
+  }
+  if (status === 404) {
+    return new UserError('ledger_not_found', `The ledger at ${context.url} has no such ${context.subject} (${said}).`, {
+      nextStep: `Check the ${context.subject} id (\`lexec ledger ${context.subject}s list\` lists them) and that --url names the right ledger.`,
+      issues,
+    });
+  }
+  if (status === 409) {
+    return new UserError('ledger_conflict', `The ledger at ${context.url} refused the change because it conflicts with the current state (${said}).`, {
+      nextStep: conflictNextStep(reason),
+      issues,
+    });
+  }
+  if (status === 422 && code === 'policy_refused') {
+    return new UserError('ledger_policy_refused', `The ledger at ${context.url} refused the request under the agent's spend policy (${said}).`, {
+      nextStep: 'Ask for a smaller amount, wait until the rolling daily spend allows it, or have an admin raise the policy (`lexec ledger policy set`).',
+      issues,
+    });
+  }
+  if (status === 400 || status === 413 || status === 415 || status === 422) {
+    return new UserError('ledger_invalid_request', `The ledger at ${context.url} refused the request as invalid (${said}).`, {
+      nextStep: 'Correct the fields listed (docs/ledger-cli.md describes each flag) and try again.',
+      issues,
+    });
+  }
+  if (status >= 500) {
+    return new UserError('ledger_server_error', `The ledger at ${context.url} failed to answer the request (${said}).`, {
+      nextStep:
+        status === 503 ? 'The ledger is starting or stopping; try again in a moment.' : "Check the ledger's log (JSON lines on its stderr) and try again.",
+    });
+  }
+  return badResponse(context.url, `an unexpected status ${status}`);
+}
+
+/** The service at the URL answered, but not like a lexec ledger. */
+export function badResponse(url: string, what: string): UserError {
+  return new UserError('ledger_bad_response', `The service at ${url} answered with ${what}; it does not look like a lexec ledger of this version.`, {
+    nextStep: 'Check that --url names the lexec ledger (its base URL, for example http://127.0.0.1:7400) and that the ledger and CLI versions match (`lexec version`, `lexec ledger serve --version`).',
+  });
+}
+
+/** The socket error code (ECONNREFUSED, ENOTFOUND, …) fetch wrapped in `cause`; a multi-address connect nests it in `errors`. */
+function socketCode(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  if ('code' in value && typeof value.code === 'string') return safeCode(value.code);
+  if ('errors' in value && Array.isArray(value.errors)) return socketCode(value.errors[0]);
+  return undefined;
+}
+
+/** A request that never got an HTTP answer: refused connection, unknown host, timeout. */
+export function unreachable(url: string, error: unknown, timeoutMs: number): UserError {
+  const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
+  const cause = error instanceof Error ? error.cause : undefined;
+  // fetch refuses a fixed list of ports (6000, 6667, 10080, …) without trying to connect.
+  if (cause instanceof Error && cause.message === 'bad port') {
+    return new UserError('ledger_unreachable', `The ledger at ${url} cannot be reached: fetch refuses that port (it is on the WHATWG fetch "bad port" list).`, {
+      nextStep: 'Run the ledger on another port (the default is 7400) and pass that URL.',
+    });
+  }
+  const detail = timedOut ? `no answer within ${timeoutMs / 1000} s` : (socketCode(cause) ?? 'connection failed');
+  return new UserError('ledger_unreachable', `The ledger at ${url} is unreachable (${detail}).`, {
+    nextStep: 'Check that the ledger is running (`lexec ledger serve`) and that --url is its base URL, for example http://127.0.0.1:7400.',
+  });
+}

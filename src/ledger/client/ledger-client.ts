@@ -1,0 +1,186 @@
+import { z } from 'zod';
+import { capabilityKind, type CredentialKind } from '../../credentials/capability.js';
+import { UNITS_SCALE } from '../../domain/money.js';
+import type { AuthorizationStatus } from '../authorization-rules.js';
+import { badResponse, ledgerResponseError, unreachable, type RequestContext } from './ledger-client-errors.js';
+import {
+  agentSchema,
+  authorizationSchema,
+  credentialRegistrationSchema,
+  errorBodySchema,
+  policySchema,
+  spendingSchema,
+  type CredentialRegistration,
+  type LedgerAgent,
+  type LedgerAuthorization,
+  type LedgerPolicy,
+  type LedgerSpending,
+} from './ledger-client-schemas.js';
+import type { SpendPolicyInput } from '../ledger-config.js';
+
+export interface LedgerClientOptions {
+  /** Base URL of the ledger, e.g. `http://127.0.0.1:7400`; validated by the caller. */
+  readonly url: string;
+  /** The capability presented as `Authorization: Bearer …`. Never logged or put in an error. */
+  readonly token: string;
+  /** Per-request limit; the ledger answers in milliseconds, so a long wait means trouble. */
+  readonly timeoutMs?: number;
+}
+
+/** Credential kinds a client can register; `admin` exists once, created by the ledger itself. */
+export type IssuableCredentialKind = Exclude<CredentialKind, 'admin' | 'caller'>;
+
+export interface CredentialRegistrationRequest {
+  readonly kind: IssuableCredentialKind;
+  readonly agentId: string | null;
+  readonly digestSha256: string;
+}
+
+export interface AuthorizationFilter {
+  readonly agentId?: string | undefined;
+  readonly status?: AuthorizationStatus | undefined;
+  readonly limit?: number | undefined;
+}
+
+interface Call<S extends z.ZodType> {
+  readonly method: 'GET' | 'POST' | 'PUT';
+  readonly path: string;
+  readonly body?: unknown;
+  readonly needs: readonly CredentialKind[];
+  readonly subject: RequestContext['subject'];
+  readonly schema: S;
+}
+
+const DEFAULT_TIMEOUT_MS = 15_000;
+
+/** JSON with bigint amounts as decimal strings: the ledger reads digit strings, never floats. */
+function toJson(body: unknown): string {
+  return JSON.stringify(body, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+}
+
+export type LedgerClient = ReturnType<typeof createLedgerClient>;
+
+/**
+ * A typed client of the ledger HTTP API (src/ledger/http/ledger-app.ts). Every answer is parsed
+ * with zod; every refusal becomes a `UserError` with a stable `ledger_*` code
+ * (ledger-client-errors.ts). The token only ever leaves in the Authorization header.
+ */
+export function createLedgerClient(options: LedgerClientOptions) {
+  const url = options.url.replace(/\/+$/, '');
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const presented = capabilityKind(options.token);
+
+  async function send<S extends z.ZodType>(call: Call<S>): Promise<z.output<S>> {
+    const context: RequestContext = { url, needs: call.needs, presented, subject: call.subject };
+    const headers: Record<string, string> = { authorization: `Bearer ${options.token}`, accept: 'application/json' };
+    if (call.body !== undefined) headers['content-type'] = 'application/json';
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(`${url}${call.path}`, {
+        method: call.method,
+        headers,
+        body: call.body === undefined ? undefined : toJson(call.body),
+        // A redirect is reported, never followed: the bearer capability must not travel on.
+        redirect: 'manual',
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      text = await response.text();
+    } catch (error) {
+      throw unreachable(url, error, timeoutMs);
+    }
+    if (response.status >= 300 && response.status < 400) throw badResponse(url, `a redirect (${response.status}), which lexec does not follow`);
+    let document: unknown;
+    try {
+      document = JSON.parse(text);
+    } catch {
+      throw badResponse(url, `a ${response.status} response that is not JSON`);
+    }
+    if (!response.ok) {
+      const body = errorBodySchema.safeParse(document);
+      throw ledgerResponseError(response.status, body.success ? body.data.error : null, context);
+    }
+    const parsed = call.schema.safeParse(document);
+    if (!parsed.success) throw badResponse(url, `a ${response.status} response of an unexpected shape`);
+    return parsed.data;
+  }
+
+  const id = encodeURIComponent;
+
+  return {
+    url,
+
+    async addAgent(name: string): Promise<LedgerAgent> {
+      const schema = z.object({ agent: agentSchema });
+      return (await send({ method: 'POST', path: '/agents', body: { name }, needs: ['admin'], subject: 'agent', schema })).agent;
+    },
+
+    async listAgents(): Promise<LedgerAgent[]> {
+      const schema = z.object({ agents: z.array(agentSchema) });
+      return (await send({ method: 'GET', path: '/agents', needs: ['admin', 'executor'], subject: 'agent', schema })).agents;
+    },
+
+    /** Registers the SHA-256 digest of a capability the caller generated and keeps. */
+    async registerCredential(credentialId: string, request: CredentialRegistrationRequest): Promise<CredentialRegistration> {
+      const body = { kind: request.kind, digest_sha256: request.digestSha256, ...(request.agentId === null ? {} : { agent_id: request.agentId }) };
+      return send({
+        method: 'PUT',
+        path: `/credentials/${id(credentialId)}`,
+        body,
+        needs: ['admin'],
+        subject: 'agent',
+        schema: credentialRegistrationSchema,
+      });
+    },
+
+    async policy(agentId: string): Promise<LedgerPolicy> {
+      const schema = z.object({ policy: policySchema });
+      return (await send({ method: 'GET', path: `/agents/${id(agentId)}/policy`, needs: ['admin'], subject: 'agent', schema })).policy;
+    },
+
+    async setPolicy(agentId: string, policy: SpendPolicyInput): Promise<LedgerPolicy> {
+      const schema = z.object({ policy: policySchema });
+      return (await send({ method: 'PUT', path: `/agents/${id(agentId)}/policy`, body: policy, needs: ['admin'], subject: 'agent', schema })).policy;
+    },
+
+    /** The calling agent's own policy, spend and holds (agent capability). */
+    async spending(): Promise<LedgerSpending> {
+      const schema = z.object({ spending: spendingSchema });
+      return (await send({ method: 'GET', path: '/agent/spending', needs: ['agent'], subject: 'agent', schema })).spending;
+    },
+
+    async requestAuthorization(request: { amountUnits: bigint; purpose?: string | undefined }): Promise<LedgerAuthorization> {
+      const body = {
+        amount_units: request.amountUnits,
+        units_scale: UNITS_SCALE,
+        currency: 'USD',
+        ...(request.purpose === undefined ? {} : { purpose: request.purpose }),
+      };
+      const schema = z.object({ authorization: authorizationSchema });
+      return (await send({ method: 'POST', path: '/authorizations', body, needs: ['agent'], subject: 'authorization', schema })).authorization;
+    },
+
+    async listAuthorizations(filter: AuthorizationFilter = {}): Promise<LedgerAuthorization[]> {
+      const query = new URLSearchParams();
+      if (filter.agentId !== undefined) query.set('agent_id', filter.agentId);
+      if (filter.status !== undefined) query.set('status', filter.status);
+      if (filter.limit !== undefined) query.set('limit', String(filter.limit));
+      const search = query.size === 0 ? '' : `?${query.toString()}`;
+      const schema = z.object({ authorizations: z.array(authorizationSchema) });
+      return (await send({ method: 'GET', path: `/authorizations${search}`, needs: ['admin'], subject: 'authorization', schema })).authorizations;
+    },
+
+    async showAuthorization(tokenId: string): Promise<LedgerAuthorization> {
+      const schema = z.object({ authorization: authorizationSchema });
+      const call = { method: 'GET', path: `/authorizations/${id(tokenId)}`, needs: ['admin', 'approver', 'agent'], subject: 'authorization', schema } as const;
+      return (await send(call)).authorization;
+    },
+
+    async decideAuthorization(tokenId: string, decision: 'approve' | 'deny', reason?: string): Promise<LedgerAuthorization> {
+      const schema = z.object({ authorization: authorizationSchema });
+      const body = reason === undefined ? {} : { reason };
+      const path = `/authorizations/${id(tokenId)}/${decision}`;
+      return (await send({ method: 'POST', path, body, needs: ['approver'], subject: 'authorization', schema })).authorization;
+    },
+  };
+}

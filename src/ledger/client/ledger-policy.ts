@@ -1,0 +1,44 @@
+import type { SpendPolicy } from '../authorization-rules.js';
+import type { LedgerPolicy } from './ledger-client-schemas.js';
+import { policyFileDocument, readPolicyFile, STARTER_POLICY, writePolicyFile } from '../policy-file.js';
+import { connectLedger, type LedgerTarget } from './ledger-connection.js';
+
+export interface PolicyShowResult {
+  readonly policy: LedgerPolicy;
+  /** The policy file written by `--export`, or null. */
+  readonly exported_to: string | null;
+}
+
+export interface PolicySetResult {
+  readonly policy: LedgerPolicy;
+  readonly policy_file: string;
+}
+
+export interface PolicyInitResult {
+  readonly policy_file: string;
+  readonly policy: ReturnType<typeof policyFileDocument>;
+}
+
+/** `ledger policy show` (admin token); with an export path, also writes it as a policy file. */
+export async function showLedgerPolicy(request: { readonly target: LedgerTarget; readonly agentId: string; readonly exportTo: string | null }): Promise<PolicyShowResult> {
+  const client = await connectLedger(request.target, 'admin');
+  const policy = await client.policy(request.agentId);
+  if (request.exportTo !== null) await writePolicyFile(request.exportTo, policy);
+  return { policy, exported_to: request.exportTo };
+}
+
+/**
+ * `ledger policy set` (admin token): the file is validated locally before anything is sent,
+ * so a mistake is reported with every field path; then it replaces the agent's policy.
+ */
+export async function setLedgerPolicy(request: { readonly target: LedgerTarget; readonly agentId: string; readonly file: string }): Promise<PolicySetResult> {
+  const client = await connectLedger(request.target, 'admin');
+  const policy = await readPolicyFile(request.file);
+  return { policy: await client.setPolicy(request.agentId, policy), policy_file: request.file };
+}
+
+/** `ledger policy init`: local only — writes a starter policy file; no ledger, no token. */
+export async function initPolicyFile(file: string, policy: SpendPolicy = STARTER_POLICY): Promise<PolicyInitResult> {
+  await writePolicyFile(file, policy);
+  return { policy_file: file, policy: policyFileDocument(policy) };
+}

@@ -1,0 +1,259 @@
+import { formatUnits } from '../cli/format-amount.js';
+import { ExitCode, UserError } from '../errors.js';
+import { createExecutorClient, type ExecutionView } from '../executor/client/executor-client.js';
+import type { LedgerClient } from '../ledger/client/ledger-client.js';
+import type { LedgerAuthorization } from '../ledger/client/ledger-client-schemas.js';
+import { chooseTarget, quoteRun, type RunQuote } from './quote-run.js';
+import { admitExecution, collectExecution, followExecution, type RunProgress, type Spent } from './finish-execution.js';
+import { prepareOutputDir } from './prepare-output-dir.js';
+import { refuseUnusable } from './usable-authorization.js';
+import { connectStackLedger } from '../ledger/client/ledger-connection.js';
+import { activeStack, readHandoffCredential } from '../launcher/handoff/server-target.js';
+
+/*
+ * `lexec run` (docs/run.md): on the selected profile's running stack, quote the request with the
+ * executor's pricing, obtain a spend authorization as the profile's local agent, submit the
+ * execution with the caller capability, follow it to a terminal state, save the images and
+ * report the exact spend. Every wait is bounded (--timeout) and can be interrupted; an
+ * interruption takes effect only at a safe point — never between sending a request and reading
+ * its answer — so the operator is always told exactly what stays behind and how to continue
+ * (`--authorization <token_id>` with the same command: an identical request is a replay).
+ */
+
+export interface RunRequest {
+  readonly env: NodeJS.ProcessEnv;
+  readonly profile: string | undefined;
+  readonly prompt: string;
+  readonly size: string | undefined;
+  readonly count: number;
+  readonly target: string | undefined;
+  /** Absolute output directory. */
+  readonly outDir: string;
+  /** Wait for an approval (false: `--no-wait`, return at once while one is needed). */
+  readonly wait: boolean;
+  /** How long the run may wait in total (approval, admission, execution), in milliseconds. */
+  readonly timeoutMs: number;
+  /** Continue with an existing authorization instead of requesting one. */
+  readonly authorization: string | undefined;
+  /** Ctrl-C. */
+  readonly signal: AbortSignal;
+  readonly progress: (event: RunProgress) => void;
+}
+
+export type { RunProgress };
+
+export interface RunResult {
+  readonly profile: string;
+  readonly authorization: { readonly token_id: string; readonly status: string; readonly amount_units: bigint };
+  /** The command that approves the authorization while it awaits a human; null otherwise. */
+  readonly approve_command: string | null;
+  readonly execution: { readonly execution_id: string; readonly state: string } | null;
+  readonly spent: Spent | null;
+  readonly out_dir: string;
+  readonly files: readonly { readonly path: string; readonly bytes: number; readonly sha256: string }[];
+}
+
+export interface RunDependencies {
+  readonly now: () => number;
+  /** Resolves after `ms`, or early when `signal` aborts. */
+  readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+const defaultDependencies: RunDependencies = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      signal.addEventListener('abort', done, { once: true });
+    }),
+};
+
+const APPROVAL_POLL_MS = 1_000;
+/** How long a 503 not_ready admission is retried ("briefly"): readiness grace is 30 s. */
+const NOT_READY_WINDOW_MS = 45_000;
+
+/** Where a run stands, for what an interruption or a timeout leaves behind. */
+type Stage =
+  | { readonly at: 'preparing' }
+  | { readonly at: 'approval' | 'approved'; readonly tokenId: string }
+  | { readonly at: 'execution'; readonly tokenId: string; readonly executionId: string };
+
+function continueStep(tokenId: string): string {
+  return `run the same \`lexec run\` command again with --authorization ${tokenId}`;
+}
+
+function leftBehind(stage: Stage, profile: string): { what: string; next: string } {
+  switch (stage.at) {
+    case 'preparing':
+      return { what: 'Nothing was requested or spent.', next: 'Run the command again when ready.' };
+    case 'approval':
+      return {
+        what: `Authorization ${stage.tokenId} stays requested; nothing was spent.`,
+        next: `Once it is approved (\`${approveCommand(stage.tokenId, profile)}\`), ${continueStep(stage.tokenId)}.`,
+      };
+    case 'approved':
+      return {
+        what: `Authorization ${stage.tokenId} stays approved and unused (it expires unused); nothing was spent.`,
+        next: `To use it, ${continueStep(stage.tokenId)}.`,
+      };
+    case 'execution':
+      return {
+        what: `Execution ${stage.executionId} continues in the executor (authorization ${stage.tokenId} is claimed for it).`,
+        next: `To follow it and save its images, ${continueStep(stage.tokenId)}; nothing is spent twice.`,
+      };
+  }
+}
+
+export function approveCommand(tokenId: string, profile: string): string {
+  return `lexec ledger authorizations approve ${tokenId} --profile ${profile}`;
+}
+
+/** Runs one job end to end. */
+export async function runJob(request: RunRequest, deps: RunDependencies = defaultDependencies): Promise<RunResult> {
+  // Where the images go is checked before anything is requested or spent.
+  await prepareOutputDir(request.outDir);
+  const stack = await activeStack(request.env, request.profile);
+  const profile = stack.paths.name;
+  const ledger = await connectStackLedger(stack, 'agent');
+  const executor = createExecutorClient({ url: stack.handoff.executor.endpoint, token: await readHandoffCredential(stack, 'caller') });
+  const deadline = deps.now() + request.timeoutMs;
+  let stage: Stage = { at: 'preparing' };
+
+  /** A safe point: stop here if Ctrl-C was pressed or the time is up. */
+  const checkpoint = () => {
+    const { what, next } = leftBehind(stage, profile);
+    if (request.signal.aborted) {
+      throw new UserError('run_interrupted', `Interrupted. ${what}`, { nextStep: next, exitCode: ExitCode.interrupted });
+    }
+    if (deps.now() >= deadline) {
+      throw new UserError('run_timeout', `Gave up waiting after ${Math.round(request.timeoutMs / 1000)} s (--timeout). ${what}`, { nextStep: next });
+    }
+  };
+  const pause = async (ms: number) => {
+    await deps.sleep(Math.max(0, Math.min(ms, deadline - deps.now())), request.signal);
+    checkpoint();
+  };
+
+  const quote = quoteRun(chooseTarget(await executor.targets(), request.target), request.size, request.count);
+  request.progress({
+    kind: 'quoted',
+    target_id: quote.target.target_id,
+    label: quote.target.label ?? null,
+    image_size: quote.imageSize,
+    image_count: quote.imageCount,
+    amount_units: quote.amountUnits,
+  });
+  checkpoint();
+
+  let authorization = await obtainAuthorization(ledger, request, quote);
+  stage = { at: 'approval', tokenId: authorization.token_id };
+  request.progress({ kind: 'authorization', token_id: authorization.token_id, status: authorization.status, amount_units: authorization.amount_units, reused: request.authorization !== undefined });
+  const pending = (status: string, execution: RunResult['execution'] = null): RunResult => ({
+    profile,
+    authorization: { token_id: authorization.token_id, status, amount_units: authorization.amount_units },
+    approve_command: status === 'requested' ? approveCommand(authorization.token_id, profile) : null,
+    execution,
+    spent: null,
+    out_dir: request.outDir,
+    files: [],
+  });
+
+  // From here on an authorization exists: a transient failure must say what stays behind.
+  const proceed = async (): Promise<RunResult> => {
+    if (authorization.status === 'requested') {
+      request.progress({
+        kind: 'approval_needed',
+        token_id: authorization.token_id,
+        approve_command: approveCommand(authorization.token_id, profile),
+        deny_command: `lexec ledger authorizations deny ${authorization.token_id} --profile ${profile}`,
+        expires_at: authorization.expires_at,
+        waiting: request.wait,
+      });
+      if (!request.wait) return pending('requested');
+      while (authorization.status === 'requested') {
+        await pause(APPROVAL_POLL_MS);
+        authorization = await ledger.showAuthorization(authorization.token_id);
+      }
+      request.progress({ kind: 'authorization', token_id: authorization.token_id, status: authorization.status, amount_units: authorization.amount_units, reused: false });
+    }
+    refuseUnusable(authorization, 'Run `lexec run` again to request a new authorization.');
+    stage = { at: 'approved', tokenId: authorization.token_id };
+    checkpoint();
+
+    const body = {
+      schema_version: 2,
+      spend_auth_token_id: authorization.token_id,
+      input: { prompt: request.prompt, image_count: quote.imageCount, image_size: quote.imageSize },
+      input_schema_version: 1,
+      target_id: quote.target.target_id,
+    };
+    const admit = (): Promise<ExecutionView> =>
+      admitExecution(executor, body, {
+        until: Math.min(deadline, deps.now() + NOT_READY_WINDOW_MS),
+        now: deps.now,
+        onNotReady: () => {
+          request.progress({ kind: 'executor_not_ready' });
+        },
+        wait: pause,
+      });
+    let execution = await admit();
+    stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };
+    execution = await followExecution(executor, execution, { progress: request.progress, pause, admit });
+    const settled = await collectExecution(executor, execution, { outDir: request.outDir, progress: request.progress, checkpoint });
+    const final = await ledger.showAuthorization(authorization.token_id);
+    return {
+      ...pending(final.status, { execution_id: execution.execution_id, state: execution.state }),
+      spent: settled.spent,
+      files: settled.files.map(({ path, bytes, sha256 }) => ({ path, bytes, sha256 })),
+    };
+  };
+  try {
+    return await proceed();
+  } catch (error) {
+    // `proceed` moves the stage on; read it as the union it is, not as narrowed before the call.
+    const reached = stage as Stage;
+    if (reached.at === 'execution') {
+      const saved = afterSettlement(error, reached.tokenId);
+      if (saved !== null) throw saved;
+    }
+    throw withWhatStays(error, leftBehind(stage, profile));
+  }
+}
+
+/** Failures saving the images of a paid execution: the message names the exact command that fetches them again. */
+const SAVE_FAILURES = new Set(['output_file_unwritable', 'output_file_exists', 'artifact_corrupt']);
+
+function afterSettlement(error: unknown, tokenId: string): UserError | null {
+  if (!(error instanceof UserError) || !SAVE_FAILURES.has(error.code)) return null;
+  const again = `run the same \`lexec run\` command again with --authorization ${tokenId} (add --out <another directory> if this one is the problem): it fetches the images of the execution already paid for; nothing is spent twice`;
+  const nextStep = error.nextStep.includes('<token_id>') ? error.nextStep.replaceAll('<token_id>', tokenId) : `${error.nextStep} Then ${again}.`;
+  return new UserError(error.code, error.message, { nextStep, issues: error.issues, exitCode: error.exitCode });
+}
+
+/** Failures that leave the run's authorization or execution in place get what stays and how to continue. */
+const TRANSIENT = new Set(['executor_unreachable', 'executor_not_ready', 'executor_server_error', 'executor_bad_response', 'ledger_unreachable', 'ledger_server_error']);
+
+function withWhatStays(error: unknown, left: { what: string; next: string }): unknown {
+  if (!(error instanceof UserError) || !TRANSIENT.has(error.code)) return error;
+  return new UserError(error.code, `${error.message} ${left.what}`, { nextStep: `${error.nextStep} Then ${left.next.charAt(0).toLowerCase()}${left.next.slice(1)}`, issues: error.issues, exitCode: error.exitCode });
+}
+
+async function obtainAuthorization(ledger: LedgerClient, request: RunRequest, quote: RunQuote): Promise<LedgerAuthorization> {
+  if (request.authorization === undefined) {
+    const label = quote.target.label ?? quote.target.target_id;
+    const purpose = `lexec run: ${quote.imageCount} x ${quote.imageSize} image${quote.imageCount === 1 ? '' : 's'}, ${label}`.slice(0, 200);
+    return ledger.requestAuthorization({ amountUnits: quote.amountUnits, purpose });
+  }
+  const existing = await ledger.showAuthorization(request.authorization);
+  if ((existing.status === 'approved' || existing.status === 'requested') && existing.amount_units < quote.amountUnits) {
+    throw new UserError('authorization_insufficient', `Authorization ${existing.token_id} holds ${formatUnits(existing.amount_units, existing.currency)}, less than this request costs (${formatUnits(quote.amountUnits, 'USD')}).`, {
+      nextStep: 'Run the command with the same prompt, size and count as the run that requested it, or without --authorization to request a new one.',
+    });
+  }
+  return existing;
+}
