@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { copyFile, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packagePath } from '../../package-root.js';
 import { findRawSecrets } from '../../config/secret-scan.js';
 import { toFieldIssues } from '../../config/zod-issues.js';
 import { errorCode, UserError } from '../../errors.js';
@@ -14,7 +14,7 @@ const MAX_PROFILE_BYTES = 256 * 1024;
 
 /** The shipped example profiles (`profiles.example/<name>.toml`). */
 export function exampleProfilePath(example: string): string {
-  return fileURLToPath(new URL(`../../profiles.example/${example}.toml`, import.meta.url));
+  return packagePath('profiles.example', `${example}.toml`);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { packagePath } from '../../package-root.js';
 import { isSameProcess, processStartTicks, sendSignal, waitUntil } from './process-identity.js';
 import { createLineSplitter, type RotatingLog } from '../logs/rotating-log.js';
 
@@ -11,8 +11,8 @@ import { createLineSplitter, type RotatingLog } from '../logs/rotating-log.js';
  * process group, so a forced stop of the group reaches it as well.
  */
 
-/** bin/run.js of this installation (this file is dist/launcher/supervisor/supervised-child.js). */
-export const LEXEC_BIN = fileURLToPath(new URL('../../../bin/run.js', import.meta.url));
+/** bin/run.js of this installation. */
+export const LEXEC_BIN = packagePath('bin', 'run.js');
 const PRELOAD = new URL('./exit-with-supervisor.js', import.meta.url).href;
 
 export interface ChildExit {
