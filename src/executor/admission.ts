@@ -1,11 +1,11 @@
 import type { ExecutionTarget } from '../config/executor-config-schema.js';
+import { toFieldIssues } from '../config/zod-issues.js';
 import { fingerprint } from '../domain/canonical-json.js';
-import { ApiError, conflict } from '../http/api-error.js';
-import { parseInput } from '../http/json-server.js';
 import { changedPaths, executionRequestSchema, targetSelector, type ExecutionRequest } from './domain/execution-request.js';
 import { executionIdFor, workflowIdFor } from './domain/execution-states.js';
 import { costUnits, pricingSnapshot, selectTarget, type Selection } from './domain/pricing.js';
 import type { ExecutionScheduler } from './execution-scheduler.js';
+import { conflict, internalError, invalidRequest, notReady, unprocessable } from './executor-error.js';
 import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
 import type { Readiness } from './readiness.js';
 import type { ExecutionRow, ExecutionStore } from './store/execution-store.js';
@@ -26,15 +26,12 @@ export interface AdmissionDependencies {
 }
 
 export interface Admitted {
-  /** 201 for a new execution, 200 for a replay of an existing one. */
-  readonly status: 201 | 200;
+  /** false for a new execution, true for a replay of an existing one. */
+  readonly replayed: boolean;
   readonly execution: ExecutionRow;
 }
 
 type Selected = Extract<Selection, { ok: true }>;
-
-const notReady = (reasonCode: string) => new ApiError(503, 'not_ready', { reasonCode, retryable: true });
-const invalid = (reasonCode: string, fields: readonly string[]) => new ApiError(400, 'invalid_request', { reasonCode, fields });
 
 /**
  * Admission of `POST /v2/executions` (spec §2, §4): a new token is resolved and claimed at the
@@ -50,25 +47,25 @@ export function createAdmission(deps: AdmissionDependencies) {
   // spend-ceiling check and the insert that commits the spend one atomic step.
   let liveTurn: Promise<unknown> = Promise.resolve();
 
-  async function schedule(execution: ExecutionRow, status: 201 | 200): Promise<Admitted> {
-    if (execution.state !== 'pending') return { status, execution };
+  async function schedule(execution: ExecutionRow, replayed: boolean): Promise<Admitted> {
+    if (execution.state !== 'pending') return { replayed, execution };
     try {
       await deps.scheduler.schedule(execution.execution_id, execution.workflow_id);
     } catch {
       // The pending execution is durable; the identical retry schedules it without the ledger.
       throw notReady('scheduling_failed');
     }
-    return { status, execution: deps.store.markScheduled(execution.execution_id) };
+    return { replayed, execution: deps.store.markScheduled(execution.execution_id) };
   }
 
   async function replay(request: ExecutionRequest, requestFingerprint: string, executionId: string, storedFingerprint: string): Promise<Admitted> {
     const execution = deps.store.execution(executionId);
-    if (execution === undefined) throw new ApiError(500, 'internal_error');
+    if (execution === undefined) throw internalError();
     if (storedFingerprint !== requestFingerprint) {
       throw conflict('immutable_field_changed', changedPaths(JSON.parse(execution.request_json), request));
     }
     if (execution.state === 'pending' && !deps.readiness.isReady()) throw notReady('readiness_withdrawn');
-    return schedule(execution, 200);
+    return schedule(execution, true);
   }
 
   async function admitNew(request: ExecutionRequest, requestFingerprint: string, selection: Selected): Promise<Admitted> {
@@ -79,7 +76,7 @@ export function createAdmission(deps: AdmissionDependencies) {
     try {
       const quotedUnits = costUnits(snapshot, request.input.image_count);
       if (deps.liveSpendCeiling !== null && deps.store.liveCommittedUnits() + quotedUnits > deps.liveSpendCeiling) {
-        throw new ApiError(422, 'live_spend_ceiling_reached', { fields: ['input.image_count'] });
+        throw unprocessable('live_spend_ceiling_reached', { fields: ['input.image_count'] });
       }
       // One round trip resolves and claims: the ledger checks the currency and the hold in the
       // claim's own transaction and answers the authoritative authorization (account, agent).
@@ -105,16 +102,16 @@ export function createAdmission(deps: AdmissionDependencies) {
         quotedUnits,
         providerMode: deps.providerMode,
       });
-      return await schedule(execution, 201);
+      return await schedule(execution, false);
     } catch (error) {
       if (error instanceof LedgerUnavailable) throw notReady('ledger_unavailable');
       if (error instanceof LedgerRefused) {
-        if (error.status === 404) throw new ApiError(422, 'authorization_not_found', { fields: ['spend_auth_token_id'] });
+        if (error.status === 404) throw unprocessable('authorization_not_found', { fields: ['spend_auth_token_id'] });
         if (error.status === 409) throw conflict(error.reasonCode === 'claimed_by_another_execution' ? 'authorization_claimed_elsewhere' : (error.reasonCode ?? 'authorization_conflict'), ['spend_auth_token_id']);
         if (error.status === 422 && error.code === 'requirement_not_met') {
-          if (error.reasonCode === 'currency_mismatch') throw new ApiError(422, 'authorization_currency_mismatch', { fields: ['spend_auth_token_id'] });
+          if (error.reasonCode === 'currency_mismatch') throw unprocessable('authorization_currency_mismatch', { fields: ['spend_auth_token_id'] });
           if (error.reasonCode === 'hold_below_requirement') {
-            throw new ApiError(422, 'authorization_insufficient', { reasonCode: 'cost_exceeds_hold', fields: ['spend_auth_token_id', 'input.image_count'] });
+            throw unprocessable('authorization_insufficient', { reasonCode: 'cost_exceeds_hold', fields: ['spend_auth_token_id', 'input.image_count'] });
           }
         }
         // 401 or another refusal: our ledger credential no longer works — not the caller's fault.
@@ -126,13 +123,10 @@ export function createAdmission(deps: AdmissionDependencies) {
 
   return {
     async admit(body: unknown): Promise<Admitted> {
-      let request: ExecutionRequest;
-      try {
-        request = parseInput(executionRequestSchema, body);
-      } catch (error) {
-        if (error instanceof ApiError) throw invalid('field_invalid', error.fields ?? []);
-        throw error;
-      }
+      const parsed = executionRequestSchema.safeParse(body ?? undefined, { reportInput: true });
+      // The field paths at fault, each once; never the submitted values.
+      if (!parsed.success) throw invalidRequest('field_invalid', [...new Set(toFieldIssues(parsed.error.issues).map((issue) => issue.path))]);
+      const request: ExecutionRequest = parsed.data;
       const tokenId = request.spend_auth_token_id;
       const requestFingerprint = fingerprint(request);
 
@@ -144,10 +138,10 @@ export function createAdmission(deps: AdmissionDependencies) {
       if (existing) return replay(request, requestFingerprint, existing.execution_id, existing.fingerprint);
 
       const selector = targetSelector(request);
-      if ('fields' in selector) throw invalid(selector.reason, selector.fields);
+      if ('fields' in selector) throw invalidRequest(selector.reason, selector.fields);
       const selection = selectTarget(deps.targets(), selector.selector, request.input.image_size);
-      if (!selection.ok) throw invalid(selection.reason, selection.fields);
-      if (request.input.image_count > selection.target.max_image_count) throw invalid('image_count_out_of_range', ['input.image_count']);
+      if (!selection.ok) throw invalidRequest(selection.reason, selection.fields);
+      if (request.input.image_count > selection.target.max_image_count) throw invalidRequest('image_count_out_of_range', ['input.image_count']);
       if (!deps.readiness.isReady()) throw notReady('readiness_withdrawn');
 
       let admission: Promise<Admitted>;

@@ -11,6 +11,7 @@ import { createArtifactStore } from './artifact-store.js';
 import { createWorkflowEngine, type ConfiguredEngine } from './engine/create-workflow-engine.js';
 import type { RunActivity } from './engine/workflow-engine.js';
 import { createExecutionRunner } from './execution-runner.js';
+import type { ExecutionScheduler } from './execution-scheduler.js';
 import type { ExecutorCredentials } from './executor-credentials.js';
 import { buildExecutorApp } from './http/executor-app.js';
 import { proveLedgerCompatible } from './ledger-compatibility.js';
@@ -37,18 +38,30 @@ export interface ComposedExecutor {
   close(): void;
 }
 
+export interface ComposeExecutorOptions {
+  readonly config: ExecutorConfig;
+  /** The caller, ledger and reconciliation capabilities (serve loads them; tests mint their own). */
+  readonly credentials: ExecutorCredentials;
+  /** The provider key in live mode (undefined otherwise). */
+  readonly liveKey: string | undefined;
+  /** The executor's open, migrated database; whoever opened it closes it. */
+  readonly db: Database.Database;
+  /** Where every part logs (serve: stderr; tests: a sink they read back). */
+  readonly logger: Logger;
+  /**
+   * What admission hands executions to instead of the engine. Unset in serve (the engine
+   * schedules); tests set it to admit without running anything or to make scheduling fail.
+   */
+  readonly scheduler?: ExecutionScheduler;
+}
+
 /**
  * The executor's one composition root (STYLE.md habit 12): the parts of a running executor built
  * from its configuration, its credentials and its open database. Nothing listens and nothing runs
- * yet; serve-executor.ts starts them, in order, and stops them.
+ * yet; serve-executor.ts starts them, in order, and stops them. The tests build their executor
+ * here too (test/support/executor.ts), so what they exercise is what serve runs.
  */
-export async function composeExecutor(options: {
-  readonly config: ExecutorConfig;
-  readonly credentials: ExecutorCredentials;
-  readonly liveKey: string | undefined;
-  readonly db: Database.Database;
-  readonly logger: Logger;
-}): Promise<ComposedExecutor> {
+export async function composeExecutor(options: ComposeExecutorOptions): Promise<ComposedExecutor> {
   const { config, credentials, db, logger } = options;
   await mkdir(config.storage.artifact_root, { recursive: true, mode: 0o700 });
   const buildInfo = readBuildInfo();
@@ -81,7 +94,7 @@ export async function composeExecutor(options: {
     admission: createAdmission({
       store,
       ledger,
-      scheduler: engine,
+      scheduler: options.scheduler ?? engine,
       readiness,
       targets,
       providerMode: config.providers.mode,

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { canonicalJson } from '../domain/canonical-json.js';
 import { priceModelSnapshotSchema } from '../domain/price-model-snapshot.js';
-import { ApiError, conflict } from '../http/api-error.js';
 import { executionDetail } from './execution-view.js';
+import { conflict, internalError, invalidRequest, notFound, notReady } from './executor-error.js';
 import { costUnits } from './domain/pricing.js';
 import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
 import type { ExecutionStore } from './store/execution-store.js';
@@ -34,7 +34,7 @@ export type ResolutionBody = z.output<typeof resolutionBody>;
  */
 export function createReconciliation({ store, ledger }: { store: ExecutionStore; ledger: LedgerGateway }) {
   function ledgerTrouble(error: unknown): never {
-    if (error instanceof LedgerUnavailable) throw new ApiError(503, 'not_ready', { reasonCode: 'ledger_unavailable', retryable: true });
+    if (error instanceof LedgerUnavailable) throw notReady('ledger_unavailable');
     if (error instanceof LedgerRefused) throw conflict(`ledger_${error.code}`);
     throw error;
   }
@@ -55,7 +55,7 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
 
     async resolve(executionId: string, body: ResolutionBody) {
       const execution = store.execution(executionId);
-      if (execution === undefined) throw new ApiError(404, 'not_found');
+      if (execution === undefined) throw notFound();
       const recorded = store.resolution(executionId);
       const wanted = body.resolution === 'settle' ? 'settled' : 'released';
       if (recorded !== undefined) {
@@ -71,8 +71,8 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
         const snapshot = priceModelSnapshotSchema.parse(JSON.parse(execution.pricing_snapshot));
         let kept = store.receipt(executionId);
         if (kept === undefined) {
-          if (body.images_billed === undefined) throw new ApiError(400, 'invalid_request', { reasonCode: 'images_billed_required', fields: ['images_billed'] });
-          if (body.images_billed > snapshot.image_count) throw new ApiError(400, 'invalid_request', { reasonCode: 'more_than_asked', fields: ['images_billed'] });
+          if (body.images_billed === undefined) throw invalidRequest('images_billed_required', ['images_billed']);
+          if (body.images_billed > snapshot.image_count) throw invalidRequest('more_than_asked', ['images_billed']);
           const attempt = store.latestAttempt(executionId);
           store.insertPreciseReceipt({
             receipt_id: `rcpt_${executionId.slice('exe_'.length)}`,
@@ -84,7 +84,7 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
           }, attempt?.attempt_id ?? null);
           kept = store.receipt(executionId);
         }
-        if (kept?.amount_units == null) throw new ApiError(500, 'internal_error');
+        if (kept?.amount_units == null) throw internalError();
         const { settlementId } = await ledger
           .settle(execution.spend_auth_token_id, executionId, {
             receipt_id: kept.receipt_id,

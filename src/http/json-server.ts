@@ -13,6 +13,11 @@ export interface JsonServerOptions {
   readonly logger: FastifyBaseLogger;
   /** Whether a finished request is routine and so not logged (spec §6 rule 4). */
   readonly isRoutine?: (request: FastifyRequest, reply: FastifyReply) => boolean;
+  /**
+   * The app's own refusals (domain errors of its use cases) as HTTP answers; null for anything
+   * else. The one place an app gives its domain errors their statuses, used by the one handler.
+   */
+  readonly mapError?: (error: unknown) => ApiError | null;
 }
 
 /**
@@ -21,7 +26,7 @@ export interface JsonServerOptions {
  * echo input, one error handler, and one structured log line per request unless routine. It
  * never listens; only a `serve` command does.
  */
-export function createJsonServer({ logger, isRoutine }: JsonServerOptions): FastifyInstance {
+export function createJsonServer({ logger, isRoutine, mapError }: JsonServerOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: logger,
     // Fastify's own request lines would log URLs; lexec logs one line per request itself.
@@ -53,7 +58,8 @@ export function createJsonServer({ logger, isRoutine }: JsonServerOptions): Fast
 
   app.setErrorHandler((error: Error & { code?: string; statusCode?: number }, request, reply) => {
     let apiError: ApiError;
-    if (error instanceof ApiError) apiError = error;
+    const mapped = error instanceof ApiError ? error : (mapError?.(error) ?? null);
+    if (mapped !== null) apiError = mapped;
     else if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') apiError = new ApiError(413, 'payload_too_large');
     else if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || error.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH')
       apiError = new ApiError(415, 'unsupported_media_type', { reasonCode: 'application_json_required' });

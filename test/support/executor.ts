@@ -4,19 +4,13 @@ import { PassThrough } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
-import { readBuildInfo } from '../../src/build-info.js';
 import { parseExecutorConfig } from '../../src/config/parse-executor-config.js';
 import type { ExecutorConfig } from '../../src/config/executor-config-schema.js';
 import { generateCapability } from '../../src/credentials/capability.js';
-import { createAdmission } from '../../src/executor/admission.js';
-import { createReconciliation } from '../../src/executor/reconciliation.js';
-import { createArtifactStore } from '../../src/executor/artifact-store.js';
+import { composeExecutor } from '../../src/executor/compose-executor.js';
 import type { ExecutionScheduler } from '../../src/executor/execution-scheduler.js';
-import { buildExecutorApp } from '../../src/executor/http/executor-app.js';
-import { createLedgerGateway } from '../../src/executor/ledger-gateway.js';
-import { activeTargets, providerCatalog } from '../../src/executor/provider-catalog.js';
-import { createReadiness, type Readiness } from '../../src/executor/readiness.js';
-import { createExecutionStore, type ExecutionStore } from '../../src/executor/store/execution-store.js';
+import type { Readiness } from '../../src/executor/readiness.js';
+import type { ExecutionStore } from '../../src/executor/store/execution-store.js';
 import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from './cli.js';
@@ -51,8 +45,10 @@ export function executorTestConfig(dir: string, ledgerUrl: string, change?: (con
 
 /**
  * A real executor app on a real SQLite file and loopback port, in this process, talking to a
- * real ledger over HTTP with a real executor credential. The scheduler can be swapped to make
- * scheduling fail; readiness starts restored.
+ * real ledger over HTTP with a real executor credential, built by the executor's composition
+ * root like `executor serve` builds it. The engine and the readiness monitor are never started:
+ * admission hands executions to a scheduler that does nothing (or to the test's, to make
+ * scheduling fail), and readiness starts restored.
  */
 export async function startTestExecutor(
   ledger: TestLedger,
@@ -61,39 +57,21 @@ export async function startTestExecutor(
   const dir = await makeTempDir('lexec-executor-');
   const config = executorTestConfig(dir, ledger.url, options.change);
   const db = openDatabase(config.storage.database_path, EXECUTOR_MIGRATIONS);
-  const store = createExecutionStore(db);
-  const readiness = createReadiness();
-  readiness.restore();
-  const credential = await mintCredential(ledger, 'executor');
-  const ledgerGateway = createLedgerGateway({ endpoint: ledger.url, credential });
-  const scheduler = options.scheduler ?? { schedule: () => Promise.resolve() };
-  const targets = () => activeTargets(config);
-  const admission = createAdmission({
-    store,
-    ledger: ledgerGateway,
-    scheduler,
-    readiness,
-    targets,
-    providerMode: config.providers.mode,
-    liveSpendCeiling: config.providers.mode === 'live' ? config.providers.spend_ceiling.amount_units : null,
-  });
   const lines: string[] = [];
   const sink = new PassThrough();
   sink.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
   const caller = generateCapability('caller');
-  const app = buildExecutorApp({
-    store,
-    artifacts: createArtifactStore(config.storage.artifact_root),
-    admission,
-    readiness,
-    buildInfo: readBuildInfo(),
-    catalog: () => providerCatalog(config, false),
-    targets,
-    callerCapability: caller,
-    reconciliationCapability: null,
-    reconciliation: createReconciliation({ store, ledger: ledgerGateway }),
+  const executor = await composeExecutor({
+    config,
+    credentials: { caller, ledger: await mintCredential(ledger, 'executor'), reconciliation: null },
+    // Live mode needs a provider key to compose; nothing runs here, so it never leaves the process.
+    liveKey: config.providers.mode === 'live' ? 'unused-test-live-key' : undefined,
+    db,
     logger: pino(sink),
+    scheduler: options.scheduler ?? { schedule: () => Promise.resolve() },
   });
+  const { app, store, readiness } = executor;
+  readiness.restore();
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   const reader = new Database(config.storage.database_path, { readonly: true });
@@ -109,7 +87,8 @@ export async function startTestExecutor(
     query: <T>(sql: string, ...params: unknown[]) => reader.prepare(sql).all(...params) as T[],
     async close() {
       await app.close();
-      ledgerGateway.close();
+      await executor.engine.close();
+      executor.close();
       reader.close();
       db.close();
       await removeDir(dir);

@@ -12,6 +12,7 @@ import type { ProviderCatalog } from '../provider-catalog.js';
 import type { Readiness } from '../readiness.js';
 import type { ExecutionStore } from '../store/execution-store.js';
 import { resolutionBody, type createReconciliation } from '../reconciliation.js';
+import { toApiError } from './to-api-error.js';
 import type { ExecutionTarget } from '../../config/executor-config-schema.js';
 
 export interface ExecutorAppDependencies {
@@ -63,6 +64,7 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
   const app = createJsonServer({
     logger: deps.logger,
     isRoutine: (request, reply) => reply.statusCode < 400 && PUBLIC_ROUTES.has(request.routeOptions.url ?? ''),
+    mapError: toApiError,
   });
   const callerDigest = capabilityDigest(deps.callerCapability);
   const requireCaller = credentialGuard((token) =>
@@ -107,9 +109,10 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     requireCaller(request, 'caller');
     try {
       const admitted = await deps.admission.admit(request.body);
-      return await reply.code(admitted.status).send({ execution: executionDetail(deps.store, admitted.execution.execution_id, admitted.execution) });
+      return await reply.code(admitted.replayed ? 200 : 201).send({ execution: executionDetail(deps.store, admitted.execution.execution_id, admitted.execution) });
     } catch (error) {
-      if (error instanceof ApiError) rejected(error);
+      const refused = toApiError(error);
+      if (refused !== null) rejected(refused);
       throw error;
     }
   });
