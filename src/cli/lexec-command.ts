@@ -21,7 +21,7 @@ export abstract class LexecCommand<Result> extends Command {
     })(),
     json: Flags.boolean({
       default: false,
-      summary: 'Print exactly one JSON document on stdout (shape: docs/cli-output.md).',
+      summary: 'Print the result as JSON on stdout: one document (stack logs: JSON Lines); shapes in docs/cli-output.md.',
       helpGroup: 'GLOBAL',
     }),
   };
@@ -39,6 +39,13 @@ export abstract class LexecCommand<Result> extends Command {
    */
   protected resultExitCode?(result: Result): ExitCodeValue;
 
+  /**
+   * The `--json` form of the result when it is not the one-document envelope. Only a command
+   * whose result is a stream overrides it: `stack logs` prints JSON Lines (docs/cli-output.md).
+   * Failures keep the one failure envelope.
+   */
+  protected renderJsonLines?(result: Result, output: Output): void;
+
   /** The command id as typed (`executor validate-config`), used in the JSON envelope. */
   private get commandName(): string {
     return (this.id ?? '').replaceAll(':', ' ');
@@ -50,7 +57,10 @@ export abstract class LexecCommand<Result> extends Command {
     try {
       output = await createOutput({ jsonMode: early.json, color: early.color, env: process.env, streams: process });
       const result = await this.execute(output);
-      if (output.jsonMode) output.json(jsonSuccess(this.commandName, result));
+      if (output.jsonMode) {
+        if (this.renderJsonLines === undefined) output.json(jsonSuccess(this.commandName, result));
+        else this.renderJsonLines(result, output);
+      }
       else this.renderHuman(result, output);
       const exitCode = this.resultExitCode?.(result) ?? ExitCode.ok;
       if (exitCode !== ExitCode.ok) process.exitCode = exitCode;

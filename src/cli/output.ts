@@ -37,6 +37,11 @@ export interface Output {
   line(text?: string): void;
   /** The one JSON document of this invocation, on stdout. */
   json(document: unknown): void;
+  /**
+   * One record of a JSON Lines result, on stdout (`stack logs --json`, the one command whose
+   * result is a stream: docs/cli-output.md "JSON Lines"). Never mixed with `json`.
+   */
+  jsonLine(record: unknown): void;
   readonly diagnostics: Diagnostics;
 }
 
@@ -103,6 +108,11 @@ export async function createOutput(options: OutputOptions): Promise<Output> {
       if (jsonWritten) throw new BugError('a command tried to print a second JSON document');
       jsonWritten = true;
       streams.stdout.write(`${serializeJsonDocument(document)}\n`);
+    },
+    jsonLine(record) {
+      if (!options.jsonMode) throw new BugError('a command tried to print a JSON line without --json');
+      if (jsonWritten) throw new BugError('a command tried to print a JSON line after its JSON document');
+      streams.stdout.write(`${serializeJsonDocument(record)}\n`);
     },
     diagnostics: {
       color: diagnosticsColor,

@@ -97,3 +97,14 @@ export function renderLogsHeader(result: LogsResult, output: Output): void {
 export function renderLogLines(result: Pick<LogsResult, 'component'>, lines: readonly LogEntry[], output: Output, raw = false): void {
   for (const entry of lines) output.line(raw ? formatLogEntry(entry, result.component === 'all', output) : formatReadableEntry(entry, output));
 }
+
+/**
+ * `stack logs --json`: JSON Lines on stdout (docs/stack-logs.md "JSON Lines"). Admission
+ * rejections first, each `{"type":"admission_rejection", …}` (when looked for, as in the human
+ * form), then one `{"type":"line","component","line","parsed"?}` per log line, oldest first; with
+ * `--follow` more `line` records as they are written. `jq 'select(.type == "line")'` keeps the lines.
+ */
+export function renderLogsJsonLines(result: Pick<LogsResult, 'admission_rejections'> | null, lines: readonly LogEntry[], output: Output): void {
+  for (const rejection of result?.admission_rejections ?? []) output.jsonLine({ type: 'admission_rejection', ...rejection });
+  for (const entry of lines) output.jsonLine({ type: 'line', ...entry });
+}

@@ -3,25 +3,25 @@ import { wholeNumberFlag } from '../../cli/flag-values.js';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../cli/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { renderLogLines, renderLogsHeader } from '../../cli/render-stack-logs.js';
-import { UsageError } from '../../errors.js';
+import { renderLogLines, renderLogsHeader, renderLogsJsonLines } from '../../cli/render-stack-logs.js';
 import { followStackLogs, LOG_LEVELS, parseSince, LOG_COMPONENT_CHOICES, MAX_LOG_LINES, MIN_LOG_LINES, readStackLogs, type LogsRequest, type LogsResult } from '../../launcher/logs/stack-logs.js';
 
 export default class StackLogs extends LexecCommand<LogsResult> {
   static override summary = "Print the last lines of a component's log (or all, merged by time), across rotated files.";
   static override description =
-    'Reads the local log files of the profile (works whether the stack runs or not). Without --execution-id, executor admission rejections (which carry no execution id) are listed first. Lines go to stderr like all human output; --json prints them as one document. Payload lines never carry colour or control sequences.';
+    'Reads the local log files of the profile (works whether the stack runs or not). Without --execution-id, executor admission rejections (which carry no execution id) are listed first. Lines go to stdout. --json prints JSON Lines (one record per line: admission rejections, then log lines; also with --follow). Payload lines never carry colour or control sequences.';
   static override examples = [
     '<%= config.bin %> <%= command.id %> --component executor --lines 200',
     '<%= config.bin %> <%= command.id %> --component all --lines 50 --follow',
     '<%= config.bin %> <%= command.id %> --component executor --execution-id exe_0123456789abcdef0123456789abcdef --json',
+    '<%= config.bin %> <%= command.id %> --follow --json | jq -c \'select(.type == "line" and .parsed.level >= 50)\'',
   ];
   static override flags = {
     ...profileFlags,
     component: Flags.option({ options: LOG_COMPONENT_CHOICES, default: 'all' as const, summary: 'Whose log: ledger, executor, sandbox, supervisor, or all (merged by time).' })(),
     lines: Flags.string({ default: '100', summary: `How many lines, ${MIN_LOG_LINES} to ${MAX_LOG_LINES}.` }),
     'execution-id': Flags.string({ summary: "Only the executor's lines of this execution (exe_…)." }),
-    follow: Flags.boolean({ default: false, summary: 'Keep printing new lines, across rotations, until Ctrl-C (not with --json).' }),
+    follow: Flags.boolean({ default: false, summary: 'Keep printing new lines, across rotations, until Ctrl-C (with --json: more JSON Lines records).' }),
     level: Flags.option({ options: ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const, summary: 'Only lines at this level or above (lines that are not JSON are left out).' })(),
     since: Flags.string({ summary: 'Only lines from this time on: a duration back from now (30s, 15m, 2h, 7d) or an ISO 8601 time.' }),
     raw: Flags.boolean({ default: false, summary: 'Print each log line as written (JSON) instead of the readable form `time LEVEL component event key=value …`.' }),
@@ -44,11 +44,6 @@ export default class StackLogs extends LexecCommand<LogsResult> {
       since: flags.since === undefined ? null : parseSince(flags.since, Date.now()),
     };
     if (!flags.follow) return readStackLogs(request);
-    if (output.jsonMode) {
-      throw new UsageError('usage_error', '--follow cannot be combined with --json: --json prints exactly one document.', {
-        nextStep: 'Drop --json to follow, or drop --follow to get the last lines as JSON.',
-      });
-    }
     this.followed = true;
     const stop = new AbortController();
     const onSignal = () => {
@@ -60,18 +55,28 @@ export default class StackLogs extends LexecCommand<LogsResult> {
       return await followStackLogs(request, {
         signal: stop.signal,
         onTail: (result) => {
+          if (output.jsonMode) {
+            renderLogsJsonLines(result, result.lines, output);
+            return;
+          }
           renderLogsHeader(result, output);
           renderLogLines(result, result.lines, output, this.raw);
           output.diagnostics.line(output.diagnostics.style.dim('Following (Ctrl-C to stop)…'));
         },
         onLines: (lines) => {
-          renderLogLines(request, lines, output, this.raw);
+          if (output.jsonMode) renderLogsJsonLines(null, lines, output);
+          else renderLogLines(request, lines, output, this.raw);
         },
       });
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
     }
+  }
+
+  protected override renderJsonLines(result: LogsResult, output: Output): void {
+    // Followed: every record was printed as it came.
+    if (!this.followed) renderLogsJsonLines(result, result.lines, output);
   }
 
   protected override renderHuman(result: LogsResult, output: Output): void {

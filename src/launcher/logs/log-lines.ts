@@ -25,9 +25,17 @@ export interface LogLine {
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARACTERS = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g;
 
-/** A payload made safe to print and to put into JSON: ANSI/VT sequences and other controls removed. */
+// A lexec capability (src/credentials/capability.ts). The servers never log one; masking anything
+// shaped like one here is a second line of defence for every reader of the logs.
+const CAPABILITY = /lexec_[a-z]+_[A-Za-z0-9_-]{43}/g;
+
+/**
+ * A payload made safe to print and to put into JSON: ANSI/VT sequences and other controls
+ * removed, anything shaped like a capability replaced by `[capability hidden]`. The one
+ * sanitiser of every log reader (`stack logs`, and the lines a failed start quotes).
+ */
 export function sanitizePayload(text: string): string {
-  return stripVTControlCharacters(text).replace(CONTROL_CHARACTERS, '');
+  return stripVTControlCharacters(text).replace(CONTROL_CHARACTERS, '').replace(CAPABILITY, '[capability hidden]');
 }
 
 function sanitizeValue(value: unknown): unknown {

@@ -104,3 +104,15 @@ export async function tailComponent(request: TailRequest): Promise<ComponentTail
     followStart,
   };
 }
+
+/** How much of one line a message quotes (a start's readiness timeout, a supervisor that exited). */
+const QUOTED_LINE_CHARS = 400;
+
+/**
+ * Up to `count` last lines of a component's log across its rotated files, sanitised like every
+ * line `stack logs` prints and cut at 400 characters, for quoting in an error message.
+ */
+export async function lastLogLines(logsDir: string, component: LogComponent, count: number): Promise<string[]> {
+  const tail = await tailComponent({ logsDir, component, lines: count, executionId: null, collectAdmissionRejections: false, keepActiveOpen: false });
+  return tail.lines.map(({ text }) => (text.length > QUOTED_LINE_CHARS ? `${text.slice(0, QUOTED_LINE_CHARS)}…` : text));
+}

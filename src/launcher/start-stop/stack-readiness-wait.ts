@@ -1,6 +1,6 @@
 import { ExitCode, UserError } from '../../errors.js';
 import { logFilePath } from '../logs/log-files.js';
-import { lastLogLines } from '../logs/log-tail.js';
+import { lastLogLines } from '../logs/tail-log.js';
 import { PROBE_DESCRIPTIONS } from '../probes/loopback-probe.js';
 import { isRunning } from '../supervisor/process-identity.js';
 import { generationComponents, type GenerationManifest, type StackComponent } from '../generations/render-generation.js';

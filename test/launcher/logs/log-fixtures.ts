@@ -45,15 +45,32 @@ export function admissionRejected(second: number, reason = 'target_not_selectabl
   });
 }
 
-export interface LogsDocument {
-  readonly ok: boolean;
-  readonly result: {
-    readonly profile: string;
-    readonly component: string;
-    readonly execution_id: string | null;
-    readonly log_files: number;
-    readonly lines: { component: string; line: string; parsed?: Record<string, unknown> }[];
-    readonly admission_rejections: Record<string, unknown>[] | null;
-  };
-  readonly error?: { kind: string; code: string; message: string };
+export interface LogEntryRecord {
+  readonly component: string;
+  readonly line: string;
+  readonly parsed?: Record<string, unknown>;
+}
+
+/** `stack logs --json` read back: its JSON Lines records by type (docs/stack-logs.md "JSON Lines"). */
+export interface LogsRecords {
+  readonly lines: LogEntryRecord[];
+  readonly admission_rejections: Record<string, unknown>[];
+}
+
+/** Parses JSON Lines output: every line one JSON object with a known `type`, nothing else. */
+export function parseLogsJsonLines(stdout: string): LogsRecords {
+  const records: LogsRecords = { lines: [], admission_rejections: [] };
+  for (const text of stdout.split('\n').filter((line) => line !== '')) {
+    const { type, ...record } = JSON.parse(text) as { type: unknown } & Record<string, unknown>;
+    if (type === 'line') records.lines.push(record as unknown as LogEntryRecord);
+    else if (type === 'admission_rejection') records.admission_rejections.push(record);
+    else throw new Error(`unexpected JSON Lines record: ${text}`);
+  }
+  return records;
+}
+
+/** A failure under --json: the one failure envelope, on one line. */
+export interface FailureDocument {
+  readonly ok: false;
+  readonly error: { kind: string; code: string; message: string };
 }

@@ -1,7 +1,7 @@
 import { readdir, readFile, stat, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { lastLogLines } from '../../../src/launcher/logs/log-tail.js';
+import { lastLogLines } from '../../../src/launcher/logs/tail-log.js';
 import { LOG_RETAINED, logFilePath } from '../../../src/launcher/logs/log-files.js';
 import { createLineSplitter, cutLine, LOG_MAX_BYTES, openRotatingLog } from '../../../src/launcher/logs/rotating-log.js';
 import { makeTempDir, removeDir } from '../../support/cli.js';
@@ -100,6 +100,17 @@ describe('log tail', () => {
     for (let index = 0; index < 8; index += 1) log.writeLine(`entry number ${index}`);
     log.close();
     expect(await lastLogLines(logsDir, 'ledger', 3)).toEqual(['entry number 5', 'entry number 6', 'entry number 7']);
-    expect(await lastLogLines(logsDir, 'missing', 3)).toEqual([]);
+    expect(await lastLogLines(logsDir, 'executor', 3)).toEqual([]);
+  });
+
+  it('quotes lines sanitised like stack logs prints them, and cut at 400 characters', async () => {
+    const logsDir = join(dir, 'logs');
+    const log = openRotatingLog({ logsDir, component: 'executor', maxBytes: 1_000_000 });
+    log.writeLine(`\u001b[31mrefused\u001b[0m lexec_caller_${'B'.repeat(43)}`);
+    log.writeLine('y'.repeat(1000));
+    log.close();
+    const [first, second] = await lastLogLines(logsDir, 'executor', 2);
+    expect(first).toBe('refused [capability hidden]');
+    expect(second).toBe(`${'y'.repeat(400)}…`);
   });
 });

@@ -2,7 +2,7 @@ import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ANSI, removeDir, runLexec } from '../../support/cli.js';
-import { admissionRejected, BASE_TIME, EXECUTION_A, EXECUTION_B, jsonLine, makeProfileHome, writeLog, type LogsDocument, type ProfileHome } from './log-fixtures.js';
+import { admissionRejected, BASE_TIME, EXECUTION_A, EXECUTION_B, jsonLine, makeProfileHome, writeLog, parseLogsJsonLines, type FailureDocument, type LogsRecords, type ProfileHome } from './log-fixtures.js';
 
 const homes: ProfileHome[] = [];
 afterEach(async () => {
@@ -14,14 +14,13 @@ async function profileHome(options?: Parameters<typeof makeProfileHome>[0]): Pro
   return home;
 }
 
-async function logsJson(home: ProfileHome, args: readonly string[]): Promise<LogsDocument> {
+async function logsJson(home: ProfileHome, args: readonly string[]): Promise<LogsRecords> {
   const run = await runLexec(['stack', 'logs', ...args, '--json'], { env: home.env });
   expect(run.stderr).toBe('');
-  const document = JSON.parse(run.stdout) as LogsDocument;
   expect(run.exitCode, run.stdout).toBe(0);
-  return document;
+  return parseLogsJsonLines(run.stdout);
 }
-const events = (document: LogsDocument) => document.result.lines.map((entry) => entry.parsed?.event ?? entry.line);
+const events = (records: LogsRecords) => records.lines.map((entry) => entry.parsed?.event ?? entry.line);
 
 // Any ESC, CSI or other C0/C1 control except tab.
 // eslint-disable-next-line no-control-regex
@@ -44,8 +43,7 @@ describe('lexec stack logs', () => {
     for (const generation of [4, 3, 2, 1, 0]) await writeLog(home.logsDir, 'executor', generation, numbered(generation));
     const all = await logsJson(home, ['--component', 'executor', '--lines', '10000']);
     expect(events(all)).toEqual([4, 3, 2, 1, 0].flatMap((generation) => [0, 1, 2].map((index) => `g${generation}-${index}`)));
-    expect(all.result).toMatchObject({ profile: 'sandbox', component: 'executor', execution_id: null, log_files: 5 });
-    expect(all.result.lines[0]).toEqual({ component: 'executor', line: expect.any(String) as string, parsed: expect.objectContaining({ event: 'g4-0' }) as object });
+    expect(all.lines[0]).toEqual({ component: 'executor', line: expect.any(String) as string, parsed: expect.objectContaining({ event: 'g4-0' }) as object });
 
     const last = await logsJson(home, ['--component', 'executor', '--lines', '5']);
     expect(events(last)).toEqual(['g1-1', 'g1-2', 'g0-0', 'g0-1', 'g0-2']);
@@ -64,7 +62,7 @@ describe('lexec stack logs', () => {
     await writeLog(home.logsDir, 'supervisor', 0, ['supervisor: plain line without time']);
 
     const document = await logsJson(home, ['--component', 'all', '--lines', '100']);
-    expect(document.result.lines.map((entry) => `${entry.component}:${typeof entry.parsed?.event === 'string' ? entry.parsed.event : entry.line}`)).toEqual([
+    expect(document.lines.map((entry) => `${entry.component}:${typeof entry.parsed?.event === 'string' ? entry.parsed.event : entry.line}`)).toEqual([
       'supervisor:supervisor: plain line without time',
       'ledger:ledger_started',
       'executor:executor_started',
@@ -76,7 +74,6 @@ describe('lexec stack logs', () => {
       'ledger:ledger_stopping',
       'executor:executor_stopping',
     ]);
-    expect(document.result.log_files).toBe(5);
     // The last n of the merged sequence, not n per component.
     expect(events(await logsJson(home, ['--component', 'all', '--lines', '3']))).toEqual(['sandbox_submission', 'ledger_stopping', 'executor_stopping']);
 
@@ -102,7 +99,8 @@ describe('lexec stack logs', () => {
 
     const only = await logsJson(home, ['--component', 'executor', '--execution-id', EXECUTION_A, '--lines', '100']);
     expect(events(only)).toEqual(['provider_operation_checkpointed', 'execution_activity_error', 'execution_succeeded']);
-    expect(only.result).toMatchObject({ execution_id: EXECUTION_A, admission_rejections: null });
+    // With an execution id admission rejections (which carry none) are not looked for.
+    expect(only.admission_rejections).toEqual([]);
     expect(events(await logsJson(home, ['--component', 'executor', '--execution-id', EXECUTION_A, '--lines', '2']))).toEqual(['execution_activity_error', 'execution_succeeded']);
     expect(events(await logsJson(home, ['--component', 'all', '--execution-id', EXECUTION_B]))).toEqual(['execution_succeeded']);
 
@@ -125,7 +123,7 @@ describe('lexec stack logs', () => {
 
     const document = await logsJson(home, ['--component', 'executor', '--lines', '3']);
     expect(events(document)).toEqual(['executor_dependency_probe', 'executor_dependency_probe', 'executor_dependency_probe']);
-    expect(document.result.admission_rejections).toEqual([
+    expect(document.admission_rejections).toEqual([
       {
         route: 'create_execution',
         route_version: 2,
@@ -150,8 +148,8 @@ describe('lexec stack logs', () => {
       },
     ]);
     // `all` includes the executor, so it looks too; other components do not.
-    expect((await logsJson(home, ['--component', 'all'])).result.admission_rejections).toHaveLength(2);
-    expect((await logsJson(home, ['--component', 'ledger'])).result.admission_rejections).toBeNull();
+    expect((await logsJson(home, ['--component', 'all'])).admission_rejections).toHaveLength(2);
+    expect((await logsJson(home, ['--component', 'ledger'])).admission_rejections).toEqual([]);
 
     const human = await runLexec(['stack', 'logs', '--component', 'executor', '--lines', '3', '--raw'], { env: home.env });
     const lines = human.stdout.trimEnd().split('\n');
@@ -241,14 +239,14 @@ describe('lexec stack logs', () => {
     const json = await runLexec(['stack', 'logs', '--component', 'all', '--color', 'always', '--json'], { env: home.env, tty: 'stdout' });
     expect(json.exitCode).toBe(0);
     expect(json.stdout).not.toContain('\u001b');
-    const document = JSON.parse(json.stdout) as LogsDocument;
+    const document = parseLogsJsonLines(json.stdout);
     everyString(document, (text) => {
       expect(text).not.toMatch(CONTROL);
     });
-    expect(document.result.lines.find((entry) => entry.parsed?.msg === 'bold')?.parsed).toEqual({ level: 50, time: '2026-03-01T12:00:01.000Z', msg: 'bold', key: 'v' });
+    expect(document.lines.find((entry) => entry.parsed?.msg === 'bold')?.parsed).toEqual({ level: 50, time: '2026-03-01T12:00:01.000Z', msg: 'bold', key: 'v' });
   });
 
-  it('checks its flags: --lines 1..10000, a known component, an execution id and where it applies, no --follow with --json (exit 2)', async () => {
+  it('checks its flags: --lines 1..10000, a known component, an execution id and where it applies (exit 2)', async () => {
     const home = await profileHome();
     await writeLog(home.logsDir, 'executor', 0, Array.from({ length: 3 }, (_, index) => jsonLine(index, `e${index}`)));
     for (const lines of ['0', '10001', '-1', 'abc', '1.5', '']) {
@@ -256,32 +254,25 @@ describe('lexec stack logs', () => {
       expect(run.exitCode, lines).toBe(2);
       expect(JSON.parse(run.stdout)).toMatchObject({ ok: false, error: { kind: 'usage', code: expect.stringMatching(/^(invalid_flag_value|usage_error)$/) as string } });
     }
-    expect((await logsJson(home, ['--component', 'executor', '--lines', '1'])).result.lines).toHaveLength(1);
-    expect((await logsJson(home, ['--component', 'executor', '--lines', '10000'])).result.lines).toHaveLength(3);
+    expect((await logsJson(home, ['--component', 'executor', '--lines', '1'])).lines).toHaveLength(1);
+    expect((await logsJson(home, ['--component', 'executor', '--lines', '10000'])).lines).toHaveLength(3);
 
     const usage = async (args: string[], code: string, message: RegExp) => {
       const run = await runLexec(['stack', 'logs', ...args, '--json'], { env: home.env });
       expect(run.exitCode, args.join(' ')).toBe(2);
-      expect((JSON.parse(run.stdout) as LogsDocument).error).toMatchObject({ kind: 'usage', code, message: expect.stringMatching(message) as string });
+      expect((JSON.parse(run.stdout) as FailureDocument).error).toMatchObject({ kind: 'usage', code, message: expect.stringMatching(message) as string });
     };
     await usage(['--component', 'worker'], 'invalid_flag_value', /--component must be one of: ledger, executor, sandbox, temporal, supervisor, all/);
     await usage(['--component', 'executor', '--execution-id', 'not-an-id'], 'invalid_flag_value', /--execution-id must be an execution id/);
     await usage(['--component', 'ledger', '--execution-id', EXECUTION_A], 'invalid_flag_value', /applies to the executor's log/);
-    await usage(['--follow'], 'usage_error', /--follow cannot be combined with --json/);
   });
 
   it('answers an empty result for a profile with no logs yet, and profile_not_found for an unknown profile', async () => {
     const home = await profileHome();
-    const empty = await logsJson(home, ['--component', 'all']);
-    expect(empty.result).toEqual({
-      profile: 'sandbox',
-      component: 'all',
-      execution_id: null,
-      logs_dir: home.logsDir,
-      log_files: 0,
-      lines: [],
-      admission_rejections: [],
-    });
+    const empty = await runLexec(['stack', 'logs', '--component', 'all', '--json'], { env: home.env });
+    expect(empty.exitCode).toBe(0);
+    expect(empty.stdout).toBe('');
+    expect(empty.stderr).toBe('');
     const human = await runLexec(['stack', 'logs', '--component', 'ledger'], { env: home.env });
     expect(human.exitCode).toBe(0);
     expect(human.stdout).toBe(`No logs yet for the ledger of profile sandbox (${home.logsDir}): the supervisor writes them once \`lexec stack start\` runs.`);
@@ -297,7 +288,7 @@ describe('lexec stack logs', () => {
     await chmod(join(home.logsDir, 'ledger.log'), 0o000);
     const run = await runLexec(['stack', 'logs', '--component', 'ledger', '--json'], { env: home.env });
     expect(run.exitCode).toBe(1);
-    expect((JSON.parse(run.stdout) as LogsDocument).error).toMatchObject({ kind: 'user', code: 'log_file_unreadable' });
+    expect((JSON.parse(run.stdout) as FailureDocument).error).toMatchObject({ kind: 'user', code: 'log_file_unreadable' });
   });
 
   it('stays bounded in memory reading five full 10 MiB files (scanning all of them for one execution and for admission rejections)', async () => {
@@ -333,9 +324,9 @@ describe('lexec stack logs', () => {
     expect(scanned - baseline).toBeLessThan(30);
     const found = await logsJson(home, ['--component', 'executor', '--execution-id', EXECUTION_A]);
     expect(events(found)).toEqual(['execution_succeeded']);
-    expect((await logsJson(home, ['--component', 'executor', '--lines', '1'])).result.admission_rejections).toHaveLength(1);
+    expect((await logsJson(home, ['--component', 'executor', '--lines', '1'])).admission_rejections).toHaveLength(1);
     const most = await logsJson(home, ['--component', 'all', '--lines', '10000']);
-    expect(most.result.lines).toHaveLength(10_000);
-    expect(most.result.lines.at(-1)?.line).toBe(filler(4).at(-1));
+    expect(most.lines).toHaveLength(10_000);
+    expect(most.lines.at(-1)?.line).toBe(filler(4).at(-1));
   }, 180_000);
 });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UserError } from '../../../src/errors.js';
 import { probeHttp, probeTcp } from '../../../src/launcher/probes/loopback-probe.js';
-import { safeLogLine } from '../../../src/launcher/logs/log-tail.js';
+import { sanitizePayload } from '../../../src/launcher/logs/log-lines.js';
 import { isRunning, isSameProcess, processStartTicks, readProcessStat } from '../../../src/launcher/supervisor/process-identity.js';
 import { nextStreak, restartDelayMs, RESTART_MAX_DELAY_MS, STABLE_AFTER_MS } from '../../../src/launcher/supervisor/restart-policy.js';
 import { profilePaths } from '../../../src/launcher/home/stack-home.js';
@@ -117,10 +117,9 @@ describe('supervisor state file', () => {
   });
 });
 
-describe('log lines shown in messages', () => {
-  it('strips terminal control sequences, hides anything shaped like a capability and bounds the length', () => {
+describe('log lines shown in messages and by stack logs', () => {
+  it('strips terminal control sequences and hides anything shaped like a capability', () => {
     const capability = `lexec_agent_${'A'.repeat(43)}`;
-    expect(safeLogLine(`\u001b[31mError:\u001b[0m token ${capability} rejected\u0007`)).toBe('Error: token [capability hidden] rejected');
-    expect(safeLogLine('x'.repeat(1000))).toHaveLength(401);
+    expect(sanitizePayload(`\u001b[31mError:\u001b[0m token ${capability} rejected\u0007`)).toBe('Error: token [capability hidden] rejected');
   });
 });
