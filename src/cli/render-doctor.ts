@@ -7,7 +7,7 @@ const MARKS: Record<CheckStatus, string> = { pass: '✔', warn: '!', fail: '✖'
 export function renderDoctorReport(report: DoctorReport, output: Output): void {
   const { style } = output;
   const paint: Record<CheckStatus, (text: string) => string> = { pass: style.ok, warn: style.warn, fail: style.error, skip: style.dim };
-  output.line(`${style.bold('stack doctor')} profile ${report.profile} (${report.running ? 'running' : 'stopped'}, active generation ${report.active_generation ?? 'none'})`);
+  output.line(`${style.bold('stack doctor')} profile ${report.profile} (${report.running ? 'running' : 'stopped'}, active generation ${report.active_generation_id ?? 'none'})`);
   const width = Math.max(...report.checks.map((check) => check.id.length));
   for (const check of report.checks) {
     output.line(`${paint[check.status](`${MARKS[check.status]} ${check.status.padEnd(4)}`)} ${check.id.padEnd(width)}  ${check.summary}`);

@@ -27,7 +27,7 @@ export default class StackGenerations extends LexecCommand<GenerationsResult> {
       output.line(`${mark} ${generation.generation_id}  ${generation.rendered_at}  ${generation.product_version} ${generation.build_kind} ${generation.commit.slice(0, 12)}`);
     }
     for (const damaged of result.damaged) {
-      output.line(`${output.style.error('damaged')} ${damaged.generation_id}  ${damaged.problem}${damaged.generation_id === result.active_generation ? ' (the active one)' : ''}`);
+      output.line(`${output.style.error('damaged')} ${damaged.generation_id}  ${damaged.problem}${damaged.generation_id === result.active_generation_id ? ' (the active one)' : ''}`);
     }
     if (result.damaged.length > 0) output.line(output.style.dim('A damaged generation is never started: `lexec stack render` re-creates the one the profile renders; activate another with `lexec stack activate --generation <id>`.'));
     if (result.pruned.length > 0) output.line(`removed ${result.pruned.length} old generation${result.pruned.length === 1 ? '' : 's'}: ${result.pruned.join(', ')}`);

@@ -22,7 +22,7 @@ export default class StackProfiles extends LexecCommand<ProfilesResult> {
     for (const profile of result.profiles) {
       const mark = profile.selected ? output.style.bold('*') : ' ';
       const state = profile.running ? output.style.ok('running') : 'stopped';
-      const detail = profile.problem === null ? `${profile.kind ?? '?'}, generation ${profile.active_generation ?? 'none'}` : output.style.error(profile.problem);
+      const detail = profile.problem === null ? `${profile.kind ?? '?'}, generation ${profile.active_generation_id ?? 'none'}` : output.style.error(profile.problem);
       output.line(`${mark} ${profile.name}  ${state}  ${detail}`);
     }
     output.line(output.style.dim(`* = the profile commands use (${result.effective.source}); home ${result.home}`));

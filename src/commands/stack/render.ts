@@ -22,7 +22,7 @@ export default class StackRender extends LexecCommand<RenderResult> {
       output.line('It is the active generation: nothing to apply.');
       return;
     }
-    output.line(`changed files against ${result.active_generation ?? 'no active generation'}: ${result.changed_files.join(', ') || 'none'}`);
+    output.line(`changed files against ${result.active_generation_id ?? 'no active generation'}: ${result.changed_files.join(', ') || 'none'}`);
     output.line(`components affected: ${result.affected_components.join(', ') || 'none'}`);
     if (result.diff !== '') {
       output.line(`what changes in the rendered files:`);

@@ -3,12 +3,12 @@ import type { ProviderCatalog } from '../../executor/provider-catalog.js';
 import type { FieldIssue } from '../../errors.js';
 
 /*
- * The `stack doctor` report, version 2 (spec §8 Operations 7, §9; docs/stack.md "Doctor"). Every
+ * The `stack doctor` report, version 3 (spec §8 Operations 7, §9; docs/stack.md "Doctor"). Every
  * check has a stable id, a status, a one-line summary and a fix hint (null when it passed). The
  * report adds the provider contract catalog and the lineage it compared. Pure: no I/O here.
  */
 
-export const DOCTOR_REPORT_VERSION = 2;
+export const DOCTOR_REPORT_VERSION = 3;
 
 export const CHECK_STATUSES = ['pass', 'warn', 'fail', 'skip'] as const;
 export type CheckStatus = (typeof CHECK_STATUSES)[number];
@@ -67,7 +67,7 @@ export interface DoctorReport {
   readonly profile: string;
   readonly overall: OverallStatus;
   readonly running: boolean;
-  readonly active_generation: string | null;
+  readonly active_generation_id: string | null;
   readonly checks: readonly DoctorCheck[];
   /** The sanitized provider catalog (schema version 1) of the active generation; null without one. */
   readonly provider_catalog: ProviderCatalog | null;

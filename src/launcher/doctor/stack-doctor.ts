@@ -213,7 +213,7 @@ export async function runDoctor({ home, paths, build = readBuildInfo() }: Doctor
     profile: paths.name,
     overall: overallStatus(checks),
     running: supervisorPid !== null,
-    active_generation: active.id,
+    active_generation_id: active.id,
     checks,
     provider_catalog: catalog,
     lineage,

@@ -34,7 +34,7 @@ export interface RenderResult extends GenerationChange {
    * `repaired`: a damaged or tampered generation of this id was set aside and written again.
    */
   readonly outcome: 'created' | 'exists' | 'repaired';
-  readonly active_generation: string | null;
+  readonly active_generation_id: string | null;
   readonly is_active: boolean;
   /**
    * How `[ledger.default_policy]` differs from the active generation's, field by field (amounts
@@ -134,7 +134,7 @@ export async function renderProfile(paths: ProfilePaths, home: string, now: Date
     profile: paths.name,
     generation_id: rendered.id,
     outcome,
-    active_generation: activeId,
+    active_generation_id: activeId,
     is_active: activeId === rendered.id,
     ...compareGenerations(active, stored),
     default_policy_changes: activeId === rendered.id ? [] : defaultPolicyChanges(activeLedger, rendered.files['ledger.json']),
@@ -177,7 +177,7 @@ export interface GenerationSummary {
 
 export interface GenerationsResult {
   readonly profile: string;
-  readonly active_generation: string | null;
+  readonly active_generation_id: string | null;
   /** The `active` pointer could not be read; `activate` or `rollback` of a listed generation repairs it. */
   readonly active_pointer_damaged: boolean;
   readonly generations: readonly GenerationSummary[];
@@ -222,7 +222,7 @@ export async function listStackGenerations(request: ProfileRequest & { pruned?: 
   }));
   return {
     profile: paths.name,
-    active_generation: active ?? null,
+    active_generation_id: active ?? null,
     active_pointer_damaged: active === undefined,
     generations,
     damaged: survey.damaged,
@@ -232,8 +232,8 @@ export async function listStackGenerations(request: ProfileRequest & { pruned?: 
 
 export interface ActivateResult extends GenerationChange {
   readonly profile: string;
-  readonly previous_generation: string | null;
-  readonly active_generation: string;
+  readonly previous_generation_id: string | null;
+  readonly active_generation_id: string;
   readonly changed: boolean;
 }
 
@@ -267,8 +267,8 @@ export async function activateStackGeneration(request: ProfileRequest & { genera
     }
     return {
       profile: paths.name,
-      previous_generation: previous,
-      active_generation: target.generation_id,
+      previous_generation_id: previous,
+      active_generation_id: target.generation_id,
       changed: previous !== target.generation_id,
       ...compareGenerations(previousManifest, target),
     };

@@ -9,7 +9,7 @@ export interface ProfileSummary {
   /** sandbox | live, or null when the profile does not parse. */
   readonly kind: string | null;
   readonly selected: boolean;
-  readonly active_generation: string | null;
+  readonly active_generation_id: string | null;
   readonly running: boolean;
   /** Why the profile cannot be used as it is (its code), or null. */
   readonly problem: string | null;
@@ -44,7 +44,7 @@ export async function listStackProfiles({ env, profileFlag }: { env: NodeJS.Proc
       if (!(error instanceof UserError)) throw error;
       problem ??= error.code;
     }
-    profiles.push({ name, kind, selected: name === effective.name, active_generation: active, running: (await runningSupervisorPid(paths)) !== null, problem });
+    profiles.push({ name, kind, selected: name === effective.name, active_generation_id: active, running: (await runningSupervisorPid(paths)) !== null, problem });
   }
   return { home, effective, profiles };
 }

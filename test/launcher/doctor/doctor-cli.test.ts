@@ -50,8 +50,8 @@ describe('a healthy sandbox profile', () => {
     const id = await renderAndActivate(home);
     const { exitCode, report } = await doctor();
     expect(exitCode).toBe(0);
-    expect(Object.keys(report).sort()).toEqual(['active_generation', 'checks', 'lineage', 'overall', 'profile', 'provider_catalog', 'report_version', 'running'].sort());
-    expect(report).toMatchObject({ report_version: 2, profile: 'sandbox', running: false, active_generation: id });
+    expect(Object.keys(report).sort()).toEqual(['active_generation_id', 'checks', 'lineage', 'overall', 'profile', 'provider_catalog', 'report_version', 'running'].sort());
+    expect(report).toMatchObject({ report_version: 3, profile: 'sandbox', running: false, active_generation_id: id });
     expect(report.checks.map((item) => item.id)).toEqual([...DOCTOR_CHECK_IDS]);
     for (const item of report.checks) {
       expect(Object.keys(item).sort()).toEqual(['fix', 'id', 'issues', 'status', 'summary']);
@@ -182,7 +182,7 @@ describe('changes not yet applied', () => {
     expect(current.summary).toContain(`not the active ${id}`);
     expect(current.summary).toContain('components affected sandbox');
     expect(current.fix).toMatch(/Render and activate to apply: .*lexec stack activate --generation g[0-9a-f]{16}/);
-    expect(report.active_generation).toBe(id);
+    expect(report.active_generation_id).toBe(id);
   });
 
   it('without an active generation: warn, and ports are taken from the profile', async () => {

@@ -15,21 +15,21 @@ interface RenderResult {
   profile: string;
   generation_id: string;
   outcome: 'created' | 'exists';
-  active_generation: string | null;
+  active_generation_id: string | null;
   is_active: boolean;
   changed_files: string[];
   affected_components: string[];
 }
 interface ActivateResult {
   profile: string;
-  previous_generation: string | null;
-  active_generation: string;
+  previous_generation_id: string | null;
+  active_generation_id: string;
   changed: boolean;
   changed_files: string[];
   affected_components: string[];
 }
 interface GenerationsResult {
-  active_generation: string | null;
+  active_generation_id: string | null;
   generations: { generation_id: string; active: boolean; build_kind: string }[];
 }
 
@@ -68,7 +68,7 @@ async function editProfile(completeAfterMs: number): Promise<void> {
 describe('stack render', () => {
   it('renders the same inputs to the same id and leaves the existing generation untouched', async () => {
     const first = await render();
-    expect(first).toMatchObject({ profile: 'sandbox', outcome: 'created', active_generation: null, is_active: false });
+    expect(first).toMatchObject({ profile: 'sandbox', outcome: 'created', active_generation_id: null, is_active: false });
     expect(first.changed_files).toEqual(['ledger.json', 'executor.json']);
     expect(first.affected_components).toEqual(['ledger', 'executor', 'sandbox']);
     const before = await snapshotTree(join(profileDir, 'generations'));
@@ -91,7 +91,7 @@ describe('stack render', () => {
     await editProfile(900);
     const second = await render();
     expect(second.generation_id).not.toBe(first.generation_id);
-    expect(second).toMatchObject({ outcome: 'created', active_generation: first.generation_id, is_active: false, changed_files: [], affected_components: ['sandbox'] });
+    expect(second).toMatchObject({ outcome: 'created', active_generation_id: first.generation_id, is_active: false, changed_files: [], affected_components: ['sandbox'] });
     expect((await readFile(join(profileDir, 'active'), 'utf8')).trim()).toBe(first.generation_id);
     const human = await lexec(home, ['stack', 'render']);
     expect(human.stdout).toContain(`generation ${second.generation_id} (rendered before)`);
@@ -145,8 +145,8 @@ describe('stack render', () => {
     await rm(dir, { recursive: true });
     await editProfile(700);
     const second = await render();
-    expect(second).toMatchObject({ active_generation: first.generation_id, changed_files: ['ledger.json', 'executor.json'] });
-    expect((await activate(second.generation_id)).previous_generation).toBe(first.generation_id);
+    expect(second).toMatchObject({ active_generation_id: first.generation_id, changed_files: ['ledger.json', 'executor.json'] });
+    expect((await activate(second.generation_id)).previous_generation_id).toBe(first.generation_id);
   });
 });
 
@@ -158,15 +158,15 @@ describe('stack activate and rollback', () => {
     await editProfile(600);
     const c = (await render()).generation_id;
 
-    expect(await activate(a)).toMatchObject({ previous_generation: null, active_generation: a, changed: true, affected_components: ['ledger', 'executor', 'sandbox'] });
-    expect(await activate(c)).toMatchObject({ previous_generation: a, active_generation: c, changed: true, changed_files: [], affected_components: ['sandbox'] });
-    expect(await activate(b, 'rollback')).toMatchObject({ previous_generation: c, active_generation: b, changed: true });
-    expect(await activate(a, 'rollback')).toMatchObject({ previous_generation: b, active_generation: a });
-    expect(await activate(a)).toMatchObject({ previous_generation: a, changed: false, changed_files: [], affected_components: [] });
+    expect(await activate(a)).toMatchObject({ previous_generation_id: null, active_generation_id: a, changed: true, affected_components: ['ledger', 'executor', 'sandbox'] });
+    expect(await activate(c)).toMatchObject({ previous_generation_id: a, active_generation_id: c, changed: true, changed_files: [], affected_components: ['sandbox'] });
+    expect(await activate(b, 'rollback')).toMatchObject({ previous_generation_id: c, active_generation_id: b, changed: true });
+    expect(await activate(a, 'rollback')).toMatchObject({ previous_generation_id: b, active_generation_id: a });
+    expect(await activate(a)).toMatchObject({ previous_generation_id: a, changed: false, changed_files: [], affected_components: [] });
 
     const list = await lexec(home, ['stack', 'generations', '--json']);
     const result = list.json?.result as unknown as GenerationsResult;
-    expect(result.active_generation).toBe(a);
+    expect(result.active_generation_id).toBe(a);
     expect(result.generations.map((generation) => generation.generation_id).sort()).toEqual([a, b, c].sort());
     expect(result.generations.filter((generation) => generation.active).map((generation) => generation.generation_id)).toEqual([a]);
     const human = await lexec(home, ['stack', 'generations']);
@@ -194,7 +194,7 @@ describe('stack activate and rollback', () => {
     } finally {
       await supervisor.stop();
     }
-    expect((await activate(b)).active_generation).toBe(b);
+    expect((await activate(b)).active_generation_id).toBe(b);
   });
 
   it('validate --generation: a malformed id is a usage error (exit 2), an unknown one exit 1', async () => {
@@ -237,7 +237,7 @@ describe('the launcher lock', () => {
 
 describe('damaged generations', () => {
   interface Survey {
-    active_generation: string | null;
+    active_generation_id: string | null;
     active_pointer_damaged: boolean;
     generations: { generation_id: string }[];
     damaged: { generation_id: string; problem: string }[];
@@ -279,7 +279,7 @@ describe('damaged generations', () => {
     const again = await render();
     expect(again).toMatchObject({ generation_id: second.generation_id, outcome: 'repaired' });
     expect((await survey()).generations.map((generation) => generation.generation_id)).toEqual([second.generation_id]);
-    expect((await activate(second.generation_id)).active_generation).toBe(second.generation_id);
+    expect((await activate(second.generation_id)).active_generation_id).toBe(second.generation_id);
   });
 
   it('a damaged active pointer does not break generations, which says how to repair it', async () => {
@@ -287,9 +287,9 @@ describe('damaged generations', () => {
     await activate(first.generation_id);
     await writeFile(join(profileDir, 'active'), 'not-an-id\n');
     const listed = await survey();
-    expect(listed).toMatchObject({ active_generation: null, active_pointer_damaged: true, generations: [{ generation_id: first.generation_id }] });
+    expect(listed).toMatchObject({ active_generation_id: null, active_pointer_damaged: true, generations: [{ generation_id: first.generation_id }] });
     expect((await lexec(home, ['stack', 'generations'])).stdout).toContain('The active pointer is damaged');
-    expect((await activate(first.generation_id)).active_generation).toBe(first.generation_id);
+    expect((await activate(first.generation_id)).active_generation_id).toBe(first.generation_id);
   });
 });
 

@@ -10,7 +10,7 @@ import { lexec } from './profile-fixtures.js';
 interface ProfilesResult {
   home: string;
   effective: { name: string; source: 'flag' | 'selection' | 'default' };
-  profiles: { name: string; kind: string | null; selected: boolean; active_generation: string | null; running: boolean; problem: string | null }[];
+  profiles: { name: string; kind: string | null; selected: boolean; active_generation_id: string | null; running: boolean; problem: string | null }[];
 }
 
 let home: string;
@@ -44,9 +44,9 @@ describe('stack profiles', () => {
     await mkdir(join(home, 'profiles', 'not-a-profile'), { recursive: true });
     const result = await profiles();
     expect(result.profiles).toEqual([
-      { name: 'broken', kind: null, selected: false, active_generation: null, running: false, problem: 'profile_invalid' },
-      { name: 'live', kind: 'live', selected: false, active_generation: null, running: false, problem: null },
-      { name: 'sandbox', kind: 'sandbox', selected: true, active_generation: null, running: false, problem: null },
+      { name: 'broken', kind: null, selected: false, active_generation_id: null, running: false, problem: 'profile_invalid' },
+      { name: 'live', kind: 'live', selected: false, active_generation_id: null, running: false, problem: null },
+      { name: 'sandbox', kind: 'sandbox', selected: true, active_generation_id: null, running: false, problem: null },
     ]);
   });
 });
