@@ -298,7 +298,7 @@ class Supervisor {
   }
 
   private async spawnInto(slot: Slot): Promise<void> {
-    const child = await spawnSupervisedChild({ args: slot.args, log: slot.log, env: this.env, cwd: this.paths.dir });
+    const child = await spawnSupervisedChild({ args: slot.args, log: slot.log, env: this.env, cwd: this.paths.dir, stopGraceMs: STOP_GRACE_MS[slot.component] });
     slot.child = child;
     slot.spawnedAt = performance.now();
     slot.status = { ...slot.status, state: 'starting', pid: child.pid, pid_start_ticks: child.startTicks, started_at: now(), ready_at: null, probe_error: null };
@@ -377,7 +377,7 @@ class Supervisor {
         slot.status = { ...slot.status, state: 'stopped', pid: null, pid_start_ticks: null, probe_error: null };
         return;
       }
-      await child.stop(STOP_GRACE_MS[slot.component]);
+      await child.stop();
       // onExit records the exit; wait for it so the published state is final.
       while (slot.child === child) await sleep(10);
     };

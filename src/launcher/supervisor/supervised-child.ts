@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
+import { execa } from 'execa';
 import { packagePath } from '../../package-root.js';
-import { isSameProcess, processStartTicks, sendSignal, waitUntil } from './process-identity.js';
+import { processStartTicks } from './process-identity.js';
 import { createLineSplitter, type RotatingLog } from '../logs/rotating-log.js';
 
 /*
@@ -26,8 +26,8 @@ export interface SupervisedChild {
   readonly startTicks: number | null;
   /** Settles once the process has exited and its output has been written to the log. */
   readonly exited: Promise<ChildExit>;
-  /** SIGTERM, then SIGKILL after `graceMs`; resolves once it has exited. */
-  stop(graceMs: number): Promise<ChildExit>;
+  /** SIGTERM, then SIGKILL after the child's `stopGraceMs`; resolves once it has exited. */
+  stop(): Promise<ChildExit>;
 }
 
 export interface SpawnChildOptions {
@@ -35,21 +35,34 @@ export interface SpawnChildOptions {
   readonly log: RotatingLog;
   readonly env: NodeJS.ProcessEnv;
   readonly cwd: string;
+  /** How long `stop()` waits after SIGTERM before SIGKILL. */
+  readonly stopGraceMs: number;
 }
 
 /**
- * Starts the child. A child that cannot even be spawned (which would mean this installation's
- * Node.js binary is gone) is reported as an immediate exit, like any other crash.
+ * Starts the child with execa: exactly the environment given (`extendEnv: false`), no buffering
+ * (the output streams into the log line by line, each line bounded by the splitter), never
+ * rejected for a crash (a crash is an exit like any other), and no exit hook of execa's own
+ * (`cleanup: false`: the supervisor pipe on descriptor 3 already ends a child whose supervisor
+ * dies, even by SIGKILL, which no exit hook survives). A child that cannot even be spawned
+ * (this installation's Node.js binary gone) is reported as an immediate exit, like any crash.
  */
 export async function spawnSupervisedChild(options: SpawnChildOptions): Promise<SupervisedChild> {
-  const child = spawn(process.execPath, ['--import', PRELOAD, LEXEC_BIN, ...options.args], {
+  const child = execa(process.execPath, ['--import', PRELOAD, LEXEC_BIN, ...options.args], {
     cwd: options.cwd,
     env: options.env,
+    extendEnv: false,
     stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    buffer: false,
+    reject: false,
+    cleanup: false,
+    // stop() sends SIGTERM; execa sends SIGKILL if the child is still there after its grace.
+    killSignal: 'SIGTERM',
+    forceKillAfterDelay: options.stopGraceMs,
   });
   // Never written or read: only its closing matters (to the child). Errors on it are irrelevant.
-  child.stdio[3]?.on('error', () => undefined);
-  const streams = [child.stdout, child.stderr].flatMap((stream) => (stream === null ? [] : [stream])).map((stream) => {
+  child.stdio[3].on('error', () => undefined);
+  const streams = [child.stdout, child.stderr].map((stream) => {
     const splitter = createLineSplitter((line) => {
       try {
         options.log.writeLine(line);
@@ -72,18 +85,25 @@ export async function spawnSupervisedChild(options: SpawnChildOptions): Promise<
       splitter.flush();
     });
   });
+  // The exit itself, not execa's result: that one also waits for the output pipes, which a
+  // grandchild could hold open after the child is gone.
+  const node = child.nodeChildProcess;
   const exitedProcess = new Promise<ChildExit>((resolve) => {
-    child.once('exit', (code, signal) => {
+    node.once('exit', (code, signal) => {
       resolve({ code, signal });
     });
-    child.once('error', () => {
+    node.once('error', () => {
       resolve({ code: null, signal: null });
+    });
+    // A spawn execa refused before any process existed settles only its own promise.
+    void child.then((result) => {
+      if (result.failed && result.exitCode === undefined && result.signal === undefined) resolve({ code: null, signal: null });
     });
   });
   const exited = exitedProcess.then(async (exit) => {
     // The output pipes close right after the exit; wait (briefly) so the last lines are logged.
     await Promise.race([Promise.all(streams), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
-    child.stdio[3]?.destroy();
+    child.stdio[3].destroy();
     return exit;
   });
   const pid = child.pid ?? 0;
@@ -96,12 +116,9 @@ export async function spawnSupervisedChild(options: SpawnChildOptions): Promise<
     pid,
     startTicks,
     exited,
-    async stop(graceMs) {
-      if (!done && pid > 0) {
-        sendSignal(pid, 'SIGTERM');
-        const stopped = await waitUntil(() => Promise.resolve(done), graceMs);
-        if (!stopped && (await isSameProcess(pid, startTicks))) sendSignal(pid, 'SIGKILL');
-      }
+    async stop() {
+      // Signals go through the child's handle, which never signals a pid once the child is reaped.
+      if (!done) child.kill('SIGTERM');
       return exited;
     },
   };
