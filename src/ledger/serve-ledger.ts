@@ -1,13 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
-import { readBuildInfo } from '../build-info.js';
-import { openDatabase } from '../storage/open-database.js';
-import { ensureAdminCapability } from './admin-capability.js';
-import { buildLedgerApp } from './http/ledger-app.js';
-import { createLedgerAdmin } from './ledger-admin.js';
+import { composeLedger } from './compose-ledger.js';
 import { loadLedgerConfig } from './ledger-config.js';
-import { createLedgerService } from './ledger-service.js';
-import { LEDGER_MIGRATIONS } from './store/migrations.js';
 
 export interface LedgerStopped {
   readonly status: 'stopped';
@@ -22,24 +16,9 @@ export interface LedgerStopped {
 export async function serveLedger(configPath: string): Promise<LedgerStopped> {
   const config = await loadLedgerConfig(configPath);
   const logger = pino({ base: { service: 'ledger' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
-  const db = openDatabase(config.database_path, LEDGER_MIGRATIONS);
+  const ledger = await composeLedger({ config, logger });
   try {
-    const now = () => Date.now();
-    const defaultPolicy = config.default_policy;
-    const admin = createLedgerAdmin({ db, now, defaultPolicy });
-    const service = createLedgerService({
-      db,
-      now,
-      contractLevel: config.contract_level,
-      authorizationTtlMs: config.authorization_ttl_seconds * 1000,
-      defaultPolicy,
-    });
-    const adminCapability = await ensureAdminCapability(config.admin_capability_path, admin);
-    // [ledger.default_policy] as configured now holds for every agent that follows it.
-    const following = admin.applyDefaultPolicy();
-    service.ownerAccountId();
-    const buildInfo = readBuildInfo();
-    const app = buildLedgerApp({ service, admin, buildInfo, contractLevel: config.contract_level, logger });
+    const { app, buildInfo } = ledger;
     await app.listen({ host: config.http.host, port: config.http.port });
     const { port } = app.server.address() as AddressInfo;
     logger.info({
@@ -48,8 +27,8 @@ export async function serveLedger(configPath: string): Promise<LedgerStopped> {
       port,
       product_version: buildInfo.product_version,
       contract_level: config.contract_level,
-      admin_capability: adminCapability,
-      default_policy_applied_to: following.length,
+      admin_capability: ledger.adminCapability,
+      default_policy_applied_to: ledger.defaultPolicyAppliedTo,
     });
     const signal = await new Promise<string>((resolve) => {
       process.once('SIGINT', () => {
@@ -64,6 +43,6 @@ export async function serveLedger(configPath: string): Promise<LedgerStopped> {
     logger.info({ event: 'ledger_stopped', signal });
     return { status: 'stopped', signal };
   } finally {
-    db.close();
+    ledger.close();
   }
 }

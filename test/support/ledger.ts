@@ -4,15 +4,9 @@ import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { PassThrough } from 'node:stream';
-import { readBuildInfo } from '../../src/build-info.js';
 import { capabilityDigest, generateCapability, type CredentialKind } from '../../src/credentials/capability.js';
-import { ensureAdminCapability } from '../../src/ledger/admin-capability.js';
-import { buildLedgerApp } from '../../src/ledger/http/ledger-app.js';
-import { createLedgerAdmin } from '../../src/ledger/ledger-admin.js';
+import { composeLedger } from '../../src/ledger/compose-ledger.js';
 import type { LedgerContractLevel } from '../../src/ledger/ledger-config.js';
-import { createLedgerService } from '../../src/ledger/ledger-service.js';
-import { LEDGER_MIGRATIONS } from '../../src/ledger/store/migrations.js';
-import { openDatabase } from '../../src/storage/open-database.js';
 import { readPrivateFile } from '../../src/credentials/private-file.js';
 import { makeTempDir, removeDir } from './cli.js';
 
@@ -38,7 +32,7 @@ export interface TestLedger {
 
 export interface TestLedgerOptions {
   readonly contractLevel?: LedgerContractLevel;
-  readonly ttlMs?: number;
+  readonly ttlSeconds?: number;
   readonly dir?: string;
 }
 
@@ -50,24 +44,24 @@ export interface TestLedgerOptions {
 export async function startTestLedger(options: TestLedgerOptions = {}): Promise<TestLedger> {
   const dir = options.dir ?? (await makeTempDir('lexec-ledger-'));
   const databasePath = join(dir, 'ledger.db');
-  const db = openDatabase(databasePath, LEDGER_MIGRATIONS);
-  let offset = 0;
-  const now = () => Date.now() + offset;
-  const admin = createLedgerAdmin({ db, now, defaultPolicy: DEFAULT_POLICY });
-  const service = createLedgerService({
-    db,
-    now,
-    contractLevel: options.contractLevel ?? 'v4.5',
-    authorizationTtlMs: options.ttlMs ?? 3_600_000,
-    defaultPolicy: DEFAULT_POLICY,
-  });
   const adminPath = join(dir, 'credentials', 'admin.capability');
-  await ensureAdminCapability(adminPath, admin);
-  service.ownerAccountId();
+  let offset = 0;
   const lines: string[] = [];
   const sink = new PassThrough();
   sink.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
-  const app = buildLedgerApp({ service, admin, buildInfo: readBuildInfo(), contractLevel: options.contractLevel ?? 'v4.5', logger: pino(sink) });
+  // The same composition root as `lexec ledger serve`, with a clock the test can move.
+  const ledger = await composeLedger({
+    config: {
+      database_path: databasePath,
+      admin_capability_path: adminPath,
+      contract_level: options.contractLevel ?? 'v4.5',
+      authorization_ttl_seconds: options.ttlSeconds ?? 3_600,
+      default_policy: DEFAULT_POLICY,
+    },
+    logger: pino(sink),
+    now: () => Date.now() + offset,
+  });
+  const { app } = ledger;
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   const reader = new Database(databasePath, { readonly: true });
@@ -85,7 +79,7 @@ export async function startTestLedger(options: TestLedgerOptions = {}): Promise<
     async close() {
       await app.close();
       reader.close();
-      db.close();
+      ledger.close();
       if (options.dir === undefined) await removeDir(dir);
     },
   };

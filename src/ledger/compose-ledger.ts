@@ -1,0 +1,77 @@
+import type { Logger } from 'pino';
+import { readBuildInfo, type BuildInfo } from '../build-info.js';
+import { openDatabase } from '../storage/open-database.js';
+import { ensureAdminCapability, type AdminCapabilityOutcome } from './admin-capability.js';
+import { buildLedgerApp } from './http/ledger-app.js';
+import { createLedgerAdmin, type LedgerAdmin } from './ledger-admin.js';
+import type { LedgerConfig } from './ledger-config.js';
+import type { SpendPolicy } from './authorization-rules.js';
+import { createLedgerService, type LedgerService } from './ledger-service.js';
+import { LEDGER_MIGRATIONS } from './store/migrations.js';
+
+export interface ComposedLedger {
+  readonly buildInfo: BuildInfo;
+  readonly service: LedgerService;
+  readonly admin: LedgerAdmin;
+  readonly app: ReturnType<typeof buildLedgerApp>;
+  /** Whether the admin capability file was created now or found. */
+  readonly adminCapability: AdminCapabilityOutcome;
+  /** How many agents follow `[ledger.default_policy]` and had it applied at this start. */
+  readonly defaultPolicyAppliedTo: number;
+  /** Closes the database (after the app is closed). */
+  close(): void;
+}
+
+export interface ComposeLedgerOptions {
+  /** The parts of the configuration a ledger needs (the listen address is serve's business). */
+  readonly config: Pick<LedgerConfig, 'database_path' | 'admin_capability_path' | 'contract_level' | 'authorization_ttl_seconds'> & {
+    readonly default_policy: SpendPolicy;
+  };
+  /** Where every part logs (serve: stderr; tests: a sink they read back). */
+  readonly logger: Logger;
+  /** The ledger's clock, ms since the epoch (serve: Date.now; tests: one they can move). */
+  readonly now?: () => number;
+}
+
+/**
+ * The ledger's one composition root (STYLE.md habit 12), for `ledger serve` and the tests alike:
+ * opens and migrates its database, builds the admin and service use cases, makes sure the admin
+ * capability exists, applies the configured default policy to every agent that follows it, and
+ * builds the HTTP app. Nothing listens yet.
+ */
+export async function composeLedger(options: ComposeLedgerOptions): Promise<ComposedLedger> {
+  const { config } = options;
+  const now = options.now ?? (() => Date.now());
+  const db = openDatabase(config.database_path, LEDGER_MIGRATIONS);
+  try {
+    const defaultPolicy = config.default_policy;
+    const admin = createLedgerAdmin({ db, now, defaultPolicy });
+    const service = createLedgerService({
+      db,
+      now,
+      contractLevel: config.contract_level,
+      authorizationTtlMs: config.authorization_ttl_seconds * 1000,
+      defaultPolicy,
+    });
+    const adminCapability = await ensureAdminCapability(config.admin_capability_path, admin);
+    // [ledger.default_policy] as configured now holds for every agent that follows it.
+    const following = admin.applyDefaultPolicy();
+    service.ownerAccountId();
+    const buildInfo = readBuildInfo();
+    const app = buildLedgerApp({ service, admin, buildInfo, contractLevel: config.contract_level, logger: options.logger });
+    return {
+      buildInfo,
+      service,
+      admin,
+      app,
+      adminCapability,
+      defaultPolicyAppliedTo: following.length,
+      close() {
+        db.close();
+      },
+    };
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
