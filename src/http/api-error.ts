@@ -1,7 +1,8 @@
 /**
  * An error an HTTP route answers with: status, stable code, optional safe reason code and field
  * paths. Bodies never echo submitted values. One error handler per server maps these (and
- * anything unexpected, as 500 `internal_error`) to `{"error":{…}}`.
+ * anything unexpected, as 500 `internal_error`) to `{"error":{…}}`. Use cases never throw it:
+ * they throw a `Refusal` (src/domain/refusal.ts), given its status by refusal-status.ts.
  */
 export class ApiError extends Error {
   readonly status: number;
@@ -31,7 +32,3 @@ export class ApiError extends Error {
     };
   }
 }
-
-export const conflict = (reasonCode: string, fields?: readonly string[]) => new ApiError(409, 'conflict', { reasonCode, fields });
-export const notFound = () => new ApiError(404, 'not_found');
-export const unprocessable = (code: string, reasonCode?: string, fields?: readonly string[]) => new ApiError(422, code, { reasonCode, fields });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { capabilityDigest, digestLookup, digestsEqual, type CredentialKind } from '../credentials/capability.js';
 import { UNITS_SCALE } from '../domain/money.js';
-import { conflict, notFound, unprocessable } from '../http/api-error.js';
+import { conflict, notFound, unprocessable } from './ledger-error.js';
 import type { SpendPolicy } from './authorization-rules.js';
 
 /** The identity a request authenticated as. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { canonicalJson, fingerprint } from '../domain/canonical-json.js';
 import { UNITS_SCALE } from '../domain/money.js';
-import { ApiError, conflict, notFound, unprocessable } from '../http/api-error.js';
+import { conflict, notFound, unprocessable } from './ledger-error.js';
 import {
   centsCeil,
   decideRequest,
@@ -511,12 +511,5 @@ export function createLedgerService(options: LedgerServiceOptions) {
       created_at: iso(row.created_at),
       resolved_at: iso(row.resolved_at),
     };
-  }
-}
-
-/** Raised for a receipt body that is neither shape; the route turns it into 400 with paths. */
-export class ReceiptShapeError extends ApiError {
-  constructor(fields: readonly string[]) {
-    super(400, 'invalid_request', { reasonCode: 'invalid_receipt', fields });
   }
 }

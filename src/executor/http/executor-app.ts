@@ -12,7 +12,7 @@ import type { ProviderCatalog } from '../provider-catalog.js';
 import type { Readiness } from '../readiness.js';
 import type { ExecutionStore } from '../store/execution-store.js';
 import { resolutionBody, type createReconciliation } from '../reconciliation.js';
-import { toApiError } from './to-api-error.js';
+import { toApiError } from '../../http/refusal-status.js';
 import type { ExecutionTarget } from '../../config/executor-config-schema.js';
 
 export interface ExecutorAppDependencies {

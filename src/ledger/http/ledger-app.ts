@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { BuildInfo } from '../../build-info.js';
 import { ApiError } from '../../http/api-error.js';
+import { toApiError } from '../../http/refusal-status.js';
 import { createJsonServer, parseInput } from '../../http/json-server.js';
 import { credentialGuard } from '../../http/require-credential.js';
 import { AUTHORIZATION_STATUSES } from '../authorization-rules.js';
@@ -57,6 +58,7 @@ function parseReceipt(raw: Record<string, unknown>, prefix: string): Receipt {
 export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   const { service, admin } = deps;
   const app = createJsonServer({
+    mapError: toApiError,
     logger: deps.logger,
     // Spec §6 rule 4: routine successes of health, version and the marked probe are not logged.
     isRoutine: (request, reply) =>

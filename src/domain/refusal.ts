@@ -1,0 +1,38 @@
+/**
+ * What kind of refusal a use case answers with (the ledger's and the executor's alike). The use
+ * cases know nothing of HTTP: each server's app gives every kind its status in one place
+ * (src/http/refusal-status.ts).
+ *
+ * - invalid: the request itself is wrong (code `invalid_request`, the field paths at fault);
+ * - not_found: nothing by that id;
+ * - conflict: the request disagrees with what is recorded (code `conflict`, a reason code);
+ * - unprocessable: well formed, but a rule refuses it (policy, hold, requirement, ceiling);
+ * - unavailable: not now, retry the identical request (retryable);
+ * - internal: a broken invariant, answered without detail (code `internal_error`).
+ */
+export type RefusalKind = 'invalid' | 'not_found' | 'conflict' | 'unprocessable' | 'unavailable' | 'internal';
+
+export interface RefusalOptions {
+  readonly reasonCode?: string;
+  readonly fields?: readonly string[];
+  readonly retryable?: boolean;
+}
+
+/** A refusal with a stable `code`, an optional safe reason code and field paths; never a submitted value. */
+export class Refusal extends Error {
+  readonly kind: RefusalKind;
+  readonly code: string;
+  readonly reasonCode: string | undefined;
+  readonly fields: readonly string[] | undefined;
+  readonly retryable: boolean | undefined;
+
+  constructor(kind: RefusalKind, code: string, options: RefusalOptions = {}) {
+    super(options.reasonCode === undefined ? code : `${code}: ${options.reasonCode}`);
+    this.name = 'Refusal';
+    this.kind = kind;
+    this.code = code;
+    this.reasonCode = options.reasonCode;
+    this.fields = options.fields;
+    this.retryable = options.retryable;
+  }
+}

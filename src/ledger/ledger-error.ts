@@ -1,0 +1,18 @@
+import { Refusal, type RefusalKind, type RefusalOptions } from '../domain/refusal.js';
+
+/*
+ * The ledger's refusals (service and admin use cases): a kind (src/domain/refusal.ts), a stable
+ * code, never an HTTP status — the app gives each kind its status in one place
+ * (src/http/refusal-status.ts).
+ */
+
+export class LedgerError extends Refusal {
+  constructor(kind: RefusalKind, code: string, options: RefusalOptions = {}) {
+    super(kind, code, options);
+    this.name = 'LedgerError';
+  }
+}
+
+export const notFound = () => new LedgerError('not_found', 'not_found');
+export const conflict = (reasonCode: string, fields?: readonly string[]) => new LedgerError('conflict', 'conflict', { reasonCode, fields });
+export const unprocessable = (code: string, reasonCode?: string, fields?: readonly string[]) => new LedgerError('unprocessable', code, { reasonCode, fields });
