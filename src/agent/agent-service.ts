@@ -5,7 +5,7 @@ import { UNITS_SCALE } from '../domain/money.js';
 import { UserError } from '../errors.js';
 import type { ArtifactView, ExecutionView, ExecutorClient, OfferedTarget } from '../executor/client/executor-client.js';
 import { decideRequest } from '../ledger/authorization-rules.js';
-import type { LedgerAuthorization } from '../ledger/client/ledger-client-schemas.js';
+import type { LedgerAuthorization } from '../ledger/wire/answers.js';
 import { chooseTarget, quoteRun, type RunQuote } from '../run/quote-run.js';
 import { admitExecution, followExecution } from '../run/finish-execution.js';
 import { refuseUnusable } from '../run/usable-authorization.js';

@@ -1,4 +1,4 @@
-import type { LedgerAgent, LedgerAuthorization, LedgerPolicy } from '../ledger/client/ledger-client-schemas.js';
+import type { LedgerAgent, LedgerAuthorization, LedgerPolicy } from '../ledger/wire/answers.js';
 import type { IssuedCredential } from '../ledger/client/ledger-credentials.js';
 import { formatUnits } from './format-amount.js';
 import type { Output } from './output.js';

@@ -1,6 +1,16 @@
 import http from 'node:http';
 import https from 'node:https';
 import { z } from 'zod';
+import {
+  agentsAnswerSchema,
+  authorizationSchema,
+  errorBodySchema,
+  resolutionAnswerSchema,
+  versionSchema,
+  type LedgerResolution,
+  type LedgerVersion,
+} from '../ledger/wire/answers.js';
+import type { claimBody, releaseBody } from '../ledger/wire/requests.js';
 
 /*
  * The executor's client of the ledger (executor credential). Only what the executor needs:
@@ -28,36 +38,9 @@ export class LedgerRefused extends Error {
   }
 }
 
-const digits = z.string().regex(/^\d+$/).transform((value) => BigInt(value));
-
-const versionSchema = z.object({
-  product: z.string(),
-  product_version: z.string(),
-  contract_version: z.string(),
-  commit: z.string(),
-  build_kind: z.enum(['release', 'development']),
-  contract_level: z.string().optional(),
-});
-export type LedgerVersion = z.output<typeof versionSchema>;
-
-const resolutionSchema = z.object({
-  token_id: z.string(),
-  account_id: z.string().min(1),
-  agent_id: z.string().min(1),
-  status: z.string(),
-  held_units: digits,
-  units_scale: z.literal(6),
-  currency: z.string(),
-  expires_at: z.string(),
-  execution_id: z.string().nullable(),
-});
-export type LedgerResolution = z.output<typeof resolutionSchema>;
-
-const errorSchema = z.object({ error: z.object({ code: z.string(), reason_code: z.string().optional() }) });
-
 /** What an execution needs of the authorization it claims. */
 export interface ClaimRequirement {
-  readonly currency: string;
+  readonly currency: NonNullable<z.input<typeof claimBody>['require']>['currency'];
   readonly minHeldUnits: bigint;
 }
 
@@ -74,7 +57,7 @@ export interface LedgerGateway {
   /** Settles with a precise receipt; returns the ledger's settlement id. Idempotent by receipt id. */
   settle(tokenId: string, executionId: string, receipt: Record<string, unknown>): Promise<{ settlementId: string }>;
   /** Releases the claim (idempotent). */
-  release(tokenId: string, executionId: string, reason: string): Promise<void>;
+  release(tokenId: string, executionId: string, reason: z.input<typeof releaseBody>['reason']): Promise<void>;
   /** Parks the claimed authorization for reconciliation with evidence (one open record). */
   openReconciliation(tokenId: string, executionId: string, reason: string, evidence: Record<string, unknown>): Promise<void>;
   /** Closes kept-alive connections (at shutdown). */
@@ -147,7 +130,7 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
       throw new LedgerUnavailable(`unreadable answer (HTTP ${answer.status})`);
     }
     if (answer.status >= 400) {
-      const parsed = errorSchema.safeParse(payload);
+      const parsed = errorBodySchema.safeParse(payload);
       throw new LedgerRefused(answer.status, parsed.success ? parsed.data.error.code : 'unknown', parsed.success ? parsed.data.error.reason_code : undefined);
     }
     const parsed = schema.safeParse(payload);
@@ -155,13 +138,13 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
     return parsed.data;
   }
 
-  const authorizationEnvelope = z.object({ authorization: resolutionSchema });
-  const settleEnvelope = z.object({ authorization: z.object({ settlement: z.object({ settlement_id: z.string() }) }) });
+  // The settle answer is the authorization; the executor reads only its settlement's id.
+  const settleEnvelope = z.object({ authorization: z.object({ settlement: authorizationSchema.shape.settlement.unwrap().pick({ settlement_id: true }) }) });
 
   return {
     version: () => request('GET', '/version', versionSchema, undefined, false),
     async probe() {
-      await request('GET', `/agents?operational_probe=${encodeURIComponent(options.probeMarker ?? 'executor-readiness')}`, z.object({ agents: z.array(z.unknown()) }));
+      await request('GET', `/agents?operational_probe=${encodeURIComponent(options.probeMarker ?? 'executor-readiness')}`, agentsAnswerSchema);
     },
     close: () => {
       agent.destroy();
@@ -184,10 +167,11 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
       });
     },
     async claim(tokenId, executionId, requirement) {
-      const body = requirement === undefined
-        ? { execution_id: executionId }
-        : { execution_id: executionId, require: { currency: requirement.currency, min_held_units: requirement.minHeldUnits.toString() } };
-      return (await request('POST', `/executor/authorizations/${encodeURIComponent(tokenId)}/claim`, authorizationEnvelope, body)).authorization;
+      const body: z.input<typeof claimBody> =
+        requirement === undefined
+          ? { execution_id: executionId }
+          : { execution_id: executionId, require: { currency: requirement.currency, min_held_units: requirement.minHeldUnits.toString() } };
+      return (await request('POST', `/executor/authorizations/${encodeURIComponent(tokenId)}/claim`, resolutionAnswerSchema, body)).authorization;
     },
   };
 }

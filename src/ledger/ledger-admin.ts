@@ -1,3 +1,4 @@
+import type { LedgerAgent, LedgerPolicy } from './wire/answers.js';
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { capabilityDigest, digestLookup, digestsEqual, type CredentialKind } from '../credentials/capability.js';
@@ -27,14 +28,14 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
   const credentialByLookup = db.prepare('SELECT credential_id, kind, agent_id, digest FROM credentials WHERE lookup = ?');
   const immediate = <T>(fn: () => T): T => db.transaction(fn).immediate();
 
-  const agentView = (row: { agent_id: string; name: string; status: string; created_at: bigint }) => ({
+  const agentView = (row: { agent_id: string; name: string; status: string; created_at: bigint }): LedgerAgent => ({
     agent_id: row.agent_id,
     name: row.name,
     status: row.status,
     created_at: new Date(Number(row.created_at)).toISOString(),
   });
 
-  const policyView = (row: PolicyRow) => ({
+  const policyView = (row: PolicyRow): LedgerPolicy => ({
     agent_id: row.agent_id,
     per_authorization_cap_units: row.per_authorization_cap_units,
     daily_cap_units: row.daily_cap_units,

@@ -1,3 +1,4 @@
+import type { LedgerAuthorization, LedgerResolution, LedgerSpending } from './wire/answers.js';
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { canonicalJson, fingerprint } from '../domain/canonical-json.js';
@@ -12,7 +13,7 @@ import {
   type AuthorizationStatus,
   type SpendPolicy,
 } from './authorization-rules.js';
-import type { ClaimRequirement, LegacyCentsReceipt, PreciseReceipt } from './http/bodies.js';
+import type { ClaimRequirement, LegacyCentsReceipt, PreciseReceipt } from './wire/requests.js';
 import type { LedgerContractLevel } from './ledger-config.js';
 
 /*
@@ -66,7 +67,11 @@ export interface LedgerServiceOptions {
   readonly defaultPolicy: SpendPolicy;
 }
 
-const iso = (ms: bigint | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+function iso(ms: bigint): string;
+function iso(ms: bigint | null): string | null;
+function iso(ms: bigint | null): string | null {
+  return ms === null ? null : new Date(Number(ms)).toISOString();
+}
 
 export type LedgerService = ReturnType<typeof createLedgerService>;
 
@@ -164,7 +169,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
     return accountId;
   }
 
-  function view(row: AuthorizationRow) {
+  function view(row: AuthorizationRow): LedgerAuthorization {
     const settlement = settlementByToken.get(row.token_id) as SettlementRow | undefined;
     const release = releaseByToken.get(row.token_id) as { reason: string; created_at: bigint } | undefined;
     return {
@@ -198,7 +203,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
   }
 
   /** What the executor sees: authoritative account, agent, held amount, status and expiry. */
-  function resolution(row: AuthorizationRow) {
+  function resolution(row: AuthorizationRow): LedgerResolution {
     return {
       token_id: row.token_id,
       account_id: row.account_id,
@@ -369,7 +374,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
      * and live holds in the rolling window the cap uses (exactly what `requestAuthorization`
      * counts), and what is left. `remaining_units` never goes below zero.
      */
-    spending(agentId: string, policy: SpendPolicy) {
+    spending(agentId: string, policy: SpendPolicy): Omit<LedgerSpending, 'policy'> {
       return immediate(() => {
         const at = now();
         const { spent, held } = windowUnits.get({ agent_id: agentId, now: at, since: at - ROLLING_WINDOW_MS }) as { spent: bigint; held: bigint };

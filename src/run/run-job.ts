@@ -2,7 +2,7 @@ import { formatUnits } from '../cli/format-amount.js';
 import { ExitCode, UserError } from '../errors.js';
 import { createExecutorClient, type ExecutionView } from '../executor/client/executor-client.js';
 import type { LedgerClient } from '../ledger/client/ledger-client.js';
-import type { LedgerAuthorization } from '../ledger/client/ledger-client-schemas.js';
+import type { LedgerAuthorization } from '../ledger/wire/answers.js';
 import { chooseTarget, quoteRun, type RunQuote } from './quote-run.js';
 import { admitExecution, collectExecution, followExecution, type RunProgress, type Spent } from './finish-execution.js';
 import { prepareOutputDir } from './prepare-output-dir.js';

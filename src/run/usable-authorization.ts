@@ -1,6 +1,6 @@
 import { plain } from '../cli/render-ledger.js';
 import { UserError } from '../errors.js';
-import type { LedgerAuthorization } from '../ledger/client/ledger-client-schemas.js';
+import type { LedgerAuthorization } from '../ledger/wire/answers.js';
 
 /**
  * An authorization the executor will not run on ends the job here, with the reason — for

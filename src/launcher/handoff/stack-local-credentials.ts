@@ -3,7 +3,7 @@ import { capabilityDigest, capabilityKind, generateCapability } from '../../cred
 import { ensurePrivateDirectory, readPrivateFile } from '../../credentials/private-file.js';
 import { UserError } from '../../errors.js';
 import { createLedgerClient, type LedgerClient } from '../../ledger/client/ledger-client.js';
-import type { LedgerAgent } from '../../ledger/client/ledger-client-schemas.js';
+import type { LedgerAgent } from '../../ledger/wire/answers.js';
 import { writeNewFile } from '../../storage/write-new-file.js';
 
 /*

@@ -1,5 +1,5 @@
 import { UserError } from '../../errors.js';
-import type { LedgerAgent } from './ledger-client-schemas.js';
+import type { LedgerAgent } from '../wire/answers.js';
 import { connectLedger, type LedgerTarget } from './ledger-connection.js';
 import { discardPendingCredential, registerPendingCredential, writePendingCredential, type IssuedCredential } from './ledger-credentials.js';
 

@@ -1,5 +1,5 @@
 import type { AuthorizationStatus } from '../authorization-rules.js';
-import type { LedgerAuthorization } from './ledger-client-schemas.js';
+import type { LedgerAuthorization } from '../wire/answers.js';
 import { connectLedger, type LedgerTarget } from './ledger-connection.js';
 
 export interface AuthorizationResult {

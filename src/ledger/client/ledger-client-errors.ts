@@ -1,6 +1,6 @@
 import type { CredentialKind } from '../../credentials/capability.js';
 import { UserError, type FieldIssue } from '../../errors.js';
-import type { LedgerErrorBody } from './ledger-client-schemas.js';
+import type { LedgerErrorBody } from '../wire/answers.js';
 
 /** What a request was for, so a refusal can be explained in the caller's terms. */
 export interface RequestContext {

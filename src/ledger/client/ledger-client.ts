@@ -4,18 +4,20 @@ import { UNITS_SCALE } from '../../domain/money.js';
 import type { AuthorizationStatus } from '../authorization-rules.js';
 import { badResponse, ledgerResponseError, unreachable, type RequestContext } from './ledger-client-errors.js';
 import {
-  agentSchema,
-  authorizationSchema,
+  agentAnswerSchema,
+  agentsAnswerSchema,
+  authorizationAnswerSchema,
+  authorizationsAnswerSchema,
   credentialRegistrationSchema,
   errorBodySchema,
-  policySchema,
-  spendingSchema,
+  policyAnswerSchema,
+  spendingAnswerSchema,
   type CredentialRegistration,
   type LedgerAgent,
   type LedgerAuthorization,
   type LedgerPolicy,
   type LedgerSpending,
-} from './ledger-client-schemas.js';
+} from '../wire/answers.js';
 import type { SpendPolicyInput } from '../ledger-config.js';
 
 export interface LedgerClientOptions {
@@ -111,12 +113,12 @@ export function createLedgerClient(options: LedgerClientOptions) {
     url,
 
     async addAgent(name: string): Promise<LedgerAgent> {
-      const schema = z.object({ agent: agentSchema });
+      const schema = agentAnswerSchema;
       return (await send({ method: 'POST', path: '/agents', body: { name }, needs: ['admin'], subject: 'agent', schema })).agent;
     },
 
     async listAgents(): Promise<LedgerAgent[]> {
-      const schema = z.object({ agents: z.array(agentSchema) });
+      const schema = agentsAnswerSchema;
       return (await send({ method: 'GET', path: '/agents', needs: ['admin', 'executor'], subject: 'agent', schema })).agents;
     },
 
@@ -134,18 +136,18 @@ export function createLedgerClient(options: LedgerClientOptions) {
     },
 
     async policy(agentId: string): Promise<LedgerPolicy> {
-      const schema = z.object({ policy: policySchema });
+      const schema = policyAnswerSchema;
       return (await send({ method: 'GET', path: `/agents/${id(agentId)}/policy`, needs: ['admin'], subject: 'agent', schema })).policy;
     },
 
     async setPolicy(agentId: string, policy: SpendPolicyInput): Promise<LedgerPolicy> {
-      const schema = z.object({ policy: policySchema });
+      const schema = policyAnswerSchema;
       return (await send({ method: 'PUT', path: `/agents/${id(agentId)}/policy`, body: policy, needs: ['admin'], subject: 'agent', schema })).policy;
     },
 
     /** The calling agent's own policy, spend and holds (agent capability). */
     async spending(): Promise<LedgerSpending> {
-      const schema = z.object({ spending: spendingSchema });
+      const schema = spendingAnswerSchema;
       return (await send({ method: 'GET', path: '/agent/spending', needs: ['agent'], subject: 'agent', schema })).spending;
     },
 
@@ -156,7 +158,7 @@ export function createLedgerClient(options: LedgerClientOptions) {
         currency: 'USD',
         ...(request.purpose === undefined ? {} : { purpose: request.purpose }),
       };
-      const schema = z.object({ authorization: authorizationSchema });
+      const schema = authorizationAnswerSchema;
       return (await send({ method: 'POST', path: '/authorizations', body, needs: ['agent'], subject: 'authorization', schema })).authorization;
     },
 
@@ -166,18 +168,18 @@ export function createLedgerClient(options: LedgerClientOptions) {
       if (filter.status !== undefined) query.set('status', filter.status);
       if (filter.limit !== undefined) query.set('limit', String(filter.limit));
       const search = query.size === 0 ? '' : `?${query.toString()}`;
-      const schema = z.object({ authorizations: z.array(authorizationSchema) });
+      const schema = authorizationsAnswerSchema;
       return (await send({ method: 'GET', path: `/authorizations${search}`, needs: ['admin'], subject: 'authorization', schema })).authorizations;
     },
 
     async showAuthorization(tokenId: string): Promise<LedgerAuthorization> {
-      const schema = z.object({ authorization: authorizationSchema });
+      const schema = authorizationAnswerSchema;
       const call = { method: 'GET', path: `/authorizations/${id(tokenId)}`, needs: ['admin', 'approver', 'agent'], subject: 'authorization', schema } as const;
       return (await send(call)).authorization;
     },
 
     async decideAuthorization(tokenId: string, decision: 'approve' | 'deny', reason?: string): Promise<LedgerAuthorization> {
-      const schema = z.object({ authorization: authorizationSchema });
+      const schema = authorizationAnswerSchema;
       const body = reason === undefined ? {} : { reason };
       const path = `/authorizations/${id(tokenId)}/${decision}`;
       return (await send({ method: 'POST', path, body, needs: ['approver'], subject: 'authorization', schema })).authorization;

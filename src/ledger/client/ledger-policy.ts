@@ -1,5 +1,5 @@
 import type { SpendPolicy } from '../authorization-rules.js';
-import type { LedgerPolicy } from './ledger-client-schemas.js';
+import type { LedgerPolicy } from '../wire/answers.js';
 import { policyFileDocument, readPolicyFile, STARTER_POLICY, writePolicyFile } from '../policy-file.js';
 import { connectLedger, type LedgerTarget } from './ledger-connection.js';
 

@@ -10,6 +10,7 @@ import { AUTHORIZATION_STATUSES } from '../authorization-rules.js';
 import type { LedgerAdmin } from '../ledger-admin.js';
 import { spendPolicySchema, type LedgerContractLevel } from '../ledger-config.js';
 import type { LedgerService, Receipt } from '../ledger-service.js';
+import type { LedgerSpending } from '../wire/answers.js';
 import {
   agentBody,
   authorizationRequestBody,
@@ -23,7 +24,7 @@ import {
   releaseBody,
   resolveRecordBody,
   settleBody,
-} from './bodies.js';
+} from '../wire/requests.js';
 
 export interface LedgerAppDependencies {
   readonly service: LedgerService;
@@ -131,7 +132,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     const principal = requireCredential(request, 'agent');
     const agentId = principal.agent_id ?? '';
     const policy = admin.policy(agentId);
-    return { spending: { ...service.spending(agentId, policy), policy } };
+    return { spending: { ...service.spending(agentId, policy), policy } satisfies LedgerSpending };
   });
 
   app.get('/approvals', (request) => {

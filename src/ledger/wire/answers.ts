@@ -1,15 +1,20 @@
 import { z } from 'zod';
-import { answeredWholeNumber } from '../../config/schema-parts.js';
 import { UNITS_SCALE } from '../../domain/money.js';
 import { AUTHORIZATION_STATUSES } from '../authorization-rules.js';
 
 /*
- * What the ledger API answers, as its client reads it (routes: src/ledger/http/ledger-app.ts).
- * Objects are not strict: a newer ledger may add fields without breaking an older CLI. Amounts
- * arrive as decimal strings and become bigint here; a float is refused, never rounded.
+ * What the ledger API answers — defined once, here. The ledger's use cases build their views as
+ * these types (routes: src/ledger/http/ledger-app.ts), its client (src/ledger/client/) and the
+ * executor's gateway (src/executor/ledger-gateway.ts) parse the answers with these schemas; the
+ * gateway picks the part it reads. Objects are not strict: a newer ledger may add fields without
+ * breaking an older client. Amounts travel as decimal digit strings and are bigint on both sides;
+ * a JSON number is refused (it may already have lost precision), never rounded.
  */
 
-const amount = answeredWholeNumber;
+const amount = z
+  .string()
+  .regex(/^\d{1,30}$/, 'must be a decimal digit string')
+  .transform((digits) => BigInt(digits));
 
 const timestamp = z.iso.datetime();
 const scale = z.literal(UNITS_SCALE);
@@ -96,3 +101,39 @@ export const errorBodySchema = z.object({
   }),
 });
 export type LedgerErrorBody = z.output<typeof errorBodySchema>['error'];
+
+/** `GET /version` (public): the ledger's lineage and contract level. */
+export const versionSchema = z.object({
+  product: z.string(),
+  product_version: z.string(),
+  contract_version: z.string(),
+  commit: z.string(),
+  build_kind: z.enum(['release', 'development']),
+  contract_level: z.string().optional(),
+});
+export type LedgerVersion = z.output<typeof versionSchema>;
+
+/** What the executor sees of an authorization: authoritative account, agent, held amount, status and expiry. */
+export const resolutionSchema = z.object({
+  token_id: z.string(),
+  account_id: z.string().min(1),
+  agent_id: z.string().min(1),
+  // Any status string: the executor decides what it can use, so a status a newer ledger adds is refused there, by name.
+  status: z.string(),
+  held_units: amount,
+  units_scale: scale,
+  currency: z.string(),
+  expires_at: z.string(),
+  execution_id: z.string().nullable(),
+});
+export type LedgerResolution = z.output<typeof resolutionSchema>;
+
+/* Envelopes: each route answers one of these. */
+export const agentAnswerSchema = z.object({ agent: agentSchema });
+export const agentsAnswerSchema = z.object({ agents: z.array(agentSchema) });
+export const policyAnswerSchema = z.object({ policy: policySchema });
+export const spendingAnswerSchema = z.object({ spending: spendingSchema });
+export const authorizationAnswerSchema = z.object({ authorization: authorizationSchema });
+export const authorizationsAnswerSchema = z.object({ authorizations: z.array(authorizationSchema) });
+/** `GET /executor/authorizations/{id}` and the claim (which resolves). */
+export const resolutionAnswerSchema = z.object({ authorization: resolutionSchema });
