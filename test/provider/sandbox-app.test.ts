@@ -3,10 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readBuildInfo } from '../../src/build-info.js';
-import { buildSandboxApp, type SandboxApp } from '../../src/provider/sandbox/sandbox-app.js';
-import { createFaultBook } from '../../src/provider/sandbox/sandbox-faults.js';
-import { createSandboxState } from '../../src/provider/sandbox/sandbox-state.js';
+import { composeSandbox } from '../../src/provider/sandbox/compose-sandbox.js';
+import type { SandboxApp } from '../../src/provider/sandbox/sandbox-app.js';
 import { falCall, falSubmit, SANDBOX_MODEL } from '../support/sandbox-process.js';
 
 /*
@@ -35,15 +33,13 @@ beforeEach(async () => {
   server = createServer();
   await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0 }, resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  app = buildSandboxApp({
+  // The same composition root as `provider sandbox serve`, with a clock moved by hand.
+  ({ app } = composeSandbox({
     origin: url,
     completeAfterMs: COMPLETE_AFTER_MS,
-    state: createSandboxState(),
-    faults: createFaultBook(),
     logger: pino({ base: null }, sink),
-    buildInfo: readBuildInfo(),
     now: () => clock,
-  });
+  }));
   server.on('request', app.handle);
 });
 

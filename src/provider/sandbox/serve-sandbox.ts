@@ -3,14 +3,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isAbsolute } from 'node:path';
 import { pino } from 'pino';
-import { readBuildInfo } from '../../build-info.js';
 import { readJsonDocument } from '../../config/read-json-document.js';
 import { isLoopbackHost } from '../../config/schema-parts.js';
 import { toFieldIssues } from '../../config/zod-issues.js';
 import { errorCode, UsageError, UserError } from '../../errors.js';
-import { buildSandboxApp } from './sandbox-app.js';
-import { createFaultBook, faultSetSchema, type Fault } from './sandbox-faults.js';
-import { createSandboxState } from './sandbox-state.js';
+import { composeSandbox } from './compose-sandbox.js';
+import { faultSetSchema, type Fault } from './sandbox-faults.js';
 
 export interface SandboxServeOptions {
   readonly host: string;
@@ -87,14 +85,12 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
     const server = createServer();
     const port = await listen(server, options.host, options.port);
     const hostPart = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
-    const state = createSandboxState(logFd === undefined ? undefined : (line) => void writeSync(logFd, line));
-    const app = buildSandboxApp({
+    const { app, state } = composeSandbox({
       origin: `http://${hostPart}:${port}`,
       completeAfterMs: options.completeAfterMs,
-      state,
-      faults: createFaultBook(initial),
+      initialFaults: initial,
+      ...(logFd === undefined ? {} : { recordSubmission: (line: string) => void writeSync(logFd, line) }),
       logger,
-      buildInfo: readBuildInfo(),
     });
     server.on('request', app.handle);
     logger.info({

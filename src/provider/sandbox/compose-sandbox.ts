@@ -1,0 +1,37 @@
+import type { Logger } from 'pino';
+import { readBuildInfo } from '../../build-info.js';
+import { buildSandboxApp, type SandboxApp } from './sandbox-app.js';
+import { createFaultBook, type Fault } from './sandbox-faults.js';
+import { createSandboxState, type SandboxState } from './sandbox-state.js';
+
+export interface ComposeSandboxOptions {
+  /** The sandbox's own origin (`http://127.0.0.1:7420`), known once its server listens. */
+  readonly origin: string;
+  /** Milliseconds from submit to COMPLETED. */
+  readonly completeAfterMs: number;
+  /** Faults active from the start (`--latency-ms`, `--faults-file`). */
+  readonly initialFaults?: readonly Fault[];
+  /** Appends one line of the submissions log (`--submissions-log`); none when undefined. */
+  readonly recordSubmission?: (line: string) => void;
+  readonly logger: Logger;
+  /** The sandbox's clock (serve: Date.now; tests: one they move by hand). */
+  readonly now?: () => number;
+}
+
+/**
+ * The sandbox provider's one composition root (STYLE.md habit 12), for `provider sandbox serve`
+ * and the tests alike: its state (submissions), fault book and app. Nothing listens here.
+ */
+export function composeSandbox(options: ComposeSandboxOptions): { readonly app: SandboxApp; readonly state: SandboxState } {
+  const state = createSandboxState(options.recordSubmission);
+  const app = buildSandboxApp({
+    origin: options.origin,
+    completeAfterMs: options.completeAfterMs,
+    state,
+    faults: createFaultBook(options.initialFaults ?? []),
+    logger: options.logger,
+    buildInfo: readBuildInfo(),
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
+  return { app, state };
+}
