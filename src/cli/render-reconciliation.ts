@@ -16,6 +16,8 @@ export function renderReconciliationList(result: ReconciliationList, output: Out
     for (const attempt of execution.evidence) {
       const delivered = attempt.delivered_images === null ? '' : `, ${String(attempt.delivered_images)} image(s) delivered`;
       output.line(`  attempt ${plain(attempt.attempt_id)}: ${plain(attempt.state)}${attempt.outcome_code === null ? '' : ` (${plain(attempt.outcome_code)})`}, provider request ${plain(attempt.provider_request_id ?? 'none')}${delivered}`);
+      const window = attempt.submit_window;
+      if (window !== undefined) output.line(`    submitted between ${plain(window.from)} and ${plain(window.until ?? 'now (still in flight)')}`);
     }
     output.line(`  ${plain(execution.recommended_action.description)}`);
   }

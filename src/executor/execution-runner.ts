@@ -41,6 +41,16 @@ function frozenSnapshot(execution: ExecutionRow): PriceModelSnapshot {
   return priceModelSnapshotSchema.parse(JSON.parse(execution.pricing_snapshot));
 }
 
+const isoOf = (ms: bigint) => new Date(Number(ms)).toISOString();
+
+/**
+ * When the provider can have received an attempt's submission: from its record (before any byte
+ * was sent) to when it stopped being in flight; `until` is null while it still is.
+ */
+export function submitWindow(attempt: Pick<ProviderAttemptRow, 'created_at' | 'submit_settled_at'>): { from: string; until: string | null } {
+  return { from: isoOf(attempt.created_at), until: attempt.submit_settled_at === null ? null : isoOf(attempt.submit_settled_at) };
+}
+
 function operationOf(attempt: ProviderAttemptRow): SubmittedOperation {
   return { requestId: attempt.request_id ?? '', operationId: attempt.operation_id ?? '', pollingOrigin: attempt.polling_host ?? '' };
 }
@@ -86,6 +96,9 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
       attempt_id: attempt?.attempt_id ?? null,
       provider_request_id: attempt?.request_id ?? null,
       outcome_code: attempt?.outcome_code ?? null,
+      // When the submission can have reached the provider: from the attempt's record (before any
+      // byte was sent) to its outcome (an answer, or the restart that found it interrupted).
+      submit_window: attempt === undefined ? null : submitWindow(attempt),
       ...extra,
     };
   }
@@ -123,6 +136,9 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
         return releaseNotTransmitted(execution);
       }
       const detail = error instanceof TransmissionAmbiguous ? error.detail : 'unexpected';
+      // An id the provider answered with is kept even though the answer was refused: it is how
+      // the operator finds the job (and its charge) at the provider.
+      if (error instanceof TransmissionAmbiguous && error.receivedRequestId !== null) store.recordReceivedRequestId(attemptId, error.receivedRequestId);
       store.setAttemptOutcome(attemptId, 'ambiguous', detail);
       return reconcile(execution, 'submission_unconfirmed', evidenceOf(store.latestAttempt(execution.execution_id)));
     }

@@ -1,3 +1,4 @@
+import { submitWindow } from './execution-runner.js';
 import { z } from 'zod';
 import { canonicalJson } from '../domain/canonical-json.js';
 import { priceModelSnapshotSchema } from '../domain/price-model-snapshot.js';
@@ -49,6 +50,7 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
           state: attempt.state,
           outcome_code: attempt.outcome_code,
           delivered_images: attempt.delivered_images,
+          submit_window: submitWindow(attempt),
         })),
       }));
     },

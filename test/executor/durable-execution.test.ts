@@ -86,7 +86,14 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     expect(execution.state_reason).toBe('submission_unconfirmed');
     expect(execution.provider_attempts).toMatchObject([{ state: 'ambiguous', checkpointed: false }]);
     expect((await s.authorization(tokenId)).status).toBe('claimed');
-    expect((await openRecords(s)).map((record) => [record.token_id, record.reason])).toEqual([[tokenId, 'submission_unconfirmed']]);
+    const records = await openRecords(s);
+    expect(records.map((record) => [record.token_id, record.reason])).toEqual([[tokenId, 'submission_unconfirmed']]);
+    // Never answered: no request id, but the window the provider can have received it in, from
+    // the attempt's record to the restart that found it interrupted.
+    const [submission] = await s.sandbox.submissions();
+    const window = records[0]?.evidence.submit_window as { from: string; until: string };
+    expect(Date.parse(window.from)).toBeLessThanOrEqual(Date.parse(submission?.received_at ?? ''));
+    expect(Date.parse(window.until)).toBeGreaterThanOrEqual(Date.parse(submission?.received_at ?? ''));
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await s.sandbox.submissions()).toHaveLength(1);
   }, 60_000);
@@ -283,8 +290,19 @@ describe('provider hosts, answers and the disabled mode', () => {
     const executionId = await s.submit(tokenId, 1);
     const execution = await s.waitFor(executionId, 'reconciliation', (e) => e.state === 'reconciliation');
     expect(execution).toMatchObject({ state_reason: 'submission_unconfirmed', provider_attempts: [{ state: 'ambiguous', checkpointed: false }] });
-    expect(await s.sandbox.submissions()).toHaveLength(1);
+    const submissions = await s.sandbox.submissions();
+    expect(submissions).toHaveLength(1);
     expect((await s.authorization(tokenId)).status).toBe('claimed');
+    // The refused acceptance's request id is kept: the operator finds the job at the provider by it.
+    const requestId = submissions[0]?.request_id;
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(execution.provider_attempts).toMatchObject([{ request_id: requestId }]);
+    const [record] = await openRecords(s);
+    expect(record?.evidence).toMatchObject({ provider_request_id: requestId, outcome_code: 'polling host not allowed' });
+    const window = record?.evidence.submit_window as { from: string; until: string };
+    const received = Date.parse(submissions[0]?.received_at ?? '');
+    expect(Date.parse(window.from)).toBeLessThanOrEqual(received);
+    expect(Date.parse(window.until)).toBeGreaterThanOrEqual(received);
   }, 60_000);
 
   it('a status answer for another request id makes billing ambiguous', async () => {

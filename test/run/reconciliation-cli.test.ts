@@ -52,8 +52,14 @@ describe('lexec executor reconciliation', () => {
 
     const listed = expectResult(await lexec(['executor', 'reconciliation', 'list', '--json'])) as { executions: { execution_id: string; evidence: unknown[] }[] };
     expect(listed.executions.map((execution) => execution.execution_id).sort()).toEqual([released, settled].sort());
-    for (const execution of listed.executions) expect(execution.evidence.length).toBeGreaterThan(0);
-    expect((await lexec(['executor', 'reconciliation', 'list'])).stdout).toContain(`${released}  billing_ambiguous`);
+    for (const execution of listed.executions) {
+      expect(execution.evidence.length).toBeGreaterThan(0);
+      // Each attempt names its provider request and when the provider can have received it.
+      expect(execution.evidence[0]).toMatchObject({ provider_request_id: expect.any(String) as unknown, submit_window: { from: expect.any(String) as unknown, until: expect.any(String) as unknown } });
+    }
+    const human = (await lexec(['executor', 'reconciliation', 'list'])).stdout;
+    expect(human).toContain(`${released}  billing_ambiguous`);
+    expect(human).toMatch(/submitted between \d{4}-\d\d-\d\dT\S+ and \d{4}-\d\d-\d\dT\S+/);
 
     expectFailure(await lexec(['executor', 'reconciliation', 'resolve', released, '--settle', '--release', '--note', 'x', '--json']), 2, 'usage_error');
     expectFailure(await lexec(['executor', 'reconciliation', 'resolve', released, '--release', '--images-billed', '1', '--note', 'x', '--json']), 2, 'usage_error');

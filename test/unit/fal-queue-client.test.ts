@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFalQueueClient } from '../../src/executor/provider/fal-queue-client.js';
+import { createFalQueueClient, TransmissionAmbiguous } from '../../src/executor/provider/fal-queue-client.js';
 import { spawnSandbox, type SandboxProcess } from '../support/sandbox-process.js';
 
 /*
@@ -33,5 +33,21 @@ describe('the fal queue client on a kept-alive socket', () => {
       process.off('warning', onWarning);
     }
     expect(warnings).not.toContain('MaxListenersExceededWarning');
+  });
+});
+
+describe('a refused acceptance', () => {
+  it('keeps the request id the provider answered with, so the job can be found at the provider', async () => {
+    const client = createFalQueueClient({ submitBase: sandbox.url, apiKey: 'sandbox-key', pollingOrigins: [sandbox.url], mediaOrigins: [sandbox.url] });
+    await sandbox.setFaults([{ kind: 'foreign_host', field: 'status_url' }]);
+    try {
+      const refused = await client.submit('fal-ai/flux/schnell', { prompt: 'refused', image_size: 'square', num_images: 1 }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(TransmissionAmbiguous);
+      const submissions = await sandbox.submissions();
+      expect((refused as TransmissionAmbiguous).receivedRequestId).toBe(submissions.at(-1)?.request_id);
+      expect((refused as TransmissionAmbiguous).detail).toBe('polling host not allowed');
+    } finally {
+      await sandbox.setFaults([]);
+    }
   });
 });

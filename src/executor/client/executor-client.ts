@@ -137,6 +137,8 @@ export const reconciliationEntrySchema = executionViewSchema.pick({ execution_id
       state: z.string(),
       outcome_code: z.string().nullable(),
       delivered_images: z.union([z.number(), z.string()]).nullable(),
+      /** When the provider can have received the submission (absent from an older executor). */
+      submit_window: z.object({ from: z.string(), until: z.string().nullable() }).optional(),
     }),
   ),
 });

@@ -17,9 +17,16 @@ export class NotTransmitted extends Error {
   }
 }
 
-/** The provider may have received the request; what happened is unknown. */
+/**
+ * The provider may have received the request; what happened is unknown. When the provider did
+ * answer with a request id (an acceptance refused for its polling host or URL shape), the id is
+ * kept here: it is what an operator searches the provider's records by.
+ */
 export class TransmissionAmbiguous extends Error {
-  constructor(readonly detail: string) {
+  constructor(
+    readonly detail: string,
+    readonly receivedRequestId: string | null = null,
+  ) {
     super(`ambiguous: ${detail}`);
     this.name = 'TransmissionAmbiguous';
   }
@@ -63,6 +70,13 @@ export interface SubmittedOperation {
 }
 
 const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+/** A request id the provider's answer carries, when it is one (never anything else of the body). */
+function receivedRequestId(document: unknown): string | null {
+  if (typeof document !== 'object' || document === null) return null;
+  const id = (document as { request_id?: unknown }).request_id;
+  return typeof id === 'string' && SAFE_ID.test(id) ? id : null;
+}
 const MAX_JSON_BYTES = 1024 * 1024;
 const MAX_MEDIA_BYTES = 32 * 1024 * 1024;
 
@@ -177,17 +191,19 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
         const detail = error instanceof Error && error.message === 'timeout' ? 'timeout' : 'connection failed';
         throw connected ? new TransmissionAmbiguous(detail) : new NotTransmitted(detail);
       }
-      if (answer.status < 200 || answer.status >= 300) throw new TransmissionAmbiguous(`HTTP ${answer.status}`);
-      const parsed = submitAnswer.safeParse(parseJson(answer));
-      if (!parsed.success) throw new TransmissionAmbiguous('invalid acceptance');
+      const document = parseJson(answer);
+      const received = receivedRequestId(document);
+      if (answer.status < 200 || answer.status >= 300) throw new TransmissionAmbiguous(`HTTP ${answer.status}`, received);
+      const parsed = submitAnswer.safeParse(document);
+      if (!parsed.success) throw new TransmissionAmbiguous('invalid acceptance', received);
       const { request_id: requestId, status_url: statusUrl, response_url: responseUrl } = parsed.data;
       const pollingOrigin = originOf(statusUrl);
       if (pollingOrigin === null || !endpoint.pollingOrigins.includes(pollingOrigin) || originOf(responseUrl) !== pollingOrigin) {
-        throw new TransmissionAmbiguous('polling host not allowed');
+        throw new TransmissionAmbiguous('polling host not allowed', requestId);
       }
       const operationId = `${model}/requests/${requestId}`;
       if (statusUrl !== `${pollingOrigin}/${operationId}/status` || responseUrl !== `${pollingOrigin}/${operationId}`) {
-        throw new TransmissionAmbiguous('polling URLs not in the protocol shape');
+        throw new TransmissionAmbiguous('polling URLs not in the protocol shape', requestId);
       }
       return { requestId, operationId, pollingOrigin };
     },

@@ -44,6 +44,8 @@ export interface ProviderAttemptRow {
   operation_id: string | null;
   polling_host: string | null;
   deadline_at: bigint | null;
+  /** When the submission stopped being in flight (checkpoint or first outcome); null while submitting. */
+  submit_settled_at: bigint | null;
   exact_amount: bigint | null;
   scale: bigint | null;
   currency: string | null;
@@ -134,9 +136,13 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       "INSERT INTO provider_attempts (attempt_id, execution_id, attempt_number, state, currency, created_at, updated_at) VALUES (?, ?, ?, 'submitting', ?, ?, ?)",
     ),
     checkpoint: db.prepare(
-      "UPDATE provider_attempts SET state = 'checkpointed', request_id = ?, operation_id = ?, polling_host = ?, deadline_at = ?, updated_at = ? WHERE attempt_id = ? AND state = 'submitting'",
+      "UPDATE provider_attempts SET state = 'checkpointed', request_id = @request_id, operation_id = @operation_id, polling_host = @polling_host, deadline_at = @deadline_at, updated_at = @at, submit_settled_at = @at WHERE attempt_id = @attempt_id AND state = 'submitting'",
     ),
-    attemptOutcome: db.prepare('UPDATE provider_attempts SET state = ?, outcome_code = ?, updated_at = ? WHERE attempt_id = ?'),
+    // The first outcome of a submission still in flight also closes its submit window.
+    attemptOutcome: db.prepare(
+      "UPDATE provider_attempts SET submit_settled_at = CASE WHEN state = 'submitting' THEN @at ELSE submit_settled_at END, state = @state, outcome_code = @outcome_code, updated_at = @at WHERE attempt_id = @attempt_id",
+    ),
+    receivedRequestId: db.prepare('UPDATE provider_attempts SET request_id = ? WHERE attempt_id = ? AND request_id IS NULL'),
     delivered: db.prepare('UPDATE provider_attempts SET delivered_images = ?, updated_at = ? WHERE attempt_id = ?'),
     attemptAmount: db.prepare('UPDATE provider_attempts SET exact_amount = ?, scale = 6, currency = ?, updated_at = ? WHERE attempt_id = ?'),
     insertReceipt: db.prepare(
@@ -242,11 +248,23 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
 
     /** The checkpoint after a successful submit: request id, operation id, polling origin, original deadline. */
     checkpoint(attemptId: string, checkpoint: { requestId: string; operationId: string; pollingOrigin: string; deadlineAt: number }): void {
-      statements.checkpoint.run(checkpoint.requestId, checkpoint.operationId, checkpoint.pollingOrigin, checkpoint.deadlineAt, now(), attemptId);
+      statements.checkpoint.run({
+        request_id: checkpoint.requestId,
+        operation_id: checkpoint.operationId,
+        polling_host: checkpoint.pollingOrigin,
+        deadline_at: checkpoint.deadlineAt,
+        at: now(),
+        attempt_id: attemptId,
+      });
     },
 
     setAttemptOutcome(attemptId: string, state: string, outcomeCode: string | null): void {
-      statements.attemptOutcome.run(state, outcomeCode, now(), attemptId);
+      statements.attemptOutcome.run({ state, outcome_code: outcomeCode, at: now(), attempt_id: attemptId });
+    },
+
+    /** A request id the provider answered with although its answer was refused (never overwrites one). */
+    recordReceivedRequestId(attemptId: string, requestId: string): void {
+      statements.receivedRequestId.run(requestId, attemptId);
     },
 
     setDelivered(attemptId: string, images: number): void {

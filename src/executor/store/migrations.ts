@@ -206,9 +206,22 @@ const embeddedEngine = `
   ALTER TABLE provider_attempts ADD COLUMN outcome_code TEXT;
 `;
 
+/**
+ * When an attempt's submission stopped being in flight: its acceptance was checkpointed, or its
+ * first outcome recorded (an answer refused, a failure, or the restart that found it
+ * interrupted). With `created_at` (recorded before any byte is sent) it bounds when the provider
+ * can have received the job — the window an operator searches the provider's records in.
+ */
+const submitWindow = `
+  ALTER TABLE provider_attempts ADD COLUMN submit_settled_at INTEGER;
+  -- Attempts recorded before this column: their last update bounds the window (wider, never narrower).
+  UPDATE provider_attempts SET submit_settled_at = updated_at WHERE state <> 'submitting';
+`;
+
 export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'legacy_v4_3_whole_cents', up: legacyShape },
   { version: 2, name: 'micro_units', up: microUnits },
   { version: 3, name: 'precise_receipts', up: preciseReceipts },
   { version: 4, name: 'embedded_engine', up: embeddedEngine },
+  { version: 5, name: 'submit_window', up: submitWindow },
 ];
