@@ -91,6 +91,11 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
     }
   }
 
+  /** Another request id a provider answer named: kept in the evidence, as every id received is. */
+  function receivedIds(error: unknown): Record<string, unknown> {
+    return error instanceof ProviderProtocolError && error.receivedRequestId !== null ? { mismatched_request_id: error.receivedRequestId } : {};
+  }
+
   function evidenceOf(attempt: ProviderAttemptRow | undefined, extra: Record<string, unknown> = {}): Record<string, unknown> {
     return {
       attempt_id: attempt?.attempt_id ?? null,
@@ -166,7 +171,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
     } catch (error) {
       if (error instanceof ProviderUnavailable) return later(pollIntervalMs);
       store.setAttemptOutcome(attempt.attempt_id, 'ambiguous', error instanceof ProviderProtocolError ? error.detail : 'unexpected');
-      return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id)));
+      return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id), receivedIds(error)));
     }
   }
 
@@ -201,7 +206,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
     } catch (error) {
       if (error instanceof ProviderUnavailable) return later(pollIntervalMs);
       store.setAttemptOutcome(attempt.attempt_id, 'ambiguous', error instanceof ProviderProtocolError ? error.detail : 'unexpected');
-      return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id)));
+      return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id), receivedIds(error)));
     }
   }
 

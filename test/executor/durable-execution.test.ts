@@ -312,7 +312,12 @@ describe('provider hosts, answers and the disabled mode', () => {
     const executionId = await s.submit(tokenId, 1);
     const execution = await s.waitFor(executionId, 'reconciliation', (e) => e.state === 'reconciliation');
     expect(execution.state_reason).toBe('billing_ambiguous');
-    expect(await s.sandbox.submissions()).toHaveLength(1);
+    const submissions = await s.sandbox.submissions();
+    expect(submissions).toHaveLength(1);
+    // Both ids are evidence: the job's own, and the other one the provider's answer named.
+    const [record] = await openRecords(s);
+    expect(record?.evidence).toMatchObject({ provider_request_id: submissions[0]?.request_id, mismatched_request_id: expect.any(String) as unknown });
+    expect(record?.evidence.mismatched_request_id).not.toBe(submissions[0]?.request_id);
   }, 60_000);
 
   it('fewer images than asked are stored and billed as delivered', async () => {

@@ -32,9 +32,15 @@ export class TransmissionAmbiguous extends Error {
   }
 }
 
-/** The provider answered, but not as the protocol says (foreign host, mismatched id, bad shape). */
+/**
+ * The provider answered, but not as the protocol says (foreign host, mismatched id, bad shape).
+ * An answer naming another request keeps that id (`receivedRequestId`) for the evidence.
+ */
 export class ProviderProtocolError extends Error {
-  constructor(readonly detail: string) {
+  constructor(
+    readonly detail: string,
+    readonly receivedRequestId: string | null = null,
+  ) {
     super(`protocol: ${detail}`);
     this.name = 'ProviderProtocolError';
   }
@@ -213,7 +219,7 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
       const answer = await read(operationUrl(operation, '/status'));
       const parsed = statusAnswer.safeParse(parseJson(answer));
       if (answer.status >= 400 || !parsed.success) throw new ProviderProtocolError(`status answer HTTP ${answer.status}`);
-      if (parsed.data.request_id !== undefined && parsed.data.request_id !== operation.requestId) throw new ProviderProtocolError('mismatched request id');
+      if (parsed.data.request_id !== undefined && parsed.data.request_id !== operation.requestId) throw new ProviderProtocolError('mismatched request id', receivedRequestId(parsed.data));
       return { status: parsed.data.status, failed: parsed.data.error !== undefined && parsed.data.error !== null };
     },
 
@@ -222,7 +228,7 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
       const answer = await read(operationUrl(operation, ''));
       const parsed = resultAnswer.safeParse(parseJson(answer));
       if (answer.status >= 400 || !parsed.success) throw new ProviderProtocolError(`result answer HTTP ${answer.status}`);
-      if (parsed.data.request_id !== undefined && parsed.data.request_id !== operation.requestId) throw new ProviderProtocolError('mismatched request id');
+      if (parsed.data.request_id !== undefined && parsed.data.request_id !== operation.requestId) throw new ProviderProtocolError('mismatched request id', receivedRequestId(parsed.data));
       for (const image of parsed.data.images) {
         const origin = originOf(image.url);
         if (origin === null || !endpoint.mediaOrigins.includes(origin)) throw new ProviderProtocolError('media host not allowed');
