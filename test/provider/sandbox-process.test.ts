@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { IMAGE_SIZES } from '../../src/provider/image-sizes.js';
@@ -262,4 +262,59 @@ describe('provider sandbox serve: the command', () => {
     const submitted = await falSubmit(sandbox.url, { prompt: 'v6' });
     expect(submitted.body.status_url.startsWith(`http://[::1]:${sandbox.port}/`)).toBe(true);
   });
+});
+
+describe('sandbox provider process: jobs that survive a restart (--jobs-file)', () => {
+  let dir: string;
+  const running: SandboxProcess[] = [];
+  beforeEach(async () => {
+    dir = await makeTempDir('lexec-sandbox-jobs-');
+  });
+  afterEach(async () => {
+    for (const sandbox of running.splice(0)) await sandbox.stop('SIGKILL');
+    await removeDir(dir);
+  });
+
+  it('a SIGKILLed sandbox started again on the same port answers for its earlier requests: status on the same timeline, result, cancellation kept', async () => {
+    const jobsFile = join(dir, 'jobs.jsonl');
+    const first = await spawnSandbox({ args: ['--complete-after-ms', '1500', '--jobs-file', jobsFile] });
+    running.push(first);
+    const kept = await falSubmit(first.url, { prompt: 'kept across a restart', image_size: 'square', num_images: 2 });
+    const cancelled = await falSubmit(first.url, { prompt: 'cancelled', image_size: 'square', num_images: 1 });
+    expect((await falCall(cancelled.body.cancel_url, { method: 'PUT' })).status).toBe(202);
+    expect(((await stat(jobsFile)).mode & 0o777).toString(8)).toBe('600');
+    await first.stop('SIGKILL');
+
+    const second = await spawnSandbox({ args: ['--port', String(first.port), '--complete-after-ms', '1500', '--jobs-file', jobsFile] });
+    running.push(second);
+    expect(second.events().find((event) => event.event === 'sandbox_started')).toMatchObject({ jobs_restored: 2 });
+    // The same URLs work: the job is found, and finishes on its original timeline.
+    const statuses = await pollUntilCompleted(kept.body.status_url, 10_000, 50);
+    expect(statuses.at(-1)?.body).toMatchObject({ status: 'COMPLETED', request_id: kept.body.request_id });
+    const result = await falCall<{ images: unknown[]; prompt: string }>(kept.body.response_url);
+    expect(result.status).toBe(200);
+    expect(result.body).toMatchObject({ prompt: 'kept across a restart' });
+    expect(result.body.images).toHaveLength(2);
+    expect((await falCall(cancelled.body.response_url)).body).toMatchObject({ detail: expect.any(String) as unknown });
+    expect((await falCall(cancelled.body.status_url)).body).toMatchObject({ status: 'COMPLETED' });
+
+    // Without the file the same ids are unknown, as with a provider that lost them.
+    await second.stop('SIGKILL');
+    const third = await spawnSandbox({ args: ['--port', String(first.port)] });
+    running.push(third);
+    expect((await falCall(kept.body.status_url)).status).toBe(404);
+  }, 60_000);
+
+  it('a torn last line (a crash mid-write) is ignored; any other unreadable line refuses the start', async () => {
+    const jobsFile = join(dir, 'jobs.jsonl');
+    await writeFile(jobsFile, '{"type":"job","request_id":"x"', { mode: 0o600 });
+    const torn = await spawnSandbox({ args: ['--jobs-file', jobsFile] });
+    running.push(torn);
+    expect(torn.events().find((event) => event.event === 'sandbox_started')).toMatchObject({ jobs_restored: 0 });
+    await torn.stop('SIGKILL');
+    await writeFile(jobsFile, 'not a job\n{"type":"cancel","request_id":"x","at":1}\n', { mode: 0o600 });
+    const refused = await runLexec(['provider', 'sandbox', 'serve', '--port', '0', '--jobs-file', jobsFile, '--json']);
+    expect(refused.exitCode).toBe(1);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, error: { code: 'jobs_file_invalid' } });
+  }, 60_000);
 });

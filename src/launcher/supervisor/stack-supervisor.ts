@@ -66,11 +66,24 @@ interface Slot {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const now = () => new Date().toISOString();
 
-function childArgs(component: StackComponent, manifest: GenerationManifest, dir: string): string[] {
+/** The sandbox's jobs file in the profile's state: a stop and start of the stack keeps its queue requests. */
+export const SANDBOX_JOBS_FILE = 'sandbox-jobs.jsonl';
+
+function childArgs(component: StackComponent, manifest: GenerationManifest, dir: string, stateDir: string): string[] {
   if (component === 'ledger') return ['ledger', 'serve', '--config', join(dir, 'ledger.json')];
   if (component === 'executor') return ['executor', 'serve', '--config', join(dir, 'executor.json')];
   const sandbox = manifest.components.sandbox;
-  return ['provider', 'sandbox', 'serve', '--port', String(sandbox?.port ?? 0), '--complete-after-ms', String(sandbox?.complete_after_ms ?? 300)];
+  return [
+    'provider',
+    'sandbox',
+    'serve',
+    '--port',
+    String(sandbox?.port ?? 0),
+    '--complete-after-ms',
+    String(sandbox?.complete_after_ms ?? 300),
+    '--jobs-file',
+    join(stateDir, SANDBOX_JOBS_FILE),
+  ];
 }
 
 function initialStatus(port: number): ComponentStatus {
@@ -153,7 +166,7 @@ class Supervisor {
       const port = manifest.components[component]?.port ?? 0;
       this.slots.set(component, {
         component,
-        args: childArgs(component, manifest, dir),
+        args: childArgs(component, manifest, dir, paths.stateDir),
         log: openRotatingLog({ logsDir: paths.logsDir, component }),
         status: initialStatus(port),
         child: null,

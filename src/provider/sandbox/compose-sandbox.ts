@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { readBuildInfo } from '../../build-info.js';
 import { buildSandboxApp, type SandboxApp } from './sandbox-app.js';
 import { createFaultBook, type Fault } from './sandbox-faults.js';
-import { createSandboxState, type SandboxState } from './sandbox-state.js';
+import { createSandboxState, type JobStore, type SandboxState } from './sandbox-state.js';
 
 export interface ComposeSandboxOptions {
   /** The sandbox's own origin (`http://127.0.0.1:7420`), known once its server listens. */
@@ -13,6 +13,8 @@ export interface ComposeSandboxOptions {
   readonly initialFaults?: readonly Fault[];
   /** Appends one line of the submissions log (`--submissions-log`); none when undefined. */
   readonly recordSubmission?: (line: string) => void;
+  /** Keeps jobs across restarts (`--jobs-file`); in memory only when undefined. */
+  readonly jobStore?: JobStore;
   readonly logger: Logger;
   /** The sandbox's clock (serve: Date.now; tests: one they move by hand). */
   readonly now?: () => number;
@@ -23,7 +25,7 @@ export interface ComposeSandboxOptions {
  * and the tests alike: its state (submissions), fault book and app. Nothing listens here.
  */
 export function composeSandbox(options: ComposeSandboxOptions): { readonly app: SandboxApp; readonly state: SandboxState } {
-  const state = createSandboxState(options.recordSubmission);
+  const state = createSandboxState(options.recordSubmission, options.jobStore);
   const app = buildSandboxApp({
     origin: options.origin,
     completeAfterMs: options.completeAfterMs,

@@ -235,7 +235,7 @@ export async function cancel(ctx: QueueContext, request: IncomingMessage, respon
   const current = jobStatus(job, ctx.now());
   // Queued work is removed (it ends COMPLETED with a cancellation error); running work goes on:
   // the sandbox's "model" ignores the signal, which is what a provider may legitimately do.
-  if (current === 'IN_QUEUE') job.cancelledAt = ctx.now();
+  if (current === 'IN_QUEUE') ctx.state.cancelJob(job, ctx.now());
   await answer(ctx, 'cancel', response, () => {
     if (current === 'COMPLETED') sendJson(response, 400, { status: 'ALREADY_COMPLETED' });
     else sendJson(response, 202, { status: 'CANCELLATION_REQUESTED' });

@@ -1,10 +1,11 @@
 import type { ImageSizePreset } from '../../config/executor-config-schema.js';
 
 /*
- * What the sandbox remembers: its queue requests ("jobs") and the submission log. Both live in
- * memory only, so a restarted sandbox knows nothing of earlier requests (status and result of
- * an old request id answer 404, exactly like a provider that lost them). The optional
- * submissions file (`--submissions-log`) is the one record that survives a restart.
+ * What the sandbox remembers: its queue requests ("jobs") and the submission log. In memory,
+ * plus two optional files that survive a restart: the jobs file (`--jobs-file`, job-journal.ts:
+ * a restarted sandbox still answers for its earlier requests, as a remote provider would) and
+ * the submissions file (`--submissions-log`). Without a jobs file an old request id answers 404,
+ * like a provider that lost it.
  */
 
 export type QueueStatus = 'IN_QUEUE' | 'IN_PROGRESS' | 'COMPLETED';
@@ -81,6 +82,8 @@ export interface SubmissionRecord {
 
 export interface SandboxState {
   addJob(job: Job): void;
+  /** Cancels a job still queued (recorded in the jobs file, when there is one). */
+  cancelJob(job: Job, at: number): void;
   job(requestId: string): Job | undefined;
   /** Jobs queued ahead of `job` at `now` (its fal `queue_position`). */
   queuePosition(job: Job, now: number): number;
@@ -89,13 +92,28 @@ export interface SandboxState {
   submissions(): readonly SubmissionRecord[];
 }
 
-/** `appendLine` persists one submission line; it must finish before the answer is decided. */
-export function createSandboxState(appendLine?: (line: string) => void): SandboxState {
-  const jobs = new Map<string, Job>();
+/** Where jobs are kept across restarts (job-journal.ts). */
+export interface JobStore {
+  readonly restored: readonly Job[];
+  recordJob(job: Job): void;
+  recordCancel(requestId: string, at: number): void;
+}
+
+/**
+ * `appendLine` persists one submission line; it must finish before the answer is decided.
+ * `jobStore` restores earlier jobs and records new ones and their cancellations.
+ */
+export function createSandboxState(appendLine?: (line: string) => void, jobStore?: JobStore): SandboxState {
+  const jobs = new Map<string, Job>((jobStore?.restored ?? []).map((job) => [job.requestId, job]));
   const log: SubmissionRecord[] = [];
   return {
     addJob(job) {
+      jobStore?.recordJob(job);
       jobs.set(job.requestId, job);
+    },
+    cancelJob(job, at) {
+      jobStore?.recordCancel(job.requestId, at);
+      job.cancelledAt = at;
     },
     job(requestId) {
       return jobs.get(requestId);

@@ -8,6 +8,7 @@ import { isLoopbackHost } from '../../config/schema-parts.js';
 import { toFieldIssues } from '../../config/zod-issues.js';
 import { errorCode, UsageError, UserError } from '../../errors.js';
 import { composeSandbox } from './compose-sandbox.js';
+import { openJobJournal, type JobJournal } from './job-journal.js';
 import { faultSetSchema, type Fault } from './sandbox-faults.js';
 
 export interface SandboxServeOptions {
@@ -20,6 +21,8 @@ export interface SandboxServeOptions {
   readonly submissionsLogPath?: string;
   /** Absolute path of a fault set (the `PUT /__sandbox/faults` body) active from the start. */
   readonly faultsFilePath?: string;
+  /** Absolute path of the jobs file (job-journal.ts): jobs survive a restart. */
+  readonly jobsFilePath?: string;
 }
 
 export interface SandboxStopped {
@@ -80,7 +83,9 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
   const initial: Fault[] = options.latencyMs > 0 ? [{ kind: 'latency', ms: options.latencyMs }] : [];
   if (options.faultsFilePath !== undefined) initial.push(...(await loadFaultsFile(options.faultsFilePath)));
   const logFd = options.submissionsLogPath === undefined ? undefined : openSubmissionsLog(options.submissionsLogPath);
+  let journal: JobJournal | undefined;
   try {
+    journal = options.jobsFilePath === undefined ? undefined : openJobJournal(options.jobsFilePath);
     const logger = pino({ base: { service: 'sandbox-provider' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
     const server = createServer();
     const port = await listen(server, options.host, options.port);
@@ -90,6 +95,7 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
       completeAfterMs: options.completeAfterMs,
       initialFaults: initial,
       ...(logFd === undefined ? {} : { recordSubmission: (line: string) => void writeSync(logFd, line) }),
+      ...(journal === undefined ? {} : { jobStore: journal }),
       logger,
     });
     server.on('request', app.handle);
@@ -101,6 +107,8 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
       complete_after_ms: options.completeAfterMs,
       initial_faults: initial.map((fault) => fault.kind),
       submissions_log: options.submissionsLogPath ?? null,
+      jobs_file: options.jobsFilePath ?? null,
+      jobs_restored: journal?.restored.length ?? 0,
     });
     const signal = await new Promise<string>((resolve) => {
       process.once('SIGINT', () => {
@@ -127,6 +135,7 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
     logger.info({ event: 'sandbox_stopped', signal, submissions: state.submissions().length });
     return { status: 'stopped', signal, submissions: state.submissions().length };
   } finally {
+    journal?.close();
     if (logFd !== undefined) closeSync(logFd);
   }
 }

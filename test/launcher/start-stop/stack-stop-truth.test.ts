@@ -10,9 +10,11 @@ import { destroyStackHome, eventually, jsonResult, lexecIn, makeStackHome, type 
  */
 
 let stack: StackHome;
+let executionId = '';
 
 beforeAll(async () => {
-  stack = await makeStackHome({ edit: (profile) => (tableAt(profile, 'sandbox').complete_after_ms = 60_000) });
+  // Long enough that the execution is still polling when the stack stops, short enough to finish after the next start.
+  stack = await makeStackHome({ edit: (profile) => (tableAt(profile, 'sandbox').complete_after_ms = 12_000) });
   jsonResult(await lexecIn(stack.home, ['stack', 'start', '--json']));
 }, 120_000);
 
@@ -27,6 +29,7 @@ describe('stack stop', () => {
     let progress = '';
     run.stderr.setEncoding('utf8').on('data', (chunk: string) => (progress += chunk));
     await eventually('the execution to run', () => Promise.resolve(/execution exe_[0-9a-f]{32}: running/.test(progress) ? true : undefined));
+    executionId = /execution (exe_[0-9a-f]{32}): running/.exec(progress)?.[1] ?? '';
 
     const stop = await lexecIn(stack.home, ['stack', 'stop', '--json']);
     run.kill('SIGKILL');
@@ -38,4 +41,24 @@ describe('stack stop', () => {
     const again = jsonResult<{ executions_in_flight: number | null; outcome: string }>(await lexecIn(stack.home, ['stack', 'stop', '--json']));
     expect(again).toMatchObject({ outcome: 'already_stopped', executions_in_flight: null });
   }, 150_000);
+
+  it('the execution resumes at the next start: the sandbox kept its job (its jobs file), so the poll finds it and it ends succeeded, submitted once', async () => {
+    expect(executionId).toMatch(/^exe_/);
+    jsonResult(await lexecIn(stack.home, ['stack', 'start', '--json']));
+    const lines = await eventually(
+      'the execution to end',
+      async () => {
+        const logs = await lexecIn(stack.home, ['stack', 'logs', '--component', 'executor', '--execution-id', executionId, '--json']);
+        const events = logs.stdout
+          .split('\n')
+          .filter((line) => line !== '')
+          .map((line) => (JSON.parse(line) as { parsed?: { event?: string; reason?: string } }).parsed);
+        return events.some((event) => event?.event === 'execution_succeeded' || event?.event === 'execution_reconciliation') ? events : undefined;
+      },
+      60_000,
+    );
+    expect(lines.map((event) => event?.event)).toContain('execution_succeeded');
+    expect(lines.map((event) => event?.event)).not.toContain('execution_reconciliation');
+    expect(lines.filter((event) => event?.event === 'provider_operation_checkpointed')).toHaveLength(1);
+  }, 120_000);
 });

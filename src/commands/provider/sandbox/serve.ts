@@ -26,6 +26,7 @@ export default class ProviderSandboxServe extends LexecCommand<SandboxStopped> {
     'complete-after-ms': Flags.string({ default: '40', summary: 'Milliseconds from submit to COMPLETED (queued for the first half, in progress for the second).' }),
     'latency-ms': Flags.string({ default: '0', summary: 'Latency added to every protocol answer.' }),
     'submissions-log': Flags.string({ summary: 'Absolute path of a JSON-lines file each received submit is appended to (survives restarts).' }),
+    'jobs-file': Flags.string({ summary: 'Absolute path of a file that keeps the queue requests (0600), so a restarted sandbox still answers for them, as a remote provider would.' }),
     'faults-file': Flags.string({ summary: 'Absolute path of a fault set active from the start (same JSON as PUT /__sandbox/faults).' }),
   };
 
@@ -38,6 +39,7 @@ export default class ProviderSandboxServe extends LexecCommand<SandboxStopped> {
       latencyMs: wholeNumberFlag(flags['latency-ms'], '--latency-ms', 0, 600_000),
       submissionsLogPath: absolutePathFlag(flags['submissions-log'], '--submissions-log'),
       faultsFilePath: absolutePathFlag(flags['faults-file'], '--faults-file'),
+      jobsFilePath: absolutePathFlag(flags['jobs-file'], '--jobs-file'),
     };
     const { serveSandbox } = await import('../../../provider/sandbox/serve-sandbox.js');
     return serveSandbox(options);
