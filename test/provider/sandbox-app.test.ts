@@ -128,7 +128,9 @@ describe('sandbox routing and refusals', () => {
     const submitted = (await falSubmit(url, prompt)).body;
     const unknown = await falCall(`${url}/${SANDBOX_MODEL}/requests/00000000-0000-4000-8000-000000000000/status`);
     expect([unknown.status, unknown.body]).toEqual([404, { detail: 'Request not found' }]);
-    expect((await falCall(submitted.status_url.replace(SANDBOX_MODEL, 'fal-ai/flux/dev'))).status).toBe(404);
+    // Another app, or the same app under another model's sub-path: not this request.
+    expect((await falCall(`${url}/fal-ai/recraft/requests/${submitted.request_id}/status`)).status).toBe(404);
+    expect((await falCall(`${url}/fal-ai/flux/dev/requests/${submitted.request_id}/status`)).status).toBe(404);
     expect((await falCall(`${url}/${SANDBOX_MODEL}/requests/not-a-uuid/status`)).status).toBe(404);
     expect((await falCall(`${url}/Fal-AI/Flux`)).status).toBe(404);
     expect((await falSubmit(url, prompt, { model: 'fal-ai/requests/x' })).status).toBe(404);

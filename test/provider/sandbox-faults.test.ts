@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { falCall, falSubmit, pollUntilCompleted, SANDBOX_MODEL, spawnSandbox, type SandboxProcess } from '../support/sandbox-process.js';
+import { falCall, falSubmit, pollUntilCompleted, SANDBOX_APP, SANDBOX_MODEL, spawnSandbox, type SandboxProcess } from '../support/sandbox-process.js';
 
 /*
  * Every fault of the sandbox provider, against the real process, set at runtime through the
@@ -156,8 +156,8 @@ describe('sandbox faults: status, result and media', () => {
     await sandbox.setFaults([{ kind: 'foreign_host', times: 1 }]);
     const submitted = await falSubmit(sandbox.url, body);
     const id = submitted.body.request_id;
-    expect(submitted.body.status_url).toBe(`http://evil.example/${SANDBOX_MODEL}/requests/${id}/status`);
-    expect(submitted.body.response_url).toBe(`${sandbox.url}/${SANDBOX_MODEL}/requests/${id}`);
+    expect(submitted.body.status_url).toBe(`http://evil.example/${SANDBOX_APP}/requests/${id}/status`);
+    expect(submitted.body.response_url).toBe(`${sandbox.url}/${SANDBOX_APP}/requests/${id}`);
     expect(submitted.body.cancel_url.startsWith(sandbox.url)).toBe(true);
 
     await sandbox.setFaults([
@@ -165,7 +165,7 @@ describe('sandbox faults: status, result and media', () => {
       { kind: 'foreign_host', field: 'image_url', times: 1 },
     ]);
     const other = await falSubmit(sandbox.url, body);
-    expect(other.body.response_url).toBe(`https://queue.attacker.test:8443/${SANDBOX_MODEL}/requests/${other.body.request_id}`);
+    expect(other.body.response_url).toBe(`https://queue.attacker.test:8443/${SANDBOX_APP}/requests/${other.body.request_id}`);
     expect(other.body.status_url.startsWith(sandbox.url)).toBe(true);
     const final = await completed(other.body.status_url);
     expect(final?.body.response_url).toBe(other.body.response_url);
@@ -176,7 +176,7 @@ describe('sandbox faults: status, result and media', () => {
     // Another port on the same loopback host is foreign too.
     await sandbox.setFaults([{ kind: 'foreign_host', origin: 'http://127.0.0.1:9', times: 1 }]);
     const sameHost = await falSubmit(sandbox.url, body);
-    expect(sameHost.body.status_url).toBe(`http://127.0.0.1:9/${SANDBOX_MODEL}/requests/${sameHost.body.request_id}/status`);
+    expect(sameHost.body.status_url).toBe(`http://127.0.0.1:9/${SANDBOX_APP}/requests/${sameHost.body.request_id}/status`);
   });
 
   it('mismatched_request_id reports another request id in the status body and header, or in the result header', async () => {

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { IMAGE_SIZES } from '../../src/provider/image-sizes.js';
 import { makeTempDir, removeDir, runLexec } from '../support/cli.js';
 import { decodePng } from '../support/png.js';
-import { falCall, falSubmit, pollUntilCompleted, SANDBOX_MODEL, spawnSandbox, type SandboxProcess } from '../support/sandbox-process.js';
+import { falCall, falSubmit, pollUntilCompleted, SANDBOX_APP, SANDBOX_MODEL, spawnSandbox, type SandboxProcess } from '../support/sandbox-process.js';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const KEY = 'fal-key-VALUE-4d2c91';
@@ -26,9 +26,12 @@ describe('sandbox provider process: the fal queue protocol', () => {
     const id = submitted.body.request_id;
     expect(id).toMatch(new RegExp(`^${UUID}$`));
     expect(submitted.headers.get('x-fal-request-id')).toBe(id);
-    const base = `${sandbox.url}/${SANDBOX_MODEL}/requests/${id}`;
+    // As fal: status, result and cancel under the app id, without the model's sub-path (`/schnell`).
+    const base = `${sandbox.url}/${SANDBOX_APP}/requests/${id}`;
     expect(submitted.body).toEqual({ status: 'IN_QUEUE', request_id: id, status_url: `${base}/status`, response_url: base, cancel_url: `${base}/cancel`, queue_position: 0 });
 
+    // The full model path (as clients built it before) answers for the same request.
+    expect((await falCall(`${sandbox.url}/${SANDBOX_MODEL}/requests/${id}/status`, { key: KEY })).body).toMatchObject({ request_id: id });
     const statuses = await pollUntilCompleted(submitted.body.status_url);
     const seen = statuses.map((answer) => answer.body.status);
     expect(seen.at(-1)).toBe('COMPLETED');

@@ -95,6 +95,8 @@ export function sandboxControl(url: string): SandboxControl {
 
 /** The default model of the sandbox tests. */
 export const SANDBOX_MODEL = 'fal-ai/flux/schnell';
+/** Its app id: fal's status, result and cancel URLs name the app, without the model's sub-path. */
+export const SANDBOX_APP = 'fal-ai/flux';
 
 export interface FalAnswer<T = Record<string, unknown>> {
   readonly status: number;

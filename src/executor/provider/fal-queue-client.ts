@@ -77,6 +77,11 @@ export interface SubmittedOperation {
 
 const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
+/** fal's app id of a model id: its owner and alias (`fal-ai/flux/schnell` → `fal-ai/flux`). */
+export function appIdOf(model: string): string {
+  return model.split('/').slice(0, 2).join('/');
+}
+
 /** A request id the provider's answer carries, when it is one (never anything else of the body). */
 function receivedRequestId(document: unknown): string | null {
   if (typeof document !== 'object' || document === null) return null;
@@ -207,10 +212,12 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
       if (pollingOrigin === null || !endpoint.pollingOrigins.includes(pollingOrigin) || originOf(responseUrl) !== pollingOrigin) {
         throw new TransmissionAmbiguous('polling host not allowed', requestId);
       }
-      const operationId = `${model}/requests/${requestId}`;
-      if (statusUrl !== `${pollingOrigin}/${operationId}/status` || responseUrl !== `${pollingOrigin}/${operationId}`) {
-        throw new TransmissionAmbiguous('polling URLs not in the protocol shape', requestId);
-      }
+      // fal's status and result URLs name the app (`{owner}/{alias}`), not the model's sub-path;
+      // the full model id is accepted too (what the sandbox answered before it followed fal).
+      const operationId = [`${appIdOf(model)}/requests/${requestId}`, `${model}/requests/${requestId}`].find(
+        (candidate) => statusUrl === `${pollingOrigin}/${candidate}/status` && responseUrl === `${pollingOrigin}/${candidate}`,
+      );
+      if (operationId === undefined) throw new TransmissionAmbiguous('polling URLs not in the protocol shape', requestId);
       return { requestId, operationId, pollingOrigin };
     },
 

@@ -53,6 +53,11 @@ async function injectedError(ctx: QueueContext, route: SandboxRoute, response: S
   return true;
 }
 
+/** fal's app id of a model id: owner and alias, without the sub-path (`fal-ai/flux/schnell` → `fal-ai/flux`). */
+function appIdOf(model: string): string {
+  return model.split('/').slice(0, 2).join('/');
+}
+
 /** The seed of a request: the caller's, or one derived from the request id (stable per request). */
 function seedFor(requestId: string, chosen: number | undefined): number {
   return chosen ?? createHash('sha256').update(requestId).digest().readUInt32BE(0);
@@ -96,7 +101,8 @@ export async function submit(ctx: QueueContext, request: IncomingMessage, respon
   const failure = ctx.faults.take('complete_with_error');
   const neverCompletes = ctx.faults.take('never_complete') !== undefined;
   const fewer = ctx.faults.take('fewer_images');
-  const base = `/${model}/requests/${requestId}`;
+  // As fal: status, result and cancel live under the app (`{owner}/{alias}`), without the model's sub-path.
+  const base = `/${appIdOf(model)}/requests/${requestId}`;
   const urls: Record<keyof JobUrls, string> = {
     status_url: `${ctx.origin}${base}/status`,
     response_url: `${ctx.origin}${base}`,
@@ -164,7 +170,8 @@ async function findJob(ctx: QueueContext, route: SandboxRoute, request: Incoming
   }
   if (await injectedError(ctx, route, response)) return undefined;
   const job = ctx.state.job(requestId);
-  if (job?.model !== model) {
+  // The app id (fal's shape) or the full model id (accepted too, as older clients built it).
+  if (job === undefined || (model !== job.model && model !== appIdOf(job.model))) {
     await answer(ctx, route, response, () => {
       sendJson(response, 404, route === 'cancel' ? { status: 'NOT_FOUND' } : { detail: 'Request not found' });
     });
