@@ -46,8 +46,18 @@ function describeParseError(error: Error & { flags?: unknown; args?: unknown }):
 }
 
 /** The one mapping from anything a command threw to what the operator sees and the exit code. */
+/**
+ * oclif's parser throws a plain Error (no class, no `parse`) for a flag given twice; recognised by
+ * its message, which names only the flag.
+ */
+function repeatedFlag(error: unknown): UsageError | null {
+  const match = error instanceof Error ? /^Flag (--[a-z][a-z0-9-]*) can only be specified once$/.exec(error.message) : null;
+  if (match === null) return null;
+  return new UsageError('usage_error', `${match[1] ?? 'A flag'} is given more than once; give it once.`, { nextStep: HELP_HINT });
+}
+
 export function describeCommandError(error: unknown): DescribedError {
-  const known = isOclifParseError(error) ? describeParseError(error) : error;
+  const known = isOclifParseError(error) ? describeParseError(error) : (repeatedFlag(error) ?? error);
   if (known instanceof UserError) {
     return {
       exitCode: known.exitCode,

@@ -250,16 +250,37 @@ export async function killDuringSubmission(s: Stack): Promise<{ tokenId: string;
  */
 async function ledgerRelay(target: string, cleanups: (() => Promise<unknown>)[]) {
   let hold: RegExp | null = null;
+  let loseAnswers: { pattern: RegExp; left: number } | null = null;
+  let downUntil = 0;
+  let lost = 0;
+  let refused = 0;
   const held: http.ServerResponse[] = [];
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
+      if (Date.now() < downUntil) {
+        // The ledger is down: the connection is cut before anything reaches it.
+        refused += 1;
+        response.socket?.destroy();
+        return;
+      }
       if (hold?.test(request.url ?? '')) {
         held.push(response);
         return;
       }
+      const lose = loseAnswers !== null && loseAnswers.left > 0 && loseAnswers.pattern.test(request.url ?? '');
+      if (lose && loseAnswers !== null) loseAnswers.left -= 1;
       const forward = http.request(`${target}${request.url ?? ''}`, { method: request.method, headers: request.headers }, (answer) => {
+        if (lose) {
+          // The ledger did the work; its answer never reaches the executor.
+          answer.resume();
+          answer.on('end', () => {
+            lost += 1;
+            response.socket?.destroy();
+          });
+          return;
+        }
         response.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(response);
       });
@@ -280,6 +301,16 @@ async function ledgerRelay(target: string, cleanups: (() => Promise<unknown>)[])
       hold = pattern;
     },
     heldCount: () => held.length,
+    /** Forwards the next `times` requests matching `pattern` but cuts the connection instead of answering. */
+    loseAnswers(pattern: RegExp, times = 1) {
+      loseAnswers = { pattern, left: times };
+    },
+    lostCount: () => lost,
+    /** Cuts every connection for `ms` (the ledger down), then forwards again. */
+    down(ms: number) {
+      downUntil = Date.now() + ms;
+    },
+    refusedCount: () => refused,
   };
 }
 

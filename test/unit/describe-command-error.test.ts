@@ -55,4 +55,9 @@ describe('describeCommandError', () => {
     const other = describeCommandError(parseError('FailedFlagValidationError', 'Bad --config=/secret/path here\nSee more help with --help'));
     expect(other.body.message).toBe('Bad --config=… here');
   });
+
+  it('a flag given twice is a usage error naming the flag (oclif throws a plain Error for it), not a bug', () => {
+    const repeated = describeCommandError(new Error('Flag --complete-after-ms can only be specified once'));
+    expect(repeated).toMatchObject({ exitCode: 2, body: { kind: 'usage', code: 'usage_error', message: '--complete-after-ms is given more than once; give it once.' } });
+  });
 });

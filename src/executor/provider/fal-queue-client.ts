@@ -102,6 +102,8 @@ interface Answer {
   readonly status: number;
   readonly body: Buffer;
   readonly contentType: string;
+  /** `x-fal-request-id`: the request an answer is for (fal's result bodies do not say it). */
+  readonly requestIdHeader: string | null;
 }
 
 function originOf(value: string): string | null {
@@ -137,7 +139,8 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
           else chunks.push(chunk);
         });
         response.on('end', () => {
-          resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks), contentType: response.headers['content-type'] ?? '' });
+          const header = response.headers['x-fal-request-id'];
+          resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks), contentType: response.headers['content-type'] ?? '', requestIdHeader: typeof header === 'string' ? header : null });
         });
         response.on('error', (error) => {
           reject(Object.assign(error, { connected: true }));
@@ -236,6 +239,11 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
       const parsed = resultAnswer.safeParse(parseJson(answer));
       if (answer.status >= 400 || !parsed.success) throw new ProviderProtocolError(`result answer HTTP ${answer.status}`);
       if (parsed.data.request_id !== undefined && parsed.data.request_id !== operation.requestId) throw new ProviderProtocolError('mismatched request id', receivedRequestId(parsed.data));
+      // fal names the request a result is for in `x-fal-request-id`: a result for another request
+      // is never stored or billed as this one's.
+      if (answer.requestIdHeader !== null && answer.requestIdHeader !== operation.requestId) {
+        throw new ProviderProtocolError('mismatched request id', receivedRequestId({ request_id: answer.requestIdHeader }));
+      }
       for (const image of parsed.data.images) {
         const origin = originOf(image.url);
         if (origin === null || !endpoint.mediaOrigins.includes(origin)) throw new ProviderProtocolError('media host not allowed');
