@@ -102,6 +102,7 @@ describe('command surface', () => {
         { name: 'complete-after-ms', type: 'option', required: false, options: undefined, default: '40' },
         { name: 'faults-file', type: 'option', required: false, options: undefined, default: undefined },
         { name: 'host', type: 'option', required: false, options: undefined, default: '127.0.0.1' },
+        { name: 'jobs-file', type: 'option', required: false, options: undefined, default: undefined },
         global[1],
         { name: 'latency-ms', type: 'option', required: false, options: undefined, default: '0' },
         { name: 'port', type: 'option', required: false, options: undefined, default: '0' },
