@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { executionRequest } from '../support/executor.js';
 import { call } from '../support/ledger.js';
-import { durableHarness, killDuringSubmission, openRecords, setFaults, until, type EngineChoice, type Execution, type Stack } from '../support/durable-stack.js';
-import { startDevServer, temporalCli, type DevServer } from '../support/temporal.js';
+import { durableEngines, durableHarness, killDuringSubmission, openRecords, setFaults, until, type Execution, type Stack } from '../support/durable-stack.js';
 
 /*
  * Durable execution between real processes (issue 5; on Temporal, issue 11): a real ledger, a
@@ -18,21 +17,7 @@ import { startDevServer, temporalCli, type DevServer } from '../support/temporal
 
 const harness = durableHarness();
 const stack = harness.stack;
-const cli = temporalCli();
-let temporal: DevServer | undefined;
-
-beforeAll(async () => {
-  if (cli !== null) temporal = await startDevServer(cli);
-}, 60_000);
-
-afterAll(async () => {
-  await temporal?.stop();
-});
-
-const engines: [string, () => EngineChoice][] = [
-  ['embedded', () => ({ mode: 'embedded' })],
-  ...(cli === null ? [] : ([['Temporal', () => ({ mode: 'external', url: temporal?.url ?? '' })]] as [string, () => EngineChoice][])),
-];
+const engines = durableEngines();
 
 describe('end to end', () => {
   it('an authorization and a POST become stored PNG artifacts, a settlement of exactly the priced amount, and one submission', async () => {

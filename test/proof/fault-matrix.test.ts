@@ -1,7 +1,6 @@
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { durableHarness, openRecords, setFaults, type EngineChoice, type Execution, type Stack, type StackOptions } from '../support/durable-stack.js';
-import { startDevServer, temporalCli, type DevServer } from '../support/temporal.js';
+import { describe, expect, it } from 'vitest';
+import { durableEngines, durableHarness, openRecords, setFaults, type EngineChoice, type Execution, type Stack, type StackOptions } from '../support/durable-stack.js';
 import { checkInvariants } from './check-invariants.js';
 
 /*
@@ -12,21 +11,7 @@ import { checkInvariants } from './check-invariants.js';
  */
 
 const harness = durableHarness('lexec-faults-');
-const cli = temporalCli();
-let temporal: DevServer | undefined;
-
-beforeAll(async () => {
-  if (cli !== null) temporal = await startDevServer(cli);
-}, 60_000);
-
-afterAll(async () => {
-  await temporal?.stop();
-});
-
-const engines: [string, () => EngineChoice][] = [
-  ['embedded', () => ({ mode: 'embedded' })],
-  ...(cli === null ? [] : ([['Temporal', () => ({ mode: 'external', url: temporal?.url ?? '' })]] as [string, () => EngineChoice][])),
-];
+const engines = durableEngines();
 
 const terminal = (execution: Execution) => ['succeeded', 'failed', 'reconciliation'].includes(execution.state);
 

@@ -4,7 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, beforeEach, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { readManagedTemporalState } from '../../src/executor/engine/temporal/managed-temporal-state.js';
 import { managedCredentialPaths } from '../../src/executor/managed-credentials.js';
 import { terminateProcess } from '../../src/launcher/supervisor/process-identity.js';
@@ -15,6 +15,7 @@ import { collectJsonLines } from './json-lines.js';
 import { call, mintCredential } from './ledger.js';
 import { ledgerConfig, spawnLedger, type LedgerProcess } from './ledger-process.js';
 import { spawnSandbox, type SandboxFault, type SandboxProcess } from './sandbox-process.js';
+import { startDevServer, temporalCli, type DevServer } from './temporal.js';
 
 /*
  * Durable execution between real processes: a real ledger, a real sandbox provider and a real
@@ -331,4 +332,24 @@ export function durableHarness(prefix = 'lexec-durable-') {
     stack: (options: StackOptions = {}) => stack(state.dir, state.cleanups, options),
     ledgerRelay: (target: string) => ledgerRelay(target, state.cleanups),
   };
+}
+
+/**
+ * The engines a file's durable tests run on: embedded, and — where the Temporal CLI is available —
+ * a real Temporal server (external mode: one dev server for the file, started and stopped by the
+ * hooks this registers; a task queue of its own per stack).
+ */
+export function durableEngines(): [string, () => EngineChoice][] {
+  const cli = temporalCli();
+  let temporal: DevServer | undefined;
+  beforeAll(async () => {
+    if (cli !== null) temporal = await startDevServer(cli);
+  }, 60_000);
+  afterAll(async () => {
+    await temporal?.stop();
+  });
+  return [
+    ['embedded', () => ({ mode: 'embedded' })],
+    ...(cli === null ? [] : ([['Temporal', () => ({ mode: 'external', url: temporal?.url ?? '' })]] as [string, () => EngineChoice][])),
+  ];
 }
