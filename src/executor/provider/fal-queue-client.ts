@@ -1,3 +1,4 @@
+import { appIdOf } from '../../provider/fal-app-id.js';
 import http from 'node:http';
 import https from 'node:https';
 import { z } from 'zod';
@@ -76,11 +77,6 @@ export interface SubmittedOperation {
 }
 
 const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
-
-/** fal's app id of a model id: its owner and alias (`fal-ai/flux/schnell` → `fal-ai/flux`). */
-export function appIdOf(model: string): string {
-  return model.split('/').slice(0, 2).join('/');
-}
 
 /** A request id the provider's answer carries, when it is one (never anything else of the body). */
 function receivedRequestId(document: unknown): string | null {

@@ -1,3 +1,4 @@
+import { appIdOf } from '../fal-app-id.js';
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
@@ -51,11 +52,6 @@ async function injectedError(ctx: QueueContext, route: SandboxRoute, response: S
     sendJson(response, fault.status, { detail: 'Internal Server Error' });
   });
   return true;
-}
-
-/** fal's app id of a model id: owner and alias, without the sub-path (`fal-ai/flux/schnell` → `fal-ai/flux`). */
-function appIdOf(model: string): string {
-  return model.split('/').slice(0, 2).join('/');
 }
 
 /** The seed of a request: the caller's, or one derived from the request id (stable per request). */
