@@ -286,6 +286,7 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
         },
         pause,
         admit,
+        now: Date.now,
       });
     } catch (error) {
       if (!(error instanceof StillRunning)) throw error;

@@ -1,5 +1,6 @@
 import type { ExecutionTarget } from '../config/executor-config-schema.js';
 import { toFieldIssues } from '../config/zod-issues.js';
+import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
 import { fingerprint } from '../domain/canonical-json.js';
 import { changedPaths, executionRequestSchema, targetSelector, type ExecutionRequest } from './domain/execution-request.js';
 import { executionIdFor, workflowIdFor } from './domain/execution-states.js';
@@ -23,6 +24,8 @@ export interface AdmissionDependencies {
   readonly providerMode: string;
   /** Live mode's spend ceiling in micro-units (null outside live mode). */
   readonly liveSpendCeiling: bigint | null;
+  /** Development builds' crash points between the durable steps (src/crash-points.ts). */
+  readonly crashPoints?: CrashPoints;
 }
 
 export interface Admitted {
@@ -46,6 +49,7 @@ export function createAdmission(deps: AdmissionDependencies) {
   // Live admissions run one at a time: one executor owns the database, so this makes the
   // spend-ceiling check and the insert that commits the spend one atomic step.
   let liveTurn: Promise<unknown> = Promise.resolve();
+  const crash = deps.crashPoints ?? NO_CRASH_POINTS;
 
   async function schedule(execution: ExecutionRow, replayed: boolean): Promise<Admitted> {
     if (execution.state !== 'pending') return { replayed, execution };
@@ -55,6 +59,7 @@ export function createAdmission(deps: AdmissionDependencies) {
       // The pending execution is durable; the identical retry schedules it without the ledger.
       throw notReady('scheduling_failed');
     }
+    crash.reach('admission.after_workflow_start');
     return { replayed, execution: deps.store.markScheduled(execution.execution_id) };
   }
 
@@ -80,7 +85,9 @@ export function createAdmission(deps: AdmissionDependencies) {
       }
       // One round trip resolves and claims: the ledger checks the currency and the hold in the
       // claim's own transaction and answers the authoritative authorization (account, agent).
+      crash.reach('admission.before_claim');
       const claimed = await deps.ledger.claim(tokenId, executionId, { currency: snapshot.currency, minHeldUnits: quotedUnits });
+      crash.reach('admission.after_claim');
       // The same execution claiming again (a lost local record) gets the authorization back as it
       // is; only a still-claimed one may be admitted again.
       if (claimed.status !== 'claimed' || claimed.execution_id !== executionId) {
@@ -102,6 +109,7 @@ export function createAdmission(deps: AdmissionDependencies) {
         quotedUnits,
         providerMode: deps.providerMode,
       });
+      crash.reach('admission.after_pending');
       return await schedule(execution, false);
     } catch (error) {
       if (error instanceof LedgerUnavailable) throw notReady('ledger_unavailable');

@@ -4,6 +4,7 @@ import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { readBuildInfo, type BuildInfo } from '../build-info.js';
 import type { ExecutorConfig } from '../config/executor-config-schema.js';
+import { createCrashPoints, type CrashPoints } from '../crash-points.js';
 import { bigintAsString } from '../domain/canonical-json.js';
 import { UserError } from '../errors.js';
 import { createAdmission } from './admission.js';
@@ -34,6 +35,8 @@ export interface ComposedExecutor {
   readonly engine: ConfiguredEngine;
   readonly app: ReturnType<typeof buildExecutorApp>;
   readonly monitor: ReadinessMonitor;
+  /** Development crash points (armed only in a development build given LEXEC_DEV_CRASH_FILE). */
+  readonly crashPoints: CrashPoints;
   /** Closes what the parts hold open besides the engine (provider and ledger connections). */
   close(): void;
 }
@@ -53,6 +56,8 @@ export interface ComposeExecutorOptions {
    * schedules); tests set it to admit without running anything or to make scheduling fail.
    */
   readonly scheduler?: ExecutionScheduler;
+  /** The process environment (serve: process.env), read only for development crash points. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -65,6 +70,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
   const { config, credentials, db, logger } = options;
   await mkdir(config.storage.artifact_root, { recursive: true, mode: 0o700 });
   const buildInfo = readBuildInfo();
+  const crashPoints = createCrashPoints({ buildKind: buildInfo.build_kind, env: options.env ?? {} });
   const store = createExecutionStore(db);
   const readiness = createReadiness();
   const ledger = createLedgerGateway({ endpoint: config.ledger.endpoint, credential: credentials.ledger });
@@ -81,7 +87,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     onHealthChange: () => late.monitor?.sampleNow(),
     db,
     store,
-    runActivity: runner(config, { store, provider, ledger, artifacts, logger }),
+    runActivity: runner(config, { store, provider, ledger, artifacts, logger, crashPoints }),
     logger,
     onActivityError: (executionId, phase, error) => {
       logger.error({ event: 'execution_activity_error', execution_id: executionId, phase, error_name: error instanceof Error ? error.name : 'unknown' });
@@ -99,6 +105,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
       targets,
       providerMode: config.providers.mode,
       liveSpendCeiling: config.providers.mode === 'live' ? config.providers.spend_ceiling.amount_units : null,
+      crashPoints,
     }),
     readiness,
     buildInfo,
@@ -133,6 +140,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     engine,
     app,
     monitor,
+    crashPoints,
     close() {
       provider?.close();
       ledger.close();
@@ -142,7 +150,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
 
 function runner(
   config: ExecutorConfig,
-  parts: { store: ExecutionStore; provider: FalQueueClient | null; ledger: LedgerGateway; artifacts: ReturnType<typeof createArtifactStore>; logger: Logger },
+  parts: { store: ExecutionStore; provider: FalQueueClient | null; ledger: LedgerGateway; artifacts: ReturnType<typeof createArtifactStore>; logger: Logger; crashPoints: CrashPoints },
 ): RunActivity {
   const { provider } = parts;
   if (provider === null) return () => Promise.resolve({ kind: 'done' as const });
@@ -152,6 +160,7 @@ function runner(
     ledger: parts.ledger,
     artifacts: parts.artifacts,
     operationDeadlineMs: operationDeadlineMs(config),
+    crashPoints: parts.crashPoints,
     log: (event) => {
       parts.logger.info(event);
     },

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { canonicalJson } from '../domain/canonical-json.js';
+import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
 import { priceModelSnapshotSchema, type PriceModelSnapshot } from '../domain/price-model-snapshot.js';
 import type { ArtifactStore } from './artifact-store.js';
 import type { ExecutionPhase } from './domain/execution-states.js';
@@ -30,6 +31,8 @@ export interface ExecutionRunnerOptions {
   readonly pollIntervalMs?: number;
   /** Structured events (no secrets, URLs or paths). */
   readonly log?: (event: Record<string, unknown>) => void;
+  /** Development builds' crash points between the durable steps (src/crash-points.ts). */
+  readonly crashPoints?: CrashPoints;
 }
 
 const later = (delayMs: number): ActivityOutcome => ({ kind: 'later', delayMs });
@@ -70,11 +73,13 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
   const now = options.now ?? Date.now;
   const pollIntervalMs = options.pollIntervalMs ?? 500;
   const log = options.log ?? (() => undefined);
+  const crash = options.crashPoints ?? NO_CRASH_POINTS;
 
   /** Parks the execution (locally first, then at the ledger); no new submission, no release. */
   async function reconcile(execution: ExecutionRow, reason: ReconciliationReason, evidence: Record<string, unknown>): Promise<ActivityOutcome> {
     store.setFinal(execution.execution_id, 'reconciliation', reason);
     log({ event: 'execution_reconciliation', execution_id: execution.execution_id, reason });
+    crash.reach('run.after_park');
     return openLedgerRecord(execution, reason, evidence);
   }
 
@@ -130,11 +135,14 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
       return reconcile(execution, 'submission_unconfirmed', evidenceOf(store.latestAttempt(execution.execution_id)));
     }
     const attemptId = `att_${randomUUID()}`;
+    crash.reach('run.before_attempt');
     store.createAttempt(attemptId, execution.execution_id, 1, snapshot.currency);
+    crash.reach('run.after_attempt');
     const request = JSON.parse(execution.request_json) as { input: { prompt: string } };
     let operation: SubmittedOperation;
     try {
       operation = await provider.submit(snapshot.model, { prompt: request.input.prompt, image_size: snapshot.image_size, num_images: snapshot.image_count });
+      crash.reach('run.after_submit');
     } catch (error) {
       if (error instanceof NotTransmitted) {
         store.setAttemptOutcome(attemptId, 'not_transmitted', error.detail);
@@ -149,6 +157,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
     }
     store.checkpoint(attemptId, { ...operation, deadlineAt: now() + options.operationDeadlineMs });
     log({ event: 'provider_operation_checkpointed', execution_id: execution.execution_id, attempt_id: attemptId });
+    crash.reach('run.after_checkpoint');
     return next('poll_provider_operation');
   }
 
@@ -189,6 +198,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
         if (stored.has(ordinal)) continue;
         const { bytes, mediaType } = await provider.media(image.url);
         const written = await artifacts.write(execution.execution_id, ordinal, mediaType, bytes);
+        crash.reach('run.after_artifact_write');
         store.insertArtifact({
           artifact_id: `art_${randomUUID()}`,
           execution_id: execution.execution_id,
@@ -200,8 +210,10 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
           width: image.width === undefined ? null : BigInt(image.width),
           height: image.height === undefined ? null : BigInt(image.height),
         });
+        crash.reach('run.after_artifact_record');
       }
       store.setDelivered(attempt.attempt_id, images.length);
+      crash.reach('run.after_delivered');
       return next('settle');
     } catch (error) {
       if (error instanceof ProviderUnavailable) return later(pollIntervalMs);
@@ -227,6 +239,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
     }, attempt.attempt_id);
     const kept = store.receipt(execution.execution_id);
     if (kept === undefined) throw new Error('receipt was not kept');
+    crash.reach('run.after_receipt');
     try {
       const { settlementId } = await ledger.settle(execution.spend_auth_token_id, execution.execution_id, {
         receipt_id: kept.receipt_id,
@@ -236,10 +249,13 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
         provider_request_id: kept.provider_request_id,
         price_model_snapshot: JSON.parse(kept.price_model_snapshot ?? '{}') as unknown,
       });
+      crash.reach('run.after_settle_answer');
       store.markReceiptSettled(kept.receipt_id, settlementId);
+      crash.reach('run.after_settlement_record');
       store.setAttemptOutcome(attempt.attempt_id, 'completed', null);
       store.setFinal(execution.execution_id, 'succeeded', null);
       log({ event: 'execution_succeeded', execution_id: execution.execution_id });
+      crash.reach('run.after_final_state');
       return done;
     } catch (error) {
       if (error instanceof LedgerUnavailable) return later(5_000);

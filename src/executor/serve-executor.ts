@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { ExecutorConfig } from '../config/executor-config-schema.js';
+import { CRASH_FILE_ENV } from '../crash-points.js';
 import { UserError } from '../errors.js';
 import { loadExecutorConfig } from '../config/validate-executor-config.js';
 import { openDatabase } from '../storage/open-database.js';
@@ -49,7 +50,7 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
   const unlock = await lockDatabase(config.storage.database_path);
   const db = openDatabase(config.storage.database_path, EXECUTOR_MIGRATIONS);
   try {
-    const executor = await composeExecutor({ config, credentials, liveKey, db, logger });
+    const executor = await composeExecutor({ config, credentials, liveKey, db, logger, env: process.env });
     let stopped: ExecutorStopped;
     try {
       // A stop that came while a managed engine child was starting: stop it again at once.
@@ -97,6 +98,7 @@ async function run(config: ExecutorConfig, executor: ComposedExecutor, logger: L
     workflow_engine: engine.description,
     providers_mode: config.providers.mode,
   });
+  if (executor.crashPoints.enabled) logger.warn({ event: 'crash_points_enabled', variable: CRASH_FILE_ENV });
 
   const fatal = monitor.start().then(
     () => new Promise<never>(() => undefined),

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { readBuildInfo, type BuildInfo } from '../build-info.js';
+import { createCrashPoints } from '../crash-points.js';
 import { openDatabase } from '../storage/open-database.js';
 import { ensureAdminCapability, type AdminCapabilityOutcome } from './admin-capability.js';
 import { buildLedgerApp } from './http/ledger-app.js';
@@ -18,6 +19,8 @@ export interface ComposedLedger {
   readonly adminCapability: AdminCapabilityOutcome;
   /** How many agents follow `[ledger.default_policy]` and had it applied at this start. */
   readonly defaultPolicyAppliedTo: number;
+  /** Whether development crash points are armed in this process. */
+  readonly crashPointsEnabled: boolean;
   /** Closes the database (after the app is closed). */
   close(): void;
 }
@@ -31,6 +34,8 @@ export interface ComposeLedgerOptions {
   readonly logger: Logger;
   /** The ledger's clock, ms since the epoch (serve: Date.now; tests: one they can move). */
   readonly now?: () => number;
+  /** The process environment (serve: process.env), read only for development crash points. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -42,6 +47,8 @@ export interface ComposeLedgerOptions {
 export async function composeLedger(options: ComposeLedgerOptions): Promise<ComposedLedger> {
   const { config } = options;
   const now = options.now ?? (() => Date.now());
+  const buildInfo = readBuildInfo();
+  const crashPoints = createCrashPoints({ buildKind: buildInfo.build_kind, env: options.env ?? {} });
   const db = openDatabase(config.database_path, LEDGER_MIGRATIONS);
   try {
     const defaultPolicy = config.default_policy;
@@ -52,12 +59,12 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       contractLevel: config.contract_level,
       authorizationTtlMs: config.authorization_ttl_seconds * 1000,
       defaultPolicy,
+      crashPoints,
     });
     const adminCapability = await ensureAdminCapability(config.admin_capability_path, admin);
     // [ledger.default_policy] as configured now holds for every agent that follows it.
     const following = admin.applyDefaultPolicy();
     service.ownerAccountId();
-    const buildInfo = readBuildInfo();
     const app = buildLedgerApp({ service, admin, buildInfo, contractLevel: config.contract_level, logger: options.logger });
     return {
       buildInfo,
@@ -66,6 +73,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       app,
       adminCapability,
       defaultPolicyAppliedTo: following.length,
+      crashPointsEnabled: crashPoints.enabled,
       close() {
         db.close();
       },

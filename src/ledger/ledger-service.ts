@@ -15,6 +15,7 @@ import {
 } from './authorization-rules.js';
 import type { ClaimRequirement, LegacyCentsReceipt, PreciseReceipt } from './wire/requests.js';
 import type { LedgerContractLevel } from './ledger-config.js';
+import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
 
 /*
  * The ledger's use cases. Each money-moving operation runs in one IMMEDIATE transaction that
@@ -65,6 +66,8 @@ export interface LedgerServiceOptions {
   readonly contractLevel: LedgerContractLevel;
   readonly authorizationTtlMs: number;
   readonly defaultPolicy: SpendPolicy;
+  /** Development builds' crash points after a commit (src/crash-points.ts). */
+  readonly crashPoints?: CrashPoints;
 }
 
 function iso(ms: bigint): string;
@@ -77,6 +80,7 @@ export type LedgerService = ReturnType<typeof createLedgerService>;
 
 export function createLedgerService(options: LedgerServiceOptions) {
   const { db, now } = options;
+  const crash = options.crashPoints ?? NO_CRASH_POINTS;
 
   // Every statement is prepared once: preparing costs about 10 µs a time, on every request.
   const authorizationById = db.prepare('SELECT * FROM authorizations WHERE token_id = ?');
@@ -416,7 +420,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
      * refused with 422 and nothing is claimed.
      */
     claim(tokenId: string, executionId: string, requirement?: ClaimRequirement) {
-      return immediate(() => {
+      const claimed = immediate(() => {
         const row = current(tokenId);
         if (row.execution_id !== null && row.execution_id !== executionId) throw conflict('claimed_by_another_execution');
         if (row.execution_id === null && row.status !== 'approved') throw conflict(`authorization_${row.status}`);
@@ -428,13 +432,17 @@ export function createLedgerService(options: LedgerServiceOptions) {
         statements.claim.run(executionId, now(), tokenId);
         return { replayed: false, authorization: resolution(load(tokenId)) };
       });
+      crash.reach('ledger.after_claim_commit');
+      return claimed;
     },
 
     settle(tokenId: string, executionId: string, receipt: Receipt) {
-      return immediate(() => {
+      const settled = immediate(() => {
         const { replayed, row } = settleWithin(tokenId, executionId, receipt);
         return { replayed, authorization: view(row) };
       });
+      crash.reach('ledger.after_settle_commit');
+      return settled;
     },
 
     release(tokenId: string, executionId: string, reason: string) {

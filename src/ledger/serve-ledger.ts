@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
+import { CRASH_FILE_ENV } from '../crash-points.js';
 import { composeLedger } from './compose-ledger.js';
 import { loadLedgerConfig } from './ledger-config.js';
 
@@ -16,7 +17,7 @@ export interface LedgerStopped {
 export async function serveLedger(configPath: string): Promise<LedgerStopped> {
   const config = await loadLedgerConfig(configPath);
   const logger = pino({ base: { service: 'ledger' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
-  const ledger = await composeLedger({ config, logger });
+  const ledger = await composeLedger({ config, logger, env: process.env });
   try {
     const { app, buildInfo } = ledger;
     await app.listen({ host: config.http.host, port: config.http.port });
@@ -30,6 +31,7 @@ export async function serveLedger(configPath: string): Promise<LedgerStopped> {
       admin_capability: ledger.adminCapability,
       default_policy_applied_to: ledger.defaultPolicyAppliedTo,
     });
+    if (ledger.crashPointsEnabled) logger.warn({ event: 'crash_points_enabled', variable: CRASH_FILE_ENV });
     const signal = await new Promise<string>((resolve) => {
       process.once('SIGINT', () => {
         resolve('SIGINT');

@@ -38,8 +38,22 @@ const TERMINAL = new Set(['succeeded', 'failed', 'reconciliation']);
 export const NOT_READY_RETRY_MS = 1_000;
 
 /**
- * Submits the execution request, trying a 503 not_ready again (the identical request reuses
- * whatever was created) until `until`; `onNotReady` is told once. Any other refusal is thrown.
+ * Failures of an executor that is coming back: not admitting right now (503 not_ready), or not
+ * answering at all — a supervised executor that crashed is restarted within seconds.
+ */
+const COMING_BACK = new Set(['executor_not_ready', 'executor_unreachable']);
+
+/** How long a follow keeps asking an executor that does not answer before it gives up. */
+export const UNREACHABLE_WINDOW_MS = 45_000;
+
+const comingBack = (error: unknown) => error instanceof UserError && COMING_BACK.has(error.code);
+
+/**
+ * Submits the execution request, trying it again while the executor is not ready or does not
+ * answer, until `until`; `onNotReady` is told once. Sending the identical request again is safe
+ * whatever became of the first (refused, lost, or admitted with its answer lost): the executor
+ * answers it as a replay of what it created, and never claims or runs anything twice. Any other
+ * refusal is thrown.
  */
 export async function admitExecution(
   executor: ExecutorClient,
@@ -50,7 +64,7 @@ export async function admitExecution(
     try {
       return (await executor.submit(body)).execution;
     } catch (error) {
-      if (!(error instanceof UserError) || error.code !== 'executor_not_ready' || options.now() >= options.until) throw error;
+      if (!comingBack(error) || options.now() >= options.until) throw error;
       if (!told) options.onNotReady();
       told = true;
       await options.wait(NOT_READY_RETRY_MS);
@@ -58,7 +72,11 @@ export async function admitExecution(
   }
 }
 
-/** Polls the execution until it is terminal, reporting each change of state or phase. */
+/**
+ * Polls the execution until it is terminal, reporting each change of state or phase. An executor
+ * that stops answering (a crash its supervisor repairs) is asked again for up to
+ * UNREACHABLE_WINDOW_MS: the execution goes on without its follower.
+ */
 export async function followExecution(
   executor: ExecutorClient,
   admitted: ExecutionView,
@@ -68,18 +86,27 @@ export async function followExecution(
     readonly pause: (ms: number) => Promise<void>;
     /** Submits the identical request again. */
     readonly admit: () => Promise<ExecutionView>;
+    readonly now: () => number;
   },
 ): Promise<ExecutionView> {
   let execution = admitted;
   let shown = '';
+  let unansweredSince: number | null = null;
   for (let interval = 250; ; interval = Math.min(1_000, Math.round(interval * 1.5))) {
     const now = `${execution.state}/${execution.phase ?? ''}`;
     if (now !== shown) options.progress({ kind: 'execution', execution_id: execution.execution_id, state: execution.state, phase: execution.phase });
     shown = now;
     if (TERMINAL.has(execution.state)) return execution;
     await options.pause(interval);
-    // A pending execution was not scheduled (a race with readiness): the identical request schedules it.
-    execution = execution.state === 'pending' ? await options.admit() : await executor.execution(execution.execution_id);
+    try {
+      // A pending execution was not scheduled (a race with readiness): the identical request schedules it.
+      execution = execution.state === 'pending' ? await options.admit() : await executor.execution(execution.execution_id);
+      unansweredSince = null;
+    } catch (error) {
+      if (!comingBack(error)) throw error;
+      unansweredSince ??= options.now();
+      if (options.now() - unansweredSince >= UNREACHABLE_WINDOW_MS) throw error;
+    }
   }
 }
 

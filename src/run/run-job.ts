@@ -80,7 +80,7 @@ const NOT_READY_WINDOW_MS = 45_000;
 /** Where a run stands, for what an interruption or a timeout leaves behind. */
 type Stage =
   | { readonly at: 'preparing' }
-  | { readonly at: 'approval' | 'approved'; readonly tokenId: string }
+  | { readonly at: 'approval' | 'approved' | 'admitting'; readonly tokenId: string }
   | { readonly at: 'execution'; readonly tokenId: string; readonly executionId: string };
 
 function continueStep(tokenId: string): string {
@@ -100,6 +100,11 @@ function leftBehind(stage: Stage, profile: string): { what: string; next: string
       return {
         what: `Authorization ${stage.tokenId} stays approved and unused (it expires unused); nothing was spent.`,
         next: `To use it, ${continueStep(stage.tokenId)}.`,
+      };
+    case 'admitting':
+      return {
+        what: `Authorization ${stage.tokenId} may already be claimed for an execution the executor admitted without its answer reaching this command; nothing is spent twice.`,
+        next: `To continue with it, ${continueStep(stage.tokenId)} (an identical request is answered as a replay).`,
       };
     case 'execution':
       return {
@@ -201,9 +206,10 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
         },
         wait: pause,
       });
+    stage = { at: 'admitting', tokenId: authorization.token_id };
     let execution = await admit();
     stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };
-    execution = await followExecution(executor, execution, { progress: request.progress, pause, admit });
+    execution = await followExecution(executor, execution, { progress: request.progress, pause, admit, now: deps.now });
     const settled = await collectExecution(executor, execution, { outDir: request.outDir, progress: request.progress, checkpoint });
     const final = await ledger.showAuthorization(authorization.token_id);
     return {

@@ -180,7 +180,8 @@ describe('lexec run on a running sandbox stack', () => {
 
 describe('lexec run and an executor that refuses (a relay in front of the real executor)', () => {
   /** Answers POST /v2/executions with `refuse(n)` when it returns one; forwards everything else. */
-  async function withRelay(refuse: (post: number) => { status: number; body: unknown } | null, work: (posts: string[]) => Promise<void>) {
+  /** Per POST: answer this refusal instead, `lose_answer` (the executor admits it; its answer never arrives), or null (forward). */
+  async function withRelay(refuse: (post: number) => { status: number; body: unknown } | 'lose_answer' | null, work: (posts: string[]) => Promise<void>) {
     const posts: string[] = [];
     const relay = createServer((request: IncomingMessage, response: ServerResponse) => {
       const chunks: Buffer[] = [];
@@ -190,6 +191,12 @@ describe('lexec run and an executor that refuses (a relay in front of the real e
         if (request.method === 'POST' && request.url === '/v2/executions') {
           posts.push(body.toString('utf8'));
           const refusal = refuse(posts.length);
+          if (refusal === 'lose_answer') {
+            void fetch(`${stack.executorUrl}/v2/executions`, { method: 'POST', headers: { authorization: request.headers.authorization ?? '', 'content-type': 'application/json' }, body }).then(() => {
+              response.socket?.destroy();
+            });
+            return;
+          }
           if (refusal !== null) {
             response.writeHead(refusal.status, { 'content-type': 'application/json' }).end(JSON.stringify(refusal.body));
             return;
@@ -222,6 +229,23 @@ describe('lexec run and an executor that refuses (a relay in front of the real e
         expect(run.stderr).toContain('retrying the identical request briefly');
         expect(posts).toHaveLength(3);
         expect(new Set(posts).size).toBe(1);
+      },
+    );
+  });
+
+  it('the admission answer is lost (the executor admitted it): the identical request is sent again and answered as a replay', async () => {
+    await withRelay(
+      (post) => (post === 1 ? 'lose_answer' : null),
+      async (posts) => {
+        const run = await lexec(['run', 'a lighthouse', '--out', 'lost-answer', '--json']);
+        const result = ok(run);
+        expect(result.execution?.state).toBe('succeeded');
+        expect(posts).toHaveLength(2);
+        expect(new Set(posts).size).toBe(1);
+        // One execution, one settlement for the authorization.
+        const settled = (await authorizations()).find((authorization) => authorization.token_id === result.authorization.token_id);
+        expect(settled?.status).toBe('settled');
+        expect(result.files).toHaveLength(1);
       },
     );
   });

@@ -66,8 +66,11 @@ export interface Execution {
   recommended_action: { code: string };
 }
 
-export function spawnExecutor(configPath: string, dir: string, cleanups: (() => Promise<unknown>)[]) {
-  const child = spawn(process.execPath, [BIN, 'executor', 'serve', '--config', configPath], { env: { PATH: process.env.PATH ?? '', HOME: dir }, stdio: ['ignore', 'ignore', 'pipe'] });
+export function spawnExecutor(configPath: string, dir: string, cleanups: (() => Promise<unknown>)[], options: { bin?: string; env?: Readonly<Record<string, string>> } = {}) {
+  const child = spawn(process.execPath, [options.bin ?? BIN, 'executor', 'serve', '--config', configPath], {
+    env: { ...options.env, PATH: process.env.PATH ?? '', HOME: dir },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   const { lines, events } = collectJsonLines(child.stderr);
   const exit = new Promise<number>((resolve) => child.once('exit', (code) => { resolve(code ?? 128); }));
   const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
@@ -121,6 +124,10 @@ export interface StackOptions {
     engine?: EngineChoice;
     /** false: return once the executor listens, ready or not. */
     waitUntilReady?: boolean;
+    /** Another lexec build's bin/run.js for the executor (default: this checkout's). */
+    executorBin?: string;
+    /** More environment for the executor. */
+    executorEnv?: Readonly<Record<string, string>>;
 }
 
 async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options: StackOptions = {}): Promise<Stack> {
@@ -161,6 +168,7 @@ async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options:
       ? until('executor listening', () => Promise.resolve(executor.url() !== '' ? true : undefined))
       : until('executor ready', async () => (executor.url() !== '' && (await fetch(`${executor.url()}/readyz`)).status === 200 ? true : undefined));
 
+  const executorProcess = { bin: options.executorBin, env: options.executorEnv };
   const engine = options.engine ?? { mode: 'embedded' };
   if (engine.mode === 'managed_local') {
     // A SIGKILLed executor leaves its Temporal child behind: the test ends it, like the next start would.
@@ -178,9 +186,9 @@ async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options:
     caller,
     resolver,
     configPath,
-    executor: spawnExecutor(configPath, dir, cleanups),
+    executor: spawnExecutor(configPath, dir, cleanups, executorProcess),
     async restart() {
-      result.executor = spawnExecutor(configPath, dir, cleanups);
+      result.executor = spawnExecutor(configPath, dir, cleanups, executorProcess);
       await ready(result.executor);
     },
     async approvedToken() {

@@ -4,7 +4,7 @@ import type { ProfilePaths } from '../../src/launcher/home/stack-home.js';
 import { removeDir, runLexec, type CliOptions, type CliRun } from './cli.js';
 import type { TomlTable } from './example-profiles.js';
 import { sandboxControl, type SandboxControl } from './sandbox-process.js';
-import { addStackProfile, jsonResult, lexecIn, makeStackHome, stopStack, type StackHome } from './stack-home.js';
+import { addStackProfile, jsonResult, makeStackHome, stopStack, type StackHome } from './stack-home.js';
 
 /*
  * A profile's stack as the operator gets it: the sandbox example on free ports in a LEXEC_HOME,
@@ -20,6 +20,8 @@ export interface RunningStackOptions {
   readonly home?: string;
   /** Edits the example's table before it is written (ports are already free ones). */
   readonly edit?: (profile: TomlTable) => void;
+  /** More environment for `stack start` (the supervisor and its children inherit it). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export interface RunningStack {
@@ -39,6 +41,8 @@ export interface RunningStack {
   readonly env: Record<string, string>;
   /** The capability of a role, for assertions (never print it). */
   capability(role: keyof Handoff['credentials']): Promise<string>;
+  /** `lexec stack stop`, then `lexec stack start` again on the same state (a new supervisor). */
+  restart(): Promise<void>;
   /** `lexec stack stop`; removes a temporary home. */
   stop(): Promise<void>;
 }
@@ -52,10 +56,13 @@ export async function startRunningStack(options: RunningStackOptions = {}): Prom
     await stopStack(stack);
     if (ownHome) await removeDir(home);
   };
+  const start = async () => {
+    const started = await runLexec(['stack', 'start', '--profile', paths.name, '--json'], { env: { ...options.env, LEXEC_HOME: home }, home, timeoutMs: 120_000 });
+    if (started.exitCode !== 0) throw new Error(`lexec stack start failed (exit ${started.exitCode}): ${started.stdout}${started.stderr}`);
+    jsonResult(started);
+  };
   try {
-    const start = await lexecIn(home, ['stack', 'start', '--profile', paths.name, '--json']);
-    if (start.exitCode !== 0) throw new Error(`lexec stack start failed (exit ${start.exitCode}): ${start.stdout}${start.stderr}`);
-    jsonResult(start);
+    await start();
     const handoff = await readHandoff(paths);
     if (handoff === null) throw new Error('stack start left no handoff');
     const env = { LEXEC_HOME: home };
@@ -70,6 +77,10 @@ export async function startRunningStack(options: RunningStackOptions = {}): Prom
       env,
       lexec: (args, cli = {}) => runLexec(args, { ...cli, home, env: { ...env, ...cli.env } }),
       capability: async (role) => (await readFile(handoff.credentials[role], 'utf8')).trim(),
+      async restart() {
+        await stopStack(stack);
+        await start();
+      },
       stop,
     };
   } catch (error) {

@@ -1,0 +1,47 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { cp, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CRASH_FILE_ENV } from '../../src/crash-points.js';
+import { PACKAGE_ROOT } from '../support/cli.js';
+import { durableHarness } from '../support/durable-stack.js';
+
+/*
+ * Crash points are a development-build facility: a release build ignores LEXEC_DEV_CRASH_FILE
+ * entirely. Proven on a real release-stamped copy of this build (dist, bin, manifest and package
+ * file copied; the dependencies linked), running a real execution past the armed point.
+ */
+
+const harness = durableHarness('lexec-crash-release-');
+
+/** A copy of this checkout's build stamped as a release; returns its bin/run.js. */
+async function releaseCopy(dir: string): Promise<string> {
+  const root = join(dir, 'release-package');
+  await mkdir(root);
+  for (const part of ['dist', 'bin', 'package.json', 'oclif.manifest.json']) await cp(join(PACKAGE_ROOT, part), join(root, part), { recursive: true });
+  await symlink(join(PACKAGE_ROOT, 'node_modules'), join(root, 'node_modules'));
+  const stamp = JSON.parse(await readFile(join(PACKAGE_ROOT, 'dist', 'build-stamp.json'), 'utf8')) as { commit: string };
+  await writeFile(join(root, 'dist', 'build-stamp.json'), JSON.stringify({ commit: stamp.commit, build_kind: 'release' }));
+  return join(root, 'bin', 'run.js');
+}
+
+describe('crash points in a release build', () => {
+  it('an armed point is passed: nothing dies, the arm file is never touched, the execution succeeds', async () => {
+    const bin = await releaseCopy(harness.dir());
+    const released = execFileSync(process.execPath, [bin, 'version', '--json'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+    expect(JSON.parse(released)).toMatchObject({ result: { build_kind: 'release' } });
+
+    const armFile = join(harness.dir(), 'crash-point');
+    await writeFile(armFile, 'run.after_submit\n');
+    const s = await harness.stack({ executorBin: bin, executorEnv: { [CRASH_FILE_ENV]: armFile } });
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId, 1);
+    const execution = await s.waitFor(executionId, 'succeeded', (e) => e.state === 'succeeded', 30_000);
+    expect(execution.state).toBe('succeeded');
+    expect(await readFile(armFile, 'utf8')).toBe('run.after_submit\n');
+    expect(existsSync(`${armFile}.fired`)).toBe(false);
+    expect(s.executor.events().some((event) => event.event === 'crash_points_enabled' || event.event === 'crash_point_fired')).toBe(false);
+    expect((await s.authorization(tokenId)).status).toBe('settled');
+  }, 90_000);
+});
