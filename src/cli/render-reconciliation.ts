@@ -18,6 +18,8 @@ export function renderReconciliationList(result: ReconciliationList, output: Out
       output.line(`  attempt ${plain(attempt.attempt_id)}: ${plain(attempt.state)}${attempt.outcome_code === null ? '' : ` (${plain(attempt.outcome_code)})`}, provider request ${plain(attempt.provider_request_id ?? 'none')}${delivered}`);
       const window = attempt.submit_window;
       if (window !== undefined) output.line(`    submitted between ${plain(window.from)} and ${plain(window.until ?? 'now (still in flight)')}`);
+      const correlation = attempt.correlation;
+      if (correlation !== undefined) output.line(`    the request's ${plain(correlation.field)} is ${String(correlation.value)} (in its input and result at the provider)`);
     }
     output.line(`  ${plain(execution.recommended_action.description)}`);
   }

@@ -3,6 +3,7 @@ import { canonicalJson } from '../domain/canonical-json.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
 import { priceModelSnapshotSchema, type PriceModelSnapshot } from '../domain/price-model-snapshot.js';
 import type { ArtifactStore } from './artifact-store.js';
+import { correlationOf } from './domain/correlation.js';
 import type { ExecutionPhase } from './domain/execution-states.js';
 import { costUnits } from './domain/pricing.js';
 import type { ActivityOutcome } from './engine/workflow-engine.js';
@@ -109,6 +110,8 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
       // When the submission can have reached the provider: from the attempt's record (before any
       // byte was sent) to its outcome (an answer, or the restart that found it interrupted).
       submit_window: attempt === undefined ? null : submitWindow(attempt),
+      // The value the submission carried that the provider keeps and shows (its seed).
+      correlation: attempt === undefined ? null : correlationOf(attempt.execution_id),
       ...extra,
     };
   }
@@ -141,7 +144,12 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
     const request = JSON.parse(execution.request_json) as { input: { prompt: string } };
     let operation: SubmittedOperation;
     try {
-      operation = await provider.submit(snapshot.model, { prompt: request.input.prompt, image_size: snapshot.image_size, num_images: snapshot.image_count });
+      operation = await provider.submit(snapshot.model, {
+        prompt: request.input.prompt,
+        image_size: snapshot.image_size,
+        num_images: snapshot.image_count,
+        seed: correlationOf(execution.execution_id).value,
+      });
       crash.reach('run.after_submit');
     } catch (error) {
       if (error instanceof NotTransmitted) {

@@ -7,6 +7,7 @@ import { conflict, internalError, invalidRequest, notFound, notReady } from './e
 import { costUnits } from './domain/pricing.js';
 import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
 import type { ExecutionStore } from './store/execution-store.js';
+import { correlationOf } from './domain/correlation.js';
 
 /** A human's decision on an execution under reconciliation. */
 export const resolutionBody = z.discriminatedUnion(
@@ -51,6 +52,7 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
           outcome_code: attempt.outcome_code,
           delivered_images: attempt.delivered_images,
           submit_window: submitWindow(attempt),
+          correlation: correlationOf(attempt.execution_id),
         })),
       }));
     },

@@ -124,6 +124,7 @@ describe('sandbox provider process: the fal queue protocol', () => {
         model: 'fal-ai/flux-pro/v1.1',
         image_size: 'square_hd',
         num_images: 4,
+        seed: null,
         key_present: true,
         outcome: 'accepted',
         faults: [],

@@ -55,11 +55,16 @@ describe('lexec executor reconciliation', () => {
     for (const execution of listed.executions) {
       expect(execution.evidence.length).toBeGreaterThan(0);
       // Each attempt names its provider request and when the provider can have received it.
-      expect(execution.evidence[0]).toMatchObject({ provider_request_id: expect.any(String) as unknown, submit_window: { from: expect.any(String) as unknown, until: expect.any(String) as unknown } });
+      expect(execution.evidence[0]).toMatchObject({
+        provider_request_id: expect.any(String) as unknown,
+        submit_window: { from: expect.any(String) as unknown, until: expect.any(String) as unknown },
+        correlation: { field: 'seed', value: expect.any(Number) as unknown },
+      });
     }
     const human = (await lexec(['executor', 'reconciliation', 'list'])).stdout;
     expect(human).toContain(`${released}  billing_ambiguous`);
     expect(human).toMatch(/submitted between \d{4}-\d\d-\d\dT\S+ and \d{4}-\d\d-\d\dT\S+/);
+    expect(human).toMatch(/the request's seed is \d+ \(in its input and result at the provider\)/);
 
     expectFailure(await lexec(['executor', 'reconciliation', 'resolve', released, '--settle', '--release', '--note', 'x', '--json']), 2, 'usage_error');
     expectFailure(await lexec(['executor', 'reconciliation', 'resolve', released, '--release', '--images-billed', '1', '--note', 'x', '--json']), 2, 'usage_error');

@@ -26,7 +26,7 @@ describe('the fal queue client on a kept-alive socket', () => {
     const onWarning = (warning: Error) => warnings.push(warning.name);
     process.on('warning', onWarning);
     try {
-      const operation = await client.submit('fal-ai/flux/schnell', { prompt: 'a long poll', image_size: 'square', num_images: 1 });
+      const operation = await client.submit('fal-ai/flux/schnell', { prompt: 'a long poll', image_size: 'square', num_images: 1, seed: 7 });
       for (let poll = 0; poll < 40; poll += 1) expect((await client.status(operation)).status).not.toBe('COMPLETED');
       await new Promise((resolve) => setImmediate(resolve));
     } finally {
@@ -41,7 +41,7 @@ describe('a refused acceptance', () => {
     const client = createFalQueueClient({ submitBase: sandbox.url, apiKey: 'sandbox-key', pollingOrigins: [sandbox.url], mediaOrigins: [sandbox.url] });
     await sandbox.setFaults([{ kind: 'foreign_host', field: 'status_url' }]);
     try {
-      const refused = await client.submit('fal-ai/flux/schnell', { prompt: 'refused', image_size: 'square', num_images: 1 }).catch((error: unknown) => error);
+      const refused = await client.submit('fal-ai/flux/schnell', { prompt: 'refused', image_size: 'square', num_images: 1, seed: 7 }).catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(TransmissionAmbiguous);
       const submissions = await sandbox.submissions();
       expect((refused as TransmissionAmbiguous).receivedRequestId).toBe(submissions.at(-1)?.request_id);

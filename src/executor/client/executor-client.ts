@@ -139,6 +139,8 @@ export const reconciliationEntrySchema = executionViewSchema.pick({ execution_id
       delivered_images: z.union([z.number(), z.string()]).nullable(),
       /** When the provider can have received the submission (absent from an older executor). */
       submit_window: z.object({ from: z.string(), until: z.string().nullable() }).optional(),
+      /** The value the submission carried that the provider shows (absent from an older executor). */
+      correlation: z.object({ field: z.string(), value: z.number() }).optional(),
     }),
   ),
 });

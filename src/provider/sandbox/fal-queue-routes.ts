@@ -64,7 +64,7 @@ export async function submit(ctx: QueueContext, request: IncomingMessage, respon
   const body = await readBody(request);
   const received = { received_at: new Date(ctx.now()).toISOString(), model, key_present: keyPresent };
   const record = (fields: Pick<SubmissionRecord, 'outcome'> & Partial<SubmissionRecord>): SubmissionRecord => {
-    const entry = ctx.state.recordSubmission({ request_id: null, image_size: null, num_images: null, faults: [], ...received, ...fields });
+    const entry = ctx.state.recordSubmission({ request_id: null, image_size: null, num_images: null, seed: null, faults: [], ...received, ...fields });
     ctx.logger.info({ event: 'sandbox_submission', sequence: entry.sequence, request_id: entry.request_id, model, outcome: entry.outcome, faults: entry.faults });
     return entry;
   };
@@ -81,7 +81,7 @@ export async function submit(ctx: QueueContext, request: IncomingMessage, respon
   const parsed = parseSubmitBody(decoded.value);
   if (!parsed.ok) return refuse('invalid', 422, parsed.detail);
   const input = parsed.input;
-  const asked = { image_size: input.imageSize, num_images: input.numImages };
+  const asked = { image_size: input.imageSize, num_images: input.numImages, seed: input.seed ?? null };
 
   const httpError = ctx.faults.take('http_error', (fault) => fault.route === 'submit');
   if (httpError !== undefined) {

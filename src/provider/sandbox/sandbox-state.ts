@@ -74,6 +74,8 @@ export interface SubmissionRecord {
   /** Only valid values are recorded (null otherwise): submitted garbage is never echoed. */
   readonly image_size: ImageSizePreset | null;
   readonly num_images: number | null;
+  /** The seed the caller chose (the correlation value lexec's executor sends); null when none or invalid. */
+  readonly seed: number | null;
   readonly key_present: boolean;
   readonly outcome: SubmissionOutcome;
   /** Kinds of the faults that shaped this submission or its job. */
@@ -134,6 +136,7 @@ export function createSandboxState(appendLine?: (line: string) => void, jobStore
         model: fields.model,
         image_size: fields.image_size,
         num_images: fields.num_images,
+        seed: fields.seed,
         key_present: fields.key_present,
         outcome: fields.outcome,
         faults: fields.faults,
