@@ -33,6 +33,20 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-dynamic-delete': 'off' },
   },
   {
+    // The invariant checker is an independent oracle: it shares no code with lexec. Everything
+    // under test/proof/ but the tests themselves may import Node built-ins and better-sqlite3 —
+    // nothing else, not src/, not test/support/, not even a type (check-invariants.test.ts reads
+    // the checker's imports too).
+    files: ['test/proof/**/*.ts'],
+    ignores: ['test/proof/**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(?!node:|better-sqlite3$)', message: 'The invariant checker imports only node:* built-ins and better-sqlite3, nothing from lexec.' }] },
+      ],
+    },
+  },
+  {
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: {
       globals: globals.node,

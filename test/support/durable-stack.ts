@@ -324,13 +324,17 @@ async function ledgerRelay(target: string, cleanups: (() => Promise<unknown>)[])
 }
 
 
-/** Per-test directory and clean-ups (reverse order), and the stack and relay bound to them. */
-export function durableHarness(prefix = 'lexec-durable-') {
+/**
+ * Per-test directory and clean-ups (reverse order), and the stack and relay bound to them;
+ * `scope: 'file'` keeps one directory for the whole file (a stack built once in `beforeAll`).
+ */
+export function durableHarness(prefix = 'lexec-durable-', scope: 'test' | 'file' = 'test') {
   const state = { dir: '', cleanups: [] as (() => Promise<unknown>)[] };
-  beforeEach(async () => {
+  const [setUp, tearDown] = scope === 'test' ? [beforeEach, afterEach] : [beforeAll, afterAll];
+  setUp(async () => {
     state.dir = await makeTempDir(prefix);
   });
-  afterEach(async () => {
+  tearDown(async () => {
     for (const cleanup of state.cleanups.splice(0).reverse()) await cleanup();
     await removeDir(state.dir);
   });
