@@ -199,7 +199,8 @@ export async function proofRun({ seed, engine, workDir, temporalCli = null, log 
       checkInvariants({
         ledgerDatabase: join(stateDir, 'ledger.db'),
         executorDatabase: join(stateDir, 'executor.db'),
-        submissionsLog: join(stateDir, 'sandbox-jobs.jsonl'),
+        submissionsLog: null,
+        sandboxJobsFile: join(stateDir, 'sandbox-jobs.jsonl'),
         artifactRoot: join(stateDir, 'artifacts'),
       });
     const databases = existsSync(join(stateDir, 'executor.db')) && existsSync(join(stateDir, 'ledger.db'));

@@ -191,7 +191,7 @@ describe('the invariant checker', () => {
     for (const specifier of imported) expect(specifier === 'better-sqlite3' || specifier?.startsWith('node:'), specifier).toBe(true);
   });
 
-  it('is held to that by an eslint override too: an import of src/ or test/support/ under test/proof/ (not a test) is refused', async () => {
+  it('is held to that by an eslint override too: an import of src/ or test/support/ in the checker is refused', async () => {
     const eslint = new ESLint({ cwd: fileURLToPath(new URL('../..', import.meta.url)) });
     const planted = [
       "import { readFileSync } from 'node:fs';",

@@ -154,7 +154,8 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
         checkInvariants({
           ledgerDatabase: s.paths.ledgerDatabase,
           executorDatabase: s.paths.executorDatabase,
-          submissionsLog: join(s.paths.stateDir, 'sandbox-jobs.jsonl'),
+          submissionsLog: null,
+          sandboxJobsFile: join(s.paths.stateDir, 'sandbox-jobs.jsonl'),
           artifactRoot: s.paths.artifactRoot,
         });
       let report = check();
