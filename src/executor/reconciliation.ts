@@ -1,7 +1,7 @@
 import { submitWindow } from './execution-runner.js';
 import { z } from 'zod';
 import { canonicalJson } from '../domain/canonical-json.js';
-import { priceModelSnapshotSchema } from '../domain/price-model-snapshot.js';
+import { priceModelSnapshotSchema, type PriceModelSnapshot } from '../domain/price-model-snapshot.js';
 import { executionDetail } from './execution-view.js';
 import { conflict, internalError, invalidRequest, notFound, notReady } from './executor-error.js';
 import { costUnits } from './domain/pricing.js';
@@ -74,6 +74,15 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
       } else {
         const snapshot = priceModelSnapshotSchema.parse(JSON.parse(execution.pricing_snapshot));
         let kept = store.receipt(executionId);
+        // The images the settlement bills: the operator's count, or — when a receipt was already
+        // kept (a refused precise receipt) — the count that receipt prices, which a different
+        // count must not contradict (the recorded resolution has to say what the money says).
+        let imagesBilled = body.images_billed ?? null;
+        if (kept !== undefined) {
+          const priced = imagesPricedBy(snapshot, kept.amount_units, Number(store.latestAttempt(executionId)?.delivered_images ?? 0));
+          if (imagesBilled !== null && priced !== imagesBilled) throw invalidRequest('images_billed_differs_from_kept_receipt', ['images_billed']);
+          imagesBilled = priced;
+        }
         if (kept === undefined) {
           if (body.images_billed === undefined) throw invalidRequest('images_billed_required', ['images_billed']);
           if (body.images_billed > snapshot.image_count) throw invalidRequest('more_than_asked', ['images_billed']);
@@ -100,11 +109,23 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
           })
           .catch(ledgerTrouble);
         store.markReceiptSettled(kept.receipt_id, settlementId);
-        store.recordResolution(executionId, { kind: 'settled', imagesBilled: body.images_billed ?? null, amountUnits: kept.amount_units, note: body.note });
+        store.recordResolution(executionId, { kind: 'settled', imagesBilled, amountUnits: kept.amount_units, note: body.note });
       }
       return { replayed: false, resolution: resolutionView(store.resolution(executionId)), execution: executionDetail(store, executionId) };
     },
   };
+}
+
+/**
+ * How many images a kept receipt's amount prices under the frozen pricing: the delivered count
+ * when it matches (several counts can round to one amount), else the smallest that does; null
+ * when none does (a legacy receipt in cents).
+ */
+function imagesPricedBy(snapshot: PriceModelSnapshot, amountUnits: bigint | null, delivered: number): number | null {
+  if (amountUnits === null) return null;
+  if (delivered > 0 && costUnits(snapshot, delivered) === amountUnits) return delivered;
+  for (let images = 1; images <= snapshot.image_count; images += 1) if (costUnits(snapshot, images) === amountUnits) return images;
+  return null;
 }
 
 /** A recorded resolution as answered: the amount a digit string, the count an integer, the time ISO 8601. */

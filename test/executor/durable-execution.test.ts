@@ -268,6 +268,21 @@ describe('the executor reconciliation route', () => {
     expect((await s.execution(executionId)).state).toBe('reconciliation');
     expect((await s.authorization(tokenId)).status).toBe('claimed');
   }, 60_000);
+
+  it('a kept receipt fixes the images billed: another count is refused, and the resolution records the receipt\'s', async () => {
+    const s = await stack({ contractLevel: 'v4.4' });
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId, 2);
+    await s.waitFor(executionId, 'reconciliation', (e) => e.state === 'reconciliation' && e.receipt !== null);
+    // The installation is upgraded: the same ledger database under a ledger that takes the precise receipt.
+    await s.upgradeLedger();
+    const contradicting = await resolve(s, executionId, { resolution: 'settle', images_billed: 1, note: 'one image' });
+    expect(contradicting).toMatchObject({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'images_billed_differs_from_kept_receipt', fields: ['images_billed'] } } });
+    expect((await s.authorization(tokenId)).status).toBe('claimed');
+    const settled = await resolve(s, executionId, { resolution: 'settle', note: 'the kept receipt: two images' });
+    expect(settled.body).toMatchObject({ resolution: { resolution: 'settled', images_billed: 2, amount_units: '6000' }, execution: { state: 'succeeded' } });
+    expect(await s.authorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '6000' } });
+  }, 60_000);
 });
 
 describe('provider hosts, answers and the disabled mode', () => {

@@ -107,6 +107,8 @@ export interface Stack {
   executor: ReturnType<typeof spawnExecutor>;
   /** Starts the executor again on the same state (after a kill). */
   restart(): Promise<void>;
+  /** Replaces the ledger by a v4.5 one on the same database and port (an installation upgraded). */
+  upgradeLedger(): Promise<void>;
   approvedToken(): Promise<string>;
   submit(tokenId: string, imageCount?: number): Promise<string>;
   execution(executionId: string): Promise<Execution>;
@@ -187,6 +189,13 @@ async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options:
     resolver,
     configPath,
     executor: spawnExecutor(configPath, dir, cleanups, executorProcess),
+    async upgradeLedger() {
+      await result.ledger.stop('SIGTERM');
+      const port = Number(new URL(result.ledger.url).port);
+      result.ledger = await spawnLedger(dir, ledgerConfig(join(dir, 'ledger'), { contract_level: 'v4.5', http: { host: '127.0.0.1', port } }), 'ledger-upgraded.json');
+      const upgraded = result.ledger;
+      cleanups.push(() => upgraded.stop('SIGKILL'));
+    },
     async restart() {
       result.executor = spawnExecutor(configPath, dir, cleanups, executorProcess);
       await ready(result.executor);
