@@ -63,6 +63,15 @@ describe('sandbox faults: submit', () => {
     expect((await falSubmit(sandbox.url, body)).status).toBe(200);
   });
 
+  it('unprocessable answers 422 with a validation detail, logs the submission as invalid and creates no job', async () => {
+    await sandbox.setFaults([{ kind: 'unprocessable', times: 1 }]);
+    const refused = await falSubmit(sandbox.url, body);
+    expect(refused.status).toBe(422);
+    expect(refused.body).toMatchObject({ detail: [{ loc: ['body', 'prompt'], type: 'value_error' }] });
+    expect(await lastSubmission()).toMatchObject({ outcome: 'invalid', request_id: null, faults: ['unprocessable'] });
+    expect((await falSubmit(sandbox.url, body)).status).toBe(200);
+  });
+
   it('hang_submit withholds the answer until the client gives up; the submission was logged and its job exists', async () => {
     await sandbox.setFaults([{ kind: 'hang_submit', times: 1 }]);
     const startedAt = Date.now();

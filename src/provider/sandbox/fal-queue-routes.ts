@@ -91,6 +91,14 @@ export async function submit(ctx: QueueContext, request: IncomingMessage, respon
     });
   }
 
+  if (ctx.faults.take('unprocessable') !== undefined) {
+    // The provider read the submission and refused it as fal refuses an input it cannot take.
+    record({ ...asked, outcome: 'invalid', faults: ['unprocessable'] });
+    return answer(ctx, 'submit', response, () => {
+      sendJson(response, 422, { detail: [{ loc: ['body', 'prompt'], msg: 'Sandbox fault: the input was refused.', type: 'value_error' }] });
+    });
+  }
+
   // The job exists from here on: a dropped or withheld answer does not undo a received submit.
   const requestId = ctx.newRequestId();
   const applied: string[] = [];

@@ -41,6 +41,7 @@ export const faultSchema = z.discriminatedUnion(
       status: z.number({ error: 'must be an HTTP status' }).int().min(500, 'must be a 5xx status').max(599, 'must be a 5xx status').default(500),
       times,
     }),
+    z.strictObject({ kind: z.literal('unprocessable'), times }),
     z.strictObject({ kind: z.literal('drop_after_receipt'), times }),
     z.strictObject({ kind: z.literal('hang_submit'), times }),
     z.strictObject({ kind: z.literal('complete_with_error'), times }),
