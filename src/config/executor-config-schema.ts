@@ -120,6 +120,17 @@ const operationDeadline = z
   .max(86_400, 'must be at most 86400 (one day)')
   .default(600);
 
+/**
+ * How long one provider request (a submission, a poll, a result or a media fetch) may take to be
+ * answered. A submission that times out may have been received: it is never sent again.
+ */
+const requestTimeout = z
+  .number({ error: 'must be a whole number of seconds' })
+  .int('must be a whole number of seconds')
+  .min(1, 'must be at least 1')
+  .max(300, 'must be at most 300')
+  .default(30);
+
 /** Live mode: real spend at the provider; a launcher profile's [live] section is this without `mode`. */
 export const liveProvidersSchema = z.strictObject({
   mode: z.literal('live'),
@@ -127,6 +138,7 @@ export const liveProvidersSchema = z.strictObject({
   credential: secretReference,
   spend_ceiling: spendCeilingSchema,
   operation_deadline_seconds: operationDeadline,
+  request_timeout_seconds: requestTimeout,
   acknowledgement: z.literal(LIVE_SPEND_ACKNOWLEDGEMENT, {
     error: `must be exactly the live-spend acknowledgement: "${LIVE_SPEND_ACKNOWLEDGEMENT}"`,
   }),
@@ -136,7 +148,7 @@ const providers = z.discriminatedUnion(
   'mode',
   [
     z.strictObject({ mode: z.literal('disabled') }),
-    z.strictObject({ mode: z.literal('sandbox'), base_url: loopbackHttpUrl, operation_deadline_seconds: operationDeadline }),
+    z.strictObject({ mode: z.literal('sandbox'), base_url: loopbackHttpUrl, operation_deadline_seconds: operationDeadline, request_timeout_seconds: requestTimeout }),
     liveProvidersSchema,
   ],
   { error: 'must be providers: mode disabled, sandbox or live' },

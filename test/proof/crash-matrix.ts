@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CRASH_FILE_ENV, CRASH_POINTS, type CrashPoint } from '../../src/crash-points.js';
@@ -95,7 +96,7 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
         }
       };
       // The arm file lives outside the stack's home; its name is fixed before the stack starts.
-      armFile = join((await import('node:os')).tmpdir(), `lexec-crash-${engine}-${String(process.pid)}`);
+      armFile = join(tmpdir(), `lexec-crash-${engine}-${String(process.pid)}`);
       stack = await startRunningStack({ edit, env: { [CRASH_FILE_ENV]: armFile } });
     }, 180_000);
 

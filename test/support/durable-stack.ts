@@ -120,6 +120,8 @@ export interface StackOptions {
     contractLevel?: 'v4.5' | 'v4.4';
     sandboxArgs?: string[];
     deadlineSeconds?: number;
+    /** The provider request timeout (default 30 s). */
+    requestTimeoutSeconds?: number;
     providersDisabled?: boolean;
     /** Put a relay between executor and ledger; returns the URL the executor should use. */
     relay?: (ledgerUrl: string) => Promise<string>;
@@ -150,7 +152,7 @@ async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options:
   };
   config.providers = options.providersDisabled
     ? { mode: 'disabled' }
-    : { mode: 'sandbox', base_url: sandbox.url, operation_deadline_seconds: options.deadlineSeconds ?? 600 };
+    : { mode: 'sandbox', base_url: sandbox.url, operation_deadline_seconds: options.deadlineSeconds ?? 600, ...(options.requestTimeoutSeconds === undefined ? {} : { request_timeout_seconds: options.requestTimeoutSeconds }) };
   config.workflow_engine = engineSection(options.engine ?? { mode: 'embedded' }, dir);
   config.development_allowance = true;
   const configPath = join(dir, 'executor.json');

@@ -18,8 +18,8 @@ describe('provider endpoint', () => {
   });
 
   it('sandbox: submission, polling and media only on the sandbox origin', () => {
-    const endpoint = providerEndpoint(config({ mode: 'sandbox', base_url: 'http://127.0.0.1:7420', operation_deadline_seconds: 30 }), undefined);
-    expect(endpoint).toEqual({ submitBase: 'http://127.0.0.1:7420', apiKey: 'sandbox', pollingOrigins: ['http://127.0.0.1:7420'], mediaOrigins: ['http://127.0.0.1:7420'] });
+    const endpoint = providerEndpoint(config({ mode: 'sandbox', base_url: 'http://127.0.0.1:7420', operation_deadline_seconds: 30, request_timeout_seconds: 5 }), undefined);
+    expect(endpoint).toEqual({ submitBase: 'http://127.0.0.1:7420', apiKey: 'sandbox', pollingOrigins: ['http://127.0.0.1:7420'], mediaOrigins: ['http://127.0.0.1:7420'], timeoutMs: 5_000 });
     expect(operationDeadlineMs(config({ mode: 'sandbox', base_url: 'http://127.0.0.1:7420', operation_deadline_seconds: 30 }))).toBe(30_000);
   });
 
@@ -36,6 +36,8 @@ describe('provider endpoint', () => {
       apiKey: 'key-material',
       pollingOrigins: ['https://queue.fal.run'],
       mediaOrigins: ['https://fal.media', 'https://v2.fal.media', 'https://v3.fal.media'],
+      // Each request answered within 30 s unless configured otherwise.
+      timeoutMs: 30_000,
     });
     expect(() => providerEndpoint(live, undefined)).toThrow(/provider key/);
   });

@@ -11,10 +11,10 @@ export function providerEndpoint(config: ExecutorConfig, liveKey: string | undef
   if (providers.mode === 'disabled') return null;
   if (providers.mode === 'sandbox') {
     const origin = new URL(providers.base_url).origin;
-    return { submitBase: providers.base_url, apiKey: 'sandbox', pollingOrigins: [origin], mediaOrigins: [origin] };
+    return { submitBase: providers.base_url, apiKey: 'sandbox', pollingOrigins: [origin], mediaOrigins: [origin], timeoutMs: providers.request_timeout_seconds * 1000 };
   }
   if (liveKey === undefined || liveKey === '') throw new Error('live mode needs the provider key (resolved at startup)');
-  return { submitBase: LIVE_QUEUE_ORIGIN, apiKey: liveKey, pollingOrigins: [LIVE_QUEUE_ORIGIN], mediaOrigins: [...LIVE_MEDIA_ORIGINS] };
+  return { submitBase: LIVE_QUEUE_ORIGIN, apiKey: liveKey, pollingOrigins: [LIVE_QUEUE_ORIGIN], mediaOrigins: [...LIVE_MEDIA_ORIGINS], timeoutMs: providers.request_timeout_seconds * 1000 };
 }
 
 /** The deadline of a provider operation in milliseconds (the configured seconds; 10 min without a provider). */
