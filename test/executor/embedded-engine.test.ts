@@ -7,6 +7,7 @@ import { executionIdFor, workflowIdFor } from '../../src/executor/domain/executi
 import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
+import { createFakeTime } from '../support/fake-time.js';
 
 let dir: string;
 let db: Database.Database;
@@ -35,7 +36,7 @@ function execution(n: number): string {
 }
 
 function engine(runActivity: (id: string, phase: ExecutionPhase) => Promise<ActivityOutcome>, extra: Partial<Parameters<typeof createEmbeddedEngine>[0]> = {}) {
-  const created = createEmbeddedEngine({ db, runActivity, pollIntervalMs: 10, ...extra });
+  const created = createEmbeddedEngine({ db, runActivity, idleWakeMs: 10, ...extra });
   engines.push(created);
   return created;
 }
@@ -202,4 +203,63 @@ describe('embedded engine', () => {
     expect(worker.pollers()).toBe(0);
     expect(await worker.drain(1_000)).toEqual({ drained: true, inFlight: 0 });
   });
+
+  describe('event-driven: woken by events, one timer for the next due run (a fake clock: nothing waits for real time)', () => {
+    function fakeEngine(runActivity: (id: string, phase: ExecutionPhase) => Promise<ActivityOutcome>) {
+      const time = createFakeTime();
+      const worker = engine(runActivity, { now: () => time.clock.now(), timers: time.timers, idleWakeMs: 60_000 });
+      return { time, worker };
+    }
+
+    it('with nothing due the worker sleeps the idle bound; a schedule wakes it at once, no timer firing', async () => {
+      const ran: string[] = [];
+      const { time, worker } = fakeEngine((id, phase) => {
+        ran.push(`${id}:${phase}`);
+        return Promise.resolve({ kind: 'done' });
+      });
+      worker.start();
+      expect(time.pendingDelays()).toEqual([60_000]);
+      const id = execution(1);
+      await worker.schedule(id, workflowIdFor(id));
+      await time.settle();
+      expect(ran).toEqual([`${id}:submit_provider`]);
+      expect(time.pendingDelays()).toEqual([60_000]);
+    });
+
+    it('a finished phase wakes the worker for the next one at once', async () => {
+      const ran: ExecutionPhase[] = [];
+      const next: Record<string, ActivityOutcome> = { submit_provider: { kind: 'next', phase: 'poll_provider_operation' }, poll_provider_operation: { kind: 'next', phase: 'settle' } };
+      const { time, worker } = fakeEngine((_id, phase) => {
+        ran.push(phase);
+        return Promise.resolve(next[phase] ?? { kind: 'done' });
+      });
+      worker.start();
+      const id = execution(2);
+      await worker.schedule(id, workflowIdFor(id));
+      await time.settle();
+      expect(ran).toEqual(['submit_provider', 'poll_provider_operation', 'settle']);
+      expect(runRow(id).status).toBe('completed');
+    });
+
+    it('a "later" arms one timer for exactly when the run falls due, and the run waits for it', async () => {
+      let calls = 0;
+      const { time, worker } = fakeEngine(() => {
+        calls += 1;
+        return Promise.resolve(calls === 1 ? { kind: 'later', delayMs: 1_500 } : { kind: 'done' });
+      });
+      worker.start();
+      const id = execution(3);
+      await worker.schedule(id, workflowIdFor(id));
+      await time.settle();
+      expect(calls).toBe(1);
+      expect(time.pendingDelays()).toEqual([1_500]);
+      await time.advance(1_499);
+      expect(calls).toBe(1);
+      await time.advance(1);
+      expect(calls).toBe(2);
+      expect(runRow(id).status).toBe('completed');
+      expect(time.pendingDelays()).toEqual([60_000]);
+    });
+  });
 });
+

@@ -17,8 +17,13 @@ export interface EmbeddedEngineOptions {
   readonly onScheduled?: (executionId: string) => void;
   readonly runActivity: RunActivity;
   readonly now?: () => number;
-  /** How often the worker polls for due runs. */
-  readonly pollIntervalMs?: number;
+  /** The worker's timers (default: the process's); tests pass a fake clock's. */
+  readonly timers?: EngineTimers;
+  /**
+   * The longest the worker sleeps while nothing is due (default 5 s): a heartbeat that keeps its
+   * poller proof fresh and bounds what a wake that never came (another process's run) can cost.
+   */
+  readonly idleWakeMs?: number;
   /** How long a leased run is owned before another worker may take it. */
   readonly leaseMs?: number;
   /** Runs executed at once. */
@@ -27,8 +32,24 @@ export interface EmbeddedEngineOptions {
   readonly onActivityError?: (executionId: string, phase: ExecutionPhase, error: unknown) => void;
 }
 
+/** Timers as the engine uses them (the same shape as the readiness monitor's TimerPort). */
+export interface EngineTimers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const processTimers: EngineTimers = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => {
+    clearTimeout(handle as NodeJS.Timeout);
+  },
+};
+
+/** After a look that could not lease a due run (a race for it), the soonest the worker looks again. */
+const MIN_WAKE_MS = 10;
+
 export interface EmbeddedEngine extends ExecutionScheduler {
-  /** Starts the worker: first takes over runs left by a previous process, then polls. */
+  /** Starts the worker: first takes over runs left by a previous process, then runs what is due. */
   start(): void;
   /** Stops taking new runs and waits up to `boundMs` for those in flight. */
   drain(boundMs: number): Promise<{ drained: boolean; inFlight: number }>;
@@ -45,16 +66,21 @@ export function backoffMs(attempt: number): number {
  * The `embedded` workflow engine (ARCHITECTURE.md): a durable phase runner inside the executor,
  * on its own SQLite. One run per stable workflow id (scheduling again is a no-op), leases so a
  * run has one owner, retry with backoff, and recovery of runs a previous process left behind.
+ *
+ * Event-driven: scheduling a run, or a run finishing a phase, wakes the worker at once; otherwise
+ * one timer is armed, for the next run that falls due (a "later" poll, a retry, another worker's
+ * lease running out), never longer than `idleWakeMs`.
  */
 export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEngine {
   const { db } = options;
   const now = options.now ?? Date.now;
-  const pollIntervalMs = options.pollIntervalMs ?? 200;
+  const timers = options.timers ?? processTimers;
+  const idleWakeMs = options.idleWakeMs ?? 5_000;
   const leaseMs = options.leaseMs ?? 60_000;
   const concurrency = options.concurrency ?? 4;
   const owner = `worker_${randomUUID()}`;
   const inFlight = new Set<Promise<void>>();
-  let timer: NodeJS.Timeout | undefined;
+  let timer: unknown;
   let running = false;
   let lastPollAt = 0;
 
@@ -78,6 +104,12 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEn
       "UPDATE workflow_runs SET phase = ?, status = 'queued', available_at = MIN(created_at, ?), attempt = 0, last_error_code = NULL, lease_owner = NULL, updated_at = ? WHERE workflow_id = ? AND lease_owner = ?",
     ),
     complete: db.prepare("UPDATE workflow_runs SET status = 'completed', lease_owner = NULL, updated_at = ? WHERE workflow_id = ? AND lease_owner = ?"),
+    // When the next run falls due: the earliest queued one, or the earliest lease to run out.
+    nextDue: db.prepare(
+      `SELECT MIN(at) AS at FROM (
+         SELECT MIN(available_at) AS at FROM workflow_runs WHERE status = 'queued'
+         UNION ALL SELECT MIN(lease_expires_at) FROM workflow_runs WHERE status = 'running')`,
+    ),
     later: db.prepare(
       "UPDATE workflow_runs SET status = 'queued', available_at = ?, last_error_code = ?, lease_owner = NULL, updated_at = ? WHERE workflow_id = ? AND lease_owner = ?",
     ),
@@ -118,6 +150,17 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEn
     else statements.later.run(at + outcome.delayMs, errorCode, at, run.workflow_id, owner);
   }
 
+  /** Arms the one timer: for the next run due, at most `idleWakeMs` away; none while every slot is busy. */
+  function arm(): void {
+    timers.clearTimeout(timer);
+    let delayMs = idleWakeMs;
+    if (inFlight.size < concurrency) {
+      const next = (statements.nextDue.get() as { at: bigint | number | null }).at;
+      if (next !== null) delayMs = Math.min(idleWakeMs, Math.max(MIN_WAKE_MS, Number(next) - now()));
+    }
+    timer = timers.setTimeout(poll, delayMs);
+  }
+
   function poll(): void {
     if (!running) return;
     lastPollAt = now();
@@ -127,14 +170,13 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEn
       for (const run of runs) {
         const job = execute(run).finally(() => {
           inFlight.delete(job);
-          // A finished run may have queued the next phase: look again at once.
+          // A finished run may have queued its next phase or freed a slot: look again at once.
           if (running) setImmediate(poll);
         });
         inFlight.add(job);
       }
     }
-    clearTimeout(timer);
-    timer = setTimeout(poll, pollIntervalMs);
+    arm();
   }
 
   return {
@@ -159,7 +201,7 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEn
     },
     async drain(boundMs) {
       running = false;
-      clearTimeout(timer);
+      timers.clearTimeout(timer);
       let bound: NodeJS.Timeout | undefined;
       const timedOut = new Promise<'timeout'>((resolve) => {
         bound = setTimeout(() => { resolve('timeout'); }, boundMs);
@@ -168,6 +210,6 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEn
       clearTimeout(bound);
       return { drained: result === 'drained', inFlight: inFlight.size };
     },
-    pollers: () => (running && now() - lastPollAt <= 2 * pollIntervalMs + 1_000 ? 1 : 0),
+    pollers: () => (running && now() - lastPollAt <= 2 * idleWakeMs + 1_000 ? 1 : 0),
   };
 }
