@@ -131,6 +131,10 @@ const requestTimeout = z
   .max(300, 'must be at most 300')
   .default(30);
 
+/** The shortest and the longest wait between two status polls of one provider operation. */
+const pollInitial = z.number({ error: 'must be whole milliseconds' }).int('must be whole milliseconds').min(10, 'must be at least 10').max(10_000, 'must be at most 10000').default(100);
+const pollMax = z.number({ error: 'must be whole milliseconds' }).int('must be whole milliseconds').min(100, 'must be at least 100').max(60_000, 'must be at most 60000').default(5_000);
+
 /** Live mode: real spend at the provider; a launcher profile's [live] section is this without `mode`. */
 export const liveProvidersSchema = z.strictObject({
   mode: z.literal('live'),
@@ -139,6 +143,8 @@ export const liveProvidersSchema = z.strictObject({
   spend_ceiling: spendCeilingSchema,
   operation_deadline_seconds: operationDeadline,
   request_timeout_seconds: requestTimeout,
+  poll_initial_ms: pollInitial,
+  poll_max_ms: pollMax,
   acknowledgement: z.literal(LIVE_SPEND_ACKNOWLEDGEMENT, {
     error: `must be exactly the live-spend acknowledgement: "${LIVE_SPEND_ACKNOWLEDGEMENT}"`,
   }),
@@ -148,11 +154,22 @@ const providers = z.discriminatedUnion(
   'mode',
   [
     z.strictObject({ mode: z.literal('disabled') }),
-    z.strictObject({ mode: z.literal('sandbox'), base_url: loopbackHttpUrl, operation_deadline_seconds: operationDeadline, request_timeout_seconds: requestTimeout }),
+    z.strictObject({
+      mode: z.literal('sandbox'),
+      base_url: loopbackHttpUrl,
+      operation_deadline_seconds: operationDeadline,
+      request_timeout_seconds: requestTimeout,
+      poll_initial_ms: pollInitial,
+      poll_max_ms: pollMax,
+    }),
     liveProvidersSchema,
   ],
   { error: 'must be providers: mode disabled, sandbox or live' },
-);
+).superRefine((value, ctx) => {
+  if (value.mode !== 'disabled' && value.poll_max_ms < value.poll_initial_ms) {
+    ctx.addIssue({ code: 'custom', path: ['poll_max_ms'], message: 'must be at least poll_initial_ms' });
+  }
+});
 
 const price = z.strictObject({
   numerator: wholeNumber({ min: 0n, what: 'the price numerator' }),

@@ -18,7 +18,7 @@ import { buildExecutorApp } from './http/executor-app.js';
 import { proveLedgerCompatible } from './ledger-compatibility.js';
 import { createLedgerGateway, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
 import { createFalQueueClient, type FalQueueClient } from './provider/fal-queue-client.js';
-import { operationDeadlineMs, providerEndpoint } from './provider/provider-endpoint.js';
+import { operationDeadlineMs, pollingPolicy, providerEndpoint } from './provider/provider-endpoint.js';
 import { activeTargets, providerCatalog } from './provider-catalog.js';
 import { createReadiness, type Readiness } from './readiness.js';
 import { createReadinessMonitor, systemTimers, type ReadinessMonitor } from './readiness-monitor.js';
@@ -160,6 +160,7 @@ function runner(
     ledger: parts.ledger,
     artifacts: parts.artifacts,
     operationDeadlineMs: operationDeadlineMs(config),
+    polling: pollingPolicy(config),
     crashPoints: parts.crashPoints,
     log: (event) => {
       parts.logger.info(event);

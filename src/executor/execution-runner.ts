@@ -6,6 +6,7 @@ import type { ArtifactStore } from './artifact-store.js';
 import { correlationOf } from './domain/correlation.js';
 import type { ExecutionPhase } from './domain/execution-states.js';
 import { costUnits } from './domain/pricing.js';
+import { DEFAULT_POLLING, pollDelayMs, type PollingPolicy } from './domain/provider-polling.js';
 import type { ActivityOutcome } from './engine/workflow-engine.js';
 import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
 import {
@@ -29,7 +30,8 @@ export interface ExecutionRunnerOptions {
   readonly now?: () => number;
   /** The absolute deadline of a provider operation, counted from its submission. */
   readonly operationDeadlineMs: number;
-  readonly pollIntervalMs?: number;
+  /** How provider polls are spaced (domain/provider-polling.ts; default 100 ms growing to 5 s). */
+  readonly polling?: PollingPolicy;
   /** Structured events (no secrets, URLs or paths). */
   readonly log?: (event: Record<string, unknown>) => void;
   /** Development builds' crash points between the durable steps (src/crash-points.ts). */
@@ -72,7 +74,13 @@ function operationOf(attempt: ProviderAttemptRow): SubmittedOperation {
 export function createExecutionRunner(options: ExecutionRunnerOptions) {
   const { store, provider, ledger, artifacts } = options;
   const now = options.now ?? Date.now;
-  const pollIntervalMs = options.pollIntervalMs ?? 500;
+  const polling = options.polling ?? DEFAULT_POLLING;
+  /** The wait before asking about a checkpointed attempt again, bounded by its original deadline. */
+  const nextPoll = (attempt: ProviderAttemptRow, hints: { queuePosition?: number | null; retryAfterMs?: number | null } = {}): ActivityOutcome => {
+    const at = now();
+    const delay = pollDelayMs({ sinceSubmitMs: at - Number(attempt.submit_settled_at ?? attempt.created_at), ...hints }, polling);
+    return later(Math.max(0, Math.min(delay, Number(attempt.deadline_at ?? BigInt(at + delay)) - at)));
+  };
   const log = options.log ?? (() => undefined);
   const crash = options.crashPoints ?? NO_CRASH_POINTS;
 
@@ -179,14 +187,14 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
     }
     try {
       const status = await provider.status(operationOf(attempt));
-      if (status.status !== 'COMPLETED') return later(pollIntervalMs);
+      if (status.status !== 'COMPLETED') return nextPoll(attempt, { queuePosition: status.queuePosition });
       if (status.failed) {
         store.setAttemptOutcome(attempt.attempt_id, 'provider_failed', 'completed_with_error');
         return await reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id)));
       }
       return next('store_artifacts');
     } catch (error) {
-      if (error instanceof ProviderUnavailable) return later(pollIntervalMs);
+      if (error instanceof ProviderUnavailable) return nextPoll(attempt, { retryAfterMs: error.retryAfterMs });
       store.setAttemptOutcome(attempt.attempt_id, 'ambiguous', error instanceof ProviderProtocolError ? error.detail : 'unexpected');
       return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id), receivedIds(error)));
     }
@@ -224,7 +232,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
       crash.reach('run.after_delivered');
       return next('settle');
     } catch (error) {
-      if (error instanceof ProviderUnavailable) return later(pollIntervalMs);
+      if (error instanceof ProviderUnavailable) return later(pollDelayMs({ sinceSubmitMs: 0, retryAfterMs: error.retryAfterMs }, polling));
       store.setAttemptOutcome(attempt.attempt_id, 'ambiguous', error instanceof ProviderProtocolError ? error.detail : 'unexpected');
       return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id), receivedIds(error)));
     }

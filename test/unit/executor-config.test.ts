@@ -219,6 +219,17 @@ describe('providers', () => {
     expect(issueAt(issuesOf(config), 'providers.base_url').message).toContain('loopback');
   });
 
+  it('bounds the provider polling and the request timeout, with defaults, and refuses a maximum below the initial wait', () => {
+    const parsed = parseExecutorConfig(sandboxConfig());
+    if (!parsed.ok || parsed.value.providers.mode !== 'sandbox') throw new Error('the sandbox example must parse');
+    expect(parsed.value.providers).toMatchObject({ poll_initial_ms: 100, poll_max_ms: 5_000, request_timeout_seconds: 30 });
+    const inverted = mutate(sandboxConfig(), (c) => Object.assign(c.providers as JsonObject, { poll_initial_ms: 2_000, poll_max_ms: 500 }));
+    expect(issueAt(issuesOf(inverted), 'providers.poll_max_ms').message).toBe('must be at least poll_initial_ms');
+    const tooFast = mutate(sandboxConfig(), (c) => Object.assign(c.providers as JsonObject, { poll_initial_ms: 1, request_timeout_seconds: 0 }));
+    expect(issueAt(issuesOf(tooFast), 'providers.poll_initial_ms').message).toBe('must be at least 10');
+    expect(issueAt(issuesOf(tooFast), 'providers.request_timeout_seconds').message).toBe('must be at least 1');
+  });
+
   it('needs at least one execution target unless disabled', () => {
     const config = mutate(sandboxConfig(), (c) => (c.execution_targets = []));
     expect(issueAt(issuesOf(config), 'execution_targets').message).toContain('at least one target');

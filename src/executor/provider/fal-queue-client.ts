@@ -49,7 +49,11 @@ export class ProviderProtocolError extends Error {
 
 /** The provider could not be asked right now (connection, timeout, 5xx) while reading. */
 export class ProviderUnavailable extends Error {
-  constructor(readonly detail: string) {
+  constructor(
+    readonly detail: string,
+    /** The provider's Retry-After, in ms, when it sent one. */
+    readonly retryAfterMs: number | null = null,
+  ) {
     super(`unavailable: ${detail}`);
     this.name = 'ProviderUnavailable';
   }
@@ -88,11 +92,25 @@ const MAX_JSON_BYTES = 1024 * 1024;
 const MAX_MEDIA_BYTES = 32 * 1024 * 1024;
 
 const submitAnswer = z.object({ request_id: z.string().regex(SAFE_ID), status_url: z.string(), response_url: z.string() });
-const statusAnswer = z.object({ status: z.enum(['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED']), request_id: z.string().optional(), error: z.unknown().optional() });
+const statusAnswer = z.object({
+  status: z.enum(['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED']),
+  request_id: z.string().optional(),
+  error: z.unknown().optional(),
+  queue_position: z.number().int().min(0).optional().catch(undefined),
+});
 const resultAnswer = z.object({
   images: z.array(z.object({ url: z.string(), width: z.number().int().positive().optional(), height: z.number().int().positive().optional(), content_type: z.string().optional() })),
   request_id: z.string().optional(),
 });
+
+/** A Retry-After header as milliseconds from now: delta-seconds or an HTTP date; null otherwise. */
+export function retryAfterMs(header: string | string[] | undefined, now = Date.now()): number | null {
+  if (typeof header !== 'string') return null;
+  const value = header.trim();
+  if (/^\d{1,7}$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) || !/[a-z]/i.test(value) ? null : Math.max(0, at - now);
+}
 
 interface Answer {
   readonly status: number;
@@ -100,6 +118,8 @@ interface Answer {
   readonly contentType: string;
   /** `x-fal-request-id`: the request an answer is for (fal's result bodies do not say it). */
   readonly requestIdHeader: string | null;
+  /** `retry-after`, in ms (delta-seconds or an HTTP date); null when absent or unreadable. */
+  readonly retryAfterMs: number | null;
 }
 
 function originOf(value: string): string | null {
@@ -136,7 +156,13 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
         });
         response.on('end', () => {
           const header = response.headers['x-fal-request-id'];
-          resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks), contentType: response.headers['content-type'] ?? '', requestIdHeader: typeof header === 'string' ? header : null });
+          resolve({
+            status: response.statusCode ?? 0,
+            body: Buffer.concat(chunks),
+            contentType: response.headers['content-type'] ?? '',
+            requestIdHeader: typeof header === 'string' ? header : null,
+            retryAfterMs: retryAfterMs(response.headers['retry-after']),
+          });
         });
         response.on('error', (error) => {
           reject(Object.assign(error, { connected: true }));
@@ -174,7 +200,7 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
   async function read(url: string, limit = MAX_JSON_BYTES): Promise<Answer> {
     try {
       const answer = await exchange('GET', url, undefined, limit);
-      if (answer.status >= 500 || answer.status === 429) throw new ProviderUnavailable(`HTTP ${answer.status}`);
+      if (answer.status >= 500 || answer.status === 429) throw new ProviderUnavailable(`HTTP ${answer.status}`, answer.retryAfterMs);
       return answer;
     } catch (error) {
       if (error instanceof ProviderUnavailable) throw error;
@@ -221,12 +247,12 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
     },
 
     /** One status poll of the checkpointed operation. */
-    async status(operation: SubmittedOperation): Promise<{ status: 'IN_QUEUE' | 'IN_PROGRESS' | 'COMPLETED'; failed: boolean }> {
+    async status(operation: SubmittedOperation): Promise<{ status: 'IN_QUEUE' | 'IN_PROGRESS' | 'COMPLETED'; failed: boolean; queuePosition: number | null }> {
       const answer = await read(operationUrl(operation, '/status'));
       const parsed = statusAnswer.safeParse(parseJson(answer));
       if (answer.status >= 400 || !parsed.success) throw new ProviderProtocolError(`status answer HTTP ${answer.status}`);
       if (parsed.data.request_id !== undefined && parsed.data.request_id !== operation.requestId) throw new ProviderProtocolError('mismatched request id', receivedRequestId(parsed.data));
-      return { status: parsed.data.status, failed: parsed.data.error !== undefined && parsed.data.error !== null };
+      return { status: parsed.data.status, failed: parsed.data.error !== undefined && parsed.data.error !== null, queuePosition: parsed.data.queue_position ?? null };
     },
 
     /** The result of a completed operation: image references on allowed media origins. */

@@ -1,4 +1,5 @@
 import type { ExecutorConfig } from '../../config/executor-config-schema.js';
+import { DEFAULT_POLLING, type PollingPolicy } from '../domain/provider-polling.js';
 import { LIVE_MEDIA_ORIGINS, LIVE_QUEUE_ORIGIN, type ProviderEndpoint } from './fal-queue-client.js';
 
 /**
@@ -15,6 +16,14 @@ export function providerEndpoint(config: ExecutorConfig, liveKey: string | undef
   }
   if (liveKey === undefined || liveKey === '') throw new Error('live mode needs the provider key (resolved at startup)');
   return { submitBase: LIVE_QUEUE_ORIGIN, apiKey: liveKey, pollingOrigins: [LIVE_QUEUE_ORIGIN], mediaOrigins: [...LIVE_MEDIA_ORIGINS], timeoutMs: providers.request_timeout_seconds * 1000 };
+}
+
+/** How status polls are spaced (domain/provider-polling.ts); the defaults without a provider. */
+export function pollingPolicy(config: ExecutorConfig): PollingPolicy {
+  if (config.providers.mode === 'disabled') return DEFAULT_POLLING;
+  const { poll_initial_ms: initialMs, poll_max_ms: maxMs } = config.providers;
+  // A maximum below the initial wait is read as the initial wait: never a shorter maximum.
+  return { initialMs, maxMs: Math.max(initialMs, maxMs) };
 }
 
 /** The deadline of a provider operation in milliseconds (the configured seconds; 10 min without a provider). */
