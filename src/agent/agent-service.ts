@@ -287,6 +287,8 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
         pause,
         admit,
         now: Date.now,
+        remainingMs: () => deadline - Date.now(),
+        signal: context.signal,
       });
     } catch (error) {
       if (!(error instanceof StillRunning)) throw error;

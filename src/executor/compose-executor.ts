@@ -11,6 +11,7 @@ import { createAdmission } from './admission.js';
 import { createArtifactStore } from './artifact-store.js';
 import { createWorkflowEngine, type ConfiguredEngine } from './engine/create-workflow-engine.js';
 import type { RunActivity } from './engine/workflow-engine.js';
+import { createExecutionChanges } from './execution-changes.js';
 import { createExecutionRunner } from './execution-runner.js';
 import type { ExecutionScheduler } from './execution-scheduler.js';
 import type { ExecutorCredentials } from './executor-credentials.js';
@@ -71,7 +72,10 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
   await mkdir(config.storage.artifact_root, { recursive: true, mode: 0o700 });
   const buildInfo = readBuildInfo();
   const crashPoints = createCrashPoints({ buildKind: buildInfo.build_kind, env: options.env ?? {} });
-  const store = createExecutionStore(db);
+  const changes = createExecutionChanges();
+  const store = createExecutionStore(db, Date.now, (executionId) => {
+    changes.notify(executionId);
+  });
   const readiness = createReadiness();
   const ledger = createLedgerGateway({ endpoint: config.ledger.endpoint, credential: credentials.ledger });
   const targets = () => activeTargets(config);
@@ -114,6 +118,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     callerCapability: credentials.caller,
     reconciliationCapability: credentials.reconciliation,
     reconciliation: createReconciliation({ store, ledger }),
+    changes,
     logger,
   });
 

@@ -209,7 +209,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     stage = { at: 'admitting', tokenId: authorization.token_id };
     let execution = await admit();
     stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };
-    execution = await followExecution(executor, execution, { progress: request.progress, pause, admit, now: deps.now });
+    execution = await followExecution(executor, execution, { progress: request.progress, pause, admit, now: deps.now, remainingMs: () => deadline - deps.now(), signal: request.signal });
     const settled = await collectExecution(executor, execution, { outDir: request.outDir, progress: request.progress, checkpoint });
     const final = await ledger.showAuthorization(authorization.token_id);
     return {

@@ -180,10 +180,15 @@ describe('lexec run on a running sandbox stack', () => {
 
 describe('lexec run and an executor that refuses (a relay in front of the real executor)', () => {
   /** Answers POST /v2/executions with `refuse(n)` when it returns one; forwards everything else. */
+  /** The paths of the GETs the last relay forwarded. */
+  const relayedGets: string[] = [];
+
   /** Per POST: answer this refusal instead, `lose_answer` (the executor admits it; its answer never arrives), or null (forward). */
   async function withRelay(refuse: (post: number) => { status: number; body: unknown } | 'lose_answer' | null, work: (posts: string[]) => Promise<void>) {
     const posts: string[] = [];
+    relayedGets.length = 0;
     const relay = createServer((request: IncomingMessage, response: ServerResponse) => {
+      if (request.method === 'GET') relayedGets.push(request.url ?? '');
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
@@ -233,6 +238,19 @@ describe('lexec run and an executor that refuses (a relay in front of the real e
     );
   });
 
+  it('follows the execution by waiting at the executor for each change (long-polls), not by polling', async () => {
+    await withRelay(
+      () => null,
+      async () => {
+        const run = await lexec(['run', 'a harbour', '--out', 'followed', '--json']);
+        expect(ok(run).execution?.state).toBe('succeeded');
+        const follows = relayedGets.filter((path) => /^\/v1\/executions\/exe_[0-9a-f]{32}(\?|$)/.test(path));
+        expect(follows.length).toBeGreaterThan(0);
+        for (const path of follows) expect(path).toMatch(/\?wait_seconds=\d+&state=[a-z]+&phase=[a-z_]*$/);
+      },
+    );
+  });
+
   it('the admission answer is lost (the executor admitted it): the identical request is sent again and answered as a replay', async () => {
     await withRelay(
       (post) => (post === 1 ? 'lose_answer' : null),
@@ -242,6 +260,7 @@ describe('lexec run and an executor that refuses (a relay in front of the real e
         expect(result.execution?.state).toBe('succeeded');
         expect(posts).toHaveLength(2);
         expect(new Set(posts).size).toBe(1);
+
         // One execution, one settlement for the authorization.
         const settled = (await authorizations()).find((authorization) => authorization.token_id === result.authorization.token_id);
         expect(settled?.status).toBe('settled');

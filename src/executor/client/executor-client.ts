@@ -160,24 +160,32 @@ export function createExecutorClient(options: ExecutorClientOptions) {
   const timeoutMs = options.timeoutMs ?? 15_000;
   const maxArtifactBytes = options.maxArtifactBytes ?? 64 * 1024 * 1024;
 
-  async function request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Response> {
+  /** `extra`: a read's own wait on top of the answer timeout, and who may abort it. */
+  async function request(method: 'GET' | 'POST', path: string, body?: unknown, extra: { waitMs?: number; signal?: AbortSignal } = {}): Promise<Response> {
     const headers: Record<string, string> = { authorization: `Bearer ${options.token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    const bound = timeoutMs + (extra.waitMs ?? 0);
     try {
       return await fetch(`${url}${path}`, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         redirect: 'manual',
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: extra.signal === undefined ? AbortSignal.timeout(bound) : AbortSignal.any([AbortSignal.timeout(bound), extra.signal]),
       });
     } catch (error) {
-      throw unreachable(url, error, timeoutMs);
+      throw unreachable(url, error, bound);
     }
   }
 
-  async function json<S extends z.ZodType>(method: 'GET' | 'POST', path: string, schema: S, body?: unknown): Promise<{ status: number; data: z.output<S> }> {
-    const response = await request(method, path, body);
+  async function json<S extends z.ZodType>(
+    method: 'GET' | 'POST',
+    path: string,
+    schema: S,
+    body?: unknown,
+    extra?: { waitMs?: number; signal?: AbortSignal },
+  ): Promise<{ status: number; data: z.output<S> }> {
+    const response = await request(method, path, body, extra);
     let document: unknown;
     try {
       document = JSON.parse(await response.text());
@@ -219,8 +227,16 @@ export function createExecutorClient(options: ExecutorClientOptions) {
       return (await json('POST', `/v1/reconciliation/executions/${id(executionId)}/resolve`, reconciliationResolvedSchema, body)).data;
     },
 
-    async execution(executionId: string): Promise<ExecutionView> {
-      return (await json('GET', `/v1/executions/${id(executionId)}`, executionEnvelope)).data.execution;
+    /**
+     * `GET /v1/executions/{id}`; with `wait`, a long-poll: answered as soon as the state or phase
+     * differs from `wait.state` / `wait.phase`, or after `wait.seconds` (docs/executor.md). A read:
+     * aborting it through `signal` is always safe.
+     */
+    async execution(executionId: string, wait?: { readonly seconds: number; readonly state: string; readonly phase: string | null; readonly signal?: AbortSignal }): Promise<ExecutionView> {
+      if (wait === undefined) return (await json('GET', `/v1/executions/${id(executionId)}`, executionEnvelope)).data.execution;
+      const query = new URLSearchParams({ wait_seconds: String(wait.seconds), state: wait.state, phase: wait.phase ?? '' });
+      const extra = { waitMs: wait.seconds * 1000, ...(wait.signal === undefined ? {} : { signal: wait.signal }) };
+      return (await json('GET', `/v1/executions/${id(executionId)}?${query.toString()}`, executionEnvelope, undefined, extra)).data.execution;
     },
 
     async artifacts(executionId: string): Promise<ArtifactView[]> {

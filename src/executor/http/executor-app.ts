@@ -7,6 +7,8 @@ import { createJsonServer, parseInput } from '../../http/json-server.js';
 import { credentialGuard } from '../../http/require-credential.js';
 import { ADMISSION_REJECTION_REASONS, ROUTE_VERSION, type createAdmission } from '../admission.js';
 import type { ArtifactStore } from '../artifact-store.js';
+import { EXECUTION_PHASES, EXECUTION_STATES } from '../domain/execution-states.js';
+import type { ExecutionChanges } from '../execution-changes.js';
 import { artifactView, executionDetail } from '../execution-view.js';
 import type { ProviderCatalog } from '../provider-catalog.js';
 import type { Readiness } from '../readiness.js';
@@ -28,10 +30,25 @@ export interface ExecutorAppDependencies {
   /** The reconciliation route's capability (null: the route admits nobody); only its digest is kept. */
   readonly reconciliationCapability: string | null;
   readonly reconciliation: ReturnType<typeof createReconciliation>;
+  /** Wakes the detail route's long-polls (execution-changes.ts). */
+  readonly changes: ExecutionChanges;
   readonly logger: FastifyBaseLogger;
 }
 
 const executionParams = z.strictObject({ execution_id: z.string().regex(/^exe_[0-9a-f]{32}$/, 'must be an execution id') });
+
+/** The longest a detail request may wait for a change. */
+export const MAX_WAIT_SECONDS = 30;
+/**
+ * `GET /v1/executions/{id}?wait_seconds=N&state=S&phase=P`: answer as soon as the execution's
+ * state or phase differs from the caller's S and P (`phase` absent or empty: none), or after N
+ * seconds with what it is then. Without `wait_seconds` the route answers at once, as always.
+ */
+const detailQuery = z.object({
+  wait_seconds: z.coerce.number().int('must be whole seconds').min(1, 'must be at least 1').max(MAX_WAIT_SECONDS, `must be at most ${MAX_WAIT_SECONDS}`).optional(),
+  state: z.enum(EXECUTION_STATES, { error: `must be one of ${EXECUTION_STATES.join(', ')}` }).optional(),
+  phase: z.union([z.enum(EXECUTION_PHASES, { error: `must be one of ${EXECUTION_PHASES.join(', ')}` }), z.literal('')]).optional(),
+});
 const artifactParams = executionParams.extend({ artifact_id: z.string().regex(/^art_[0-9a-f-]{36}$/, 'must be an artifact id') });
 const PUBLIC_ROUTES = new Set(['/livez', '/readyz', '/version']);
 
@@ -65,6 +82,18 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     logger: deps.logger,
     isRoutine: (request, reply) => reply.statusCode < 400 && PUBLIC_ROUTES.has(request.routeOptions.url ?? ''),
     mapError: toApiError,
+  });
+  // A stopping server answers its long-polls at once rather than holding shutdown for them, and
+  // closes each connection after its answer: a kept-alive one would hold the stop until it idled out.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    deps.changes.close();
+    done();
+  });
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) void reply.header('connection', 'close');
+    done(null, payload);
   });
   const callerDigest = capabilityDigest(deps.callerCapability);
   const requireCaller = credentialGuard((token) =>
@@ -117,11 +146,22 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     }
   });
 
-  app.get('/v1/executions/:execution_id', (request) => {
+  app.get('/v1/executions/:execution_id', async (request) => {
     requireCaller(request, 'caller');
     const { execution_id: executionId } = parseInput(executionParams, request.params);
-    const execution = executionDetail(deps.store, executionId);
+    const query = parseInput(detailQuery, request.query);
+    let execution = executionDetail(deps.store, executionId);
     if (execution === undefined) throw new ApiError(404, 'not_found');
+    if (query.wait_seconds !== undefined && query.state !== undefined) {
+      const seen = { state: query.state, phase: query.phase === '' ? null : (query.phase ?? null) };
+      const deadline = Date.now() + query.wait_seconds * 1000;
+      // A write that changed nothing the caller sees (a poll in the same phase) waits on.
+      while (execution !== undefined && execution.state === seen.state && execution.phase === seen.phase && Date.now() < deadline) {
+        if (!(await deps.changes.wait(executionId, deadline - Date.now()))) break;
+        execution = executionDetail(deps.store, executionId);
+      }
+      if (execution === undefined) throw new ApiError(404, 'not_found');
+    }
     return { execution };
   });
 

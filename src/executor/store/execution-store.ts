@@ -106,7 +106,12 @@ const byAttemptNumber = byNumber('attempt_number');
 const byOrdinal = byNumber('ordinal');
 
 /** Typed access to the executor's database. Money columns are bigint; every write is one transaction. */
-export function createExecutionStore(db: Database.Database, now: () => number = Date.now) {
+/**
+ * The executor's store. `onChange` hears of every write that can change an execution's state or
+ * phase (execution-changes.ts), after it is made (inside a caller's transaction: before its
+ * commit, which finishes before any waiter runs).
+ */
+export function createExecutionStore(db: Database.Database, now: () => number = Date.now, onChange: (executionId: string) => void = () => undefined) {
   // Prepared once: admission and reads are the executor's hot paths.
   const statements = {
     admissionByToken: db.prepare('SELECT * FROM admission_fingerprints WHERE spend_auth_token_id = ?'),
@@ -209,6 +214,7 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       const execution = statements.executionById.get(executionId) as ExecutionRow;
       if (execution.state !== 'pending') return execution;
       withoutOwnFsync(db, () => statements.markScheduled.run(now(), executionId));
+      onChange(executionId);
       return statements.executionById.get(executionId) as ExecutionRow;
     },
 
@@ -218,6 +224,7 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
      */
     recordScheduled(executionId: string): void {
       statements.markScheduled.run(now(), executionId);
+      onChange(executionId);
     },
 
     /** In attempt order. */
@@ -230,12 +237,12 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
 
     /** scheduled/running → running in `phase`. */
     setRunning(executionId: string, phase: ExecutionPhase): void {
-      statements.setRunning.run(phase, now(), executionId);
+      if (statements.setRunning.run(phase, now(), executionId).changes > 0) onChange(executionId);
     },
 
     /** → succeeded | failed | reconciliation, with a reason code. A terminal state never changes. */
     setFinal(executionId: string, state: 'succeeded' | 'failed' | 'reconciliation', reason: string | null): void {
-      statements.setFinal.run(state, reason, now(), executionId);
+      if (statements.setFinal.run(state, reason, now(), executionId).changes > 0) onChange(executionId);
     },
 
     latestAttempt: (executionId: string) => statements.latestAttempt.get(executionId) as ProviderAttemptRow | undefined,
@@ -318,6 +325,7 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
           executionId,
         );
       }).immediate();
+      onChange(executionId);
     },
 
     nonTerminal: () => statements.nonTerminal.all() as { execution_id: string; workflow_id: string; state: ExecutionState }[],
