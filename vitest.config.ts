@@ -8,6 +8,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Three files at a time on two cores: the longest files mostly wait on real processes (a
+    // ledger down for 40 s, a Temporal worker's task timing out after a SIGKILL), not on a CPU.
+    maxWorkers: 3,
     reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });
