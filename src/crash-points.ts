@@ -85,8 +85,13 @@ export function createCrashPoints(options: CrashPointOptions): CrashPoints {
       } catch {
         return; // another process of the stack took it first
       }
-      // Written synchronously: nothing after this line runs, buffered output included.
-      writeSync(2, `${JSON.stringify({ level: 50, time: Date.now(), pid: process.pid, event: 'crash_point_fired', point })}\n`);
+      // Written synchronously: nothing after this line runs, buffered output included. A line
+      // that cannot be written (a full or closed pipe) must not stop the kill.
+      try {
+        writeSync(2, `${JSON.stringify({ level: 50, time: Date.now(), pid: process.pid, event: 'crash_point_fired', point })}\n`);
+      } catch {
+        // the kill matters, not the line
+      }
       kill();
     },
   };

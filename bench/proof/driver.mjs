@@ -199,7 +199,8 @@ export async function proofRun({ seed, engine, workDir, temporalCli = null, log 
       checkInvariants({
         ledgerDatabase: join(stateDir, 'ledger.db'),
         executorDatabase: join(stateDir, 'executor.db'),
-        submissionsLog: null,
+        // Every submission received (a refused one too), and the jobs they made.
+        submissionsLog: join(stateDir, 'sandbox-submissions.jsonl'),
         sandboxJobsFile: join(stateDir, 'sandbox-jobs.jsonl'),
         artifactRoot: join(stateDir, 'artifacts'),
       });

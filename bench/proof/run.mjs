@@ -90,15 +90,18 @@ function report(options, results) {
       kills: ['executor', 'ledger', 'sandbox', 'temporal'].map((target) => sum((result) => result.kills[target] ?? 0)),
       faults: sum((result) => result.faults),
       violations: sum((result) => result.violations.length),
+      gaveUp: sum((result) => result.outcomes.filter((outcome) => outcome.outcome.startsWith('gave_up')).length),
       errors: runs.filter((result) => result.error !== undefined).length,
     };
   }).filter((row) => row.runs > 0);
-  const rows = byEngine.map((row) => [row.engine, String(row.runs), String(row.executions), row.outcomes.join(' / '), row.kills.join(' / '), String(row.faults), String(row.violations), String(row.errors)]);
-  const lines = table(['engine', 'runs', 'executions', 'succeeded / reconciliation / failed', 'kills executor / ledger / sandbox / temporal', 'faults', 'violations', 'runs not made'], rows);
+  const rows = byEngine.map((row) => [row.engine, String(row.runs), String(row.executions), row.outcomes.join(' / '), String(row.gaveUp), row.kills.join(' / '), String(row.faults), String(row.violations), String(row.errors)]);
+  const lines = table(['engine', 'runs', 'executions', 'succeeded / reconciliation / failed', 'given up', 'kills executor / ledger / sandbox / temporal', 'faults set', 'violations', 'runs not made'], rows);
   process.stdout.write(`bench/proof: seeds ${options.seed}..${options.seed + options.runs - 1}\n${lines.join('\n')}\n`);
   const broken = results.filter((result) => result.violations.length > 0);
   for (const result of broken) process.stdout.write(`seed ${result.seed} (${result.engine}) broke: ${JSON.stringify(result.violations)}\n`);
-  return broken.length > 0 || results.some((result) => result.error !== undefined) ? 1 : 0;
+  const gaveUp = results.filter((result) => result.outcomes.some((outcome) => outcome.outcome.startsWith('gave_up')));
+  for (const result of gaveUp) process.stdout.write(`seed ${result.seed} (${result.engine}): an agent gave up on an execution\n`);
+  return broken.length > 0 || gaveUp.length > 0 || results.some((result) => result.error !== undefined) ? 1 : 0;
 }
 
 await runBenchmark({ name: 'proof', what: 'the stacks', parseArgs, main, stop: async () => undefined, report });

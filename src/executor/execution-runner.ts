@@ -158,7 +158,6 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
         num_images: snapshot.image_count,
         seed: correlationOf(execution.execution_id).value,
       });
-      crash.reach('run.after_submit');
     } catch (error) {
       if (error instanceof NotTransmitted) {
         store.setAttemptOutcome(attemptId, 'not_transmitted', error.detail);
@@ -171,6 +170,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
       store.setAttemptOutcome(attemptId, 'ambiguous', detail);
       return reconcile(execution, 'submission_unconfirmed', evidenceOf(store.latestAttempt(execution.execution_id)));
     }
+    crash.reach('run.after_submit');
     store.checkpoint(attemptId, { ...operation, deadlineAt: now() + options.operationDeadlineMs });
     log({ event: 'provider_operation_checkpointed', execution_id: execution.execution_id, attempt_id: attemptId });
     crash.reach('run.after_checkpoint');
@@ -232,7 +232,7 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
       crash.reach('run.after_delivered');
       return next('settle');
     } catch (error) {
-      if (error instanceof ProviderUnavailable) return later(pollDelayMs({ sinceSubmitMs: 0, retryAfterMs: error.retryAfterMs }, polling));
+      if (error instanceof ProviderUnavailable) return nextPoll(attempt, { retryAfterMs: error.retryAfterMs });
       store.setAttemptOutcome(attempt.attempt_id, 'ambiguous', error instanceof ProviderProtocolError ? error.detail : 'unexpected');
       return reconcile(execution, 'billing_ambiguous', evidenceOf(store.latestAttempt(execution.execution_id), receivedIds(error)));
     }

@@ -79,9 +79,9 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
         // count must not contradict (the recorded resolution has to say what the money says).
         let imagesBilled = body.images_billed ?? null;
         if (kept !== undefined) {
-          const priced = imagesPricedBy(snapshot, kept.amount_units, Number(store.latestAttempt(executionId)?.delivered_images ?? 0));
-          if (imagesBilled !== null && priced !== imagesBilled) throw invalidRequest('images_billed_differs_from_kept_receipt', ['images_billed']);
-          imagesBilled = priced;
+          if (imagesBilled === null) imagesBilled = imagesPricedBy(snapshot, kept.amount_units, Number(store.latestAttempt(executionId)?.delivered_images ?? 0));
+          // Any count the receipt's amount prices is consistent (several can round to one amount).
+          else if (kept.amount_units === null || costUnits(snapshot, imagesBilled) !== kept.amount_units) throw invalidRequest('images_billed_differs_from_kept_receipt', ['images_billed']);
         }
         if (kept === undefined) {
           if (body.images_billed === undefined) throw invalidRequest('images_billed_required', ['images_billed']);

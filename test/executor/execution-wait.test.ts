@@ -99,6 +99,8 @@ describe('GET /v1/executions/{id}?wait_seconds=…&state=…&phase=… (long-pol
     const next = detail('wait_seconds=30&state=running&phase=submit_provider');
     await new Promise((resolve) => setTimeout(resolve, 100));
     executor.store.setRunning(executionId, 'submit_provider');
+    // Woken by a write that changed nothing the caller sees, the wait goes on.
+    expect(await Promise.race([next.then(() => 'answered'), new Promise((resolve) => setTimeout(() => { resolve('still waiting'); }, 300))])).toBe('still waiting');
     executor.store.setRunning(executionId, 'poll_provider_operation');
     expect((await next).body.execution).toMatchObject({ state: 'running', phase: 'poll_provider_operation' });
   }, 5_000);

@@ -388,8 +388,22 @@ describe('the ledger\'s authorizations', () => {
 
   it('closed_by_claiming_execution: an authorization claimed by another execution than the one that settled it and runs on it', async () => {
     const report = await breached(({ ledger }) => void ledger.prepare("UPDATE authorizations SET execution_id = 'exe_other' WHERE token_id = ?").run(first().token));
-    expect(report.rules).toEqual(['closed_by_claiming_execution']);
-    expect(report.messages).toEqual([`closed by execution ${first().execution}, claimed by exe_other`, `the ledger's claim of ${first().token} names exe_other`]);
+    expect(report.rules).toEqual(['claim_has_execution', 'closed_by_claiming_execution']);
+    expect(report.messages).toEqual([
+      `closed by execution ${first().execution}, claimed by exe_other`,
+      `claimed for exe_other, which the executor does not have`,
+      `the ledger's claim of ${first().token} names exe_other`,
+    ]);
+  });
+
+  it('claim_has_execution: a claim at the ledger for an execution the executor never recorded (a stuck hold)', async () => {
+    const report = await breached(({ ledger }) => {
+      ledger.exec(`CREATE TEMP TABLE ghost AS SELECT * FROM authorizations WHERE token_id = '${first().token}'`);
+      ledger.exec("UPDATE ghost SET token_id = 'tok_ghost', execution_id = 'exe_ghost', status = 'claimed'");
+      ledger.exec('INSERT INTO authorizations SELECT * FROM ghost');
+    });
+    expect(report.rules).toEqual(['claim_has_execution']);
+    expect(report.messages).toEqual(['claimed for exe_ghost, which the executor does not have']);
   });
 });
 

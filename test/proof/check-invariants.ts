@@ -49,6 +49,7 @@ export type Rule =
   | 'settle_xor_release'
   | 'authorization_status_matches'
   | 'closed_by_claiming_execution'
+  | 'claim_has_execution'
   | 'hold_matches_ledger'
   | 'settled_within_hold'
   | 'settled_equals_price_times_delivered'
@@ -476,6 +477,15 @@ export function checkInvariants(inputs: InvariantInputs): InvariantReport {
     if (authorization === undefined) fail('closed_by_claiming_execution', row.token_id, 'closes an authorization the ledger does not have');
     else if (row.execution_id !== null && row.execution_id !== authorization.execution_id) {
       fail('closed_by_claiming_execution', row.token_id, `closed by execution ${row.execution_id}, claimed by ${authorization.execution_id ?? 'none'}`);
+    }
+  }
+
+  // A claim at the ledger names an execution the executor has: otherwise the hold is stuck, with
+  // nothing to run it, settle it or release it (a lost money record).
+  const executionIds = new Set(executions.map((execution) => execution.execution_id));
+  for (const authorization of authorizations) {
+    if (authorization.execution_id !== null && !executionIds.has(authorization.execution_id)) {
+      fail('claim_has_execution', authorization.token_id, `claimed for ${authorization.execution_id}, which the executor does not have`);
     }
   }
 

@@ -155,7 +155,7 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
         checkInvariants({
           ledgerDatabase: s.paths.ledgerDatabase,
           executorDatabase: s.paths.executorDatabase,
-          submissionsLog: null,
+          submissionsLog: join(s.paths.stateDir, 'sandbox-submissions.jsonl'),
           sandboxJobsFile: join(s.paths.stateDir, 'sandbox-jobs.jsonl'),
           artifactRoot: s.paths.artifactRoot,
         });

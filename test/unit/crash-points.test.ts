@@ -6,7 +6,7 @@ import { CRASH_FILE_ENV, CRASH_POINTS, createCrashPoints } from '../../src/crash
 import { makeTempDir, removeDir } from '../support/cli.js';
 
 /*
- * The crash-point switch itself (the processes it kills are proven by test/proof/crash-points.test.ts):
+ * The crash-point switch itself (the processes it kills are proven by test/proof/crash-points.{embedded,temporal}.test.ts):
  * armed only in a development build given the variable, fired once by one process, and a no-op
  * in a release build whatever the environment says.
  */

@@ -68,6 +68,8 @@ const now = () => new Date().toISOString();
 
 /** The sandbox's jobs file in the profile's state: a stop and start of the stack keeps its queue requests. */
 export const SANDBOX_JOBS_FILE = 'sandbox-jobs.jsonl';
+/** The sandbox's log of every submission it received (job or not): what reached the provider. */
+export const SANDBOX_SUBMISSIONS_FILE = 'sandbox-submissions.jsonl';
 
 function childArgs(component: StackComponent, manifest: GenerationManifest, dir: string, stateDir: string): string[] {
   if (component === 'ledger') return ['ledger', 'serve', '--config', join(dir, 'ledger.json')];
@@ -83,6 +85,8 @@ function childArgs(component: StackComponent, manifest: GenerationManifest, dir:
     String(sandbox?.complete_after_ms ?? 300),
     '--jobs-file',
     join(stateDir, SANDBOX_JOBS_FILE),
+    '--submissions-log',
+    join(stateDir, SANDBOX_SUBMISSIONS_FILE),
   ];
 }
 
