@@ -79,7 +79,8 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
   const nextPoll = (attempt: ProviderAttemptRow, hints: { queuePosition?: number | null; retryAfterMs?: number | null } = {}): ActivityOutcome => {
     const at = now();
     const delay = pollDelayMs({ sinceSubmitMs: at - Number(attempt.submit_settled_at ?? attempt.created_at), ...hints }, polling);
-    return later(Math.max(0, Math.min(delay, Number(attempt.deadline_at ?? BigInt(at + delay)) - at)));
+    const untilDeadline = attempt.deadline_at === null ? delay : Number(attempt.deadline_at) - at;
+    return later(Math.max(0, Math.min(delay, untilDeadline)));
   };
   const log = options.log ?? (() => undefined);
   const crash = options.crashPoints ?? NO_CRASH_POINTS;

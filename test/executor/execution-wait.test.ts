@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createExecutionChanges } from '../../src/executor/execution-changes.js';
-import { executionRequest, startTestExecutor, type TestExecutor } from '../support/executor.js';
+import { admitOne, startTestExecutor, type TestExecutor } from '../support/executor.js';
 import { call, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 
 /*
@@ -64,16 +64,9 @@ describe('GET /v1/executions/{id}?wait_seconds=…&state=…&phase=… (long-pol
     ledger = await startTestLedger();
     actors = await setUpActors(ledger);
     executor = await startTestExecutor(ledger);
-    const created = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', {
-      token: actors.agent,
-      body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
-    });
-    const admitted = await call<{ execution: { execution_id: string; state: string } }>(executor.url, 'POST', '/v2/executions', {
-      token: executor.caller,
-      body: executionRequest(created.body.authorization.token_id),
-    });
-    executionId = admitted.body.execution.execution_id;
-    expect(admitted.body.execution.state).toBe('scheduled');
+    const admitted = await admitOne(ledger, actors.agent, executor);
+    executionId = admitted.execution.execution_id;
+    expect(admitted.execution.state).toBe('scheduled');
   });
 
   let closed = false;

@@ -6,7 +6,7 @@ import { generateCapability } from '../../src/credentials/capability.js';
 import { createArtifactStore } from '../../src/executor/artifact-store.js';
 import { executionIdFor } from '../../src/executor/domain/execution-states.js';
 import { call, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
-import { executionRequest, startTestExecutor, type TestExecutor } from '../support/executor.js';
+import { admitOne, executionRequest, startTestExecutor, type TestExecutor } from '../support/executor.js';
 
 let ledger: TestLedger;
 let actors: Actors;
@@ -18,16 +18,9 @@ beforeAll(async () => {
   ledger = await startTestLedger();
   actors = await setUpActors(ledger);
   executor = await startTestExecutor(ledger);
-  const created = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', {
-    token: actors.agent,
-    body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
-  });
-  tokenId = created.body.authorization.token_id;
-  const admitted = await call<{ execution: { execution_id: string } }>(executor.url, 'POST', '/v2/executions', {
-    token: executor.caller,
-    body: executionRequest(tokenId),
-  });
-  executionId = admitted.body.execution.execution_id;
+  const admitted = await admitOne(ledger, actors.agent, executor);
+  tokenId = admitted.tokenId;
+  executionId = admitted.execution.execution_id;
 });
 
 afterAll(async () => {

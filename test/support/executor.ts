@@ -15,7 +15,7 @@ import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from './cli.js';
 import { sandboxConfig, type JsonObject } from './config-fixtures.js';
-import { mintCredential, type TestLedger } from './ledger.js';
+import { call, mintCredential, type TestLedger } from './ledger.js';
 
 export interface TestExecutor {
   readonly url: string;
@@ -114,3 +114,18 @@ export const unknownToken = () => randomUUID();
 export function withoutTargetId(request: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(request).filter(([key]) => key !== 'target_id'));
 }
+
+/** Requests an authorization as `agent` and admits one execution for it; the token and the admitted execution. */
+export async function admitOne(ledger: TestLedger, agent: string, executor: TestExecutor): Promise<{ tokenId: string; execution: { execution_id: string; state: string } }> {
+  const created = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', {
+    token: agent,
+    body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
+  });
+  const tokenId = created.body.authorization.token_id;
+  const admitted = await call<{ execution: { execution_id: string; state: string } }>(executor.url, 'POST', '/v2/executions', {
+    token: executor.caller,
+    body: executionRequest(tokenId),
+  });
+  return { tokenId, execution: admitted.body.execution };
+}
+

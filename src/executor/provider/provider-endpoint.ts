@@ -21,9 +21,8 @@ export function providerEndpoint(config: ExecutorConfig, liveKey: string | undef
 /** How status polls are spaced (domain/provider-polling.ts); the defaults without a provider. */
 export function pollingPolicy(config: ExecutorConfig): PollingPolicy {
   if (config.providers.mode === 'disabled') return DEFAULT_POLLING;
-  const { poll_initial_ms: initialMs, poll_max_ms: maxMs } = config.providers;
-  // A maximum below the initial wait is read as the initial wait: never a shorter maximum.
-  return { initialMs, maxMs: Math.max(initialMs, maxMs) };
+  // The schema refuses a maximum below the initial wait.
+  return { initialMs: config.providers.poll_initial_ms, maxMs: config.providers.poll_max_ms };
 }
 
 /** The deadline of a provider operation in milliseconds (the configured seconds; 10 min without a provider). */
