@@ -2,6 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { formatUnits } from '../cli/format-amount.js';
 import { IMAGE_SIZE_PRESETS } from '../config/executor-config-schema.js';
 import { UNITS_SCALE } from '../domain/money.js';
+import { containsSecretShape, SECRET_TEXT_MESSAGE } from '../domain/secret-text.js';
 import { UserError } from '../errors.js';
 import type { ArtifactView, ExecutionView, ExecutorClient, OfferedTarget } from '../executor/client/executor-client.js';
 import { decideRequest } from '../ledger/authorization-rules.js';
@@ -316,6 +317,8 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
   if (input.prompt === undefined || input.prompt.trim() === '') {
     throw invalidArgument('prompt is required (1 or more non-blank characters) unless execution_id is given.', ['prompt']);
   }
+  // Before any authorization is requested: the executor would refuse it anyway, leaving a hold.
+  if (containsSecretShape(input.prompt)) throw invalidArgument(`prompt ${SECRET_TEXT_MESSAGE}; remove it and call again.`, ['prompt']);
   const priced = quoteIntent(await target.executor.targets(), input);
   const quoted = money(priced.amountUnits, priced.snapshot.currency);
   context.progress(`quoted ${priced.imageCount} x ${priced.imageSize} on ${priced.target.target_id}: ${quoted.display}`);

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { IMAGE_SIZE_PRESETS, MAX_IMAGES_PER_EXECUTION } from '../config/executor-config-schema.js';
+import { containsSecretShape, SECRET_TEXT_MESSAGE } from '../domain/secret-text.js';
 import { UsageError } from '../errors.js';
 import { MAX_PROMPT_CHARS } from '../executor/domain/execution-request.js';
 import { tokenIdArgument, wholeNumberFlag } from '../cli/flag-values.js';
@@ -36,6 +37,10 @@ export default class Run extends LexecCommand<RunResult> {
     const { args, flags } = await this.parse(Run);
     if (args.prompt.trim() === '' || args.prompt.length > MAX_PROMPT_CHARS) {
       throw new UsageError('invalid_argument', `PROMPT must be 1-${MAX_PROMPT_CHARS} characters and not blank.`, { nextStep: 'Run `lexec run --help` to see its arguments.' });
+    }
+    // Before any authorization is requested: the executor would refuse it anyway, leaving a hold.
+    if (containsSecretShape(args.prompt)) {
+      throw new UsageError('invalid_argument', `PROMPT ${SECRET_TEXT_MESSAGE}.`, { nextStep: 'Remove the secret from the prompt and run again.' });
     }
     const count = wholeNumberFlag(flags.count, '--count', 1, MAX_IMAGES_PER_EXECUTION);
     const timeoutSeconds = wholeNumberFlag(flags.timeout, '--timeout', 1, 86_400);

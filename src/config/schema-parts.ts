@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { z } from 'zod';
 import { MAX_AMOUNT_UNITS, parseWholeNumber } from '../domain/money.js';
+import { containsSecretShape, SECRET_TEXT_MESSAGE, SECRET_TEXT_REASON } from '../domain/secret-text.js';
 
 /*
  * Field types shared by lexec's JSON and TOML documents. Every message here names what is
@@ -86,6 +87,20 @@ export const exactVersion = z
 export const productVersion = z
   .string({ error: 'must be a product version such as v0.3.0' })
   .regex(/^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, 'must be an exact product version such as v0.3.0 or v0.3.0-rc.1');
+
+/**
+ * Free text a person or an agent writes — a purpose, a reason, a note, a prompt — refused when
+ * it contains a secret's shape (src/domain/secret-text.ts). The issue carries
+ * `params.reason = "secret_shaped_text"` so a surface can say why without echoing the text.
+ */
+export function freeText(text: z.ZodString): z.ZodString {
+  return text.refine((value) => !containsSecretShape(value), { message: SECRET_TEXT_MESSAGE, params: { reason: SECRET_TEXT_REASON } });
+}
+
+/** Whether zod issues include a free-text field refused for its secret's shape. */
+export function hasSecretShapedText(issues: readonly z.core.$ZodIssue[]): boolean {
+  return issues.some((issue) => issue.code === 'custom' && (issue.params as { reason?: unknown } | undefined)?.reason === SECRET_TEXT_REASON);
+}
 
 /** A short identifier: names, namespaces, task queues, policy versions. */
 export function identifier(max = 128) {

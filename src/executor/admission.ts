@@ -1,7 +1,9 @@
 import type { ExecutionTarget } from '../config/executor-config-schema.js';
+import { hasSecretShapedText } from '../config/schema-parts.js';
 import { toFieldIssues } from '../config/zod-issues.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
 import { fingerprint } from '../domain/canonical-json.js';
+import { SECRET_TEXT_REASON } from '../domain/secret-text.js';
 import { changedPaths, executionRequestSchema, targetSelector, type ExecutionRequest } from './domain/execution-request.js';
 import { executionIdFor, workflowIdFor } from './domain/execution-states.js';
 import { costUnits, pricingSnapshot, selectTarget, type Selection } from './domain/pricing.js';
@@ -133,7 +135,10 @@ export function createAdmission(deps: AdmissionDependencies) {
     async admit(body: unknown): Promise<Admitted> {
       const parsed = executionRequestSchema.safeParse(body ?? undefined, { reportInput: true });
       // The field paths at fault, each once; never the submitted values.
-      if (!parsed.success) throw invalidRequest('field_invalid', [...new Set(toFieldIssues(parsed.error.issues).map((issue) => issue.path))]);
+      if (!parsed.success) {
+        const reason = hasSecretShapedText(parsed.error.issues) ? SECRET_TEXT_REASON : 'field_invalid';
+        throw invalidRequest(reason, [...new Set(toFieldIssues(parsed.error.issues).map((issue) => issue.path))]);
+      }
       const request: ExecutionRequest = parsed.data;
       const tokenId = request.spend_auth_token_id;
       const requestFingerprint = fingerprint(request);
@@ -177,4 +182,5 @@ export const ADMISSION_REJECTION_REASONS = [
   'pricing_selector_not_matched',
   'image_count_out_of_range',
   'immutable_field_changed',
+  SECRET_TEXT_REASON,
 ] as const;

@@ -1,3 +1,4 @@
+import { redactSecretShapes } from '../domain/secret-text.js';
 import { recommendedAction } from './domain/execution-states.js';
 import type { ArtifactRow, ExecutionRow, ExecutionStore } from './store/execution-store.js';
 
@@ -20,7 +21,8 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
     phase: row.phase,
     state_reason: row.state_reason,
     target_id: row.target_id,
-    input: request.input,
+    // A prompt stored before secret-shaped text was refused is shown without the secret.
+    input: typeof request.input.prompt === 'string' ? { ...request.input, prompt: redactSecretShapes(request.input.prompt) } : request.input,
     authorization: {
       spend_auth_token_id: row.spend_auth_token_id,
       account_id: row.account_id,

@@ -1,6 +1,7 @@
 import { submitWindow } from './execution-runner.js';
 import { z } from 'zod';
 import { canonicalJson } from '../domain/canonical-json.js';
+import { freeText } from '../config/schema-parts.js';
 import { priceModelSnapshotSchema, type PriceModelSnapshot } from '../domain/price-model-snapshot.js';
 import { executionDetail } from './execution-view.js';
 import { conflict, internalError, invalidRequest, notFound, notReady } from './executor-error.js';
@@ -8,6 +9,9 @@ import { costUnits } from './domain/pricing.js';
 import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
 import type { ExecutionStore } from './store/execution-store.js';
 import { correlationOf } from './domain/correlation.js';
+
+/** Why a human resolved as they did: kept with the resolution, never a secret. */
+const resolutionNote = freeText(z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(500, 'must be at most 500 characters'));
 
 /** A human's decision on an execution under reconciliation. */
 export const resolutionBody = z.discriminatedUnion(
@@ -17,11 +21,11 @@ export const resolutionBody = z.discriminatedUnion(
       resolution: z.literal('settle'),
       /** Images the provider's evidence says were charged; not needed when a receipt is already kept. */
       images_billed: z.number({ error: 'must be a whole number' }).int('must be a whole number').min(1, 'must be at least 1').max(16).optional(),
-      note: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(500, 'must be at most 500 characters'),
+      note: resolutionNote,
     }),
     z.strictObject({
       resolution: z.literal('release'),
-      note: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(500, 'must be at most 500 characters'),
+      note: resolutionNote,
     }),
   ],
   { error: 'must be {"resolution":"settle",…} or {"resolution":"release",…}' },

@@ -3,6 +3,8 @@ import type { z } from 'zod';
 import { visit } from 'jsonc-parser';
 import { duplicateKeyIssues } from '../config/duplicate-keys.js';
 import { toFieldIssues } from '../config/zod-issues.js';
+import { hasSecretShapedText } from '../config/schema-parts.js';
+import { SECRET_TEXT_REASON } from '../domain/secret-text.js';
 import { bigintAsString } from '../domain/canonical-json.js';
 import { ApiError } from './api-error.js';
 
@@ -90,12 +92,13 @@ export function createJsonServer({ logger, isRoutine, mapError }: JsonServerOpti
 
 /**
  * Validates a request part with a zod schema; a failure is 400 `invalid_request` listing the
- * field paths (under `prefix`), never the values.
+ * field paths (under `prefix`), never the values; free text refused for a secret's shape adds
+ * the reason code `secret_shaped_text`.
  */
 export function parseInput<S extends z.ZodType>(schema: S, input: unknown, prefix?: string): z.output<S> {
   const parsed = schema.safeParse(input ?? undefined, { reportInput: true });
   if (parsed.success) return parsed.data;
   const base = prefix === undefined ? [] : [prefix];
   const fields = [...new Set(toFieldIssues(parsed.error.issues, base).map((issue) => issue.path))];
-  throw new ApiError(400, 'invalid_request', { fields });
+  throw new ApiError(400, 'invalid_request', { fields, ...(hasSecretShapedText(parsed.error.issues) ? { reasonCode: SECRET_TEXT_REASON } : {}) });
 }

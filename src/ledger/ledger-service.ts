@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { canonicalJson, fingerprint } from '../domain/canonical-json.js';
 import { UNITS_SCALE } from '../domain/money.js';
+import { redactSecretShapes } from '../domain/secret-text.js';
 import { conflict, notFound, unprocessable } from './ledger-error.js';
 import {
   centsCeil,
@@ -185,10 +186,11 @@ export function createLedgerService(options: LedgerServiceOptions) {
       units_scale: UNITS_SCALE,
       currency: row.currency,
       amount_cents: row.amount_cents,
-      purpose: row.purpose,
+      // Text stored before secret-shaped text was refused is shown without the secret.
+      purpose: row.purpose === null ? null : redactSecretShapes(row.purpose),
       execution_id: row.execution_id,
       decided_by: row.decided_by,
-      decision_reason: row.decision_reason,
+      decision_reason: row.decision_reason === null ? null : redactSecretShapes(row.decision_reason),
       created_at: iso(row.created_at),
       decided_at: iso(row.decided_at),
       expires_at: iso(row.expires_at),

@@ -3,6 +3,7 @@ import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateCapability } from '../../src/credentials/capability.js';
 import { BIN, expectResult, makeTempDir, PACKAGE_ROOT, removeDir } from '../support/cli.js';
 import { tableAt } from '../support/example-profiles.js';
 import { startAgentSession, structured, toolError, type AgentSession } from '../support/mcp-client.js';
@@ -235,6 +236,13 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
     expect(bad.text).not.toContain('lexec_agent_');
     expect(bad.text).not.toContain('huge');
     expect(bad.next_step).not.toBe('');
+
+    // A well-formed prompt that holds a capability: refused before any authorization is requested.
+    const capability = generateCapability('agent');
+    const secret = toolError(await call('generate_images', { prompt: `a fox ${capability}`, image_count: 1 }));
+    expect(secret).toMatchObject({ code: 'invalid_argument', fields: [{ path: 'prompt' }] });
+    expect(secret.text).toContain('looks like it contains a secret');
+    expect(secret.text).not.toContain(capability.slice(-16));
 
     const missing = toolError(await call('generate_images', {}));
     expect(missing).toMatchObject({ code: 'invalid_argument', fields: [{ path: 'prompt' }] });

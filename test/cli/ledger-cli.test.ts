@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateCapability } from '../../src/credentials/capability.js';
 import { ANSI, makeTempDir, removeDir, runLexec, type CliOptions, type CliRun } from '../support/cli.js';
 import { startLedgerProcess, type TemporaryLedgerProcess as LedgerProcess } from '../support/ledger-process.js';
 
@@ -451,6 +452,15 @@ describe('ledger verbs refuse bad input with a clear code and a non-zero exit', 
     const error = failed(await lexec(['ledger', 'authorizations', 'request', ...target(botFile()), '--amount-units', '99000000', '--json']), 1, 'ledger_policy_refused');
     expect(error.message).toContain('422 policy_refused: per_authorization_cap_exceeded');
     expect(error.issues).toEqual([{ path: 'amount_units', message: 'refused by the ledger (per_authorization_cap_exceeded)' }]);
+  });
+
+  it('a purpose holding a capability is refused by the ledger with its field path and never shown', async () => {
+    const capability = generateCapability('agent');
+    const run = await lexec(['ledger', 'authorizations', 'request', ...target(botFile()), '--amount-units', '1000', '--purpose', `for ${capability}`, '--json']);
+    const error = failed(run, 1, 'ledger_invalid_request');
+    expect(error.message).toContain('400 invalid_request: secret_shaped_text');
+    expect(error.issues).toEqual([{ path: 'purpose', message: 'refused by the ledger (secret_shaped_text)' }]);
+    expect(run.stdout + run.stderr).not.toContain(capability.slice(-16));
   });
 
   it('an unknown authorization is ledger_not_found; a malformed token id or agent id is a usage error', async () => {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { generateCapability } from '../../src/credentials/capability.js';
 import { executionRequest } from '../support/executor.js';
 import { call } from '../support/ledger.js';
 import { durableEngines, durableHarness, killDuringSubmission, openRecords, setFaults, until, type Execution, type Stack } from '../support/durable-stack.js';
@@ -233,6 +234,10 @@ describe('the executor reconciliation route', () => {
     expect((await resolve(s, executionId, { resolution: 'settle', note: 'provider invoice' })).body).toEqual({
       error: { code: 'invalid_request', reason_code: 'images_billed_required', fields: ['images_billed'] },
     });
+    // A note is kept and shown to people: one holding a capability is refused, nothing resolved.
+    const secretNote = await resolve(s, executionId, { resolution: 'settle', images_billed: 2, note: `invoice ${generateCapability('reconciliation')}` });
+    expect(secretNote).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'secret_shaped_text', fields: ['note'] } } });
+    expect((await s.authorization(tokenId)).status).toBe('claimed');
 
     const settled = await resolve(s, executionId, { resolution: 'settle', images_billed: 1, note: 'provider invoice INV-1 shows one image' });
     expect(settled.status).toBe(200);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCapability } from '../../src/credentials/capability.js';
 import { createArtifactStore } from '../../src/executor/artifact-store.js';
@@ -77,6 +78,22 @@ describe('reads', () => {
     const text = JSON.stringify(detail.body);
     expect(text).not.toMatch(/https?:\/\//);
     expect(text).not.toContain(executor.dir);
+  });
+
+  it('a prompt stored by an older version with a capability in it is shown with the capability replaced', async () => {
+    const other = await admitOne(ledger, actors.agent, executor);
+    const capability = generateCapability('caller');
+    const db = new Database(executor.config.storage.database_path);
+    try {
+      const row = db.prepare('SELECT request_json FROM executions WHERE execution_id = ?').get(other.execution.execution_id) as { request_json: string };
+      const request = JSON.parse(row.request_json) as { input: { prompt: string } };
+      request.input.prompt = `a fox ${capability}`;
+      db.prepare('UPDATE executions SET request_json = ? WHERE execution_id = ?').run(JSON.stringify(request), other.execution.execution_id);
+    } finally {
+      db.close();
+    }
+    const detail = await get<{ execution: { input: { prompt: string } } }>(`/v1/executions/${other.execution.execution_id}`);
+    expect(detail.body.execution.input.prompt).toBe('a fox [redacted]');
   });
 
   it('reads do not depend on readiness', async () => {
@@ -215,6 +232,24 @@ describe('bad admission input: 400/413/415 with field paths, never the value, ne
     expect((await post(JSON.stringify({ ...executionRequest(randomUUID()), pad: 'x'.repeat(70_000) }))).status).toBe(413);
     expect((await post('[]')).status).toBe(400);
     expect((await post('null')).status).toBe(400);
+  });
+
+  it('a prompt holding a capability or a provider key → 400 secret_shaped_text naming input.prompt; nothing claimed, stored or logged', async () => {
+    const created = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', {
+      token: actors.agent,
+      body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
+    });
+    const token = created.body.authorization.token_id;
+    const secrets = [generateCapability('caller'), `${randomUUID()}:${'a1'.repeat(16)}`];
+    for (const secret of secrets) {
+      const body = executionRequest(token, { input: { prompt: `a lighthouse, ${secret}`, image_count: 1 } });
+      const result = await call(executor.url, 'POST', '/v2/executions', { token: executor.caller, body });
+      expect(result).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'secret_shaped_text', fields: ['input.prompt'] } } });
+      expect(JSON.stringify(executor.logs())).not.toContain(secret.slice(-16));
+    }
+    expect(executor.query('SELECT COUNT(*) AS n FROM executions WHERE spend_auth_token_id = ?', token)).toEqual([{ n: 0n }]);
+    expect(ledger.query('SELECT status, execution_id FROM authorizations WHERE token_id = ?', token)).toEqual([{ status: 'approved', execution_id: null }]);
+    expect(executor.logs()).toContainEqual(expect.objectContaining({ event: 'executor_admission_rejected', reason_code: 'secret_shaped_text', fields: ['input.prompt'] }));
   });
 
   it('a key twice in one object is refused with its path; nothing is admitted', async () => {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectFailure, expectResult, makeTempDir, removeDir, type CliRun } from '../support/cli.js';
 import { decodePng } from '../support/png.js';
+import { generateCapability } from '../../src/credentials/capability.js';
 import { writeHandoff } from '../../src/launcher/handoff/handoff.js';
 import { canListen } from '../../src/launcher/probes/port-probe.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
@@ -165,6 +166,11 @@ describe('lexec run on a running sandbox stack', () => {
     expect(target.message).toContain('lexec:target:v1:flux-schnell');
     expectFailure(await lexec(['run', 'x', '--size', 'huge', '--json']), 2, 'invalid_flag_value');
     expectFailure(await lexec(['run', '   ', '--json']), 2, 'invalid_argument');
+    // A prompt holding a capability is sent to the provider and kept: refused, never echoed.
+    const capability = generateCapability('agent');
+    const secret = await lexec(['run', `a fox, ${capability}`, '--json']);
+    expect(expectFailure(secret, 2, 'invalid_argument').message).toContain('looks like it contains a secret');
+    expect(secret.stdout + secret.stderr).not.toContain(capability.slice(-16));
     expect(await authorizations()).toHaveLength(before);
   });
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_IMAGES_PER_EXECUTION } from '../../config/executor-config-schema.js';
+import { freeText } from '../../config/schema-parts.js';
 
 /*
  * Execution request, schema version 2 (spec §2). Every field is immutable once an execution
@@ -22,10 +23,12 @@ export const executionRequestSchema = z.strictObject({
   schema_version: z.literal(2, { error: 'must be 2' }),
   spend_auth_token_id: z.uuid({ error: 'must be a UUID' }),
   input: z.strictObject({
-    prompt: z
-      .string({ error: 'must be a string' })
-      .min(1, 'must not be empty')
-      .max(MAX_PROMPT_CHARS, `must be at most ${MAX_PROMPT_CHARS} characters`),
+    prompt: freeText(
+      z
+        .string({ error: 'must be a string' })
+        .min(1, 'must not be empty')
+        .max(MAX_PROMPT_CHARS, `must be at most ${MAX_PROMPT_CHARS} characters`),
+    ),
     image_count: z
       .number({ error: 'must be a whole number' })
       .int('must be a whole number')

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { wholeNumber } from '../../config/schema-parts.js';
+import { freeText, wholeNumber } from '../../config/schema-parts.js';
 import { UNITS_SCALE } from '../../domain/money.js';
 import { legacyPriceProjectionSchema, priceModelSnapshotSchema } from '../../domain/price-model-snapshot.js';
 
@@ -9,7 +9,8 @@ const opaqueId = (what: string) =>
   z.string({ error: `must be ${what}` }).regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, `must be ${what} (1-128 letters, digits, _ . : -)`);
 
 export const executionId = opaqueId('an execution id');
-const shortText = (max: number) => z.string({ error: 'must be a string' }).max(max, `must be at most ${max} characters`);
+/** Free text a person or an agent writes: bounded, and never a secret (src/domain/secret-text.ts). */
+const shortText = (max: number) => freeText(z.string({ error: 'must be a string' }).max(max, `must be at most ${max} characters`));
 
 const units = z.literal(UNITS_SCALE, { error: `must be ${UNITS_SCALE} (amounts are micro-units)` });
 const usd = z.literal('USD', { error: 'must be "USD" (the only currency)' });

@@ -1,0 +1,53 @@
+import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CREDENTIAL_KINDS, generateCapability } from '../../src/credentials/capability.js';
+import { containsSecretShape, redactSecretShapes } from '../../src/domain/secret-text.js';
+
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+const capabilityArb = fc
+  .tuple(fc.constantFrom(...CREDENTIAL_KINDS), fc.string({ unit: fc.constantFrom(...Array.from(BASE64URL)), minLength: 43, maxLength: 43 }))
+  .map(([kind, random]) => `lexec_${kind}_${random}`);
+// Prose around a secret (separated from it by a space: a letter right after it reads as part of it).
+const proseArb = fc.string({ unit: fc.constantFrom(...Array.from(' .,;:!?()"\'\nabcxyz')), maxLength: 40 });
+
+describe('secret-shaped text', () => {
+  it('finds every kind of capability anywhere in a text, and redaction removes all of it', () => {
+    fc.assert(
+      fc.property(proseArb, capabilityArb, proseArb, (before, capability, after) => {
+        const text = `${before} ${capability} ${after}`;
+        expect(containsSecretShape(text)).toBe(true);
+        const redacted = redactSecretShapes(text);
+        expect(redacted).toBe(`${before} [redacted] ${after}`);
+        expect(containsSecretShape(redacted)).toBe(false);
+      }),
+    );
+  });
+
+  it('finds a capability cut to 20 random characters, a fal key and a PEM private key', () => {
+    expect(containsSecretShape(`lexec_executor_${generateCapability('executor').slice(-20)}`)).toBe(true);
+    expect(containsSecretShape(`fal: ${randomUUID()}:${'0f'.repeat(16)} thanks`)).toBe(true);
+    expect(containsSecretShape(`${randomUUID().toUpperCase()}:${'0F'.repeat(16)}`)).toBe(true);
+    expect(containsSecretShape('-----BEGIN EC PRIVATE KEY-----')).toBe(true);
+  });
+
+  it('leaves ordinary prose alone, including text that mentions lexec, keys and UUIDs', () => {
+    for (const text of [
+      'a red fox in the snow',
+      'lexec_agent is the kind of capability an agent holds',
+      'lexec_notakind_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+      `lexec_agent_${'x'.repeat(19)}`,
+      'Bearer of good news',
+      `authorization ${randomUUID()}`,
+      '-----BEGIN PUBLIC KEY-----',
+    ]) {
+      expect(containsSecretShape(text), text).toBe(false);
+      expect(redactSecretShapes(text)).toBe(text);
+    }
+  });
+
+  it('is stateless across calls (global patterns do not carry a position)', () => {
+    const text = `x ${generateCapability('agent')}`;
+    for (let i = 0; i < 5; i += 1) expect(containsSecretShape(text)).toBe(true);
+  });
+});
