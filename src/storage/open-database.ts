@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BugError } from '../errors.js';
 
-/** One numbered migration: applied once, in order, inside its own transaction. */
+/** One numbered migration: applied once, in order, in the one transaction of its upgrade (see migrate). */
 export interface Migration {
   readonly version: number;
   readonly name: string;
@@ -16,16 +16,25 @@ export interface Migration {
  * synchronous commits (a committed money record survives power loss), foreign keys on, a busy
  * timeout for concurrent processes, and 64-bit integers read as bigint so no amount is ever a
  * float. Applies pending migrations; reopening an up-to-date database changes nothing.
+ *
+ * WAL is switched on only after the migrations: switching rewrites the file's header, and a
+ * database an older binary left in rollback-journal mode must stay byte for byte as it was when
+ * a migration refuses (its operator may still need it as it is). A refusal closes the database.
  */
 export function openDatabase(path: string, migrations: readonly Migration[]): Database.Database {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const db = new Database(path);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
-  db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 5000');
-  db.defaultSafeIntegers(true);
-  migrate(db, migrations);
+  try {
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = ON');
+    db.pragma('busy_timeout = 5000');
+    db.defaultSafeIntegers(true);
+    migrate(db, migrations);
+    db.pragma('journal_mode = WAL');
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   return db;
 }
 
@@ -47,21 +56,35 @@ export function withoutOwnFsync<T>(db: Database.Database, work: () => T): T {
   }
 }
 
+/**
+ * Applies the pending migrations, all of them in one IMMEDIATE transaction: an upgrade lands
+ * whole or not at all, so a migration that refuses (or fails) leaves the database exactly as it
+ * was — not even `schema_migrations` is created. Nothing is written when nothing is pending.
+ */
 export function migrate(db: Database.Database, migrations: readonly Migration[]): void {
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
-  const applied = new Set(
-    (db.prepare('SELECT version FROM schema_migrations').all() as { version: bigint }[]).map((row) => Number(row.version)),
-  );
   const ordered = [...migrations].sort((a, b) => a.version - b.version);
   ordered.forEach((migration, index) => {
     if (migration.version !== index + 1) throw new BugError(`migration ${migration.name} is numbered ${migration.version}, expected ${index + 1}`);
   });
-  for (const migration of ordered) {
-    if (applied.has(migration.version)) continue;
-    db.transaction(() => {
+  // A read first, so an up-to-date database takes no write lock and sees no write.
+  if (pendingMigrations(db, ordered).length === 0) return;
+  db.transaction(() => {
+    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    // Read again under the write lock: another process may have migrated in between.
+    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    for (const migration of pendingMigrations(db, ordered)) {
       if (typeof migration.up === 'string') db.exec(migration.up);
       else migration.up(db);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(migration.version, migration.name, Date.now());
-    }).immediate();
-  }
+      record.run(migration.version, migration.name, Date.now());
+    }
+  }).immediate();
+}
+
+function pendingMigrations(db: Database.Database, ordered: readonly Migration[]): Migration[] {
+  const recorded = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
+  if (!recorded) return [...ordered];
+  const applied = new Set(
+    (db.prepare('SELECT version FROM schema_migrations').safeIntegers(true).all() as { version: bigint }[]).map((row) => Number(row.version)),
+  );
+  return ordered.filter((migration) => !applied.has(migration.version));
 }

@@ -142,7 +142,7 @@ describe('executor migrations', () => {
     const before = dump(raw);
     raw.close();
 
-    expect(() => openDatabase(path, EXECUTOR_MIGRATIONS)).toThrow(/micro-unit migration.*execution exe_huge is beyond the micro-unit range.*Nothing was changed/);
+    expect(() => openDatabase(path, EXECUTOR_MIGRATIONS)).toThrow(/micro-unit migration.*executions.authorization_held_cents of execution_id exe_huge is beyond the micro-unit range.*Nothing was changed/);
 
     const after = new Database(path);
     after.defaultSafeIntegers(true);

@@ -95,19 +95,68 @@ const legacyShape = `
   );
 `;
 
+/** A legacy whole-cent column a migration reads, with the key that names its rows. */
+interface LegacyAmountColumn {
+  readonly table: string;
+  readonly column: string;
+  readonly key: string;
+  /** The smallest amount the column's constraint allows (an execution holds at least one cent). */
+  readonly minimum: 0n | 1n;
+  /** Whether a row may have no amount (an attempt without a cost). */
+  readonly nullable: boolean;
+}
+
+const HELD = { table: 'executions', column: 'authorization_held_cents', key: 'execution_id', minimum: 1n, nullable: false } as const satisfies LegacyAmountColumn;
+const RECEIPT = { table: 'receipts', column: 'amount_cents', key: 'receipt_id', minimum: 0n, nullable: false } as const satisfies LegacyAmountColumn;
+const ATTEMPT_COST = { table: 'provider_attempts', column: 'cost_cents', key: 'attempt_id', minimum: 0n, nullable: true } as const satisfies LegacyAmountColumn;
+
+interface LegacyAmount {
+  /** The row's key as stored. */
+  readonly id: unknown;
+  /** `<table>.<column> of <key> <id>`, for a refusal. */
+  readonly where: string;
+  readonly cents: bigint;
+}
+
+/**
+ * Every amount of a legacy column in whole cents (a row without one, where the column allows
+ * that, has nothing to convert and is left out) — or a refusal naming the table, the column and
+ * the row's key (never the value). SQLite keeps what was written whatever the declared type: a
+ * column declared INTEGER still holds a REAL 12.5, a TEXT or a BLOB, and a constraint can have
+ * been bypassed. Only the storage class `integer` is a whole number of cents (SQLite itself
+ * stores 12.0 written to an INTEGER column as the integer 12, so a REAL left there is fractional
+ * or beyond 64 bits); the amount must also meet the column's own constraint, which the new
+ * columns repeat.
+ */
+function legacyAmounts(db: Database.Database, migration: string, spec: LegacyAmountColumn): LegacyAmount[] {
+  const { table, column, key } = spec;
+  const rows = db
+    .prepare(`SELECT ${key} AS id, typeof(${column}) AS storage, ${column} AS cents FROM ${table} ORDER BY ${key}`)
+    .safeIntegers(true)
+    .all() as { id: unknown; storage: string; cents: unknown }[];
+  return rows.flatMap((row) => {
+    const where = `${table}.${column} of ${key} ${String(row.id)}`;
+    if (row.storage === 'null' && spec.nullable) return [];
+    if (row.storage !== 'integer' || typeof row.cents !== 'bigint') {
+      throw new MigrationRefused(migration, `${where} is stored as ${row.storage}, not as a whole number of cents`);
+    }
+    if (row.cents < spec.minimum) throw new MigrationRefused(migration, `${where} is ${spec.minimum === 1n ? 'not positive' : 'negative'}`);
+    return [{ id: row.id, where, cents: row.cents }];
+  });
+}
+
 /** cents x 10^4, refused when the result leaves the signed 64-bit range of a SQLite integer. */
 function centsToUnits(cents: bigint, where: string): bigint {
   const units = cents * UNITS_PER_CENT;
-  if (units > MAX_AMOUNT_UNITS || units < 0n) throw new MigrationRefused('micro-unit migration', `${where} is beyond the micro-unit range`);
+  if (units > MAX_AMOUNT_UNITS) throw new MigrationRefused('micro-unit migration', `${where} is beyond the micro-unit range`);
   return units;
 }
 
 function microUnits(db: Database.Database): void {
   // Check every row first; SQL arithmetic would silently turn an overflow into a float.
-  const executions = db.prepare('SELECT execution_id, authorization_held_cents AS cents FROM executions').all() as { execution_id: string; cents: bigint }[];
-  const receipts = db.prepare('SELECT receipt_id, amount_cents AS cents FROM receipts').all() as { receipt_id: string; cents: bigint }[];
-  const executionUnits = executions.map((row) => [row.execution_id, centsToUnits(row.cents, `execution ${row.execution_id}`)] as const);
-  const receiptUnits = receipts.map((row) => [row.receipt_id, centsToUnits(row.cents, `receipt ${row.receipt_id}`)] as const);
+  const toUnits = ({ id, where, cents }: LegacyAmount) => [id, centsToUnits(cents, where)] as const;
+  const executionUnits = legacyAmounts(db, 'micro-unit migration', HELD).map(toUnits);
+  const receiptUnits = legacyAmounts(db, 'micro-unit migration', RECEIPT).map(toUnits);
 
   db.exec(`
     ALTER TABLE executions ADD COLUMN authorization_held_units INTEGER CHECK (authorization_held_units > 0);
@@ -138,6 +187,9 @@ function legacyProjection(snapshotJson: string, where: string): string {
 }
 
 function preciseReceipts(db: Database.Database): void {
+  // The legacy amounts this migration copies, checked before the first write.
+  legacyAmounts(db, 'precise-receipt migration', RECEIPT);
+  legacyAmounts(db, 'precise-receipt migration', ATTEMPT_COST);
   db.exec(`
     ALTER TABLE receipts ADD COLUMN exact_amount INTEGER CHECK (exact_amount >= 0);
     ALTER TABLE receipts ADD COLUMN scale INTEGER CHECK (scale BETWEEN 0 AND 6);
