@@ -1,9 +1,11 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { UserError } from '../../src/errors.js';
 import { applyPreciseReceiptConversion, EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
 import { migrate, openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
+import { copyV43Fixture, fileDigest, headerJournal, injectIntoCopy, sqliteCompanions } from '../support/executor-v43-fixture.js';
 
 let dir: string;
 let path: string;
@@ -17,38 +19,24 @@ afterEach(async () => {
   await removeDir(dir);
 });
 
-/** A database built by an older binary: only the first `version` migrations, then legacy rows. */
-function fixtureAt(version: number, fill: (db: Database.Database) => void): void {
+/**
+ * A database as an older binary left it, from a copy of the committed v4.3 fixture: version 1 is
+ * the fixture itself; version 2 (v0.2.4) is the fixture after that release's micro-unit
+ * migration. Both stay in rollback-journal mode, as those binaries left them.
+ */
+async function fixtureAt(version: 1 | 2, fill?: (db: Database.Database) => void): Promise<void> {
+  await copyV43Fixture(path);
   const db = new Database(path);
   db.defaultSafeIntegers(true);
-  migrate(db, EXECUTOR_MIGRATIONS.slice(0, version));
-  fill(db);
+  if (version === 2) migrate(db, EXECUTOR_MIGRATIONS.slice(0, 2));
+  fill?.(db);
   db.close();
 }
 
-const legacySnapshot = JSON.stringify({ provider: 'fal', model: 'fal-ai/flux/schnell', image_size: 'square_hd', image_count: 2, estimated_price_cents: 1 });
-
-function legacyExecution(db: Database.Database, id: string, heldCents: bigint | number): void {
-  db.prepare(
-    `INSERT INTO executions (execution_id, workflow_id, spend_auth_token_id, account_id, agent_id, target_id, request_json, pricing_snapshot,
-       authorization_held_cents, currency, state, created_at, updated_at)
-     VALUES (?, ?, ?, 'acct_1', 'agt_1', 'lexec:target:v1:flux', '{}', ?, ?, 'USD', 'succeeded', 1, 1)`,
-  ).run(id, `wf-${id}`, `tok-${id}`, legacySnapshot, heldCents);
-}
-
-function legacyReceipt(db: Database.Database, executionId: string, receiptId: string, cents: number): void {
-  db.prepare("INSERT INTO receipts (receipt_id, execution_id, amount_cents, currency, ledger_settlement_id, created_at) VALUES (?, ?, ?, 'USD', ?, 1)").run(
-    receiptId,
-    executionId,
-    cents,
-    `stl_${receiptId}`,
-  );
-}
-
-function legacyAttempt(db: Database.Database, executionId: string, costCents: number | null): void {
-  db.prepare(
-    "INSERT INTO provider_attempts (attempt_id, execution_id, attempt_number, state, cost_cents, currency, created_at, updated_at) VALUES (?, ?, 1, 'completed', ?, 'USD', 1, 1)",
-  ).run(`att_${executionId}`, executionId, costCents);
+function openRaw(): Database.Database {
+  const db = new Database(path, { readonly: true });
+  db.defaultSafeIntegers(true);
+  return db;
 }
 
 function appliedVersions(db: Database.Database): number[] {
@@ -60,6 +48,20 @@ function dump(db: Database.Database): string {
   return JSON.stringify(tables.map((table) => db.prepare(`SELECT * FROM ${table} ORDER BY 1`).all()), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
 }
 
+/** What `openDatabase` threw: a `migration_refused` user error, never anything else. */
+function refusal(): UserError {
+  try {
+    openDatabase(path, EXECUTOR_MIGRATIONS).close();
+  } catch (error) {
+    expect(error).toBeInstanceOf(UserError);
+    expect(error).toMatchObject({ code: 'migration_refused', exitCode: 1 });
+    return error as UserError;
+  }
+  throw new Error('the migration was not refused');
+}
+
+const LARGEST = 922_337_203_685_477n;
+
 describe('executor migrations', () => {
   it('a new database gets every migration once; reopening changes nothing', () => {
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);
@@ -70,21 +72,45 @@ describe('executor migrations', () => {
     again.close();
   });
 
-  it('migrates a legacy v4.3 database: micro-units beside the cents, exact receipts at scale 2, ids unchanged', () => {
-    fixtureAt(1, (db) => {
-      legacyExecution(db, 'exe_a', 90);
-      legacyExecution(db, 'exe_b', 250);
-      legacyReceipt(db, 'exe_a', 'rcpt_a', 1);
-      legacyReceipt(db, 'exe_b', 'rcpt_b', 6);
-      legacyAttempt(db, 'exe_a', 1);
-      legacyAttempt(db, 'exe_b', null);
-    });
+  it('reopening an up-to-date WAL database writes nothing: its bytes stay as they were', async () => {
+    openDatabase(path, EXECUTOR_MIGRATIONS).close();
+    expect(headerJournal(path)).toBe('wal');
+    const before = await fileDigest(path);
+    const again = openDatabase(path, EXECUTOR_MIGRATIONS);
+    expect(await fileDigest(path)).toBe(before);
+    again.close();
+    expect(await fileDigest(path)).toBe(before);
+  });
+
+  it('migrates the v4.3 fixture: micro-units beside the cents, exact amounts at scale 2, ids unchanged, then WAL', async () => {
+    await fixtureAt(1);
+    expect(headerJournal(path)).toBe('rollback');
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);
     expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5]);
+    expect(headerJournal(path)).toBe('wal');
     expect(db.prepare('SELECT execution_id, authorization_held_cents, authorization_held_units, units_scale FROM executions ORDER BY 1').all()).toEqual([
-      { execution_id: 'exe_a', authorization_held_cents: 90n, authorization_held_units: 900_000n, units_scale: 6n },
-      { execution_id: 'exe_b', authorization_held_cents: 250n, authorization_held_units: 2_500_000n, units_scale: 6n },
+      { execution_id: 'exe_v43_failed', authorization_held_cents: 90n, authorization_held_units: 900_000n, units_scale: 6n },
+      { execution_id: 'exe_v43_largest', authorization_held_cents: LARGEST, authorization_held_units: 9_223_372_036_854_770_000n, units_scale: 6n },
+      { execution_id: 'exe_v43_one_cent', authorization_held_cents: 1n, authorization_held_units: 10_000n, units_scale: 6n },
+      { execution_id: 'exe_v43_pending', authorization_held_cents: 90n, authorization_held_units: 900_000n, units_scale: 6n },
+      { execution_id: 'exe_v43_reconciliation', authorization_held_cents: 120n, authorization_held_units: 1_200_000n, units_scale: 6n },
+      { execution_id: 'exe_v43_running', authorization_held_cents: 90n, authorization_held_units: 900_000n, units_scale: 6n },
+      { execution_id: 'exe_v43_two_images', authorization_held_cents: 250n, authorization_held_units: 2_500_000n, units_scale: 6n },
     ]);
+    const projection = (estimate: string) => `{"estimated_price_cents":"${estimate}","model":"fal-ai/flux/schnell","provider":"fal"}`;
+    const legacyReceipt = (id: string, settlement: string | null, cents: bigint, estimate: string) => ({
+      receipt_id: id,
+      ledger_settlement_id: settlement,
+      amount_cents: cents,
+      amount_units: cents * 10_000n,
+      units_scale: 6n,
+      exact_amount: cents,
+      scale: 2n,
+      currency: 'USD',
+      provider_request_id: id,
+      price_model_snapshot: projection(estimate),
+      receipt_shape: 'legacy_migrated',
+    });
     expect(
       db
         .prepare(
@@ -92,36 +118,19 @@ describe('executor migrations', () => {
         )
         .all(),
     ).toEqual([
-      {
-        receipt_id: 'rcpt_a',
-        ledger_settlement_id: 'stl_rcpt_a',
-        amount_cents: 1n,
-        amount_units: 10_000n,
-        units_scale: 6n,
-        exact_amount: 1n,
-        scale: 2n,
-        currency: 'USD',
-        provider_request_id: 'rcpt_a',
-        price_model_snapshot: '{"estimated_price_cents":"1","model":"fal-ai/flux/schnell","provider":"fal"}',
-        receipt_shape: 'legacy_migrated',
-      },
-      {
-        receipt_id: 'rcpt_b',
-        ledger_settlement_id: 'stl_rcpt_b',
-        amount_cents: 6n,
-        amount_units: 60_000n,
-        units_scale: 6n,
-        exact_amount: 6n,
-        scale: 2n,
-        currency: 'USD',
-        provider_request_id: 'rcpt_b',
-        price_model_snapshot: '{"estimated_price_cents":"1","model":"fal-ai/flux/schnell","provider":"fal"}',
-        receipt_shape: 'legacy_migrated',
-      },
+      legacyReceipt('rcpt_v43_largest', 'stl_v43_largest', LARGEST, String(LARGEST)),
+      legacyReceipt('rcpt_v43_one_cent', 'stl_v43_one_cent', 1n, '1'),
+      legacyReceipt('rcpt_v43_reconciliation', null, 3n, '3'),
+      legacyReceipt('rcpt_v43_two_images', 'stl_v43_two_images', 6n, '6'),
     ]);
     expect(db.prepare('SELECT attempt_id, cost_cents, exact_amount, scale FROM provider_attempts ORDER BY 1').all()).toEqual([
-      { attempt_id: 'att_exe_a', cost_cents: 1n, exact_amount: 1n, scale: 2n },
-      { attempt_id: 'att_exe_b', cost_cents: null, exact_amount: null, scale: null },
+      { attempt_id: 'att_v43_failed_1', cost_cents: null, exact_amount: null, scale: null },
+      { attempt_id: 'att_v43_largest_1', cost_cents: LARGEST, exact_amount: LARGEST, scale: 2n },
+      { attempt_id: 'att_v43_one_cent_1', cost_cents: 1n, exact_amount: 1n, scale: 2n },
+      { attempt_id: 'att_v43_reconciliation_1', cost_cents: 3n, exact_amount: 3n, scale: 2n },
+      { attempt_id: 'att_v43_running_1', cost_cents: null, exact_amount: null, scale: null },
+      { attempt_id: 'att_v43_two_images_1', cost_cents: null, exact_amount: null, scale: null },
+      { attempt_id: 'att_v43_two_images_2', cost_cents: 6n, exact_amount: 6n, scale: 2n },
     ]);
     const before = dump(db);
     db.close();
@@ -130,76 +139,125 @@ describe('executor migrations', () => {
     reopened.close();
   });
 
-  it('refuses an amount beyond the micro-unit range and commits nothing', () => {
-    // 922 337 203 685 478 cents x 10^4 passes 2^63 - 1.
-    fixtureAt(1, (db) => {
-      legacyExecution(db, 'exe_ok', 90);
-      legacyExecution(db, 'exe_huge', 922_337_203_685_478n);
-      legacyReceipt(db, 'exe_ok', 'rcpt_ok', 1);
+  describe('a legacy amount that is not a whole number of cents refuses the upgrade, leaving the file byte for byte as it was', () => {
+    // Each bad value is written into one row of a copy of the v4.3 fixture (constraints off, as
+    // a damaged or hand-edited file could hold it). `value` is SQL; the refusal names the
+    // table, the column and the row, never the value.
+    const held = ['micro-unit migration', 'executions', 'authorization_held_cents', 'execution_id', 'exe_v43_two_images'] as const;
+    const receipt = ['micro-unit migration', 'receipts', 'amount_cents', 'receipt_id', 'rcpt_v43_two_images'] as const;
+    const cost = ['precise-receipt migration', 'provider_attempts', 'cost_cents', 'attempt_id', 'att_v43_two_images_2'] as const;
+    const cases = [
+      [...held, '12.5', 'is stored as real, not as a whole number of cents'],
+      [...held, "'twelve'", 'is stored as text, not as a whole number of cents'],
+      [...held, "x'0c'", 'is stored as blob, not as a whole number of cents'],
+      [...held, '1e19', 'is stored as real, not as a whole number of cents'],
+      [...held, '922337203685478', 'is beyond the micro-unit range'],
+      [...held, '0', 'is not positive'],
+      [...held, '-5', 'is not positive'],
+      [...receipt, '12.5', 'is stored as real, not as a whole number of cents'],
+      [...receipt, "'twelve'", 'is stored as text, not as a whole number of cents'],
+      [...receipt, "x'0c'", 'is stored as blob, not as a whole number of cents'],
+      [...receipt, '1e19', 'is stored as real, not as a whole number of cents'],
+      [...receipt, '922337203685478', 'is beyond the micro-unit range'],
+      [...receipt, '-1', 'is negative'],
+      [...cost, '12.5', 'is stored as real, not as a whole number of cents'],
+      [...cost, "'twelve'", 'is stored as text, not as a whole number of cents'],
+      [...cost, "x'0c'", 'is stored as blob, not as a whole number of cents'],
+      [...cost, '1e19', 'is stored as real, not as a whole number of cents'],
+      [...cost, '-1', 'is negative'],
+    ] as const;
+
+    it.each(cases)('%s: %s.%s of %s %s = %s', async (migration, table, column, key, id, value, reason) => {
+      await fixtureAt(1);
+      injectIntoCopy(path, `UPDATE ${table} SET ${column} = ${value} WHERE ${key} = '${id}'`);
+      const before = await fileDigest(path);
+
+      const error = refusal();
+      expect(error.message).toBe(`The executor database cannot be migrated (${migration}): ${table}.${column} of ${key} ${id} ${reason}. Nothing was changed.`);
+      expect(error.message).not.toContain(value.replaceAll("'", ''));
+
+      expect(await fileDigest(path)).toBe(before);
+      expect(await sqliteCompanions(path)).toEqual([]);
+      expect(headerJournal(path)).toBe('rollback');
     });
-    const raw = new Database(path);
-    raw.defaultSafeIntegers(true);
-    const before = dump(raw);
-    raw.close();
 
-    expect(() => openDatabase(path, EXECUTOR_MIGRATIONS)).toThrow(/micro-unit migration.*executions.authorization_held_cents of execution_id exe_huge is beyond the micro-unit range.*Nothing was changed/);
+    it.each([
+      [receipt[1], receipt[2], receipt[3], receipt[4], '12.5', 'real'],
+      [receipt[1], receipt[2], receipt[3], receipt[4], "'twelve'", 'text'],
+      [cost[1], cost[2], cost[3], cost[4], "x'0c'", 'blob'],
+    ] as const)('from v0.2.4 too, in the precise-receipt migration: %s.%s of %s %s = %s', async (table, column, key, id, value, storage) => {
+      await fixtureAt(2);
+      injectIntoCopy(path, `UPDATE ${table} SET ${column} = ${value} WHERE ${key} = '${id}'`);
+      const before = await fileDigest(path);
 
-    const after = new Database(path);
-    after.defaultSafeIntegers(true);
+      expect(refusal().message).toBe(
+        `The executor database cannot be migrated (precise-receipt migration): ${table}.${column} of ${key} ${id} is stored as ${storage}, not as a whole number of cents. Nothing was changed.`,
+      );
+      expect(await fileDigest(path)).toBe(before);
+      expect(await sqliteCompanions(path)).toEqual([]);
+      const after = openRaw();
+      expect(appliedVersions(after)).toEqual([1, 2]);
+      after.close();
+    });
+  });
+
+  it('a refused upgrade records no migration: not even the micro-unit one that passed before the refusal', async () => {
+    await fixtureAt(1);
+    injectIntoCopy(path, "UPDATE provider_attempts SET cost_cents = 12.5 WHERE attempt_id = 'att_v43_one_cent_1'");
+    const before = openRaw();
+    const content = dump(before);
+    before.close();
+
+    expect(refusal().message).toMatch(/precise-receipt migration.*provider_attempts\.cost_cents of attempt_id att_v43_one_cent_1/);
+
+    const after = openRaw();
     expect(appliedVersions(after)).toEqual([1]);
-    expect(dump(after)).toBe(before);
+    expect(dump(after)).toBe(content);
     const columns = (after.prepare('PRAGMA table_info(executions)').all() as { name: string }[]).map((column) => column.name);
     expect(columns).not.toContain('authorization_held_units');
     after.close();
   });
 
-  it('the largest convertible amount converts exactly', () => {
-    fixtureAt(1, (db) => { legacyExecution(db, 'exe_max', 922_337_203_685_477n); });
-    const db = openDatabase(path, EXECUTOR_MIGRATIONS);
-    expect(db.prepare('SELECT authorization_held_units FROM executions').get()).toEqual({ authorization_held_units: 9_223_372_036_854_770_000n });
-    db.close();
-  });
-
-  it('migrates a v0.2.4 (micro-unit) database to precise receipts', () => {
-    fixtureAt(2, (db) => {
-      legacyExecution(db, 'exe_a', 90);
-      db.prepare('UPDATE executions SET authorization_held_units = 900000, units_scale = 6').run();
-      legacyReceipt(db, 'exe_a', 'rcpt_a', 3);
-      db.prepare('UPDATE receipts SET amount_units = 30000, units_scale = 6').run();
-    });
+  it('migrates a v0.2.4 (micro-unit) database to precise receipts', async () => {
+    await fixtureAt(2);
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);
     expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5]);
-    expect(db.prepare('SELECT exact_amount, scale, amount_units, receipt_shape FROM receipts').get()).toEqual({
-      exact_amount: 3n,
+    expect(db.prepare("SELECT exact_amount, scale, amount_units, receipt_shape FROM receipts WHERE receipt_id = 'rcpt_v43_two_images'").get()).toEqual({
+      exact_amount: 6n,
       scale: 2n,
-      amount_units: 30_000n,
+      amount_units: 60_000n,
       receipt_shape: 'legacy_migrated',
     });
     db.close();
   });
 
-  it('refuses a legacy receipt whose frozen snapshot cannot be projected, committing nothing', () => {
-    fixtureAt(2, (db) => {
-      legacyExecution(db, 'exe_a', 90);
-      db.prepare("UPDATE executions SET pricing_snapshot = '{\"provider\":\"fal\"}'").run();
-      legacyReceipt(db, 'exe_a', 'rcpt_a', 3);
+  it('refuses a legacy receipt whose frozen snapshot cannot be projected, leaving the file as it was', async () => {
+    await fixtureAt(2, (db) => {
+      db.prepare("UPDATE executions SET pricing_snapshot = '{\"provider\":\"fal\"}' WHERE execution_id = 'exe_v43_two_images'").run();
     });
-    expect(() => openDatabase(path, EXECUTOR_MIGRATIONS)).toThrow(/precise-receipt migration.*receipt rcpt_a/);
-    const after = new Database(path);
+    const before = await fileDigest(path);
+    expect(refusal().message).toMatch(/precise-receipt migration.*receipt rcpt_v43_two_images/);
+    expect(await fileDigest(path)).toBe(before);
+    const after = openRaw();
     expect(appliedVersions(after)).toEqual([1, 2]);
     after.close();
   });
 
   it('never rewrites an already precise receipt', () => {
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);
-    legacyExecution(db, 'exe_p', 90);
-    legacyExecution(db, 'exe_l', 90);
+    const execution = db.prepare(
+      `INSERT INTO executions (execution_id, workflow_id, spend_auth_token_id, account_id, agent_id, target_id, request_json, pricing_snapshot,
+         authorization_held_cents, currency, state, created_at, updated_at)
+       VALUES (?, ?, ?, 'acct_1', 'agt_1', 'lexec:target:v1:flux', '{}', ?, 90, 'USD', 'succeeded', 1, 1)`,
+    );
+    const snapshot = JSON.stringify({ provider: 'fal', model: 'fal-ai/flux/schnell', estimated_price_cents: 1 });
+    for (const id of ['exe_p', 'exe_l']) execution.run(id, `wf-${id}`, `tok-${id}`, snapshot);
     db.prepare(
       `INSERT INTO receipts (receipt_id, execution_id, amount_cents, amount_units, units_scale, exact_amount, scale, currency, provider_request_id,
          price_model_snapshot, receipt_shape, ledger_settlement_id, created_at)
        VALUES ('rcpt_p', 'exe_p', 1, 3000, 6, 3000, 6, 'USD', 'req_provider', '{"snapshot_version":1}', 'precise', 'stl_p', 2)`,
     ).run();
-    legacyReceipt(db, 'exe_l', 'rcpt_l', 4);
+    db.prepare("INSERT INTO receipts (receipt_id, execution_id, amount_cents, currency, ledger_settlement_id, created_at) VALUES ('rcpt_l', 'exe_l', 4, 'USD', 'stl_l', 1)").run();
     const precise = db.prepare("SELECT * FROM receipts WHERE receipt_id = 'rcpt_p'").get();
     applyPreciseReceiptConversion(db);
     applyPreciseReceiptConversion(db);
