@@ -48,21 +48,25 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
   const logger = pino({ base: { service: 'executor' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
   // One executor per database: its engine takes over runs that an earlier process left.
   const unlock = await lockDatabase(config.storage.database_path);
-  const db = openDatabase(config.storage.database_path, EXECUTOR_MIGRATIONS);
   try {
-    const executor = await composeExecutor({ config, credentials, liveKey, db, logger, env: process.env });
-    let stopped: ExecutorStopped;
+    // A refused migration ends the start here, leaving the database as it was and no lock.
+    const db = openDatabase(config.storage.database_path, EXECUTOR_MIGRATIONS);
     try {
-      // A stop that came while a managed engine child was starting: stop it again at once.
-      stopped = received.signal === undefined ? await run(config, executor, logger, signal) : { status: 'stopped', signal: received.signal };
+      const executor = await composeExecutor({ config, credentials, liveKey, db, logger, env: process.env });
+      let stopped: ExecutorStopped;
+      try {
+        // A stop that came while a managed engine child was starting: stop it again at once.
+        stopped = received.signal === undefined ? await run(config, executor, logger, signal) : { status: 'stopped', signal: received.signal };
+      } finally {
+        await executor.engine.close();
+        executor.close();
+      }
+      logger.info({ event: 'executor_stopped', signal: stopped.signal });
+      return stopped;
     } finally {
-      await executor.engine.close();
-      executor.close();
+      db.close();
     }
-    logger.info({ event: 'executor_stopped', signal: stopped.signal });
-    return stopped;
   } finally {
-    db.close();
     await unlock();
   }
 }

@@ -1,16 +1,14 @@
 import { spawn } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { managedCredentialPaths } from '../../src/executor/managed-credentials.js';
-import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
-import { migrate } from '../../src/storage/open-database.js';
 import { BIN, makeTempDir, removeDir, runLexec } from '../support/cli.js';
 import { sandboxConfig, type JsonObject } from '../support/config-fixtures.js';
 import { call, mintCredential } from '../support/ledger.js';
 import { ledgerConfig, spawnLedger, type LedgerProcess } from '../support/ledger-process.js';
 import { executionRequest } from '../support/executor.js';
+import { copyV43Fixture, fileDigest, headerJournal, injectIntoCopy } from '../support/executor-v43-fixture.js';
 
 let dir: string;
 let ledger: LedgerProcess | undefined;
@@ -201,27 +199,47 @@ describe('executor serve', () => {
     expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'managed_credentials_missing' } });
   });
 
-  it('refuses a database whose migration would overflow, leaving it untouched', async () => {
+  it('refuses a v4.3 database holding a fractional amount: exit 1, one-line migration_refused on stderr, the file byte for byte as it was', async () => {
     const ledgerProcess = await startLedger();
     const configPath = await executorConfigFile(ledgerProcess.url);
     await bootstrap(configPath);
-    const legacy = new Database(join(dir, 'executor', 'executor.db'));
-    legacy.defaultSafeIntegers(true);
-    migrate(legacy, EXECUTOR_MIGRATIONS.slice(0, 1));
-    legacy
-      .prepare(
-        `INSERT INTO executions (execution_id, workflow_id, spend_auth_token_id, account_id, agent_id, target_id, request_json, pricing_snapshot,
-           authorization_held_cents, currency, state, created_at, updated_at)
-         VALUES ('exe_x', 'wf', 'tok', 'a', 'b', 't', '{}', '{}', 922337203685478, 'USD', 'succeeded', 1, 1)`,
-      )
-      .run();
-    legacy.close();
+    const databasePath = join(dir, 'executor', 'executor.db');
+    await copyV43Fixture(databasePath);
+    injectIntoCopy(databasePath, "UPDATE receipts SET amount_cents = 12.5 WHERE receipt_id = 'rcpt_v43_two_images'");
+    const before = await fileDigest(databasePath);
+
+    const run = await runLexec(['executor', 'serve', '--config', configPath], { home: dir });
+    expect(run.exitCode).toBe(1);
+    expect(run.stdout).toBe('');
+    const lines = run.stderr.split('\n').filter(Boolean);
+    expect(lines[0]).toBe(
+      'Error: The executor database cannot be migrated (micro-unit migration): receipts.amount_cents of receipt_id rcpt_v43_two_images is stored as real, not as a whole number of cents. Nothing was changed.',
+    );
+    expect(lines).toHaveLength(2); // the message, then its next step
+    expect(run.stderr).not.toContain('12.5');
+
+    expect(await fileDigest(databasePath)).toBe(before);
+    expect(headerJournal(databasePath)).toBe('rollback');
+    // No -wal, -shm or -journal, and the executor's lock is gone with it.
+    expect((await readdir(join(dir, 'executor'))).filter((name) => name.startsWith('executor.db'))).toEqual(['executor.db']);
+  });
+
+  it('refuses a v4.3 database whose amount would overflow the micro-unit range, answering migration_refused under --json', async () => {
+    const ledgerProcess = await startLedger();
+    const configPath = await executorConfigFile(ledgerProcess.url);
+    await bootstrap(configPath);
+    const databasePath = join(dir, 'executor', 'executor.db');
+    await copyV43Fixture(databasePath);
+    injectIntoCopy(databasePath, "UPDATE executions SET authorization_held_cents = 922337203685478 WHERE execution_id = 'exe_v43_pending'");
+    const before = await fileDigest(databasePath);
+
     const run = await runLexec(['executor', 'serve', '--config', configPath, '--json'], { home: dir });
     expect(run.exitCode).toBe(1);
-    expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'migration_refused' } });
-    const after = new Database(join(dir, 'executor', 'executor.db'), { readonly: true });
-    expect(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: 1 });
-    after.close();
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      ok: false,
+      error: { code: 'migration_refused', message: expect.stringContaining('executions.authorization_held_cents of execution_id exe_v43_pending is beyond the micro-unit range') as unknown },
+    });
+    expect(await fileDigest(databasePath)).toBe(before);
   });
 });
 
