@@ -218,6 +218,17 @@ describe('executor migrations', () => {
     after.close();
   });
 
+  it('refuses a database with executor tables but no recorded schema version, leaving the file as it was', async () => {
+    await fixtureAt(1);
+    injectIntoCopy(path, 'DELETE FROM schema_migrations');
+    const before = await fileDigest(path);
+    expect(refusal().message).toBe(
+      'The executor database cannot be migrated (legacy schema): the database holds tables but records no schema version, so it is not an executor database lexec wrote. Nothing was changed.',
+    );
+    expect(await fileDigest(path)).toBe(before);
+    expect(await sqliteCompanions(path)).toEqual([]);
+  });
+
   it('migrates a v0.2.4 (micro-unit) database to precise receipts', async () => {
     await fixtureAt(2);
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);

@@ -95,6 +95,17 @@ const legacyShape = `
   );
 `;
 
+/**
+ * Creates the v4.3 schema in a new database. A file that already holds tables but records no
+ * schema version was not written by lexec (v4.3 recorded version 1 in `schema_migrations` too):
+ * refused, rather than failing on the first CREATE TABLE as an internal error.
+ */
+function legacySchema(db: Database.Database): void {
+  const tables = db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name <> 'schema_migrations'").pluck().safeIntegers(true).get() as bigint;
+  if (tables > 0n) throw new MigrationRefused('legacy schema', 'the database holds tables but records no schema version, so it is not an executor database lexec wrote');
+  db.exec(legacyShape);
+}
+
 /** A legacy whole-cent column a migration reads, with the key that names its rows. */
 interface LegacyAmountColumn {
   readonly table: string;
@@ -271,7 +282,7 @@ const submitWindow = `
 `;
 
 export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
-  { version: 1, name: 'legacy_v4_3_whole_cents', up: legacyShape },
+  { version: 1, name: 'legacy_v4_3_whole_cents', up: legacySchema },
   { version: 2, name: 'micro_units', up: microUnits },
   { version: 3, name: 'precise_receipts', up: preciseReceipts },
   { version: 4, name: 'embedded_engine', up: embeddedEngine },
