@@ -12,8 +12,8 @@ import type { Migration } from '../../storage/open-database.js';
  *      which stay as conservative projections;
  *   3  the precise-receipt migration: receipts and provider attempts gain an exact integer
  *      amount with its decimal scale; legacy rows convert at scale 2.
- * Each migration runs in one transaction (see openDatabase); 2 and 3 check every row before
- * writing any, and refuse with nothing committed.
+ * The pending migrations run together in one transaction (see migrate); 2 and 3 check every
+ * legacy amount they read before writing anything, and a refusal leaves the file as it was.
  */
 
 /** A migration refused to run; the database is left exactly as it was. */
