@@ -7,6 +7,7 @@ import type { ExecutorConfig } from '../config/executor-config-schema.js';
 import { createCrashPoints, type CrashPoints } from '../crash-points.js';
 import { bigintAsString } from '../domain/canonical-json.js';
 import { UserError } from '../errors.js';
+import type { RejectionSummaryTiming } from '../http/rejection-summariser.js';
 import { createAdmission } from './admission.js';
 import { createArtifactStore } from './artifact-store.js';
 import { createWorkflowEngine, type ConfiguredEngine } from './engine/create-workflow-engine.js';
@@ -59,6 +60,8 @@ export interface ComposeExecutorOptions {
   readonly scheduler?: ExecutionScheduler;
   /** The process environment (serve: process.env), read only for development crash points. */
   readonly env?: NodeJS.ProcessEnv;
+  /** How repeated rejections are collapsed in the log (serve: the system clock, 60 s; tests: a fake clock). */
+  readonly rejectionSummary?: RejectionSummaryTiming;
 }
 
 /**
@@ -120,6 +123,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     reconciliation: createReconciliation({ store, ledger }),
     changes,
     logger,
+    ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
   });
 
   // Readiness: startup needs the engine's poller proof and the ledger compatibility proof;

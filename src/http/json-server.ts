@@ -7,6 +7,7 @@ import { hasSecretShapedText } from '../config/schema-parts.js';
 import { SECRET_TEXT_REASON } from '../domain/secret-text.js';
 import { bigintAsString } from '../domain/canonical-json.js';
 import { ApiError } from './api-error.js';
+import { createRejectionSummariser, isRejection, systemSummaryTiming, type RejectionKey, type RejectionSummaryTiming } from './rejection-summariser.js';
 
 /** Largest JSON body any lexec route accepts. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -20,15 +21,21 @@ export interface JsonServerOptions {
    * else. The one place an app gives its domain errors their statuses, used by the one handler.
    */
   readonly mapError?: (error: unknown) => ApiError | null;
+  /**
+   * How repeated identical rejections are collapsed (rejection-summariser.ts): serve uses the
+   * system clock and REJECTION_SUMMARY_INTERVAL_MS; tests pass a fake clock or a short interval.
+   */
+  readonly rejectionSummary?: RejectionSummaryTiming;
 }
 
 /**
  * A Fastify instance with lexec's HTTP conventions: JSON bodies only (415 otherwise), a body
  * limit (413), bigint amounts serialised as decimal strings, `{"error":{…}}` bodies that never
- * echo input, one error handler, and one structured log line per request unless routine. It
- * never listens; only a `serve` command does.
+ * echo input, one error handler, and one structured log line per request unless routine —
+ * repeated identical rejections (4xx) collapsed into a summary line per interval. It never
+ * listens; only a `serve` command does.
  */
-export function createJsonServer({ logger, isRoutine, mapError }: JsonServerOptions): FastifyInstance {
+export function createJsonServer({ logger, isRoutine, mapError, rejectionSummary }: JsonServerOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: logger,
     // Fastify's own request lines would log URLs; lexec logs one line per request itself.
@@ -54,8 +61,24 @@ export function createJsonServer({ logger, isRoutine, mapError }: JsonServerOpti
   });
   app.setReplySerializer((payload) => JSON.stringify(payload, bigintAsString));
 
-  app.setNotFoundHandler((_request, reply) => {
-    void reply.code(404).send(new ApiError(404, 'not_found').toBody());
+  // The error each request was answered with, for its log line and its rejection key.
+  const answeredWith = new WeakMap<FastifyRequest, ApiError>();
+  const rejections = createRejectionSummariser({
+    event: 'http_rejections_repeated',
+    timing: rejectionSummary ?? systemSummaryTiming(),
+    write: (summary) => {
+      logger.warn(summary);
+    },
+  });
+  app.addHook('onClose', (_instance, done) => {
+    rejections.close();
+    done();
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const notFound = new ApiError(404, 'not_found');
+    answeredWith.set(request, notFound);
+    void reply.code(404).send(notFound.toBody());
   });
 
   app.setErrorHandler((error: Error & { code?: string; statusCode?: number }, request, reply) => {
@@ -73,18 +96,24 @@ export function createJsonServer({ logger, isRoutine, mapError }: JsonServerOpti
       // Our own errors carry no submitted values; the route template, not the URL, is logged.
       request.log.error({ event: 'internal_error', route: request.routeOptions.url ?? 'unmatched', error_name: error.name, error_message: error.message });
     }
+    answeredWith.set(request, apiError);
     void reply.code(apiError.status).send(apiError.toBody());
   });
 
   app.addHook('onResponse', async (request, reply) => {
     if (isRoutine?.(request, reply)) return;
-    request.log.info({
-      event: 'http_request',
+    const error = answeredWith.get(request);
+    // Chosen by the server only: the method (the HTTP parser admits known ones only), the
+    // route template (never the URL), the status and the error's stable code and reason.
+    const key: RejectionKey = {
       method: request.method,
       route: request.routeOptions.url ?? 'unmatched',
       status: reply.statusCode,
-      duration_ms: Math.round(reply.elapsedTime),
-    });
+      ...(error === undefined ? {} : { code: error.code }),
+      ...(error?.reasonCode === undefined ? {} : { reason_code: error.reasonCode }),
+    };
+    if (isRejection(reply.statusCode) && rejections.observe(key) === 'counted') return;
+    request.log.info({ event: 'http_request', ...key, duration_ms: Math.round(reply.elapsedTime) });
   });
 
   return app;

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { readBuildInfo, type BuildInfo } from '../build-info.js';
 import { createCrashPoints } from '../crash-points.js';
+import type { RejectionSummaryTiming } from '../http/rejection-summariser.js';
 import { openDatabase } from '../storage/open-database.js';
 import { ensureAdminCapability, type AdminCapabilityOutcome } from './admin-capability.js';
 import { buildLedgerApp } from './http/ledger-app.js';
@@ -36,6 +37,8 @@ export interface ComposeLedgerOptions {
   readonly now?: () => number;
   /** The process environment (serve: process.env), read only for development crash points. */
   readonly env?: NodeJS.ProcessEnv;
+  /** How repeated rejections are collapsed in the log (serve: the system clock, 60 s; tests: a fake clock). */
+  readonly rejectionSummary?: RejectionSummaryTiming;
 }
 
 /**
@@ -65,7 +68,14 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
     // [ledger.default_policy] as configured now holds for every agent that follows it.
     const following = admin.applyDefaultPolicy();
     service.ownerAccountId();
-    const app = buildLedgerApp({ service, admin, buildInfo, contractLevel: config.contract_level, logger: options.logger });
+    const app = buildLedgerApp({
+      service,
+      admin,
+      buildInfo,
+      contractLevel: config.contract_level,
+      logger: options.logger,
+      ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
+    });
     return {
       buildInfo,
       service,

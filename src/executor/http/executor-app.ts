@@ -5,6 +5,7 @@ import { capabilityDigest, digestsEqual } from '../../credentials/capability.js'
 import { ApiError } from '../../http/api-error.js';
 import { createJsonServer, parseInput } from '../../http/json-server.js';
 import { credentialGuard } from '../../http/require-credential.js';
+import { createRejectionSummariser, systemSummaryTiming, type RejectionSummaryTiming } from '../../http/rejection-summariser.js';
 import { ADMISSION_REJECTION_REASONS, ROUTE_VERSION, type createAdmission } from '../admission.js';
 import type { ArtifactStore } from '../artifact-store.js';
 import { EXECUTION_PHASES, EXECUTION_STATES } from '../domain/execution-states.js';
@@ -33,6 +34,8 @@ export interface ExecutorAppDependencies {
   /** Wakes the detail route's long-polls (execution-changes.ts). */
   readonly changes: ExecutionChanges;
   readonly logger: FastifyBaseLogger;
+  /** How repeated rejections are collapsed in the log (default: the system clock, a 60 s interval). */
+  readonly rejectionSummary?: RejectionSummaryTiming;
 }
 
 const executionParams = z.strictObject({ execution_id: z.string().regex(/^exe_[0-9a-f]{32}$/, 'must be an execution id') });
@@ -54,25 +57,37 @@ const PUBLIC_ROUTES = new Set(['/livez', '/readyz', '/version']);
 
 /**
  * Writes `executor_admission_rejected` the first time, per process, that each allowlisted
- * (route version, reason) pair is refused (spec §6): field paths only, never values.
+ * (route version, reason) pair is refused (spec §6): field paths only, never values. Later
+ * identical refusals are counted and summarised once per interval as
+ * `executor_admission_rejections_repeated`, so an operator sees that they go on without one line
+ * each. `close` writes the summaries still pending.
  */
-function admissionRejections(logger: FastifyBaseLogger) {
+function admissionRejections(logger: FastifyBaseLogger, timing: RejectionSummaryTiming) {
   const seen = new Set<string>();
-  return (error: ApiError) => {
-    const reason = error.reasonCode;
-    if (reason === undefined || !(ADMISSION_REJECTION_REASONS as readonly string[]).includes(reason)) return;
-    const key = `${ROUTE_VERSION}:${reason}`;
-    if (seen.has(key)) return;
-    seen.add(key);
-    logger.info({
-      event: 'executor_admission_rejected',
-      route: 'create_execution',
-      route_version: ROUTE_VERSION,
-      status: error.status,
-      code: error.code,
-      reason_code: reason,
-      fields: error.fields ?? [],
-    });
+  const repeated = createRejectionSummariser({
+    event: 'executor_admission_rejections_repeated',
+    timing,
+    logFirst: false,
+    write: (summary) => {
+      logger.info(summary);
+    },
+  });
+  return {
+    record(error: ApiError): void {
+      const reason = error.reasonCode;
+      if (reason === undefined || !(ADMISSION_REJECTION_REASONS as readonly string[]).includes(reason)) return;
+      const key = { route: 'create_execution', route_version: ROUTE_VERSION, status: error.status, code: error.code, reason_code: reason };
+      const id = `${ROUTE_VERSION}:${reason}`;
+      if (seen.has(id)) {
+        repeated.observe(key);
+        return;
+      }
+      seen.add(id);
+      logger.info({ event: 'executor_admission_rejected', ...key, fields: error.fields ?? [] });
+    },
+    close: () => {
+      repeated.close();
+    },
   };
 }
 
@@ -82,6 +97,7 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     logger: deps.logger,
     isRoutine: (request, reply) => reply.statusCode < 400 && PUBLIC_ROUTES.has(request.routeOptions.url ?? ''),
     mapError: toApiError,
+    ...(deps.rejectionSummary === undefined ? {} : { rejectionSummary: deps.rejectionSummary }),
   });
   // A stopping server answers its long-polls at once rather than holding shutdown for them, and
   // closes each connection after its answer: a kept-alive one would hold the stop until it idled out.
@@ -105,7 +121,11 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
       ? { credential_id: 'reconciliation', kind: 'reconciliation', agent_id: null }
       : null,
   );
-  const rejected = admissionRejections(deps.logger);
+  const rejected = admissionRejections(deps.logger, deps.rejectionSummary ?? systemSummaryTiming());
+  app.addHook('onClose', (_instance, done) => {
+    rejected.close();
+    done();
+  });
 
   app.get('/livez', () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) =>
@@ -141,7 +161,7 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
       return await reply.code(admitted.replayed ? 200 : 201).send({ execution: executionDetail(deps.store, admitted.execution.execution_id, admitted.execution) });
     } catch (error) {
       const refused = toApiError(error);
-      if (refused !== null) rejected(refused);
+      if (refused !== null) rejected.record(refused);
       throw error;
     }
   });

@@ -6,6 +6,7 @@ import { ApiError } from '../../http/api-error.js';
 import { toApiError } from '../../http/refusal-status.js';
 import { createJsonServer, parseInput } from '../../http/json-server.js';
 import { credentialGuard } from '../../http/require-credential.js';
+import type { RejectionSummaryTiming } from '../../http/rejection-summariser.js';
 import { AUTHORIZATION_STATUSES } from '../authorization-rules.js';
 import type { LedgerAdmin } from '../ledger-admin.js';
 import { spendPolicySchema, type LedgerContractLevel } from '../ledger-config.js';
@@ -32,6 +33,8 @@ export interface LedgerAppDependencies {
   readonly buildInfo: BuildInfo;
   readonly contractLevel: LedgerContractLevel;
   readonly logger: Logger;
+  /** How repeated rejections are collapsed in the log (default: the system clock, a 60 s interval). */
+  readonly rejectionSummary?: RejectionSummaryTiming;
 }
 
 const tokenParams = z.strictObject({ token_id: z.uuid({ error: 'must be a UUID' }) });
@@ -64,6 +67,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     // Spec §6 rule 4: routine successes of health, version and the marked probe are not logged.
     isRoutine: (request, reply) =>
       reply.statusCode < 400 && (request.routeOptions.url === '/health' || request.routeOptions.url === '/version' || isProbe(request)),
+    ...(deps.rejectionSummary === undefined ? {} : { rejectionSummary: deps.rejectionSummary }),
   });
   const requireCredential = credentialGuard((token) => admin.authenticate(token));
 

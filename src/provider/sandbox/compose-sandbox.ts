@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { readBuildInfo } from '../../build-info.js';
+import type { RejectionSummaryTiming } from '../../http/rejection-summariser.js';
 import { buildSandboxApp, type SandboxApp } from './sandbox-app.js';
 import { createFaultBook, type Fault } from './sandbox-faults.js';
 import { createSandboxState, type JobStore, type SandboxState } from './sandbox-state.js';
@@ -18,6 +19,8 @@ export interface ComposeSandboxOptions {
   readonly logger: Logger;
   /** The sandbox's clock (serve: Date.now; tests: one they move by hand). */
   readonly now?: () => number;
+  /** How repeated rejections are collapsed in the log (serve: the system clock, 60 s; tests: a fake clock). */
+  readonly rejectionSummary?: RejectionSummaryTiming;
 }
 
 /**
@@ -34,6 +37,7 @@ export function composeSandbox(options: ComposeSandboxOptions): { readonly app: 
     logger: options.logger,
     buildInfo: readBuildInfo(),
     ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
   });
   return { app, state };
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { BuildInfo } from '../../build-info.js';
+import { createRejectionSummariser, isRejection, systemSummaryTiming, type RejectionSummaryTiming } from '../../http/rejection-summariser.js';
 import { cancel, media, result, status, submit, type QueueContext } from './fal-queue-routes.js';
 import { handleControl } from './sandbox-control.js';
 import type { FaultBook } from './sandbox-faults.js';
@@ -19,6 +20,8 @@ export interface SandboxAppOptions {
   readonly buildInfo: BuildInfo;
   readonly now?: () => number;
   readonly newRequestId?: () => string;
+  /** How repeated rejections are collapsed in the log (default: the system clock, a 60 s interval). */
+  readonly rejectionSummary?: RejectionSummaryTiming;
 }
 
 export interface SandboxApp {
@@ -26,7 +29,8 @@ export interface SandboxApp {
   readonly handle: (request: IncomingMessage, response: ServerResponse) => void;
   /**
    * For shutdown: ends every withheld answer (hang, latency) by closing its connection and
-   * resolves once every request under way has finished and been logged.
+   * resolves once every request under way has finished and been logged, and the pending
+   * summaries of repeated rejections are written.
    */
   close(): Promise<void>;
 }
@@ -53,6 +57,14 @@ export function buildSandboxApp(options: SandboxAppOptions): SandboxApp {
   const { state, faults, logger } = options;
   const parked = new Set<() => void>();
   const inFlight = new Set<Promise<void>>();
+  // Repeated identical rejections (4xx) are counted and summarised, as on lexec's Fastify servers.
+  const rejections = createRejectionSummariser({
+    event: 'http_rejections_repeated',
+    timing: options.rejectionSummary ?? systemSummaryTiming(),
+    write: (summary) => {
+      logger.warn(summary);
+    },
+  });
 
   const withhold = (response: ServerResponse, ms: number | null): Promise<boolean> =>
     new Promise((resolve) => {
@@ -133,9 +145,11 @@ export function buildSandboxApp(options: SandboxAppOptions): SandboxApp {
             settle();
             const answered = response.writableFinished;
             if (answered && response.statusCode < 400 && ROUTINE.has(template)) return;
+            const method = request.method ?? 'GET';
+            if (answered && isRejection(response.statusCode) && rejections.observe({ method, route: template, status: response.statusCode }) === 'counted') return;
             logger.info({
               event: 'http_request',
-              method: request.method,
+              method,
               route: template,
               status: answered ? response.statusCode : null,
               answered,
@@ -162,6 +176,7 @@ export function buildSandboxApp(options: SandboxAppOptions): SandboxApp {
     async close() {
       for (const abort of [...parked]) abort();
       await Promise.all([...inFlight]);
+      rejections.close();
     },
   };
 }
