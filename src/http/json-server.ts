@@ -36,12 +36,42 @@ export interface JsonServerOptions {
  * listens; only a `serve` command does.
  */
 export function createJsonServer({ logger, isRoutine, mapError, rejectionSummary }: JsonServerOptions): FastifyInstance {
+  const rejections = createRejectionSummariser({
+    event: 'http_rejections_repeated',
+    timing: rejectionSummary ?? systemSummaryTiming(),
+    write: (summary) => {
+      logger.warn(summary);
+    },
+  });
+  /** The one `http_request` line of an answer, unless it repeats a rejection of its interval. */
+  const logAnswer = (request: FastifyRequest, route: string, status: number, error: ApiError | undefined, durationMs: number) => {
+    // Chosen by the server only: the method (the HTTP parser admits known ones only), the
+    // route template (never the URL), the status and the error's stable code and reason.
+    const key: RejectionKey = {
+      method: request.method,
+      route,
+      status,
+      ...(error === undefined ? {} : { code: error.code }),
+      ...(error?.reasonCode === undefined ? {} : { reason_code: error.reasonCode }),
+    };
+    if (isRejection(status) && rejections.observe(key) === 'counted') return;
+    request.log.info({ event: 'http_request', ...key, duration_ms: Math.round(durationMs) });
+  };
   const app = Fastify({
     loggerInstance: logger,
     // Fastify's own request lines would log URLs; lexec logs one line per request itself.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: MAX_BODY_BYTES,
     return503OnClosing: true,
+    // Errors of the router, before any route or hook: a URL that cannot be decoded (`/%`).
+    // Fastify's own answer would quote the URL back, and no onResponse hook would log it.
+    frameworkErrors: (error, request, reply) => {
+      const apiError = error.code === 'FST_ERR_BAD_URL' ? new ApiError(400, 'invalid_request', { reasonCode: 'malformed_url' }) : new ApiError(500, 'internal_error');
+      if (apiError.status === 500) request.log.error({ event: 'internal_error', route: 'unmatched', error_name: error.name });
+      // Typed for a route's generics; no route is known yet here.
+      void (reply as FastifyReply).code(apiError.status).send(apiError.toBody());
+      logAnswer(request, 'unmatched', apiError.status, apiError, 0);
+    },
   });
   // JSON only: without this, Fastify would accept text/plain bodies as strings.
   app.removeContentTypeParser('text/plain');
@@ -63,13 +93,6 @@ export function createJsonServer({ logger, isRoutine, mapError, rejectionSummary
 
   // The error each request was answered with, for its log line and its rejection key.
   const answeredWith = new WeakMap<FastifyRequest, ApiError>();
-  const rejections = createRejectionSummariser({
-    event: 'http_rejections_repeated',
-    timing: rejectionSummary ?? systemSummaryTiming(),
-    write: (summary) => {
-      logger.warn(summary);
-    },
-  });
   app.addHook('onClose', (_instance, done) => {
     rejections.close();
     done();
@@ -102,18 +125,7 @@ export function createJsonServer({ logger, isRoutine, mapError, rejectionSummary
 
   app.addHook('onResponse', async (request, reply) => {
     if (isRoutine?.(request, reply)) return;
-    const error = answeredWith.get(request);
-    // Chosen by the server only: the method (the HTTP parser admits known ones only), the
-    // route template (never the URL), the status and the error's stable code and reason.
-    const key: RejectionKey = {
-      method: request.method,
-      route: request.routeOptions.url ?? 'unmatched',
-      status: reply.statusCode,
-      ...(error === undefined ? {} : { code: error.code }),
-      ...(error?.reasonCode === undefined ? {} : { reason_code: error.reasonCode }),
-    };
-    if (isRejection(reply.statusCode) && rejections.observe(key) === 'counted') return;
-    request.log.info({ event: 'http_request', ...key, duration_ms: Math.round(reply.elapsedTime) });
+    logAnswer(request, request.routeOptions.url ?? 'unmatched', reply.statusCode, answeredWith.get(request), reply.elapsedTime);
   });
 
   return app;

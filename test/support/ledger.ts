@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { PassThrough } from 'node:stream';
 import { capabilityDigest, generateCapability, type CredentialKind } from '../../src/credentials/capability.js';
 import { composeLedger } from '../../src/ledger/compose-ledger.js';
+import type { RejectionSummaryTiming } from '../../src/http/rejection-summariser.js';
 import type { LedgerContractLevel } from '../../src/ledger/ledger-config.js';
 import { readPrivateFile } from '../../src/credentials/private-file.js';
 import { makeTempDir, removeDir } from './cli.js';
@@ -34,6 +35,8 @@ export interface TestLedgerOptions {
   readonly contractLevel?: LedgerContractLevel;
   readonly ttlSeconds?: number;
   readonly dir?: string;
+  /** How repeated rejections are collapsed in the log (default: as serve, the system clock and 60 s). */
+  readonly rejectionSummary?: RejectionSummaryTiming;
 }
 
 /**
@@ -60,6 +63,7 @@ export async function startTestLedger(options: TestLedgerOptions = {}): Promise<
     },
     logger: pino(sink),
     now: () => Date.now() + offset,
+    ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
   });
   const { app } = ledger;
   await app.listen({ host: '127.0.0.1', port: 0 });
