@@ -2,7 +2,8 @@
 //
 //   npm run pack:release                     (or: node scripts/pack-release.mjs [--out DIR])
 //
-// Refuses a tree with uncommitted changes (and names them). Builds in a temporary checkout of
+// Refuses a tree with uncommitted changes (and names them), and a node_modules that is not what
+// the lock file locks (the build compiles and bundles with it). Builds in a temporary checkout of
 // HEAD, never in this tree, so the working tree's dist/ (which tests and a running stack use) is
 // left alone: `scripts/build.mjs --release` there, then `npm pack --ignore-scripts` (so `prepare`
 // cannot rebuild it as a development build). The tarball goes to release/ (ignored by git, so the
@@ -75,6 +76,29 @@ function cleanHead() {
   return head;
 }
 
+/**
+ * What in node_modules differs from the committed package-lock.json (the build bundles the
+ * Temporal workflow code from node_modules, so a release is built only from the locked versions).
+ */
+function nodeModulesDrift(commit) {
+  const locked = JSON.parse(run('git', ['show', `${commit}:package-lock.json`], root)).packages;
+  let installed;
+  try {
+    installed = JSON.parse(readFileSync(join(root, 'node_modules', '.package-lock.json'), 'utf8')).packages;
+  } catch {
+    return ['node_modules/.package-lock.json is missing or unreadable'];
+  }
+  const drift = [];
+  for (const [path, entry] of Object.entries(locked)) {
+    if (path === '') continue;
+    const there = installed[path];
+    if (there === undefined && !entry.optional) drift.push(`${path}: locked ${entry.version}, not installed`);
+    if (there !== undefined && there.version !== entry.version) drift.push(`${path}: locked ${entry.version}, installed ${there.version}`);
+  }
+  for (const path of Object.keys(installed)) if (!(path in locked)) drift.push(`${path}: installed, not in the lock file`);
+  return drift;
+}
+
 /** A checkout of exactly `commit` in `dir`, sharing this tree's node_modules (read only). */
 function checkout(commit, dir) {
   run('git', ['init', '-q', dir]);
@@ -133,6 +157,12 @@ function tarballProblems(tarball, commit) {
 const { out } = parseArgs(process.argv.slice(2));
 if (!existsSync(join(root, 'node_modules'))) fail('node_modules is missing; run `npm ci` first.');
 const commit = cleanHead();
+const drift = nodeModulesDrift(commit);
+if (drift.length > 0) {
+  const shown = drift.slice(0, 10).map((line) => `  ${line}`);
+  if (drift.length > 10) shown.push(`  … and ${drift.length - 10} more`);
+  fail(`node_modules is not what package-lock.json locks, and a release is built only from the locked versions:\n${shown.join('\n')}\nRun \`npm ci\`, then this again.`);
+}
 const work = mkdtempSync(join(tmpdir(), 'lexec-release-'));
 try {
   progress(`building ${commit} (release) in ${work}`);

@@ -81,6 +81,21 @@ describe('npm run pack:release', () => {
     expect(existsSync(join(clone, 'release'))).toBe(false);
   });
 
+  it('refuses a node_modules that is not what the committed lock file locks', async () => {
+    const lock = JSON.parse(await readFile(join(clone, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+    const zod = lock.packages['node_modules/zod'];
+    expect(zod).toBeDefined();
+    lock.packages['node_modules/zod'] = { ...zod, version: '0.0.1' };
+    await writeFile(join(clone, 'package-lock.json'), `${JSON.stringify(lock, null, 2)}\n`);
+    git(clone, '-c', 'user.name=lexec test', '-c', 'user.email=test@lexec.invalid', 'commit', '-qam', 'another zod locked');
+    const run = await packRelease();
+    git(clone, '-c', 'advice.detachedHead=false', 'checkout', '-q', '--detach', head);
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toContain(`node_modules/zod: locked 0.0.1, installed ${zod?.version ?? ''}`);
+    expect(run.stderr).toContain('npm ci');
+    expect(existsSync(join(clone, 'release'))).toBe(false);
+  });
+
   it('checks the packed tarball itself: a package that would not ship what its README links to is refused and deleted', async () => {
     const manifest = JSON.parse(await readFile(join(clone, 'package.json'), 'utf8')) as { files: string[] };
     await writeFile(join(clone, 'package.json'), `${JSON.stringify({ ...manifest, files: manifest.files.filter((entry) => entry !== 'docs') }, null, 2)}\n`);
