@@ -3,7 +3,8 @@
 // every command. Runs from `prepare`, so `npm ci` leaves a runnable CLI.
 //
 //   node scripts/build.mjs            development build (commit stamped when known)
-//   node scripts/build.mjs --release  release build: requires a clean git tree at a known commit
+//   node scripts/build.mjs --release  release build: requires a clean git tree at a known commit;
+//                                     no source maps (scripts/pack-release.mjs packs it)
 import { execFileSync } from 'node:child_process';
 import { realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -46,8 +47,11 @@ if (release && !source.clean) fail('a release build needs a clean git tree (comm
 rmSync(join(root, 'dist'), { recursive: true, force: true });
 rmSync(join(root, 'oclif.manifest.json'), { force: true });
 
+// A release ships no source maps: they would point at src/, which the package does not ship
+// (docs/decisions.md "Release tarball"). Development builds keep them.
+const tscArgs = ['-p', join(root, 'tsconfig.build.json'), ...(release ? ['--sourceMap', 'false'] : [])];
 try {
-  execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], {
+  execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), ...tscArgs], {
     cwd: root,
     stdio: 'inherit',
   });

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { cp, symlink, writeFile } from 'node:fs/promises';
+import { cp, readdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import { makeTempDir, PACKAGE_ROOT, removeDir } from '../support/cli.js';
 /*
  * The build stamp, proven on a copy of the sources built for real: an unstamped build says
  * commit `unknown` and kind `development`; a build from a git checkout stamps its full commit;
- * a release build needs a clean tree.
+ * a release build needs a clean tree and ships no source maps.
  */
 
 let copy: string;
@@ -20,6 +20,10 @@ async function build(...args: string[]) {
 async function version(): Promise<Record<string, string>> {
   const run = await execa(process.execPath, [join(copy, 'bin', 'run.js'), 'version', '--json'], { cwd: copy });
   return (JSON.parse(run.stdout) as { result: Record<string, string> }).result;
+}
+
+async function sourceMaps(): Promise<string[]> {
+  return (await readdir(join(copy, 'dist'), { recursive: true })).map(String).filter((entry) => entry.endsWith('.map'));
 }
 
 function git(...args: string[]): string {
@@ -61,6 +65,7 @@ describe('build stamp', () => {
     const head = git('rev-parse', 'HEAD');
     expect((await build()).exitCode).toBe(0);
     expect(await version()).toMatchObject({ commit: head, build_kind: 'development' });
+    expect(await sourceMaps()).not.toEqual([]);
   });
 
   it('a release build from a clean tree says release', async () => {
@@ -68,6 +73,8 @@ describe('build stamp', () => {
     const result = await build('--release');
     expect(result.exitCode).toBe(0);
     expect(await version()).toMatchObject({ commit: head, build_kind: 'release' });
+    // Maps would point at src/, which a release does not ship.
+    expect(await sourceMaps()).toEqual([]);
   });
 
   it('a release build refuses a modified tree', async () => {

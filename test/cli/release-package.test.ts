@@ -1,0 +1,213 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTempDir, PACKAGE_ROOT, removeDir } from '../support/cli.js';
+import { addStackProfile, jsonResult, stopStack, storedCapabilities, type StackHome } from '../support/stack-home.js';
+
+/*
+ * The release tarball as a user gets it: `npm run pack:release` on a clean checkout of HEAD (a
+ * clone of the repository this test runs from, so uncommitted work here does not matter), then
+ * the README's `npm install -g --ignore-scripts ./release/lexec-<version>.tgz` into a temporary
+ * prefix, then the installed `lexec` run from a directory outside any repository:
+ * `version --json`, `stack start`, `stack doctor`, `run`, `stack stop`.
+ */
+
+let work: string;
+let clone: string;
+let head: string;
+let version: string;
+let tarball: string;
+let install: { exitCode: number; stderr: string };
+let lexecBin: string;
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
+}
+
+function tarList(): string[] {
+  return execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n');
+}
+
+function tarFile(name: string): string {
+  return execFileSync('tar', ['-xzOf', tarball, `package/${name}`], { encoding: 'utf8' });
+}
+
+function packRelease() {
+  return execa(process.execPath, [join(clone, 'scripts', 'pack-release.mjs')], { cwd: clone, reject: false, timeout: 180_000 });
+}
+
+/** The installed `lexec`, through the bin link npm made, with a minimal environment. */
+async function lexec(home: string, cwd: string, args: readonly string[]) {
+  const run = await execa(lexecBin, args, {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', HOME: home, LEXEC_HOME: home },
+    extendEnv: false,
+    reject: false,
+    timeout: 150_000,
+    stdin: 'ignore',
+  });
+  return { exitCode: run.exitCode ?? -1, stdout: run.stdout, stderr: run.stderr };
+}
+
+beforeAll(async () => {
+  work = await makeTempDir('lexec-release-');
+  clone = join(work, 'lexec');
+  head = git(PACKAGE_ROOT, 'rev-parse', 'HEAD');
+  await mkdir(clone);
+  git(clone, 'init', '-q');
+  git(clone, 'fetch', '-q', '--depth', '1', pathToFileURL(PACKAGE_ROOT).href, head);
+  git(clone, '-c', 'advice.detachedHead=false', 'checkout', '-q', '--detach', 'FETCH_HEAD');
+  await symlink(join(PACKAGE_ROOT, 'node_modules'), join(clone, 'node_modules'));
+  version = (JSON.parse(await readFile(join(clone, 'package.json'), 'utf8')) as { version: string }).version;
+}, 60_000);
+
+afterAll(async () => {
+  await removeDir(work);
+});
+
+describe('npm run pack:release', () => {
+  it('refuses a tree with uncommitted changes and names them', async () => {
+    await writeFile(join(clone, 'notes.txt'), 'not committed\n');
+    const run = await packRelease();
+    await removeDir(join(clone, 'notes.txt'));
+    expect(run.exitCode).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain('not committed');
+    expect(run.stderr).toContain('?? notes.txt');
+    expect(existsSync(join(clone, 'release'))).toBe(false);
+  });
+
+  it('refuses a node_modules that is not what the committed lock file locks', async () => {
+    const lock = JSON.parse(await readFile(join(clone, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+    const zod = lock.packages['node_modules/zod'];
+    expect(zod).toBeDefined();
+    lock.packages['node_modules/zod'] = { ...zod, version: '0.0.1' };
+    await writeFile(join(clone, 'package-lock.json'), `${JSON.stringify(lock, null, 2)}\n`);
+    git(clone, '-c', 'user.name=lexec test', '-c', 'user.email=test@lexec.invalid', 'commit', '-qam', 'another zod locked');
+    const run = await packRelease();
+    git(clone, '-c', 'advice.detachedHead=false', 'checkout', '-q', '--detach', head);
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toContain(`node_modules/zod: locked 0.0.1, installed ${zod?.version ?? ''}`);
+    expect(run.stderr).toContain('npm ci');
+    expect(existsSync(join(clone, 'release'))).toBe(false);
+  });
+
+  it('checks the packed tarball itself: a package that would not ship what its README links to is refused and deleted', async () => {
+    const manifest = JSON.parse(await readFile(join(clone, 'package.json'), 'utf8')) as { files: string[] };
+    await writeFile(join(clone, 'package.json'), `${JSON.stringify({ ...manifest, files: manifest.files.filter((entry) => entry !== 'docs') }, null, 2)}\n`);
+    git(clone, '-c', 'user.name=lexec test', '-c', 'user.email=test@lexec.invalid', 'commit', '-qam', 'docs not shipped');
+    const out = join(work, 'refused');
+    const run = await execa(process.execPath, [join(clone, 'scripts', 'pack-release.mjs'), '--out', out], { cwd: clone, reject: false, timeout: 180_000 });
+    git(clone, '-c', 'advice.detachedHead=false', 'checkout', '-q', '--detach', head);
+    expect(run.exitCode).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/README\.md links to docs\/[a-z-]+\.md, which is not in the package/);
+    expect(run.stderr).toContain('so it was deleted');
+    expect(existsSync(join(out, `lexec-${version}.tgz`))).toBe(false);
+  }, 200_000);
+
+  it('packs a release of HEAD into release/, prints only its path on stdout, and leaves the tree as it was', async () => {
+    const run = await packRelease();
+    expect(run.exitCode, run.stderr).toBe(0);
+    tarball = run.stdout;
+    expect(tarball).toBe(join(clone, 'release', `lexec-${version}.tgz`));
+    expect(existsSync(tarball)).toBe(true);
+    // Built in a checkout of its own: this tree has no dist/, and release/ is ignored, so the
+    // tree is still clean and the next release can be packed.
+    expect(existsSync(join(clone, 'dist'))).toBe(false);
+    expect(git(clone, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+  }, 200_000);
+
+  it('the tarball is release-stamped with the full commit and ships no lifecycle script', () => {
+    expect(JSON.parse(tarFile('dist/build-stamp.json'))).toEqual({ commit: head, build_kind: 'release' });
+    const manifest = JSON.parse(tarFile('package.json')) as Record<string, unknown>;
+    expect(manifest).not.toHaveProperty('scripts');
+    expect(manifest).not.toHaveProperty('devDependencies');
+    expect(manifest).toMatchObject({ private: true, license: 'SEE LICENSE IN LICENSE' });
+  });
+
+  it('ships the LICENSE and what the README links to, and no source map', () => {
+    const entries = tarList().map((entry) => entry.replace(/^package\//, ''));
+    expect(entries).toContain('LICENSE');
+    expect(tarFile('LICENSE')).toContain('All rights reserved.');
+    const readme = tarFile('README.md');
+    const links = [...readme.matchAll(/\]\(([^)#\s]+)(#[^)]*)?\)/g)].map((match) => match[1] ?? '').filter((target) => !target.includes(':'));
+    expect(links.length).toBeGreaterThan(10);
+    for (const target of links) expect(entries, target).toContain(target);
+    expect(entries.filter((entry) => entry.endsWith('.map'))).toEqual([]);
+    for (const entry of entries) expect(entry).not.toMatch(/^(src|test|scripts|bench)\//);
+  });
+});
+
+describe('the release installed with npm install -g --ignore-scripts', () => {
+  let prefix: string;
+  let outside: string;
+  let stack: StackHome;
+
+  beforeAll(async () => {
+    expect(tarball, 'the tarball was packed').toBeDefined();
+    prefix = join(work, 'prefix');
+    outside = join(work, 'elsewhere');
+    await mkdir(outside);
+    // The npm cache is warm after `npm ci`; the registry is still there for anything missing.
+    const run = await execa('npm', ['install', '-g', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--prefix', prefix, tarball], {
+      cwd: outside,
+      reject: false,
+      timeout: 240_000,
+    });
+    install = { exitCode: run.exitCode ?? -1, stderr: run.stderr };
+    lexecBin = join(prefix, 'bin', 'lexec');
+    stack = await addStackProfile(await makeTempDir('lexec-release-home-'));
+  }, 260_000);
+
+  afterAll(async () => {
+    await stopStack(stack);
+    await removeDir(stack.home);
+  });
+
+  it('installs without an install-script warning', () => {
+    expect(install.exitCode, install.stderr).toBe(0);
+    expect(install.stderr).not.toMatch(/install-scripts|allowScripts/);
+    expect(existsSync(lexecBin)).toBe(true);
+  });
+
+  it('says it is a release of the packed commit, from a directory outside the repository', async () => {
+    const run = await lexec(stack.home, outside, ['version', '--json']);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(jsonResult(run)).toMatchObject({ product_version: `v${version}`, commit: head, build_kind: 'release' });
+  });
+
+  it('starts the sandbox stack, passes the doctor, runs a generation with its exact cost, and stops', async () => {
+    const start = await lexec(stack.home, outside, ['stack', 'start', '--json']);
+    expect(start.exitCode, start.stderr).toBe(0);
+
+    const doctor = await lexec(stack.home, outside, ['stack', 'doctor', '--json']);
+    expect(doctor.exitCode, doctor.stdout).toBe(0);
+    const report = jsonResult<{ overall: string; running: boolean; checks: { id: string; status: string }[] }>(doctor);
+    expect(report.running).toBe(true);
+    // Nothing but passes and skips (the sandbox has no Temporal and no live credential).
+    expect(report.overall).toBe('pass');
+    const status = Object.fromEntries(report.checks.map((check) => [check.id, check.status]));
+    // A release build renders the development allowance off, and says so.
+    expect(status).toMatchObject({ 'lineage.commit': 'pass', 'lineage.development_allowance': 'pass', 'lineage.contract': 'pass' });
+
+    const out = join(outside, 'images');
+    const run = await lexec(stack.home, outside, ['run', 'a red fox in the snow', '--count', '2', '--out', out, '--json']);
+    expect(run.exitCode, run.stderr).toBe(0);
+    const job = jsonResult<{ spent: { amount_units: string; currency: string }; files: { path: string }[] }>(run);
+    // 2 images x 3/1000 USD, settled exactly.
+    expect(job.spent).toMatchObject({ amount_units: '6000', currency: 'USD' });
+    expect(job.files).toHaveLength(2);
+    for (const file of job.files) expect((await readFile(file.path)).subarray(1, 4).toString('latin1')).toBe('PNG');
+    for (const capability of await storedCapabilities(stack.paths)) expect(run.stdout + run.stderr + start.stderr).not.toContain(capability);
+
+    const stop = await lexec(stack.home, outside, ['stack', 'stop', '--json']);
+    expect(stop.exitCode, stop.stderr).toBe(0);
+    const after = jsonResult<{ state: string }>(await lexec(stack.home, outside, ['stack', 'status', '--json']));
+    expect(after.state).toBe('stopped');
+  }, 300_000);
+});
