@@ -9,8 +9,8 @@ import { openJobJournal } from '../../src/provider/sandbox/job-journal.js';
 import { openDatabase, type Migration } from '../../src/storage/open-database.js';
 import { preparePrivateDatabase, tightenedEvent, tightenOpenFile, type TightenedFile } from '../../src/storage/private-state.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
-import { startTestExecutor } from '../support/executor.js';
-import { startTestLedger } from '../support/ledger.js';
+import { admitOne, startTestExecutor } from '../support/executor.js';
+import { setUpActors, startTestLedger } from '../support/ledger.js';
 
 /*
  * Every state file lexec writes is 0600 and every directory it creates 0700 by an explicit mode,
@@ -110,6 +110,9 @@ describe('the services under umask 000', () => {
     try {
       const executor = await startTestExecutor(ledger);
       try {
+        // A real write in each database (an authorization, an admitted execution): WAL files exist from the first one.
+        const { execution } = await admitOne(ledger, (await setUpActors(ledger)).agent, executor);
+        expect(execution.state).toBe('scheduled');
         const { storage } = executor.config;
         for (const file of [storage.database_path, `${storage.database_path}-wal`, `${storage.database_path}-shm`, storage.catalog_path]) expect(await modeOf(file)).toBe(0o600);
         expect(await modeOf(storage.artifact_root)).toBe(0o700);
