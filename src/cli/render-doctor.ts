@@ -8,6 +8,11 @@ export function renderDoctorReport(report: DoctorReport, output: Output): void {
   const { style } = output;
   const paint: Record<CheckStatus, (text: string) => string> = { pass: style.ok, warn: style.warn, fail: style.error, skip: style.dim };
   output.line(`${style.bold('stack doctor')} profile ${report.profile} (${report.running ? 'running' : 'stopped'}, active generation ${report.active_generation_id ?? 'none'})`);
+  if (report.permissions_fixed !== null) {
+    const fixed = report.permissions_fixed;
+    output.line(fixed.length === 0 ? 'permissions: nothing to tighten' : `permissions: tightened ${fixed.length} entr${fixed.length === 1 ? 'y' : 'ies'}`);
+    for (const fix of fixed) output.line(`         ${fix.previous_mode} -> ${fix.mode}  ${fix.path}`);
+  }
   const width = Math.max(...report.checks.map((check) => check.id.length));
   for (const check of report.checks) {
     output.line(`${paint[check.status](`${MARKS[check.status]} ${check.status.padEnd(4)}`)} ${check.id.padEnd(width)}  ${check.summary}`);

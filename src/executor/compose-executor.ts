@@ -1,4 +1,4 @@
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
@@ -181,6 +181,8 @@ function runner(
 async function publishCatalog(path: string, catalog: unknown): Promise<void> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const temporary = `${path}.tmp`;
-  await writeFile(temporary, `${JSON.stringify(catalog, bigintAsString, 2)}\n`);
+  // A fresh file, so its mode is 0600 whatever the umask, and whatever mode a leftover had.
+  await rm(temporary, { force: true });
+  await writeFile(temporary, `${JSON.stringify(catalog, bigintAsString, 2)}\n`, { mode: 0o600, flag: 'wx' });
   await rename(temporary, path);
 }

@@ -7,6 +7,7 @@ import { CRASH_FILE_ENV } from '../crash-points.js';
 import { UserError } from '../errors.js';
 import { loadExecutorConfig } from '../config/validate-executor-config.js';
 import { openDatabase } from '../storage/open-database.js';
+import { restrictProcessUmask, tightenedEvent } from '../storage/private-state.js';
 import { acquireProcessLock } from '../storage/process-lock.js';
 import { composeExecutor, type ComposedExecutor } from './compose-executor.js';
 import { rescheduleNonTerminal } from './engine/reschedule-non-terminal.js';
@@ -31,6 +32,8 @@ const DRAIN_BOUND_MS = 10_000;
  * ledger stops it.
  */
 export async function serveExecutor(configPath: string): Promise<ExecutorStopped> {
+  // Before anything is created: the managed Temporal server (a child) writes its files under it.
+  restrictProcessUmask();
   // Listened for from the first moment: a stop that arrives while a managed engine child is
   // starting still stops that child, instead of leaving it behind.
   const received: { signal?: string } = {};
@@ -50,7 +53,11 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
   const unlock = await lockDatabase(config.storage.database_path);
   try {
     // A refused migration ends the start here, leaving the database as it was and no lock.
-    const db = openDatabase(config.storage.database_path, EXECUTOR_MIGRATIONS);
+    const db = openDatabase(config.storage.database_path, EXECUTOR_MIGRATIONS, {
+      onTightened: (files) => {
+        for (const file of files) logger.warn(tightenedEvent(file));
+      },
+    });
     try {
       const executor = await composeExecutor({ config, credentials, liveKey, db, logger, env: process.env });
       let stopped: ExecutorStopped;

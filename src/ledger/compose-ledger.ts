@@ -3,6 +3,7 @@ import { readBuildInfo, type BuildInfo } from '../build-info.js';
 import { createCrashPoints } from '../crash-points.js';
 import type { RejectionSummaryTiming } from '../http/rejection-summariser.js';
 import { openDatabase } from '../storage/open-database.js';
+import { tightenedEvent } from '../storage/private-state.js';
 import { ensureAdminCapability, type AdminCapabilityOutcome } from './admin-capability.js';
 import { buildLedgerApp } from './http/ledger-app.js';
 import { createLedgerAdmin, type LedgerAdmin } from './ledger-admin.js';
@@ -52,7 +53,11 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
   const now = options.now ?? (() => Date.now());
   const buildInfo = readBuildInfo();
   const crashPoints = createCrashPoints({ buildKind: buildInfo.build_kind, env: options.env ?? {} });
-  const db = openDatabase(config.database_path, LEDGER_MIGRATIONS);
+  const db = openDatabase(config.database_path, LEDGER_MIGRATIONS, {
+    onTightened: (files) => {
+      for (const file of files) options.logger.warn(tightenedEvent(file));
+    },
+  });
   try {
     const defaultPolicy = config.default_policy;
     const admin = createLedgerAdmin({ db, now, defaultPolicy });

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { CRASH_FILE_ENV } from '../crash-points.js';
+import { restrictProcessUmask } from '../storage/private-state.js';
 import { composeLedger } from './compose-ledger.js';
 import { loadLedgerConfig } from './ledger-config.js';
 
@@ -15,6 +16,7 @@ export interface LedgerStopped {
  * stops accepting requests, lets in-flight ones finish and closes the database.
  */
 export async function serveLedger(configPath: string): Promise<LedgerStopped> {
+  restrictProcessUmask();
   const config = await loadLedgerConfig(configPath);
   const logger = pino({ base: { service: 'ledger' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
   const ledger = await composeLedger({ config, logger, env: process.env });

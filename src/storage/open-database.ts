@@ -1,7 +1,6 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { BugError } from '../errors.js';
+import { preparePrivateDatabase, type TightenedFile } from './private-state.js';
 
 /** One numbered migration: applied once, in order, in the one transaction of its upgrade (see migrate). */
 export interface Migration {
@@ -9,6 +8,11 @@ export interface Migration {
   readonly name: string;
   /** SQL to run, or a function for migrations that must check rows before changing them. */
   readonly up: string | ((db: Database.Database) => void);
+}
+
+export interface OpenDatabaseOptions {
+  /** Told which files of the database were open to group or others and were tightened (to log it). */
+  readonly onTightened?: (files: readonly TightenedFile[]) => void;
 }
 
 /**
@@ -21,8 +25,10 @@ export interface Migration {
  * database an older binary left in rollback-journal mode must stay byte for byte as it was when
  * a migration refuses (its operator may still need it as it is). A refusal closes the database.
  */
-export function openDatabase(path: string, migrations: readonly Migration[]): Database.Database {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+export function openDatabase(path: string, migrations: readonly Migration[], options: OpenDatabaseOptions = {}): Database.Database {
+  // Private files (0600 in a 0700 directory) whatever the umask, before SQLite creates any.
+  const tightened = preparePrivateDatabase(path);
+  if (tightened.length > 0) options.onTightened?.(tightened);
   const db = new Database(path);
   try {
     db.pragma('synchronous = FULL');

@@ -123,7 +123,7 @@ describe('command surface', () => {
       // Launcher: every stack command takes the global --profile.
       'stack:activate': [global[0], flag('generation', { required: true }), global[1], flag('profile')],
       'stack:catalog': [...global, flag('profile')],
-      'stack:doctor': [...global, flag('profile')],
+      'stack:doctor': [global[0], { name: 'fix-permissions', type: 'boolean', required: false, options: undefined, default: undefined }, global[1], flag('profile')],
       'stack:generations': [global[0], global[1], flag('keep'), flag('profile')],
       'stack:logs': [
         global[0],

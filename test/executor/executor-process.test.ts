@@ -212,10 +212,12 @@ describe('executor serve', () => {
     expect(run.exitCode).toBe(1);
     expect(run.stdout).toBe('');
     const lines = run.stderr.split('\n').filter(Boolean);
-    expect(lines[0]).toBe(
+    // The copy is 0644, as an older release left its database: made private first (its mode, never its bytes), and said.
+    expect(JSON.parse(lines[0] ?? '')).toMatchObject({ event: 'state_file_tightened', path: databasePath, previous_mode: '0644', mode: '0600' });
+    expect(lines[1]).toBe(
       'Error: The executor database cannot be migrated (micro-unit migration): receipts.amount_cents of receipt_id rcpt_v43_two_images is stored as real, not as a whole number of cents. Nothing was changed.',
     );
-    expect(lines).toHaveLength(2); // the message, then its next step
+    expect(lines).toHaveLength(3); // the tightening, the message, then its next step
     expect(run.stderr).not.toContain('12.5');
 
     expect(await fileDigest(databasePath)).toBe(before);

@@ -2,6 +2,7 @@ import type { SecretReference } from '../../config/schema-parts.js';
 import { describeMissingVersion, versionSourceNote, type TemporalCliObservation } from '../../executor/engine/temporal/temporal-cli-observation.js';
 import { describeBusyPort, type PortProbe } from '../probes/port-probe.js';
 import type { StackComponent } from '../generations/render-generation.js';
+import type { StatePermissions } from './state-permissions.js';
 import { failed, passed, skipped, warned, type DoctorCheck, type DoctorCheckId, type Lineage } from './doctor-report.js';
 
 /*
@@ -195,6 +196,48 @@ export function credentialPermissionsCheck(input: CredentialStateInput): DoctorC
     `credential state is not private: ${described.join(', ')}`,
     `Check that nobody else read these credentials (rotate them if in doubt), then: ${steps.join('; ')}.`,
   );
+}
+
+/** Listed by path in a summary; the rest are counted (a stack's artifacts can be thousands of files). */
+const MAX_LISTED_ENTRIES = 10;
+
+export interface StatePermissionsInput extends StatePermissions {
+  /** How many entries `--fix-permissions` tightened just now; null when not asked. */
+  readonly fixed: number | null;
+}
+
+/**
+ * The profile's state — databases and their journals, artifacts, catalog, sandbox journals,
+ * handoff, Temporal data, logs — has no group or other bits and is this user's. Fails when
+ * others can reach or change it (a directory open to them, anything they may write, an entry of
+ * another user's); only warns for files open to them inside directories that are private, as an
+ * older release created its databases (nobody else can reach them now).
+ */
+export function statePermissionsCheck(input: StatePermissionsInput): DoctorCheck {
+  const id = 'state.permissions';
+  if (input.roots.length === 0) return skipped(id, 'no state yet (created by the first `lexec stack start`)');
+  const now = input.fixed !== null && input.fixed > 0 ? `; ${input.fixed} entr${input.fixed === 1 ? 'y' : 'ies'} tightened now` : '';
+  const { problems } = input;
+  if (problems.length === 0) {
+    return passed(
+      id,
+      `state is private: ${input.directories} director${input.directories === 1 ? 'y' : 'ies'} and ${input.files} file${input.files === 1 ? '' : 's'}, no group or other bits, owned by this user${now}`,
+    );
+  }
+  const described = problems.slice(0, MAX_LISTED_ENTRIES).map((entry) => `${entry.path} (${entry.problem === 'not_owned' ? 'not owned by this user' : octal(entry.mode)})`);
+  if (problems.length > MAX_LISTED_ENTRIES) described.push(`and ${problems.length - MAX_LISTED_ENTRIES} more`);
+  const open = problems.filter((entry) => entry.problem === 'open_to_others');
+  const notOwned = problems.filter((entry) => entry.problem === 'not_owned');
+  const steps = [
+    open.length > 0 ? '`lexec stack doctor --fix-permissions` (it removes the group and other bits of lexec\'s own state, as `chmod go-rwx` would)' : null,
+    notOwned.length > 0 ? `make ${notOwned.map((entry) => entry.path).join(', ')} this user's again (chown): lexec changes no other user's files` : null,
+  ].filter((step) => step !== null);
+  const fix = `Check that nobody else read them (prompts, images, spend records), then: ${steps.join('; ')}.`;
+  const reachable = problems.some((entry) => entry.problem === 'not_owned' || entry.type === 'directory' || (entry.mode & 0o022) !== 0);
+  const count = `${problems.length} state entr${problems.length === 1 ? 'y is' : 'ies are'}`;
+  return reachable
+    ? failed(id, `${count} open to others or not this user's: ${described.join(', ')}${now}`, fix)
+    : warned(id, `${count} open to others, inside private directories (nobody else can reach them now): ${described.join(', ')}${now}`, fix);
 }
 
 export type TemporalInput =

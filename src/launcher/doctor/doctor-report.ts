@@ -1,6 +1,7 @@
 import type { BuildInfo } from '../../build-info.js';
 import type { ProviderCatalog } from '../../executor/provider-catalog.js';
 import type { FieldIssue } from '../../errors.js';
+import type { PermissionFix } from './state-permissions.js';
 
 /*
  * The `stack doctor` report, version 3 (spec §8 Operations 7, §9; docs/stack.md "Doctor"). Every
@@ -30,6 +31,7 @@ export const DOCTOR_CHECK_IDS = [
   'ports.temporal.free',
   'ports.temporal_ui.free',
   'credentials.permissions',
+  'state.permissions',
   'live.credential',
   'disk.space',
   'executions.awaiting_human',
@@ -72,6 +74,11 @@ export interface DoctorReport {
   /** The sanitized provider catalog (schema version 1) of the active generation; null without one. */
   readonly provider_catalog: ProviderCatalog | null;
   readonly lineage: DoctorLineage;
+  /**
+   * What `--fix-permissions` tightened before the checks ran: each path with its mode before and
+   * after; empty when nothing needed it; null when not asked (the doctor then changes nothing).
+   */
+  readonly permissions_fixed: readonly PermissionFix[] | null;
 }
 
 /** A failed check fails the report; otherwise a warning warns; skipped checks count for nothing. */

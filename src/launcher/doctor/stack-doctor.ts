@@ -11,6 +11,7 @@ import {
   lineageChecks,
   liveCredentialCheck,
   portCheck,
+  statePermissionsCheck,
   temporalCliCheck,
   type PortOwner,
 } from './doctor-checks.js';
@@ -34,6 +35,7 @@ import {
   type DoctorReport,
 } from './doctor-report.js';
 import { inspectActiveGeneration, type ActiveGeneration } from './doctor-generation.js';
+import { inspectStatePermissions, stateScope, tightenStatePermissions, type PermissionFix } from './state-permissions.js';
 import { probeTcp } from '../probes/loopback-probe.js';
 import { probePort } from '../probes/port-probe.js';
 import { loadProfile, resolveProfileName } from '../profiles/profile-store.js';
@@ -49,7 +51,9 @@ import { countExecutions } from '../status/executor-database.js';
 /*
  * `lexec stack doctor` (spec §8 Operations 7): read-only. It reads the profile, the active
  * generation and the profile's state, probes ports by trying to bind them, and may run the local
- * Temporal CLI's `--version`; it writes no file, takes no lock and calls no provider.
+ * Temporal CLI's `--version`; it writes no file, takes no lock and calls no provider. The one
+ * exception is asked for by name: `--fix-permissions` removes group and other bits from the
+ * profile's own state (state-permissions.ts) before the checks run.
  * `runDoctor` is the service `stack start` calls; `doctorStack` resolves the profile for the command.
  */
 
@@ -58,6 +62,8 @@ export interface DoctorOptions {
   readonly paths: ProfilePaths;
   /** This binary's lineage; injectable so a release build's rules can be proven from a development build. */
   readonly build?: BuildInfo;
+  /** Tighten the state entries open to others first (`--fix-permissions`); default: change nothing. */
+  readonly fixPermissions?: boolean;
 }
 
 /** What the stack would run now: the active generation, else the profile rendered in memory. */
@@ -168,8 +174,8 @@ function catalogCheck(catalog: DoctorReport['provider_catalog']): DoctorCheck {
   );
 }
 
-/** Runs every check on one profile and returns the version-2 report. Changes nothing. */
-export async function runDoctor({ home, paths, build = readBuildInfo() }: DoctorOptions): Promise<DoctorReport> {
+/** Runs every check on one profile and returns the report. Changes nothing, unless asked to fix permissions. */
+export async function runDoctor({ home, paths, build = readBuildInfo(), fixPermissions = false }: DoctorOptions): Promise<DoctorReport> {
   const profile = await inspectProfile(home, paths, build);
   const active = await inspectActiveGeneration(paths);
   const supervisorPid = await runningSupervisorPid(paths);
@@ -188,6 +194,13 @@ export async function runDoctor({ home, paths, build = readBuildInfo() }: Doctor
     development_allowance: active.config?.development_allowance ?? null,
   };
   const credentials = await inspectPrivateTree(paths.credentialsDir);
+  const scope = stateScope(paths, subject?.config ?? null);
+  let state = await inspectStatePermissions(scope);
+  let permissionsFixed: PermissionFix[] | null = null;
+  if (fixPermissions) {
+    permissionsFixed = await tightenStatePermissions(state.problems);
+    state = await inspectStatePermissions(scope);
+  }
   const checks = inReportOrder([
     profile.check,
     active.check,
@@ -203,6 +216,7 @@ export async function runDoctor({ home, paths, build = readBuildInfo() }: Doctor
     await externalCheck(subject),
     ...(await portChecks(subject, paths, supervisorPid)),
     credentialPermissionsCheck({ dir: paths.credentialsDir, ...credentials }),
+    statePermissionsCheck({ ...state, fixed: permissionsFixed?.length ?? null }),
     await liveCheck(subject),
     diskSpaceCheck({ path: paths.dir, availableBytes: await availableDiskBytes(paths.dir) }),
     awaitingHumanCheck(await countExecutions(paths.executorDatabase, ['reconciliation'])),
@@ -217,15 +231,21 @@ export async function runDoctor({ home, paths, build = readBuildInfo() }: Doctor
     checks,
     provider_catalog: catalog,
     lineage,
+    permissions_fixed: permissionsFixed,
   };
 }
 
+export interface DoctorRequest extends ProfileRequest {
+  /** `--fix-permissions`. */
+  readonly fixPermissions: boolean;
+}
+
 /** `stack doctor`: the profile from `--profile`, the selection or the default; then `runDoctor`. */
-export async function doctorStack(request: ProfileRequest): Promise<DoctorReport> {
+export async function doctorStack(request: DoctorRequest): Promise<DoctorReport> {
   const home = lexecHome(request.env);
   const { name, source } = await resolveProfileName(home, request.profileFlag);
   // A named profile (flag or selection) must exist; the default one before its first start is
   // what doctor is for: its report says \`lexec stack start\` creates it.
   const paths = source === 'default' ? profilePaths(home, name) : await existingProfilePaths(request);
-  return runDoctor({ home, paths });
+  return runDoctor({ home, paths, fixPermissions: request.fixPermissions });
 }

@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { errorCode } from '../../errors.js';
+import { tightenOpenFile } from '../../storage/private-state.js';
 import { LOG_RETAINED, logFilePath } from './log-files.js';
 
 /*
@@ -54,6 +55,8 @@ export function openRotatingLog(options: RotatingLogOptions): RotatingLog {
   const active = logFilePath(options.logsDir, options.component);
   mkdirSync(options.logsDir, { recursive: true, mode: 0o700 });
   let fd = openSync(active, 'a', 0o600);
+  // A log an older release created 0644 becomes private too (rotated ones keep the mode they had).
+  tightenOpenFile(fd);
   let size = fstatSync(fd).size;
   let closed = false;
 

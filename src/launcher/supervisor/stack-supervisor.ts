@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { errorCode, UserError } from '../../errors.js';
+import { restrictProcessUmask } from '../../storage/private-state.js';
 import { generationDir } from '../generations/generation-store.js';
 import { probeComponent } from '../probes/loopback-probe.js';
 import { processStartTicks, terminateProcess } from './process-identity.js';
@@ -106,6 +107,8 @@ function eventLogger(log: RotatingLog) {
 }
 
 export async function superviseStack(request: { env: NodeJS.ProcessEnv; profileFlag: string | undefined }): Promise<SupervisorStopped> {
+  // The stack's processes inherit it: nothing they create without an explicit mode is readable by others.
+  restrictProcessUmask();
   const home = lexecHome(request.env);
   const paths = profilePaths(home, (await resolveProfileName(home, request.profileFlag)).name);
   const supervisorLog = openRotatingLog({ logsDir: paths.logsDir, component: 'supervisor' });

@@ -2,6 +2,7 @@ import { closeSync, constants, openSync, readFileSync, writeSync } from 'node:fs
 import { z } from 'zod';
 import { IMAGE_SIZE_PRESETS } from '../../config/executor-config-schema.js';
 import { errorCode, UserError } from '../../errors.js';
+import { tightenOpenFile } from '../../storage/private-state.js';
 import type { Job } from './sandbox-state.js';
 
 /*
@@ -101,6 +102,8 @@ export function openJobJournal(path: string): JobJournal {
   let fd: number;
   try {
     fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    // It holds prompts: a file an older release created 0644 becomes private too.
+    tightenOpenFile(fd);
   } catch (error) {
     throw new UserError('jobs_file_unwritable', `The sandbox jobs file ${path} cannot be opened for appending (${errorCode(error) ?? 'error'}).`, {
       nextStep: 'Check the directory exists and is writable, or start without --jobs-file.',

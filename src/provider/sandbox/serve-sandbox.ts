@@ -7,6 +7,7 @@ import { readJsonDocument } from '../../config/read-json-document.js';
 import { isLoopbackHost } from '../../config/schema-parts.js';
 import { toFieldIssues } from '../../config/zod-issues.js';
 import { errorCode, UsageError, UserError } from '../../errors.js';
+import { restrictProcessUmask, tightenOpenFile } from '../../storage/private-state.js';
 import { composeSandbox } from './compose-sandbox.js';
 import { openJobJournal, type JobJournal } from './job-journal.js';
 import { faultSetSchema, type Fault } from './sandbox-faults.js';
@@ -46,7 +47,10 @@ function openSubmissionsLog(path: string): number {
     throw new UsageError('invalid_flag_value', '--submissions-log must be an absolute path.', { nextStep: 'Pass the full path, for example "$PWD/submissions.jsonl".' });
   }
   try {
-    return openSync(path, 'a', 0o600);
+    const fd = openSync(path, 'a', 0o600);
+    // A log an older release created 0644 becomes private too.
+    tightenOpenFile(fd);
+    return fd;
   } catch (error) {
     throw new UserError('submissions_log_unwritable', `The submissions log ${path} cannot be opened for appending (${errorCode(error) ?? 'error'}).`, {
       nextStep: 'Check that its directory exists and is writable.',
@@ -75,6 +79,7 @@ function listen(server: Server, host: string, port: number): Promise<number> {
  * closes withheld answers (hangs, latency) and idle connections, and returns.
  */
 export async function serveSandbox(options: SandboxServeOptions): Promise<SandboxStopped> {
+  restrictProcessUmask();
   if (!isLoopbackHost(options.host)) {
     throw new UsageError('invalid_flag_value', '--host must be a loopback address (127.0.0.1, ::1 or localhost).', {
       nextStep: 'The sandbox provider serves local tests only; run it on loopback.',

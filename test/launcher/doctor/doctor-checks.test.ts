@@ -8,6 +8,7 @@ import {
   lineageChecks,
   liveCredentialCheck,
   portCheck,
+  statePermissionsCheck,
   temporalCliCheck,
   type LineageInput,
 } from '../../../src/launcher/doctor/doctor-checks.js';
@@ -170,6 +171,42 @@ describe('credential state', () => {
   it('passes a private tree and skips a missing one', () => {
     expect(credentialPermissionsCheck({ dir: '/s/c', exists: true, files: 5, problems: [] }).status).toBe('pass');
     expect(credentialPermissionsCheck({ dir: '/s/c', exists: false, files: 0, problems: [] }).status).toBe('skip');
+  });
+});
+
+describe('state permissions', () => {
+  const state = { roots: ['/p/state', '/p/logs'], directories: 4, files: 9, fixed: null };
+
+  it('warns for files open to others inside private directories (an older release\'s 0644 databases): nobody else can reach them now', () => {
+    const check = statePermissionsCheck({ ...state, problems: [{ path: '/p/state/ledger.db', type: 'file', mode: 0o644, problem: 'open_to_others' }] });
+    expect(check).toMatchObject({ status: 'warn', summary: expect.stringContaining('/p/state/ledger.db (0644)') as unknown });
+    expect(check.summary).toContain('inside private directories');
+    expect(check.fix).toContain('lexec stack doctor --fix-permissions');
+  });
+
+  it('fails when others can reach or change state: a directory open to them, a file they may write, an entry of another user', () => {
+    const directory = statePermissionsCheck({ ...state, problems: [{ path: '/p/state/artifacts', type: 'directory', mode: 0o755, problem: 'open_to_others' }] });
+    expect(directory.status).toBe('fail');
+    const writable = statePermissionsCheck({ ...state, problems: [{ path: '/p/state/executor.db', type: 'file', mode: 0o620, problem: 'open_to_others' }] });
+    expect(writable.status).toBe('fail');
+    const foreign = statePermissionsCheck({ ...state, problems: [{ path: '/p/logs/ledger.log', type: 'file', mode: 0o600, problem: 'not_owned' }] });
+    expect(foreign).toMatchObject({ status: 'fail', summary: expect.stringContaining('/p/logs/ledger.log (not owned by this user)') as unknown });
+    expect(foreign.fix).toContain('chown');
+    expect(foreign.fix).not.toContain('--fix-permissions');
+  });
+
+  it('names at most ten entries and counts the rest (artifacts can be thousands)', () => {
+    const problems = Array.from({ length: 25 }, (_, index) => ({ path: `/p/state/artifacts/${index}.png`, type: 'file' as const, mode: 0o644, problem: 'open_to_others' as const }));
+    const check = statePermissionsCheck({ ...state, problems });
+    expect(check.summary).toContain('25 state entries are open to others');
+    expect(check.summary).toContain('/p/state/artifacts/9.png (0644), and 15 more');
+    expect(check.summary).not.toContain('/p/state/artifacts/10.png');
+  });
+
+  it('passes private state (saying what --fix-permissions tightened) and skips a profile with no state yet', () => {
+    expect(statePermissionsCheck({ ...state, problems: [] })).toMatchObject({ status: 'pass', summary: expect.stringContaining('4 directories and 9 files') as unknown });
+    expect(statePermissionsCheck({ ...state, problems: [], fixed: 3 }).summary).toContain('3 entries tightened now');
+    expect(statePermissionsCheck({ ...state, roots: [], directories: 0, files: 0, problems: [] }).status).toBe('skip');
   });
 });
 

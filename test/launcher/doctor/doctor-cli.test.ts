@@ -1,4 +1,4 @@
-import { chmod, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -50,8 +50,8 @@ describe('a healthy sandbox profile', () => {
     const id = await renderAndActivate(home);
     const { exitCode, report } = await doctor();
     expect(exitCode).toBe(0);
-    expect(Object.keys(report).sort()).toEqual(['active_generation_id', 'checks', 'lineage', 'overall', 'profile', 'provider_catalog', 'report_version', 'running'].sort());
-    expect(report).toMatchObject({ report_version: 3, profile: 'sandbox', running: false, active_generation_id: id });
+    expect(Object.keys(report).sort()).toEqual(['active_generation_id', 'checks', 'lineage', 'overall', 'permissions_fixed', 'profile', 'provider_catalog', 'report_version', 'running'].sort());
+    expect(report).toMatchObject({ report_version: 3, profile: 'sandbox', running: false, active_generation_id: id, permissions_fixed: null });
     expect(report.checks.map((item) => item.id)).toEqual([...DOCTOR_CHECK_IDS]);
     for (const item of report.checks) {
       expect(Object.keys(item).sort()).toEqual(['fix', 'id', 'issues', 'status', 'summary']);
@@ -71,6 +71,8 @@ describe('a healthy sandbox profile', () => {
       'ports.executor.free': 'pass',
       'ports.sandbox.free': 'pass',
       'credentials.permissions': 'skip',
+      // render and activate took the launcher lock in state/ (0700): the state there is, is private.
+      'state.permissions': 'pass',
       'live.credential': 'skip',
       'provider.catalog': 'pass',
     });
@@ -227,6 +229,91 @@ describe('credential state permissions', () => {
     expect(permissions.fix).toContain(`chmod 600 ${paths.caller}`);
     // Never the content of a credential.
     expect(JSON.stringify(report)).not.toContain('not-a-real-capability');
+  });
+});
+
+describe('state permissions', () => {
+  /** A profile's state as an older release (and a careless umask) left it, and a credential the fix must not touch. */
+  async function olderState(): Promise<{ state: string; logs: string; outside: string; credential: string }> {
+    await writeProfile(home, 'sandbox', await sandboxProfileText());
+    await renderAndActivate(home);
+    const state = join(profileDir, 'state');
+    const logs = join(profileDir, 'logs');
+    await mkdir(join(state, 'artifacts', 'exe_1'), { recursive: true, mode: 0o700 });
+    await mkdir(logs, { mode: 0o700 });
+    for (const dir of [state, join(state, 'artifacts'), join(state, 'artifacts', 'exe_1'), logs]) await chmod(dir, 0o700);
+    for (const file of ['ledger.db', 'ledger.db-wal', 'provider-catalog.json', 'artifacts/exe_1/00.png']) {
+      await writeFile(join(state, file), 'a prompt and its receipt', { mode: 0o644 });
+      await chmod(join(state, file), 0o644);
+    }
+    await writeFile(join(logs, 'ledger.log'), '{}\n', { mode: 0o600 });
+    // A link in state is not followed: what it points to is not lexec's to change.
+    const outside = join(home, 'elsewhere.png');
+    await writeFile(outside, 'not state', { mode: 0o644 });
+    await chmod(outside, 0o644);
+    await symlink(outside, join(state, 'artifacts', 'linked.png'));
+    const credential = join(state, 'credentials', 'admin.capability');
+    await mkdir(join(state, 'credentials'), { mode: 0o700 });
+    await writeFile(credential, 'not-a-real-capability\n', { mode: 0o644 });
+    await chmod(credential, 0o644);
+    return { state, logs, outside, credential };
+  }
+
+  const modeOf = async (path: string): Promise<number> => (await stat(path)).mode & 0o777;
+
+  it('warns for files open to others inside private directories, fails once a directory is open or a file writable, and names each with its mode', async () => {
+    const { state, logs } = await olderState();
+    const older = await doctor();
+    const warning = check(older.report, 'state.permissions');
+    expect(warning.status).toBe('warn');
+    expect(warning.summary).toContain('4 state entries are open to others, inside private directories');
+    expect(warning.summary).toContain(`${join(state, 'ledger.db')} (0644)`);
+    expect(warning.summary).not.toContain('credentials');
+    expect(warning.summary).not.toContain('linked.png');
+    expect(warning.fix).toContain('lexec stack doctor --fix-permissions');
+
+    await chmod(join(state, 'artifacts'), 0o755);
+    await chmod(join(logs, 'ledger.log'), 0o620);
+    const open = await doctor();
+    expect(open.exitCode).toBe(3);
+    const failure = check(open.report, 'state.permissions');
+    expect(failure.status).toBe('fail');
+    expect(failure.summary).toContain(`${join(state, 'artifacts')} (0755)`);
+    expect(failure.summary).toContain(`${join(logs, 'ledger.log')} (0620)`);
+    // Never the content of a state file.
+    expect(JSON.stringify(open.report)).not.toContain('a prompt and its receipt');
+  });
+
+  it('--fix-permissions removes group and other bits from the state and logs it found open, lists each, and leaves credentials, links and content alone', async () => {
+    const { state, logs, outside, credential } = await olderState();
+    await chmod(join(state, 'artifacts'), 0o755);
+    await chmod(join(logs, 'ledger.log'), 0o620);
+    const before = await readFile(join(state, 'ledger.db'), 'utf8');
+
+    const { exitCode, report } = await doctor(['--fix-permissions']);
+    expect(report.permissions_fixed).toEqual([
+      { path: join(state, 'artifacts'), previous_mode: '0755', mode: '0700' },
+      { path: join(state, 'artifacts', 'exe_1', '00.png'), previous_mode: '0644', mode: '0600' },
+      { path: join(state, 'ledger.db'), previous_mode: '0644', mode: '0600' },
+      { path: join(state, 'ledger.db-wal'), previous_mode: '0644', mode: '0600' },
+      { path: join(state, 'provider-catalog.json'), previous_mode: '0644', mode: '0600' },
+      { path: join(logs, 'ledger.log'), previous_mode: '0620', mode: '0600' },
+    ]);
+    expect(check(report, 'state.permissions')).toMatchObject({ status: 'pass', summary: expect.stringContaining('6 entries tightened now') as unknown });
+    for (const path of [join(state, 'ledger.db'), join(state, 'artifacts', 'exe_1', '00.png'), join(logs, 'ledger.log')]) expect(await modeOf(path)).toBe(0o600);
+    expect(await modeOf(join(state, 'artifacts'))).toBe(0o700);
+    expect(await readFile(join(state, 'ledger.db'), 'utf8')).toBe(before);
+    // A loose credential needs a human (was it read? rotate it?): still reported, never silently fixed.
+    expect(await modeOf(credential)).toBe(0o644);
+    expect(check(report, 'credentials.permissions').status).toBe('fail');
+    expect(exitCode).toBe(3);
+    expect(await modeOf(outside)).toBe(0o644);
+
+    const again = await lexec(home, ['stack', 'doctor', '--fix-permissions', '--color', 'never']);
+    expect(again.stdout).toContain('permissions: nothing to tighten');
+    await chmod(join(state, 'ledger.db'), 0o640);
+    const human = await lexec(home, ['stack', 'doctor', '--fix-permissions', '--color', 'never']);
+    expect(human.stdout).toContain(`permissions: tightened 1 entry\n         0640 -> 0600  ${join(state, 'ledger.db')}`);
   });
 });
 
