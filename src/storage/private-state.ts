@@ -1,4 +1,4 @@
-import { closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /*
@@ -61,23 +61,22 @@ export const SQLITE_COMPANION_SUFFIXES = ['-wal', '-shm', '-journal'] as const;
  */
 export function preparePrivateDatabase(path: string): TightenedFile[] {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    // Only a file that did not exist is opened (and closed) here: closing a descriptor of a
+    // database this process already has open would drop SQLite's POSIX locks on it.
+    closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600));
+  } catch {
+    // It exists (or cannot be created: SQLite will say why).
+  }
   const tightened: TightenedFile[] = [];
-  const files: [string, number][] = [
-    [path, constants.O_RDONLY | constants.O_CREAT],
-    ...SQLITE_COMPANION_SUFFIXES.map((suffix): [string, number] => [`${path}${suffix}`, constants.O_RDONLY]),
-  ];
-  for (const [file, flags] of files) {
-    let fd: number;
+  for (const file of [path, ...SQLITE_COMPANION_SUFFIXES.map((suffix) => `${path}${suffix}`)]) {
     try {
-      fd = openSync(file, flags | constants.O_NONBLOCK, 0o600);
+      const mode = statSync(file).mode & 0o777;
+      if ((mode & OPEN_TO_OTHERS) === 0) continue;
+      chmodSync(file, mode & ~OPEN_TO_OTHERS);
+      tightened.push({ path: file, previousMode: mode });
     } catch {
-      continue;
-    }
-    try {
-      const previousMode = tightenOpenFile(fd);
-      if (previousMode !== null) tightened.push({ path: file, previousMode });
-    } finally {
-      closeSync(fd);
+      // Missing, or not this user's to change (the doctor reports a file owned by someone else).
     }
   }
   return tightened;
