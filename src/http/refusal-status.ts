@@ -3,7 +3,7 @@ import { ApiError } from './api-error.js';
 
 /**
  * The one place a use case's refusal gets its HTTP status, for the ledger's and the executor's
- * apps alike (docs/ledger.md, docs/executor-api.md); given to the server's one error handler as
+ * apps alike (docs/ledger.md, docs/executor.md); given to the server's one error handler as
  * `mapError`.
  */
 const STATUS: Readonly<Record<RefusalKind, number>> = {

@@ -8,6 +8,8 @@ import { openRotatingLog } from '../../src/launcher/logs/rotating-log.js';
 import { openJobJournal } from '../../src/provider/sandbox/job-journal.js';
 import { openDatabase, type Migration } from '../../src/storage/open-database.js';
 import { preparePrivateDatabase, tightenedEvent, tightenOpenFile, type TightenedFile } from '../../src/storage/private-state.js';
+import { profilePaths } from '../../src/launcher/home/stack-home.js';
+import { createProfileFromExample, exampleProfilePath } from '../../src/launcher/profiles/profile-store.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
 import { admitOne, startTestExecutor } from '../support/executor.js';
 import { setUpActors, startTestLedger } from '../support/ledger.js';
@@ -17,7 +19,7 @@ import { setUpActors, startTestLedger } from '../support/ledger.js';
  * so no umask makes them wider: each writer runs here, in this (forked) test process, with
  * umask 000 — what a careless service manager or shell may hand it — and the modes are read back
  * from the real files. (The servers also set umask 077 for themselves; that is proven on real
- * processes in test/executor/private-state-process.test.ts, and would hide these writers' modes.)
+ * processes in test/cli/private-state-processes.test.ts, and would hide these writers' modes.)
  */
 
 let dir: string;
@@ -183,5 +185,16 @@ describe('a leftover catalog temporary file', () => {
     } finally {
       await ledger.close();
     }
+  });
+});
+
+describe('a profile created from a shipped example', () => {
+  it("is the operator's alone (0600 in a 0700 directory) and the example's exact text", async () => {
+    expect(await createProfileFromExample(dir, 'sandbox', 'sandbox')).toBe('created');
+    const { source } = profilePaths(dir, 'sandbox');
+    expect(await modeOf(source)).toBe(0o600);
+    expect(await modeOf(join(source, '..'))).toBe(0o700);
+    expect(await readFile(source, 'utf8')).toBe(await readFile(exampleProfilePath('sandbox'), 'utf8'));
+    expect(await createProfileFromExample(dir, 'sandbox', 'sandbox')).toBe('exists');
   });
 });

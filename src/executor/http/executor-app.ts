@@ -91,7 +91,7 @@ function admissionRejections(logger: FastifyBaseLogger, timing: RejectionSummary
   };
 }
 
-/** Builds the executor HTTP API (spec §4; docs/executor-api.md). Only `executor serve` listens. */
+/** Builds the executor HTTP API (spec §4; docs/executor.md). Only `executor serve` listens. */
 export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance {
   const app = createJsonServer({
     logger: deps.logger,

@@ -1,5 +1,4 @@
-import { constants } from 'node:fs';
-import { copyFile, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { packagePath } from '../../package-root.js';
 import { findRawSecrets } from '../../config/secret-scan.js';
@@ -100,7 +99,9 @@ export async function createProfileFromExample(home: string, name: string, examp
   const paths = profilePaths(home, name);
   await mkdir(paths.dir, { recursive: true, mode: 0o700 });
   try {
-    await copyFile(exampleProfilePath(example), paths.source, constants.COPYFILE_EXCL);
+    // Written, not copied: a copy would take the shipped file's mode (read-only in a package
+    // installed read-only), and the profile is the operator's to edit, and theirs alone.
+    await writeFile(paths.source, await readFile(exampleProfilePath(example)), { flag: 'wx', mode: 0o600 });
     return 'created';
   } catch (error) {
     if (errorCode(error) === 'EEXIST') return 'exists';
