@@ -1,6 +1,6 @@
 import { redactSecretShapes } from '../domain/secret-text.js';
 import { recommendedAction } from './domain/execution-states.js';
-import type { ArtifactRow, ExecutionRow, ExecutionStore } from './store/execution-store.js';
+import type { ArtifactRow, ExecutionRow, ExecutionStore, ProviderAttemptRow, ReceiptRow } from './store/execution-store.js';
 
 const iso = (ms: bigint | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
@@ -13,6 +13,7 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
   const row = known ?? store.execution(executionId);
   if (row === undefined) return undefined;
   const receipt = store.receipt(executionId);
+  const attempts = store.providerAttempts(executionId);
   const request = JSON.parse(row.request_json) as { input: Record<string, unknown> };
   return {
     execution_id: row.execution_id,
@@ -33,7 +34,7 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
       currency: row.currency,
     },
     pricing_snapshot: JSON.parse(row.pricing_snapshot) as unknown,
-    provider_attempts: store.providerAttempts(executionId).map((attempt) => ({
+    provider_attempts: attempts.map((attempt) => ({
       attempt_id: attempt.attempt_id,
       attempt_number: Number(attempt.attempt_number),
       state: attempt.state,
@@ -60,6 +61,59 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
           },
     artifact_count: store.artifactCount(executionId),
     recommended_action: recommendedAction(row.state, row.state_reason),
+    timeline: executionTimeline(store, row, receipt, attempts),
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+/**
+ * When each step of an execution happened (ISO 8601, null until it has): admitted, submitted
+ * (the first attempt was recorded, just before its bytes left), checkpointed (the provider's
+ * operation was recorded), stored (the last artifact), and settled or released. The store keeps
+ * no time of its own for a settlement: it is the resolution's time for a reconciled execution,
+ * else the final state's write, which follows the ledger's answer.
+ */
+function executionTimeline(store: ExecutionStore, row: ExecutionRow, receipt: ReceiptRow | undefined, attempts: readonly ProviderAttemptRow[]) {
+  const checkpointed = attempts.find((attempt) => attempt.operation_id !== null);
+  const artifacts = store.artifacts(row.execution_id);
+  const resolution = store.resolution(row.execution_id);
+  const final = row.state === 'succeeded' || row.state === 'failed' ? row.updated_at : null;
+  const settledAt = resolution?.resolution === 'settled' ? resolution.resolved_at : receipt?.ledger_settlement_id != null && row.state === 'succeeded' ? final : null;
+  const releasedAt = resolution?.resolution === 'released' ? resolution.resolved_at : resolution === undefined && row.state === 'failed' ? final : null;
+  return {
+    admitted_at: iso(row.created_at),
+    submitted_at: iso(attempts[0]?.created_at ?? null),
+    checkpointed_at: iso(checkpointed?.submit_settled_at ?? null),
+    stored_at: iso(artifacts.length === 0 ? null : artifacts.reduce((latest, artifact) => (artifact.created_at > latest ? artifact.created_at : latest), 0n)),
+    settled_at: iso(settledAt),
+    released_at: iso(releasedAt),
+  };
+}
+
+/**
+ * One execution as the list (`GET /v1/executions`) shows it: state and phase, who and what,
+ * requested and stored images, the amount held and the exact cost once a receipt is kept.
+ * The prompt is left to the detail.
+ */
+export function executionSummary(store: ExecutionStore, row: ExecutionRow) {
+  const request = JSON.parse(row.request_json) as { input: { image_count?: unknown; image_size?: unknown } };
+  const receipt = store.receipt(row.execution_id);
+  return {
+    execution_id: row.execution_id,
+    state: row.state,
+    phase: row.phase,
+    state_reason: row.state_reason,
+    agent_id: row.agent_id,
+    target_id: row.target_id,
+    spend_auth_token_id: row.spend_auth_token_id,
+    image_count: typeof request.input.image_count === 'number' ? request.input.image_count : null,
+    image_size: typeof request.input.image_size === 'string' ? request.input.image_size : null,
+    artifact_count: store.artifactCount(row.execution_id),
+    held_units: row.authorization_held_units,
+    cost_units: receipt?.amount_units ?? null,
+    units_scale: 6,
+    currency: row.currency,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };

@@ -45,6 +45,72 @@ export const executionViewSchema = z.object({
 });
 export type ExecutionView = z.output<typeof executionViewSchema>;
 
+const time = z.string().nullable();
+
+/** One row of `GET /v1/executions` (objects not strict: a newer executor may add fields). */
+export const executionSummarySchema = z.object({
+  execution_id: z.string().regex(/^exe_[0-9a-f]{32}$/),
+  state: z.enum(EXECUTION_STATES),
+  phase: z.string().nullable(),
+  state_reason: z.string().nullable(),
+  agent_id: z.string(),
+  target_id: z.string(),
+  spend_auth_token_id: z.string(),
+  image_count: z.number().int().nullable(),
+  image_size: z.string().nullable(),
+  artifact_count: z.number().int(),
+  held_units: amount.nullable(),
+  cost_units: amount.nullable(),
+  currency: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type ExecutionSummary = z.output<typeof executionSummarySchema>;
+
+export const executionPageSchema = z.object({ executions: z.array(executionSummarySchema), next_before: z.string().nullable() });
+export type ExecutionPage = z.output<typeof executionPageSchema>;
+
+/** The full detail of `GET /v1/executions/{id}`, as an operator's view reads it. */
+export const executionDetailSchema = executionViewSchema.extend({
+  target_id: z.string(),
+  input: z.object({ prompt: z.string().optional(), image_count: z.number().int().optional(), image_size: z.string().optional() }),
+  authorization: z.object({ spend_auth_token_id: z.string(), agent_id: z.string(), held_units: amount.nullable(), currency: z.string() }),
+  provider_attempts: z.array(
+    z.object({
+      attempt_id: z.string(),
+      attempt_number: z.number().int(),
+      state: z.string(),
+      request_id: z.string().nullable(),
+      checkpointed: z.boolean(),
+      deadline_at: time,
+      exact_amount: amount.nullable(),
+      currency: z.string().nullable(),
+    }),
+  ),
+  receipt: z
+    .object({
+      receipt_id: z.string(),
+      amount_units: amount,
+      currency: z.string(),
+      provider_request_id: z.string().nullable(),
+      receipt_shape: z.string().nullable(),
+      ledger_settlement_id: z.string().nullable(),
+      created_at: time,
+    })
+    .nullable(),
+  timeline: z.object({
+    admitted_at: time,
+    submitted_at: time,
+    checkpointed_at: time,
+    stored_at: time,
+    settled_at: time,
+    released_at: time,
+  }),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type ExecutionDetail = z.output<typeof executionDetailSchema>;
+
 /** An ordinal arrives as a decimal string (the store's integers are bigint); small enough for a number. */
 const ordinal = amount.refine((value) => value <= 10_000n, 'must be a small ordinal').transform((value) => Number(value));
 
@@ -237,6 +303,21 @@ export function createExecutorClient(options: ExecutorClientOptions) {
       const query = new URLSearchParams({ wait_seconds: String(wait.seconds), state: wait.state, phase: wait.phase ?? '' });
       const extra = { waitMs: wait.seconds * 1000, ...(wait.signal === undefined ? {} : { signal: wait.signal }) };
       return (await json('GET', `/v1/executions/${id(executionId)}?${query.toString()}`, executionEnvelope, undefined, extra)).data.execution;
+    },
+
+    /** `GET /v1/executions`: newest first, one page (`next_before` continues it). */
+    async executions(filter: { readonly state?: string | undefined; readonly limit?: number | undefined; readonly before?: string | undefined } = {}): Promise<ExecutionPage> {
+      const query = new URLSearchParams();
+      if (filter.state !== undefined) query.set('state', filter.state);
+      if (filter.limit !== undefined) query.set('limit', String(filter.limit));
+      if (filter.before !== undefined) query.set('before', filter.before);
+      const search = query.size === 0 ? '' : `?${query.toString()}`;
+      return (await json('GET', `/v1/executions${search}`, executionPageSchema)).data;
+    },
+
+    /** `GET /v1/executions/{id}` with everything an operator's detail view shows. */
+    async executionDetail(executionId: string): Promise<ExecutionDetail> {
+      return (await json('GET', `/v1/executions/${id(executionId)}`, z.object({ execution: executionDetailSchema }))).data.execution;
     },
 
     async artifacts(executionId: string): Promise<ArtifactView[]> {

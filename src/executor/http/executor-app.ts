@@ -10,7 +10,7 @@ import { ADMISSION_REJECTION_REASONS, ROUTE_VERSION, type createAdmission } from
 import type { ArtifactStore } from '../artifact-store.js';
 import { EXECUTION_PHASES, EXECUTION_STATES } from '../domain/execution-states.js';
 import type { ExecutionChanges } from '../execution-changes.js';
-import { artifactView, executionDetail } from '../execution-view.js';
+import { artifactView, executionDetail, executionSummary } from '../execution-view.js';
 import type { ProviderCatalog } from '../provider-catalog.js';
 import type { Readiness } from '../readiness.js';
 import type { ExecutionStore } from '../store/execution-store.js';
@@ -51,6 +51,14 @@ const detailQuery = z.object({
   wait_seconds: z.coerce.number().int('must be whole seconds').min(1, 'must be at least 1').max(MAX_WAIT_SECONDS, `must be at most ${MAX_WAIT_SECONDS}`).optional(),
   state: z.enum(EXECUTION_STATES, { error: `must be one of ${EXECUTION_STATES.join(', ')}` }).optional(),
   phase: z.union([z.enum(EXECUTION_PHASES, { error: `must be one of ${EXECUTION_PHASES.join(', ')}` }), z.literal('')]).optional(),
+});
+/** The largest page of `GET /v1/executions`. */
+export const MAX_LIST_LIMIT = 100;
+/** `GET /v1/executions?state=S&limit=N&before=ID`: newest first, one state or all, older than ID. */
+const listQuery = z.strictObject({
+  state: z.enum(EXECUTION_STATES, { error: `must be one of ${EXECUTION_STATES.join(', ')}` }).optional(),
+  limit: z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(MAX_LIST_LIMIT, `must be at most ${MAX_LIST_LIMIT}`).default(25),
+  before: z.string().regex(/^exe_[0-9a-f]{32}$/, 'must be an execution id').optional(),
 });
 const artifactParams = executionParams.extend({ artifact_id: z.string().regex(/^art_[0-9a-f-]{36}$/, 'must be an artifact id') });
 const PUBLIC_ROUTES = new Set(['/livez', '/readyz', '/version']);
@@ -164,6 +172,16 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
       if (refused !== null) rejected.record(refused);
       throw error;
     }
+  });
+
+  app.get('/v1/executions', (request) => {
+    requireCaller(request, 'caller');
+    const query = parseInput(listQuery, request.query);
+    const before = query.before === undefined ? null : (deps.store.execution(query.before) ?? null);
+    if (query.before !== undefined && before === null) throw new ApiError(400, 'invalid_request', { reasonCode: 'unknown_cursor', fields: ['before'] });
+    const rows = deps.store.newestExecutions({ state: query.state ?? null, limit: query.limit, before });
+    const last = rows.length === query.limit ? rows.at(-1) : undefined;
+    return { executions: rows.map((row) => executionSummary(deps.store, row)), next_before: last?.execution_id ?? null };
   });
 
   app.get('/v1/executions/:execution_id', async (request) => {

@@ -164,6 +164,14 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       'INSERT INTO reconciliation_resolutions (execution_id, resolution, images_billed, amount_units, note, resolved_at) VALUES (?, ?, ?, ?, ?, ?)',
     ),
     nonTerminal: db.prepare("SELECT execution_id, workflow_id, state FROM executions WHERE state IN ('pending', 'scheduled', 'running') ORDER BY created_at"),
+    // The list (GET /v1/executions): newest first, keyset-paged on (created_at, execution_id) so a
+    // page never repeats or skips a row while new executions arrive. A state filter uses
+    // executions_by_state (state, created_at).
+    newest: db.prepare(
+      `SELECT * FROM executions WHERE (@state IS NULL OR state = @state)
+         AND (@before_at IS NULL OR created_at < @before_at OR (created_at = @before_at AND execution_id < @before_id))
+       ORDER BY created_at DESC, execution_id DESC LIMIT @limit`,
+    ),
     insertArtifact: db.prepare(
       `INSERT INTO artifacts (artifact_id, execution_id, ordinal, media_type, size_bytes, sha256, storage_key, width, height, created_at)
        VALUES (@artifact_id, @execution_id, @ordinal, @media_type, @size_bytes, @sha256, @storage_key, @width, @height, @created_at)
@@ -326,6 +334,19 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
         );
       }).immediate();
       onChange(executionId);
+    },
+
+    /**
+     * Up to `limit` executions, newest first, optionally in one state and older than the
+     * execution `before` (the last of the previous page; an unknown one yields nothing).
+     */
+    newestExecutions(filter: { state: ExecutionState | null; limit: number; before: ExecutionRow | null }): ExecutionRow[] {
+      return statements.newest.all({
+        state: filter.state,
+        before_at: filter.before?.created_at ?? null,
+        before_id: filter.before?.execution_id ?? null,
+        limit: filter.limit,
+      }) as ExecutionRow[];
     },
 
     nonTerminal: () => statements.nonTerminal.all() as { execution_id: string; workflow_id: string; state: ExecutionState }[],

@@ -151,6 +151,18 @@ export function createLedgerClient(options: LedgerClientOptions) {
       return (await send({ method: 'GET', path: '/agent/spending', needs: ['agent'], subject: 'agent', schema })).spending;
     },
 
+    /** Any agent's policy, spend and holds (admin capability): `GET /agents/{id}/spending`. */
+    async agentSpending(agentId: string): Promise<LedgerSpending> {
+      const schema = spendingAnswerSchema;
+      return (await send({ method: 'GET', path: `/agents/${id(agentId)}/spending`, needs: ['admin'], subject: 'agent', schema })).spending;
+    },
+
+    /** Authorizations awaiting a human decision (approver capability): `GET /approvals`. */
+    async pendingApprovals(): Promise<LedgerAuthorization[]> {
+      const schema = authorizationsAnswerSchema;
+      return (await send({ method: 'GET', path: '/approvals', needs: ['approver'], subject: 'authorization', schema })).authorizations;
+    },
+
     async requestAuthorization(request: { amountUnits: bigint; purpose?: string | undefined }): Promise<LedgerAuthorization> {
       const body = {
         amount_units: request.amountUnits,

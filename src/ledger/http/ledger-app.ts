@@ -139,6 +139,15 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     return { spending: { ...service.spending(agentId, policy), policy } satisfies LedgerSpending };
   });
 
+  // Any agent's policy and standing, for the operator (the console's agents view): the same
+  // answer as /agent/spending, asked with the admin capability.
+  app.get('/agents/:agent_id/spending', (request) => {
+    requireCredential(request, 'admin');
+    const { agent_id: agentId } = parseInput(agentParams, request.params);
+    const policy = admin.policy(agentId);
+    return { spending: { ...service.spending(agentId, policy), policy } satisfies LedgerSpending };
+  });
+
   app.get('/approvals', (request) => {
     requireCredential(request, 'approver');
     return { authorizations: service.pendingApprovals() };
