@@ -47,8 +47,17 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js', '**/*.mjs'],
+    ignores: ['src/console/assets/**'],
     languageOptions: {
       globals: globals.node,
+    },
+  },
+  {
+    // The operator console's browser script: an ES module run by the browser, never by Node.js.
+    files: ['src/console/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: globals.browser,
     },
   },
 );

@@ -6,7 +6,7 @@
 //   node scripts/build.mjs --release  release build: requires a clean git tree at a known commit;
 //                                     no source maps (scripts/pack-release.mjs packs it)
 import { execFileSync } from 'node:child_process';
-import { realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -66,6 +66,9 @@ try {
 } catch (error) {
   fail(`bundling the Temporal workflow failed: ${error instanceof Error ? error.message : String(error)}`);
 }
+
+// The operator console's browser files (a script, a stylesheet) are not TypeScript: copied as they are.
+cpSync(join(root, 'src', 'console', 'assets'), join(root, 'dist', 'console', 'assets'), { recursive: true });
 
 const stamp = source === null ? null : { commit: source.commit, build_kind: release ? 'release' : 'development' };
 if (stamp !== null) writeFileSync(join(root, 'dist', 'build-stamp.json'), `${JSON.stringify(stamp, null, 2)}\n`);

@@ -123,6 +123,13 @@ describe('command surface', () => {
       // Launcher: every stack command takes the global --profile.
       'stack:activate': [global[0], flag('generation', { required: true }), global[1], flag('profile')],
       'stack:catalog': [...global, flag('profile')],
+      'stack:console': [
+        global[0],
+        global[1],
+        { name: 'open', type: 'boolean', required: false, options: undefined, default: undefined },
+        { name: 'port', type: 'option', required: false, options: undefined, default: '7480' },
+        flag('profile'),
+      ],
       'stack:doctor': [global[0], { name: 'fix-permissions', type: 'boolean', required: false, options: undefined, default: undefined }, global[1], flag('profile')],
       'stack:generations': [global[0], global[1], flag('keep'), flag('profile')],
       'stack:logs': [

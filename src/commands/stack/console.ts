@@ -1,0 +1,68 @@
+import { Flags } from '@oclif/core';
+import { wholeNumberFlag } from '../../cli/flag-values.js';
+import { jsonSuccess } from '../../cli/json-envelope.js';
+import { LexecCommand } from '../../cli/lexec-command.js';
+import type { Output } from '../../cli/output.js';
+import { profileFlags } from '../../cli/profile-flags.js';
+import { serveConsole, type ConsoleAddress, type ConsoleStopped } from '../../console/serve-console.js';
+
+export default class StackConsole extends LexecCommand<ConsoleStopped> {
+  static override summary = "Serve the operator console for the profile's running stack on 127.0.0.1: executions, images, spend, approvals, reconciliations.";
+  static override description =
+    'Prints the console address and a one-time login link on stdout at once (--json: one document, and one more per SIGHUP), then serves until Ctrl-C. The link works once; SIGHUP prints a new one. The console acts with the stack\'s own capabilities, server-side; none reaches the browser. Details: docs/console.md.';
+  static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --port 0 --open', '<%= config.bin %> <%= command.id %> --profile sandbox --json'];
+  static override flags = {
+    ...profileFlags,
+    port: Flags.string({ default: '7480', summary: 'Port on 127.0.0.1, 0 for any free port.' }),
+    open: Flags.boolean({ default: false, summary: "Open the login link in the platform's browser (xdg-open / open)." }),
+  };
+
+  protected override async execute(output: Output): Promise<ConsoleStopped> {
+    const { flags } = await this.parse(StackConsole);
+    const stop = new AbortController();
+    const onSignal = () => {
+      stop.abort();
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    const print = (address: ConsoleAddress) => {
+      if (output.jsonMode) output.jsonLine(jsonSuccess('stack console', address));
+      else {
+        output.line(`Console of profile "${address.profile}": ${address.address}`);
+        output.line(`Log in (works once): ${address.login_url}`);
+      }
+    };
+    try {
+      return await serveConsole({
+        env: process.env,
+        profile: flags.profile,
+        port: wholeNumberFlag(flags.port, '--port', 0, 65_535),
+        open: flags.open,
+        signal: stop.signal,
+        onReady: (address) => {
+          print(address);
+          output.diagnostics.line(output.diagnostics.style.dim('Serving until Ctrl-C; `kill -HUP` this process for a new login link.'));
+        },
+        onNewLogin: (loginUrl) => {
+          if (output.jsonMode) output.jsonLine(jsonSuccess('stack console', { login_url: loginUrl }));
+          else output.line(`Log in (works once): ${loginUrl}`);
+        },
+        warn: (text) => {
+          output.diagnostics.line(output.diagnostics.style.warn(`Warning: ${text}`));
+        },
+      });
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  }
+
+  /** Everything was printed while serving. */
+  protected override renderJsonLines(): void {
+    return undefined;
+  }
+
+  protected override renderHuman(result: ConsoleStopped, output: Output): void {
+    output.diagnostics.line(output.diagnostics.style.dim(`Console at ${result.address} stopped.`));
+  }
+}

@@ -1,0 +1,398 @@
+// The operator console's one script (docs/console.md). It polls the console server's JSON
+// endpoints every 2 s and renders with DOM APIs only: every string from the stack — prompts,
+// purposes, notes, ids — becomes a text node, never markup. Amounts arrive formatted by the
+// server (exact micro-units); this script does no arithmetic on money. State-changing requests
+// are POSTs carrying the session's CSRF token, which the page's <meta> holds.
+
+const POLL_MS = 2000;
+const STATES = ['pending', 'scheduled', 'running', 'succeeded', 'failed', 'reconciliation'];
+const csrf = document.querySelector('meta[name="lexec-csrf"]')?.getAttribute('content') ?? '';
+const main = document.getElementById('main');
+const updated = document.getElementById('updated');
+const view = document.body.dataset.view;
+/** Image nodes kept across renders, so a poll never reloads a thumbnail. */
+const images = new Map();
+let busy = false;
+
+class ConsoleError extends Error {
+  constructor(status, body) {
+    super(body?.error?.code ?? `status ${status}`);
+    this.status = status;
+    this.code = body?.error?.code ?? 'error';
+    this.reason = body?.error?.reason_code ?? null;
+    this.fields = body?.error?.fields ?? [];
+  }
+}
+
+const EXPLAINED = {
+  stack_unavailable: "The profile's stack is not reachable (stopped, restarting or still starting). `lexec stack status` shows it.",
+  not_found: 'Not found.',
+  conflict: 'Refused: it was already decided or resolved differently.',
+  invalid_request: 'Refused as invalid.',
+  unauthorized: 'The session ended; use a new login link.',
+  forbidden: 'Refused by the console (cross-site request).',
+  stack_refused: 'The stack refused the request.',
+};
+
+function explain(error) {
+  if (!(error instanceof ConsoleError)) return 'The console did not answer; is `lexec stack console` still running?';
+  const fields = error.fields.length > 0 ? ` Fields: ${error.fields.join(', ')}.` : '';
+  return `${EXPLAINED[error.code] ?? 'Refused.'}${error.reason === null ? '' : ` (${error.reason})`}${fields}`;
+}
+
+/** An element with attributes and children; strings become text nodes. */
+function h(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else if (key === 'class') node.className = value;
+    else node.setAttribute(key, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+async function request(method, path, body) {
+  const headers = { accept: 'application/json' };
+  if (method === 'POST') Object.assign(headers, { 'content-type': 'application/json', 'x-lexec-csrf': csrf });
+  const response = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
+  const data = await response.json().catch(() => null);
+  if (response.status === 401) {
+    location.assign('/login');
+  }
+  if (!response.ok) throw new ConsoleError(response.status, data);
+  return data;
+}
+
+const getJson = (path) => request('GET', path);
+const postJson = (path, body) => request('POST', path, body);
+
+const time = (iso) => (iso === null || iso === undefined ? '—' : new Date(iso).toLocaleString());
+const dash = (value) => (value === null || value === undefined || value === '' ? '—' : value);
+const badge = (state) => h('span', { class: `badge state-${state}` }, state);
+
+function table(headers, rows, empty) {
+  if (rows.length === 0) return h('p', { class: 'muted' }, empty);
+  return h('table', {}, h('thead', {}, h('tr', {}, headers.map((title) => h('th', {}, title)))), h('tbody', {}, rows));
+}
+
+function facts(pairs) {
+  return h(
+    'dl',
+    { class: 'facts' },
+    pairs.map(([term, value]) => [h('dt', {}, term), h('dd', {}, value)]),
+  );
+}
+
+function link(href, text) {
+  return h('a', { href }, text);
+}
+
+/** A link to an outside page only if it is plain http(s) (the Temporal UI). */
+function externalLink(url, text) {
+  return /^https?:\/\//.test(url) ? h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, text) : text;
+}
+
+/* ---------- views ---------- */
+
+async function overview() {
+  const data = await getJson('/api/overview');
+  const components = data.components.map((component) =>
+    h('tr', {}, h('td', {}, component.name), h('td', {}, badge(component.state)), h('td', {}, component.ready === null ? '—' : component.ready ? 'ready' : 'not ready'), h('td', {}, dash(component.pid)), h('td', {}, component.port), h('td', {}, component.restarts)),
+  );
+  const spend = data.spend.map((agent) =>
+    h('tr', {}, h('td', {}, agent.name), h('td', { class: 'amount' }, agent.spent.display), h('td', { class: 'amount' }, agent.held.display), h('td', { class: 'amount' }, agent.policy.daily_cap.display), h('td', { class: 'amount' }, agent.remaining.display)),
+  );
+  return [
+    h('h1', {}, `Stack of profile “${data.profile}”`),
+    h('p', {}, badge(data.state), ' ', data.usable ? 'usable' : 'not usable', data.next_step === null ? '' : ` — ${data.next_step}`),
+    facts([
+      ['Generation', dash(data.generation_id)],
+      ['Engine', data.engine.ui_url === null ? data.engine.mode : h('span', {}, `${data.engine.mode} — `, externalLink(data.engine.ui_url, 'Temporal UI'))],
+      ['Awaiting approval', data.pending_approvals === null ? '—' : link('/approvals', String(data.pending_approvals))],
+      ['Awaiting reconciliation', data.awaiting_human === null ? '—' : link('/reconciliation', String(data.awaiting_human))],
+    ]),
+    h('h2', {}, 'Components'),
+    table(['Component', 'State', 'Readiness', 'Pid', 'Port', 'Restarts'], components, 'No components.'),
+    h('h2', {}, 'Spend in the last 24 h against the daily caps'),
+    table(['Agent', 'Spent', 'Held now', 'Daily cap', 'Remaining'], spend, 'No agents (or the stack is not usable).'),
+  ];
+}
+
+async function executions() {
+  const params = new URLSearchParams(location.search);
+  const state = params.get('state') ?? '';
+  const query = new URLSearchParams();
+  if (state !== '') query.set('state', state);
+  if (params.get('before')) query.set('before', params.get('before'));
+  const data = await getJson(`/api/executions${query.size === 0 ? '' : `?${query}`}`);
+  const filter = h(
+    'select',
+    {
+      name: 'state-filter',
+      'aria-label': 'Filter by state',
+      onchange: (event) => {
+        const next = new URLSearchParams();
+        if (event.target.value !== '') next.set('state', event.target.value);
+        location.search = next.toString();
+      },
+    },
+    h('option', { value: '', selected: state === '' }, 'all states'),
+    STATES.map((name) => h('option', { value: name, selected: state === name }, name)),
+  );
+  const rows = data.executions.map((execution) =>
+    h(
+      'tr',
+      { 'data-execution-id': execution.execution_id },
+      h('td', {}, time(execution.created_at)),
+      h('td', {}, link(`/executions/${execution.execution_id}`, execution.execution_id)),
+      h('td', {}, badge(execution.state)),
+      h('td', {}, dash(execution.phase ?? execution.state_reason)),
+      h('td', {}, execution.agent_id),
+      h('td', {}, execution.target_id),
+      h('td', {}, `${execution.artifact_count} / ${dash(execution.image_count)}`),
+      h('td', { class: 'amount' }, execution.cost === null ? (execution.held === null ? '—' : `held ${execution.held.display}`) : execution.cost.display),
+    ),
+  );
+  const older = new URLSearchParams();
+  if (state !== '') older.set('state', state);
+  if (data.next_before !== null) older.set('before', data.next_before);
+  return [
+    h('h1', {}, 'Executions'),
+    h('p', {}, h('label', {}, 'State: ', filter), params.get('before') ? [' ', link(`/executions${state === '' ? '' : `?state=${state}`}`, 'Newest')] : null),
+    table(['Admitted', 'Execution', 'State', 'Phase / reason', 'Agent', 'Target', 'Images', 'Cost'], rows, 'No executions yet.'),
+    data.next_before === null ? null : h('p', {}, link(`/executions?${older}`, 'Older…')),
+  ];
+}
+
+function thumbnail(artifact) {
+  let node = images.get(artifact.path);
+  if (node === undefined) {
+    node = h('a', { href: artifact.path, target: '_blank', class: 'thumb' }, h('img', { src: artifact.path, alt: `image ${artifact.ordinal + 1}`, loading: 'lazy' }));
+    images.set(artifact.path, node);
+  }
+  return node;
+}
+
+async function execution() {
+  const id = document.body.dataset.executionId;
+  const data = await getJson(`/api/executions/${id}`);
+  const t = data.timeline;
+  const steps = [
+    ['Admitted', t.admitted_at],
+    ['Submitted', t.submitted_at],
+    ['Checkpointed', t.checkpointed_at],
+    ['Stored', t.stored_at],
+    t.released_at === null ? ['Settled', t.settled_at] : ['Released', t.released_at],
+  ];
+  const attempts = data.provider_attempts.map((attempt) =>
+    h('tr', {}, h('td', {}, attempt.attempt_number), h('td', {}, attempt.state), h('td', {}, dash(attempt.request_id)), h('td', {}, attempt.checkpointed ? 'yes' : 'no'), h('td', {}, time(attempt.deadline_at)), h('td', { class: 'amount' }, attempt.amount?.display ?? '—')),
+  );
+  return [
+    h('p', {}, link('/executions', '← Executions')),
+    h('h1', {}, 'Execution ', h('code', {}, data.execution_id)),
+    h('p', {}, badge(data.state), ' ', dash(data.phase ?? data.state_reason), ' — ', data.recommended_action.description),
+    facts([
+      ['Agent', data.agent_id],
+      ['Target', data.target_id],
+      ['Prompt', dash(data.prompt)],
+      ['Images', `${data.artifacts.length} stored of ${dash(data.image_count)} (${dash(data.image_size)})`],
+      ['Authorization', h('code', {}, data.spend_auth_token_id)],
+      ['Held', data.held?.display ?? '—'],
+      ['Cost', data.receipt === null ? '—' : h('strong', { class: 'amount' }, data.receipt.amount.display)],
+    ]),
+    h('h2', {}, 'Timeline'),
+    h('ol', { class: 'timeline' }, steps.map(([name, at]) => h('li', { class: at === null ? 'todo' : 'done' }, h('span', {}, name), ' ', h('time', {}, time(at))))),
+    h('h2', {}, 'Provider attempts'),
+    table(['#', 'State', 'Request id', 'Checkpointed', 'Deadline', 'Amount'], attempts, 'No provider attempt yet.'),
+    h('h2', {}, 'Receipt'),
+    data.receipt === null
+      ? h('p', { class: 'muted' }, 'No receipt yet.')
+      : facts([
+          ['Receipt', h('code', {}, data.receipt.receipt_id)],
+          ['Amount', data.receipt.amount.display],
+          ['Provider request', dash(data.receipt.provider_request_id)],
+          ['Ledger settlement', dash(data.receipt.ledger_settlement_id)],
+        ]),
+    h('h2', {}, 'Images'),
+    data.artifacts.length === 0 ? h('p', { class: 'muted' }, 'No images stored yet.') : h('div', { class: 'gallery' }, data.artifacts.map(thumbnail)),
+  ];
+}
+
+/** Runs an action, shows its outcome in `out`, then renders again. */
+async function act(out, action, done) {
+  busy = true;
+  out.textContent = 'Working…';
+  try {
+    const result = await action();
+    out.textContent = done(result);
+    out.className = 'outcome ok';
+  } catch (error) {
+    out.textContent = explain(error);
+    out.className = 'outcome error';
+  } finally {
+    busy = false;
+  }
+  await refresh();
+}
+
+const outcomes = new Map();
+/** The outcome line of an item: kept across renders so a result stays visible. */
+function outcome(key) {
+  if (!outcomes.has(key)) outcomes.set(key, h('p', { class: 'outcome', role: 'status' }));
+  return outcomes.get(key);
+}
+
+/** Outcomes of items no longer listed (an approved request, a resolved execution), still shown. */
+function leftoverOutcomes(listed) {
+  return [...outcomes.entries()].filter(([key, node]) => !listed.includes(key) && node.textContent !== '').map(([, node]) => node);
+}
+
+async function approvals() {
+  const data = await getJson('/api/approvals');
+  const cards = data.approvals.map((approval) => {
+    const out = outcome(approval.token_id);
+    const reasonName = `reason-${approval.token_id}`;
+    const decide = (decision) => () => {
+      const reason = main.querySelector(`[name="${reasonName}"]`)?.value ?? '';
+      void act(out, () => postJson(`/api/approvals/${approval.token_id}/${decision}`, reason === '' ? {} : { reason }), (result) => `Authorization ${result.token_id}: ${result.status}.`);
+    };
+    return h(
+      'section',
+      { class: 'card', 'data-token-id': approval.token_id },
+      h('h2', {}, h('span', { class: 'amount' }, approval.amount.display), ' for ', approval.agent_name ?? approval.agent_id),
+      facts([
+        ['Purpose', dash(approval.purpose)],
+        ['Authorization', h('code', {}, approval.token_id)],
+        ['Requested', time(approval.created_at)],
+        ['Expires', time(approval.expires_at)],
+        [
+          'Policy',
+          approval.policy === null
+            ? '—'
+            : `approval above ${approval.policy.approval_threshold.display}; at most ${approval.policy.per_authorization_cap.display} each, ${approval.policy.daily_cap.display} a day (${approval.policy.source}, version ${approval.policy.version})`,
+        ],
+      ]),
+      h('p', {}, h('label', {}, 'Reason (optional): ', h('input', { type: 'text', name: reasonName, maxlength: 500 }))),
+      h('p', { class: 'actions' }, h('button', { type: 'button', class: 'approve', onclick: decide('approve') }, 'Approve'), ' ', h('button', { type: 'button', class: 'deny', onclick: decide('deny') }, 'Deny')),
+      out,
+    );
+  });
+  const listed = data.approvals.map((approval) => approval.token_id);
+  return [h('h1', {}, 'Approvals'), leftoverOutcomes(listed), cards.length === 0 ? h('p', { class: 'muted' }, 'Nothing awaits a decision.') : cards];
+}
+
+async function reconciliation() {
+  const data = await getJson('/api/reconciliations');
+  const cards = data.executions.map((entry) => {
+    const id = entry.execution_id;
+    const out = outcome(id);
+    const field = (name) => main.querySelector(`[name="${name}-${id}"]`);
+    const resolve = () => {
+      const settle = field('resolution')?.value !== 'release';
+      const note = field('note')?.value ?? '';
+      const billed = field('images-billed')?.value ?? '';
+      const body = settle ? { resolution: 'settle', note, ...(billed === '' ? {} : { images_billed: Number.parseInt(billed, 10) }) } : { resolution: 'release', note };
+      void act(out, () => postJson(`/api/reconciliations/${id}/resolve`, body), (result) => `Execution ${result.execution.execution_id}: ${result.resolution} (${result.execution.state}).`);
+    };
+    const evidence = entry.evidence.map((attempt) =>
+      h(
+        'tr',
+        {},
+        h('td', {}, dash(attempt.provider_request_id)),
+        h('td', {}, attempt.state),
+        h('td', {}, dash(attempt.outcome_code)),
+        h('td', {}, dash(attempt.delivered_images)),
+        h('td', {}, attempt.submit_window === null ? '—' : `${time(attempt.submit_window.from)} – ${time(attempt.submit_window.until)}`),
+        h('td', {}, attempt.correlation === null ? '—' : `${attempt.correlation.field} ${attempt.correlation.value}`),
+      ),
+    );
+    return h(
+      'section',
+      { class: 'card', 'data-execution-id': id },
+      h('h2', {}, link(`/executions/${id}`, id)),
+      facts([
+        ['Reason', dash(entry.state_reason)],
+        ['Recommended', entry.recommended_action.description],
+        ['Target', entry.target_id],
+        ['Held', entry.held.display],
+        ['Authorization', h('code', {}, entry.spend_auth_token_id)],
+      ]),
+      table(['Provider request', 'Attempt state', 'Outcome', 'Delivered images', 'Submitted between', 'Correlation'], evidence, 'No provider attempt.'),
+      h(
+        'p',
+        { class: 'actions' },
+        h('label', {}, 'Resolve as ', h('select', { name: `resolution-${id}` }, h('option', { value: 'settle' }, 'settle (the images were billed)'), h('option', { value: 'release' }, 'release (no charge)'))),
+        ' ',
+        h('label', {}, 'Images billed (settle, when no receipt was kept): ', h('input', { type: 'number', min: 1, max: 16, name: `images-billed-${id}` })),
+      ),
+      h('p', { class: 'actions' }, h('label', {}, 'Note (required): ', h('input', { type: 'text', name: `note-${id}`, maxlength: 500, size: 50 })), ' ', h('button', { type: 'button', class: 'resolve', onclick: resolve }, 'Resolve')),
+      out,
+    );
+  });
+  const listed = data.executions.map((entry) => entry.execution_id);
+  return [h('h1', {}, 'Reconciliation'), leftoverOutcomes(listed), cards.length === 0 ? h('p', { class: 'muted' }, 'No execution awaits a human.') : cards];
+}
+
+async function agents() {
+  const data = await getJson('/api/agents');
+  const rows = data.agents.map((agent) =>
+    h(
+      'tr',
+      {},
+      h('td', {}, agent.name, h('br'), h('code', { class: 'muted' }, agent.agent_id)),
+      h('td', {}, agent.status),
+      h('td', { class: 'amount' }, agent.policy.per_authorization_cap.display),
+      h('td', { class: 'amount' }, agent.policy.daily_cap.display),
+      h('td', { class: 'amount' }, agent.policy.approval_threshold.display),
+      h('td', { class: 'amount' }, agent.spent.display),
+      h('td', { class: 'amount' }, agent.held.display),
+      h('td', { class: 'amount' }, agent.remaining.display),
+      h('td', {}, `${agent.policy.source} v${agent.policy.version}`),
+    ),
+  );
+  return [
+    h('h1', {}, 'Agents and policies'),
+    table(['Agent', 'Status', 'Per authorization', 'Daily cap', 'Approval above', 'Spent (24 h)', 'Held now', 'Remaining', 'Policy'], rows, 'No agents.'),
+  ];
+}
+
+const VIEWS = { overview, executions, execution, approvals, reconciliation, agents };
+
+/** Replaces the view's content, keeping what the operator typed and where the focus was. */
+function render(nodes) {
+  const typed = new Map([...main.querySelectorAll('input[name], select[name]')].map((input) => [input.name, input.value]));
+  const focused = document.activeElement instanceof HTMLInputElement ? document.activeElement.name : null;
+  main.replaceChildren(...[nodes].flat(2).filter((node) => node !== null && node !== undefined));
+  for (const input of main.querySelectorAll('input[name], select[name]')) {
+    if (typed.has(input.name)) input.value = typed.get(input.name);
+  }
+  if (focused !== null) main.querySelector(`[name="${focused}"]`)?.focus();
+}
+
+async function refresh() {
+  const load = VIEWS[view];
+  if (load === undefined || busy) return;
+  try {
+    render(await load());
+    updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+    updated.className = 'muted';
+  } catch (error) {
+    updated.textContent = explain(error);
+    updated.className = 'error';
+    if (main.querySelector('p.muted')?.textContent === 'Loading…') render([h('p', { class: 'error' }, explain(error))]);
+  }
+}
+
+document.getElementById('logout')?.addEventListener('click', () => {
+  postJson('/api/logout', {}).finally(() => location.assign('/login'));
+});
+
+await refresh();
+setInterval(() => {
+  void refresh();
+}, POLL_MS);

@@ -1,0 +1,80 @@
+/*
+ * The console's HTML: small shells the script fills in (docs/console.md). They hold no data from
+ * the stack at all — only the view's name, the execution id of a detail page (checked against
+ * its pattern by the route) and the session's CSRF token (base64url) — so nothing
+ * attacker-influenced is ever written into markup; the script renders data with DOM text nodes.
+ */
+
+export const CONSOLE_VIEWS = ['overview', 'executions', 'approvals', 'reconciliation', 'agents'] as const;
+export type ConsoleView = (typeof CONSOLE_VIEWS)[number] | 'execution';
+
+const NAV: readonly (readonly [string, string, ConsoleView])[] = [
+  ['/', 'Overview', 'overview'],
+  ['/executions', 'Executions', 'executions'],
+  ['/approvals', 'Approvals', 'approvals'],
+  ['/reconciliation', 'Reconciliation', 'reconciliation'],
+  ['/agents', 'Agents and policies', 'agents'],
+];
+
+const SAFE = /^[A-Za-z0-9_-]*$/;
+
+function head(title: string, script: string, extra = ''): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · lexec console</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/assets/console.css">
+${extra}<script type="module" src="${script}"></script>
+</head>`;
+}
+
+/** A view's shell: navigation, a status line, and an empty main the script renders into. */
+export function consolePage(view: ConsoleView, csrfToken: string, executionId: string | null): string {
+  if (!SAFE.test(csrfToken) || (executionId !== null && !SAFE.test(executionId))) throw new Error('unsafe text for a console page');
+  const current = view === 'execution' ? 'executions' : view;
+  const links = NAV.map(([href, label, name]) => `<a href="${href}"${name === current ? ' aria-current="page"' : ''}>${label}</a>`).join('\n');
+  const title = NAV.find(([, , name]) => name === current)?.[1] ?? 'Console';
+  return `${head(title, '/assets/console.js', `<meta name="lexec-csrf" content="${csrfToken}">\n`)}
+<body data-view="${view}"${executionId === null ? '' : ` data-execution-id="${executionId}"`}>
+<header>
+<strong class="brand">lexec console</strong>
+<nav>
+${links}
+</nav>
+<span id="updated" class="muted" aria-live="polite"></span>
+<button type="button" id="logout">Sign out</button>
+</header>
+<main id="main"><p class="muted">Loading…</p></main>
+</body>
+</html>
+`;
+}
+
+/** The login page: its script posts the token from the URL's fragment (never sent to a server by the browser). */
+export function loginPage(): string {
+  return `${head('Sign in', '/assets/login.js')}
+<body data-view="login">
+<main id="main">
+<h1>lexec console</h1>
+<p id="login-status">Signing in…</p>
+</main>
+</body>
+</html>
+`;
+}
+
+/** What a browser without a session gets instead of a page. */
+export function signedOutPage(): string {
+  return `${head('Signed out', '/assets/login.js')}
+<body data-view="signed-out">
+<main id="main">
+<h1>lexec console</h1>
+<p>Not signed in. Open the login link <code>lexec stack console</code> printed (each link works once; restart the console, or send it SIGHUP, for a new one).</p>
+</main>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,121 @@
+import { z } from 'zod';
+import { createExecutorClient, type ExecutorClient } from '../executor/client/executor-client.js';
+import { listReconciliations, resolveReconciliation, type Resolution } from '../executor/client/executor-reconciliation.js';
+import { readGenerationFile } from '../launcher/generations/generation-store.js';
+import { activeStack, readHandoffCredential, type ActiveStack } from '../launcher/handoff/server-target.js';
+import { stackStatus } from '../launcher/status/stack-status.js';
+import { decideLedgerAuthorization } from '../ledger/client/ledger-authorizations.js';
+import { connectStackLedger } from '../ledger/client/ledger-connection.js';
+import type { LedgerAgent } from '../ledger/wire/answers.js';
+import { agentView, approvalView, executionDetailView, executionRowView, overviewView, reconciliationView, type EngineView } from './console-views.js';
+
+/*
+ * What the console reads from and does to the profile's running stack. Every call finds the
+ * stack through its active handoff, as `lexec` client commands do, so a restarted stack (new
+ * ports, new supervisor) is followed and a stopped one is refused. Capabilities are read from the
+ * files the handoff names, used in Authorization headers only, and never returned: every answer
+ * is a view built by console-views.ts. Decisions and resolutions call the very services behind
+ * `lexec ledger authorizations approve|deny` and `lexec executor reconciliation resolve`.
+ */
+
+export interface ConsoleStackOptions {
+  readonly env: NodeJS.ProcessEnv;
+  /** `--profile`, when given (else the selected profile). */
+  readonly profile: string | undefined;
+}
+
+const engineSchema = z.object({ workflow_engine: z.object({ mode: z.string(), ui_url: z.string().optional() }) });
+
+/** The engine of the running generation; the Temporal UI when one runs (managed) or is configured (external). */
+async function engineOf(stack: ActiveStack, managedUi: string | null): Promise<EngineView> {
+  try {
+    const parsed = engineSchema.safeParse(JSON.parse(await readGenerationFile(stack.paths, stack.handoff.generation_id, 'executor.json')));
+    if (!parsed.success) return { mode: 'unknown', ui_url: null };
+    const { mode, ui_url: uiUrl } = parsed.data.workflow_engine;
+    return { mode, ui_url: mode === 'external' ? (uiUrl ?? null) : mode === 'managed_local' ? managedUi : null };
+  } catch {
+    return { mode: 'unknown', ui_url: null };
+  }
+}
+
+export type ConsoleStack = ReturnType<typeof createConsoleStack>;
+
+export function createConsoleStack(options: ConsoleStackOptions) {
+  const { env, profile } = options;
+  const stack = () => activeStack(env, profile);
+  const executor = async (role: 'caller' | 'reconciliation'): Promise<ExecutorClient> => {
+    const running = await stack();
+    return createExecutorClient({ url: running.handoff.executor.endpoint, token: await readHandoffCredential(running, role) });
+  };
+
+  async function agentsWithSpending(running: ActiveStack) {
+    const admin = await connectStackLedger(running, 'admin');
+    const agents: LedgerAgent[] = await admin.listAgents();
+    return Promise.all(agents.map(async (agent) => ({ agent, spending: await admin.agentSpending(agent.agent_id) })));
+  }
+
+  return {
+    /** Components and readiness (as `stack status`), engine, spend against the caps per agent. */
+    async overview() {
+      const status = await stackStatus({ env, profileFlag: profile });
+      if (!status.usable) return overviewView(status, { mode: 'unknown', ui_url: null }, null, null);
+      const running = await stack();
+      const managedUi = status.components.find((component) => component.name === 'temporal')?.ui_url ?? null;
+      const approver = await connectStackLedger(running, 'approver');
+      const [engine, agents, approvals] = await Promise.all([engineOf(running, managedUi), agentsWithSpending(running), approver.pendingApprovals()]);
+      return overviewView(status, engine, agents, approvals.length);
+    },
+
+    async executions(filter: { readonly state?: string | undefined; readonly before?: string | undefined }) {
+      const page = await (await executor('caller')).executions({ ...filter, limit: 25 });
+      return { executions: page.executions.map(executionRowView), next_before: page.next_before };
+    },
+
+    async execution(executionId: string) {
+      const client = await executor('caller');
+      const [detail, artifacts] = await Promise.all([client.executionDetail(executionId), client.artifacts(executionId)]);
+      return executionDetailView(detail, artifacts);
+    },
+
+    /** One artifact's bytes and type, fetched from the executor's content route. */
+    async artifact(executionId: string, artifactId: string): Promise<{ mediaType: string; bytes: Buffer } | null> {
+      const client = await executor('caller');
+      const artifact = (await client.artifacts(executionId)).find((candidate) => candidate.artifact_id === artifactId);
+      if (artifact === undefined) return null;
+      return { mediaType: artifact.media_type, bytes: await client.content(executionId, artifact) };
+    },
+
+    /** Authorizations awaiting a human, each with the policy that asked for one. */
+    async approvals() {
+      const running = await stack();
+      const approver = await connectStackLedger(running, 'approver');
+      const admin = await connectStackLedger(running, 'admin');
+      const [pending, agents] = await Promise.all([approver.pendingApprovals(), admin.listAgents()]);
+      const policies = new Map(await Promise.all([...new Set(pending.map((authorization) => authorization.agent_id))].map(async (id) => [id, await admin.policy(id)] as const)));
+      const names = new Map(agents.map((agent) => [agent.agent_id, agent.name]));
+      return { approvals: pending.map((authorization) => approvalView(authorization, names.get(authorization.agent_id) ?? null, policies.get(authorization.agent_id) ?? null)) };
+    },
+
+    /** `lexec ledger authorizations approve|deny`, with the stack's approver capability. */
+    async decide(tokenId: string, decision: 'approve' | 'deny', reason: string | undefined) {
+      const target = { env, profile, url: undefined, tokenFile: undefined };
+      const { authorization } = await decideLedgerAuthorization({ target, tokenId, decision, reason });
+      return { token_id: authorization.token_id, status: authorization.status };
+    },
+
+    async reconciliations() {
+      const { executions } = await listReconciliations({ env, profile });
+      return { executions: executions.map(reconciliationView) };
+    },
+
+    /** `lexec executor reconciliation resolve`, with the stack's reconciliation capability. */
+    async resolve(executionId: string, resolution: Resolution) {
+      const resolved = await resolveReconciliation({ env, profile, executionId, resolution });
+      return { replayed: resolved.replayed, resolution: resolved.resolution.resolution, execution: { execution_id: resolved.execution.execution_id, state: resolved.execution.state } };
+    },
+
+    async agents() {
+      return { agents: (await agentsWithSpending(await stack())).map(({ agent, spending }) => agentView(agent, spending)) };
+    },
+  };
+}

@@ -1,0 +1,176 @@
+import { formatUnits } from '../domain/money.js';
+import type { ArtifactView, ExecutionDetail, ExecutionSummary, ReconciliationEntry } from '../executor/client/executor-client.js';
+import type { StatusResult } from '../launcher/status/stack-status.js';
+import type { LedgerAgent, LedgerAuthorization, LedgerPolicy, LedgerSpending } from '../ledger/wire/answers.js';
+
+/*
+ * What the console's JSON answers hold: views picked field by field from the services' answers,
+ * so nothing a page does not show (a capability, a service URL, a storage path) can reach the
+ * browser by accident. Every amount travels as its exact digit string with a display string
+ * formatted here (formatUnits), so the page never does arithmetic on money.
+ */
+
+export interface Money {
+  readonly units: string;
+  readonly display: string;
+}
+
+export function money(units: bigint, currency: string): Money {
+  return { units: units.toString(), display: formatUnits(units, currency) };
+}
+
+const maybeMoney = (units: bigint | null, currency: string): Money | null => (units === null ? null : money(units, currency));
+
+export interface EngineView {
+  readonly mode: string;
+  /** The Temporal web UI (managed_local: the one the executor runs; external: the configured one). */
+  readonly ui_url: string | null;
+}
+
+function policyView(policy: LedgerPolicy) {
+  return {
+    per_authorization_cap: money(policy.per_authorization_cap_units, policy.currency),
+    daily_cap: money(policy.daily_cap_units, policy.currency),
+    approval_threshold: money(policy.approval_threshold_units, policy.currency),
+    source: policy.source,
+    version: policy.version.toString(),
+    updated_at: policy.updated_at,
+  };
+}
+
+export function agentView(agent: LedgerAgent, spending: LedgerSpending) {
+  return {
+    agent_id: agent.agent_id,
+    name: agent.name,
+    status: agent.status,
+    window: spending.window,
+    spent: money(spending.spent_units, spending.currency),
+    held: money(spending.held_units, spending.currency),
+    remaining: money(spending.remaining_units, spending.currency),
+    policy: policyView(spending.policy),
+  };
+}
+
+export function overviewView(status: StatusResult, engine: EngineView, agents: readonly { agent: LedgerAgent; spending: LedgerSpending }[] | null, pendingApprovals: number | null) {
+  return {
+    profile: status.profile,
+    state: status.state,
+    usable: status.usable,
+    next_step: status.next_step,
+    generation_id: status.generation_id,
+    checked_at: status.checked_at,
+    components: status.components.map((component) => ({
+      name: component.name,
+      state: component.state,
+      ready: component.ready,
+      pid: component.pid,
+      port: component.port,
+      restarts: component.restarts,
+      uptime_ms: component.uptime_ms,
+    })),
+    engine,
+    awaiting_human: status.awaiting_human,
+    pending_approvals: pendingApprovals,
+    spend: agents?.map(({ agent, spending }) => agentView(agent, spending)) ?? [],
+  };
+}
+
+export function executionRowView(execution: ExecutionSummary) {
+  return {
+    execution_id: execution.execution_id,
+    state: execution.state,
+    phase: execution.phase,
+    state_reason: execution.state_reason,
+    agent_id: execution.agent_id,
+    target_id: execution.target_id,
+    image_count: execution.image_count,
+    artifact_count: execution.artifact_count,
+    held: maybeMoney(execution.held_units, execution.currency),
+    cost: maybeMoney(execution.cost_units, execution.currency),
+    created_at: execution.created_at,
+  };
+}
+
+/** The console's own path of an artifact's bytes (proxied: the executor's URL never reaches the page). */
+export function artifactPath(executionId: string, artifactId: string): string {
+  return `/api/executions/${executionId}/artifacts/${artifactId}`;
+}
+
+export function executionDetailView(detail: ExecutionDetail, artifacts: readonly ArtifactView[]) {
+  const { currency } = detail.authorization;
+  return {
+    execution_id: detail.execution_id,
+    state: detail.state,
+    phase: detail.phase,
+    state_reason: detail.state_reason,
+    recommended_action: detail.recommended_action,
+    target_id: detail.target_id,
+    prompt: detail.input.prompt ?? null,
+    image_count: detail.input.image_count ?? null,
+    image_size: detail.input.image_size ?? null,
+    agent_id: detail.authorization.agent_id,
+    spend_auth_token_id: detail.authorization.spend_auth_token_id,
+    held: maybeMoney(detail.authorization.held_units, currency),
+    timeline: detail.timeline,
+    provider_attempts: detail.provider_attempts.map((attempt) => ({
+      attempt_number: attempt.attempt_number,
+      state: attempt.state,
+      request_id: attempt.request_id,
+      checkpointed: attempt.checkpointed,
+      deadline_at: attempt.deadline_at,
+      amount: maybeMoney(attempt.exact_amount, attempt.currency ?? currency),
+    })),
+    receipt:
+      detail.receipt === null
+        ? null
+        : {
+            receipt_id: detail.receipt.receipt_id,
+            amount: money(detail.receipt.amount_units, detail.receipt.currency),
+            provider_request_id: detail.receipt.provider_request_id,
+            ledger_settlement_id: detail.receipt.ledger_settlement_id,
+            created_at: detail.receipt.created_at,
+          },
+    artifacts: artifacts.map((artifact) => ({
+      artifact_id: artifact.artifact_id,
+      ordinal: artifact.ordinal,
+      media_type: artifact.media_type,
+      size_bytes: artifact.size_bytes.toString(),
+      sha256: artifact.sha256,
+      path: artifactPath(detail.execution_id, artifact.artifact_id),
+    })),
+    created_at: detail.created_at,
+    updated_at: detail.updated_at,
+  };
+}
+
+export function approvalView(authorization: LedgerAuthorization, agentName: string | null, policy: LedgerPolicy | null) {
+  return {
+    token_id: authorization.token_id,
+    agent_id: authorization.agent_id,
+    agent_name: agentName,
+    amount: money(authorization.amount_units, authorization.currency),
+    purpose: authorization.purpose,
+    created_at: authorization.created_at,
+    expires_at: authorization.expires_at,
+    policy: policy === null ? null : policyView(policy),
+  };
+}
+
+export function reconciliationView(entry: ReconciliationEntry) {
+  return {
+    execution_id: entry.execution_id,
+    state_reason: entry.state_reason,
+    recommended_action: entry.recommended_action,
+    target_id: entry.target_id,
+    spend_auth_token_id: entry.authorization.spend_auth_token_id,
+    held: money(entry.authorization.held_units, entry.authorization.currency),
+    evidence: entry.evidence.map((attempt) => ({
+      provider_request_id: attempt.provider_request_id,
+      state: attempt.state,
+      outcome_code: attempt.outcome_code,
+      delivered_images: attempt.delivered_images === null ? null : String(attempt.delivered_images),
+      submit_window: attempt.submit_window ?? null,
+      correlation: attempt.correlation ?? null,
+    })),
+  };
+}

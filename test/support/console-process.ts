@@ -1,0 +1,104 @@
+import { spawn } from 'node:child_process';
+import { request } from 'node:http';
+import { BIN } from './cli.js';
+import type { RunningStack } from './running-stack.js';
+
+/*
+ * `lexec stack console --port 0 --json` as a real child process against a running stack, and a
+ * raw HTTP client for it (node:http, so Host, Origin and Cookie are exactly what a test sets).
+ */
+
+export interface ConsoleProcess {
+  readonly origin: string;
+  /** The one-time login link printed at start. */
+  readonly loginUrl: string;
+  /** Everything the process wrote so far. */
+  output(): { stdout: string; stderr: string };
+  /** SIGHUP: resolves with the new login link it prints. */
+  newLogin(): Promise<string>;
+  /** SIGTERM; resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+export async function startConsoleProcess(stack: RunningStack, args: readonly string[] = []): Promise<ConsoleProcess> {
+  const child = spawn(process.execPath, [BIN, 'stack', 'console', '--port', '0', '--json', ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: stack.home, ...stack.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => { resolve(code); }));
+  const lines = async (count: number): Promise<string[]> => {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const complete = stdout.split('\n').slice(0, -1);
+      if (complete.length >= count) return complete;
+      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`lexec stack console printed no address:\n${stdout}${stderr}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  const [first = ''] = await lines(1);
+  const started = JSON.parse(first) as { ok: boolean; result: { address: string; login_url: string } };
+  return {
+    origin: started.result.address,
+    loginUrl: started.result.login_url,
+    output: () => ({ stdout, stderr }),
+    async newLogin() {
+      const before = stdout.split('\n').length - 1;
+      child.kill('SIGHUP');
+      const all = await lines(before + 1);
+      return (JSON.parse(all[before] ?? '') as { result: { login_url: string } }).result.login_url;
+    },
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+export interface RawResponse {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: string;
+}
+
+/** One request to the console with exactly these headers (Host defaults to the console's own). */
+export function rawRequest(origin: string, method: string, path: string, options: { headers?: Record<string, string>; body?: unknown } = {}): Promise<RawResponse> {
+  const url = new URL(path, origin);
+  const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path: `${url.pathname}${url.search}`,
+        headers: { host: url.host, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...options.headers },
+        setHost: false,
+      },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => {
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body: text });
+        });
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(body);
+  });
+}
+
+/** Logs in with a login link's token; returns the session cookie and the CSRF token of its pages. */
+export async function signIn(origin: string, loginUrl: string): Promise<{ cookie: string; csrf: string }> {
+  const token = new URL(loginUrl).hash.slice(1);
+  const login = await rawRequest(origin, 'POST', '/api/login', { headers: { origin }, body: { token } });
+  if (login.status !== 200) throw new Error(`login failed: ${login.status} ${login.body}`);
+  const setCookie = [login.headers['set-cookie'] ?? []].flat()[0] ?? '';
+  const cookie = setCookie.split(';')[0] ?? '';
+  const page = await rawRequest(origin, 'GET', '/', { headers: { cookie } });
+  const csrf = /<meta name="lexec-csrf" content="([A-Za-z0-9_-]+)">/.exec(page.body)?.[1] ?? '';
+  return { cookie, csrf };
+}
