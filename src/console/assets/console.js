@@ -49,7 +49,7 @@ function h(tag, attributes = {}, ...children) {
     else if (key === 'class') node.className = value;
     else node.setAttribute(key, value === true ? '' : String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -195,7 +195,7 @@ async function execution() {
   return [
     h('p', {}, link('/executions', '← Executions')),
     h('h1', {}, 'Execution ', h('code', {}, data.execution_id)),
-    h('p', {}, badge(data.state), ' ', dash(data.phase ?? data.state_reason), ' — ', data.recommended_action.description),
+    h('p', {}, badge(data.state), ' ', [data.phase ?? data.state_reason, data.recommended_action.description].filter((part) => part !== null).join(' — ')),
     facts([
       ['Agent', data.agent_id],
       ['Target', data.target_id],

@@ -1,0 +1,238 @@
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page, type Response } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createExecutorClient } from '../../src/executor/client/executor-client.js';
+import { BIN, expectFailure, expectResult, PACKAGE_ROOT, type CliRun } from '../support/cli.js';
+import { CHROMIUM_ARGS, chromiumPath } from '../support/chromium.js';
+import { startConsoleProcess, type ConsoleProcess } from '../support/console-process.js';
+import { tableAt } from '../support/example-profiles.js';
+import { startRunningStack, type RunningStack } from '../support/running-stack.js';
+
+/*
+ * The console in a real headless Chromium (playwright-core driving Debian's chromium) against a
+ * real sandbox stack and the real `lexec stack console` process: log in with the printed link;
+ * watch a `lexec run` appear and its image render; approve a request above the threshold from
+ * the page and see the run finish; resolve a reconciliation from the page and see the ledger
+ * settle; a browser without a session and a cross-site form are refused; and no capability is in
+ * any page, script or answer the browser received. With LEXEC_UPDATE_SCREENSHOTS=1 it writes
+ * docs/console/*.png (CI never rewrites tracked files).
+ */
+
+const executable = chromiumPath();
+const SCREENSHOTS = process.env.LEXEC_UPDATE_SCREENSHOTS === '1' ? join(PACKAGE_ROOT, 'docs', 'console') : null;
+
+let stack: RunningStack;
+let consoleProcess: ConsoleProcess;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+const received: Promise<string>[] = [];
+const runs: CliRun[] = [];
+
+/** Keeps every answer the browser gets (pages, scripts, JSON, images) for the capability check. */
+function record(target: BrowserContext): void {
+  target.on('response', (response: Response) => {
+    received.push(response.body().then((body) => `${response.url()}\n${JSON.stringify(response.headers())}\n${body.toString('latin1')}`, () => ''));
+  });
+}
+
+async function screenshot(name: string): Promise<void> {
+  if (SCREENSHOTS === null) return;
+  await mkdir(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+async function lexec(args: readonly string[]): Promise<CliRun> {
+  const run = await stack.lexec(args, { cwd: stack.home, timeoutMs: 120_000 });
+  runs.push(run);
+  return run;
+}
+
+/** `lexec run …` as a child that keeps running while the test acts in the browser. */
+function startRun(args: readonly string[]) {
+  const child = spawn(process.execPath, [BIN, 'run', ...args], { cwd: stack.home, env: { PATH: process.env.PATH ?? '', HOME: stack.home, ...stack.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const done = new Promise<CliRun>((resolve) => {
+    child.once('close', (code) => {
+      const run = { exitCode: code ?? -1, stdout, stderr };
+      runs.push(run);
+      resolve(run);
+    });
+  });
+  return {
+    done,
+    async waitFor(pattern: RegExp): Promise<RegExpExecArray> {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const match = pattern.exec(stderr);
+        if (match !== null) return match;
+        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`stderr never matched ${String(pattern)}:\n${stderr}${stdout}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+  };
+}
+
+describe.skipIf(executable === null)('the operator console in a headless Chromium', () => {
+  beforeAll(async () => {
+    stack = await startRunningStack({
+      edit: (profile) => {
+        // One image (3000 micro-USD) runs at once; two need a human.
+        tableAt(profile, 'ledger.default_policy').approval_threshold_units = '5000';
+      },
+    });
+    consoleProcess = await startConsoleProcess(stack);
+    browser = await chromium.launch({ executablePath: executable ?? '', headless: true, args: CHROMIUM_ARGS });
+    context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    record(context);
+    page = await context.newPage();
+  }, 180_000);
+
+  afterAll(async () => {
+    const secrets = await Promise.all((['admin', 'agent', 'approver', 'caller', 'reconciliation'] as const).map((role) => stack.capability(role)));
+    await browser.close();
+    const code = await consoleProcess.stop();
+    await stack.stop();
+    expect(code).toBe(0);
+    const bodies = await Promise.all(received);
+    expect(bodies.length).toBeGreaterThan(20);
+    for (const body of bodies) {
+      expect(body).not.toMatch(/lexec_[a-z]+_[A-Za-z0-9_-]{43}/);
+      for (const secret of secrets) expect(body).not.toContain(secret);
+    }
+    for (const run of runs) for (const secret of secrets) expect(run.stdout + run.stderr).not.toContain(secret);
+  }, 60_000);
+
+  it('logs in with the printed link: the token leaves the address bar and the overview shows the stack', async () => {
+    await page.goto(consoleProcess.loginUrl);
+    await page.waitForURL(`${consoleProcess.origin}/`);
+    await expect.poll(() => page.locator('h1').textContent()).toBe('Stack of profile “sandbox”');
+    await page.locator('table tbody tr').nth(2).waitFor();
+    expect(await page.locator('main').textContent()).toContain('embedded');
+    const cookies = await context.cookies();
+    expect(cookies).toEqual([expect.objectContaining({ name: 'lexec_console_session', httpOnly: true, sameSite: 'Strict', path: '/' })]);
+    // The link worked once: a second browser gets nothing with it.
+    const other = await browser.newContext();
+    record(other);
+    const second = await other.newPage();
+    await second.goto(consoleProcess.loginUrl);
+    await expect.poll(() => second.locator('#login-status').textContent()).toContain('already used');
+    const executions = await second.goto(`${consoleProcess.origin}/executions`);
+    expect(executions?.status()).toBe(401);
+    expect(await second.locator('main').textContent()).toContain('Not signed in');
+    await other.close();
+  }, 60_000);
+
+  it('shows a new execution without a reload, then its detail with the timeline and the image', async () => {
+    await page.goto(`${consoleProcess.origin}/executions`);
+    await page.getByText('No executions yet.').waitFor();
+    const run = expectResult(await lexec(['run', 'a lighthouse at dusk', '--out', 'lighthouse', '--json'])) as { execution: { execution_id: string } };
+    const id = run.execution.execution_id;
+    const row = page.locator(`tr[data-execution-id="${id}"]`);
+    await row.waitFor({ timeout: 20_000 });
+    expect(await row.textContent()).toContain('0.003000 USD');
+    expect(await row.textContent()).toContain('succeeded');
+    await screenshot('executions');
+
+    await row.getByRole('link').click();
+    await page.waitForURL(`${consoleProcess.origin}/executions/${id}`);
+    const image = page.locator('.gallery img');
+    await image.waitFor();
+    await expect.poll(() => image.evaluate((node) => (node as unknown as { naturalWidth: number }).naturalWidth)).toBeGreaterThan(0);
+    const main = page.locator('main');
+    for (const step of ['Admitted', 'Submitted', 'Checkpointed', 'Stored', 'Settled']) expect(await main.textContent()).toContain(step);
+    expect(await page.locator('.timeline li.todo').count()).toBe(0);
+    expect(await main.textContent()).toContain('a lighthouse at dusk');
+    await screenshot('execution-detail');
+
+    const full = await page.locator('.gallery a').getAttribute('href');
+    const opened = await page.request.get(`${consoleProcess.origin}${full ?? ''}`);
+    expect(opened.status()).toBe(200);
+    expect(opened.headers()['content-type']).toBe('image/png');
+  }, 120_000);
+
+  it('approves a request above the threshold from the page, and the waiting `lexec run` finishes', async () => {
+    await page.goto(`${consoleProcess.origin}/approvals`);
+    await page.getByText('Nothing awaits a decision.').waitFor();
+    const run = startRun(['two harbour cranes', '--count', '2', '--out', 'cranes', '--json']);
+    const [, tokenId = ''] = await run.waitFor(/approve it with:\s+lexec ledger authorizations approve ([0-9a-f-]{36})/);
+    await run.waitFor(/waiting for the decision/);
+    const card = page.locator(`section[data-token-id="${tokenId}"]`);
+    await card.waitFor({ timeout: 20_000 });
+    expect(await card.textContent()).toContain('0.006000 USD');
+    expect(await card.textContent()).toContain('approval above 0.005000 USD');
+    await screenshot('approvals');
+    await card.getByLabel('Reason (optional):').fill('fine for the demo');
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await page.getByText(`Authorization ${tokenId}: approved.`).waitFor();
+    const finished = expectResult(await run.done) as { authorization: { status: string }; files: unknown[] };
+    expect(finished.authorization.status).toBe('settled');
+    expect(finished.files).toHaveLength(2);
+    const shown = expectResult(await lexec(['ledger', 'authorizations', 'show', tokenId, '--json'])) as { authorization: { decision_reason: string | null } };
+    expect(shown.authorization.decision_reason).toBe('fine for the demo');
+  }, 120_000);
+
+  it('resolves a reconciliation as settle from the page, and the ledger settles the authorization', async () => {
+    await stack.sandbox.setFaults([{ kind: 'complete_with_error', times: 1 }]);
+    const failure = expectFailure(await lexec(['run', 'a mirage', '--out', 'mirage', '--json']), 1, 'execution_in_reconciliation');
+    const id = /Execution (exe_[0-9a-f]{32})/.exec(failure.message)?.[1] ?? '';
+    await page.goto(`${consoleProcess.origin}/reconciliation`);
+    const card = page.locator(`section[data-execution-id="${id}"]`);
+    await card.waitFor({ timeout: 20_000 });
+    expect(await card.textContent()).toContain('billing_ambiguous');
+    expect(await card.textContent()).toMatch(/seed \d+/);
+    await screenshot('reconciliation');
+
+    await card.locator(`select[name="resolution-${id}"]`).selectOption('settle');
+    await card.locator(`input[name="images-billed-${id}"]`).fill('1');
+    await card.locator(`input[name="note-${id}"]`).fill('dashboard shows 1 image billed');
+    await card.getByRole('button', { name: 'Resolve' }).click();
+    await page.getByText(`Execution ${id}: settled (succeeded).`).waitFor();
+    await page.getByText('No execution awaits a human.').waitFor();
+
+    const executor = createExecutorClient({ url: stack.executorUrl, token: await stack.capability('caller') });
+    const tokenId = (await executor.executionDetail(id)).authorization.spend_auth_token_id;
+    const shown = expectResult(await lexec(['ledger', 'authorizations', 'show', tokenId, '--json'])) as { authorization: { status: string; settlement: { amount_units: string } | null } };
+    expect(shown.authorization).toMatchObject({ status: 'settled', settlement: { amount_units: '3000' } });
+  }, 120_000);
+
+  it('shows agents and policies, and the overview with today\'s spend', async () => {
+    await page.goto(`${consoleProcess.origin}/agents`);
+    const row = page.locator('main tbody tr').first();
+    await row.waitFor();
+    // Spent: 3000 + 6000 + 3000 settled.
+    expect(await row.textContent()).toContain('0.012000 USD');
+    expect(await row.textContent()).toContain('0.005000 USD');
+    await screenshot('agents');
+    await page.goto(`${consoleProcess.origin}/`);
+    await page.getByText('0.012000 USD').first().waitFor();
+    await screenshot('overview');
+  }, 60_000);
+
+  it('refuses a cross-site form post even from a signed-in browser', async () => {
+    const evil: Server = createServer((_request, response) => {
+      response.setHeader('content-type', 'text/html');
+      response.end(
+        `<!doctype html><form id="f" method="POST" enctype="text/plain" action="${consoleProcess.origin}/api/approvals/0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10/approve"><input name="a" value="b"></form>`,
+      );
+    });
+    await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+    try {
+      const evilPage = await context.newPage();
+      await evilPage.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`);
+      const [answer] = await Promise.all([evilPage.waitForResponse(`${consoleProcess.origin}/api/approvals/0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10/approve`), evilPage.locator('#f').evaluate((form) => { (form as unknown as { submit(): void }).submit(); })]);
+      expect(answer.status()).toBe(403);
+      expect(await answer.text()).toContain('cross_site_request');
+      await evilPage.close();
+    } finally {
+      await new Promise((resolve) => evil.close(resolve));
+    }
+  }, 60_000);
+});
