@@ -25,4 +25,7 @@ if [ -z "${LEXEC_TEMPORAL_CLI:-}" ]; then
 else
   echo "test: Temporal CLI $LEXEC_TEMPORAL_CLI" >&2
 fi
+if [ ! -x "${LEXEC_CHROMIUM:-/usr/bin/chromium}" ] && [ "${CI:-}" != "true" ]; then
+  echo "test: console browser tests skipped — install Chromium (apt-get install chromium) or set LEXEC_CHROMIUM=/path/to/chromium" >&2
+fi
 npm test
