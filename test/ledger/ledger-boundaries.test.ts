@@ -32,6 +32,7 @@ function routes(): { method: string; path: string; allowed: Kind[]; body?: unkno
     { method: 'GET', path: '/authorizations', allowed: ['admin'] },
     { method: 'GET', path: `/authorizations/${id}`, allowed: ['admin', 'approver', 'agent'] },
     { method: 'GET', path: '/agent/spending', allowed: ['agent'] },
+    { method: 'GET', path: `/agents/${actors.agentId}/spending`, allowed: ['admin'] },
     { method: 'GET', path: '/approvals', allowed: ['approver'] },
     { method: 'POST', path: `/authorizations/${id}/approve`, allowed: ['approver'], body: {} },
     { method: 'POST', path: `/authorizations/${id}/deny`, allowed: ['approver'], body: {} },

@@ -310,6 +310,9 @@ describe('policy caps', () => {
       currency: 'USD',
       policy: { per_authorization_cap_units: '5000000', daily_cap_units: '20000000', approval_threshold_units: '1000000' },
     });
+    // The operator sees the same standing for that agent with the admin capability.
+    const operator = await call<{ spending: Record<string, unknown> }>(ledger.url, 'GET', `/agents/${actors.agentId}/spending`, { token: ledger.adminToken });
+    expect(operator).toEqual({ status: 200, body: { spending: { ...now.body.spending, as_of: expect.any(String) as unknown } } });
     // What remains is exactly what the daily cap still lets through: one more unit is refused.
     expect(now.body.spending.remaining_units).toBe('17000000');
     for (const amount of ['5000000', '5000000', '5000000', '2000000']) expect((await request(amount)).status).toBe(201);
