@@ -11,10 +11,13 @@ import { CREDENTIAL_KINDS } from '../credentials/capability.js';
  * Unlike the configuration scan (src/config/secret-scan.ts), which checks whole values, these
  * shapes match anywhere in the text: "my key is lexec_agent_…" must be refused too. They are
  * kept narrow so that ordinary prose is never refused: a lexec capability of a known kind with
- * at least 20 of its random characters, a fal key (`<uuid>:<32 hex>`), a PEM private key.
+ * at least 40 of its 43 random characters, a fal key (`<uuid>:<32 hex>`), a PEM private key.
  */
 const SECRET_SHAPES: readonly RegExp[] = [
-  new RegExp(String.raw`lexec_(?:${CREDENTIAL_KINDS.join('|')})_[A-Za-z0-9_-]{20,}`, 'g'),
+  // The 43 random base64url characters of a capability (40 or more: one cut short by a few is a
+  // leak too), at least one of them a digit or a capital: a snake_case name such as
+  // `lexec_executor_credentials_bootstrap_managed` is prose, not a capability.
+  new RegExp(String.raw`lexec_(?:${CREDENTIAL_KINDS.join('|')})_(?=[A-Za-z0-9_-]*[A-Z0-9])[A-Za-z0-9_-]{40,}`, 'g'),
   /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:[0-9a-f]{32}/gi,
   /-----BEGIN [A-Z ]*PRIVATE KEY-----/g,
 ];

@@ -62,11 +62,14 @@ export function isRejection(status: number): boolean {
 /** A window's length unless a composition root says otherwise. */
 export const REJECTION_SUMMARY_INTERVAL_MS = 60_000;
 /**
- * Keys tracked at once. A lexec server has a few dozen routes, a handful of rejection statuses
- * and codes, and the HTTP parser admits only known methods (unmatched paths are all one route,
- * `unmatched`), so real keys stay well below; the cap only bounds memory whatever happens.
+ * Keys tracked at once. The cap bounds the log, not only memory: an unauthenticated caller can
+ * still pick among the keys it can reach (about 30 HTTP methods on unmatched paths, each
+ * route's 401, 413 and 415), and each key costs up to two lines an interval. With 32 keys and
+ * the shared `untracked` one, a flood however varied writes at most 66 lines a minute (about
+ * 20 MB a day), so a managed log's 50 MiB keeps days of history; a server's genuine rejections
+ * use a handful of keys.
  */
-export const MAX_SUMMARY_KEYS = 256;
+export const MAX_SUMMARY_KEYS = 32;
 /** The key that rejections beyond the cap share. */
 export const UNTRACKED_KEY: RejectionKey = { untracked: 'keys_beyond_cap' };
 

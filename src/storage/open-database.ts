@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { BugError } from '../errors.js';
+import { BugError, UserError } from '../errors.js';
 import { preparePrivateDatabase, type TightenedFile } from './private-state.js';
 
 /** One numbered migration: applied once, in order, in the one transaction of its upgrade (see migrate). */
@@ -73,6 +73,7 @@ export function migrate(db: Database.Database, migrations: readonly Migration[])
     if (migration.version !== index + 1) throw new BugError(`migration ${migration.name} is numbered ${migration.version}, expected ${index + 1}`);
   });
   // A read first, so an up-to-date database takes no write lock and sees no write.
+  refuseNewerSchema(db, ordered.length);
   if (pendingMigrations(db, ordered).length === 0) return;
   db.transaction(() => {
     db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
@@ -93,4 +94,22 @@ function pendingMigrations(db: Database.Database, ordered: readonly Migration[])
     (db.prepare('SELECT version FROM schema_migrations').safeIntegers(true).all() as { version: bigint }[]).map((row) => Number(row.version)),
   );
   return ordered.filter((migration) => !applied.has(migration.version));
+}
+
+/**
+ * A database a newer lexec migrated is refused before anything is written: this binary would
+ * read and write tables whose meaning changed after it was built. The operator's way back is
+ * the newer binary, or this version's own pre-upgrade backup (spec §8: an upgraded database is
+ * not a rollback mechanism).
+ */
+function refuseNewerSchema(db: Database.Database, known: number): void {
+  const recorded = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
+  if (!recorded) return;
+  const row = db.prepare('SELECT MAX(version) AS newest FROM schema_migrations').safeIntegers(true).get() as { newest: bigint | null };
+  if (row.newest === null || row.newest <= BigInt(known)) return;
+  throw new UserError(
+    'database_newer_than_binary',
+    `The database ${db.name} was migrated by a newer lexec (schema version ${row.newest.toString()}; this binary knows up to ${known.toString()}). Its content was not changed.`,
+    { nextStep: 'Run the lexec version that migrated it, or restore the cold backup taken for this version before the upgrade.' },
+  );
 }

@@ -215,7 +215,7 @@ describe('executor serve', () => {
     // The copy is 0644, as an older release left its database: made private first (its mode, never its bytes), and said.
     expect(JSON.parse(lines[0] ?? '')).toMatchObject({ event: 'state_file_tightened', path: databasePath, previous_mode: '0644', mode: '0600' });
     expect(lines[1]).toBe(
-      'Error: The executor database cannot be migrated (micro-unit migration): receipts.amount_cents of receipt_id rcpt_v43_two_images is stored as real, not as a whole number of cents. Nothing was changed.',
+      'Error: The executor database cannot be migrated (micro-unit migration): receipts.amount_cents of receipt_id rcpt_v43_two_images is stored as real, not as a whole number of cents. Its content was not changed.',
     );
     expect(lines).toHaveLength(3); // the tightening, the message, then its next step
     expect(run.stderr).not.toContain('12.5');

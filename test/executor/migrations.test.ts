@@ -173,7 +173,7 @@ describe('executor migrations', () => {
       const before = await fileDigest(path);
 
       const error = refusal();
-      expect(error.message).toBe(`The executor database cannot be migrated (${migration}): ${table}.${column} of ${key} ${id} ${reason}. Nothing was changed.`);
+      expect(error.message).toBe(`The executor database cannot be migrated (${migration}): ${table}.${column} of ${key} ${id} ${reason}. Its content was not changed.`);
       expect(error.message).not.toContain(value.replaceAll("'", ''));
 
       expect(await fileDigest(path)).toBe(before);
@@ -191,7 +191,7 @@ describe('executor migrations', () => {
       const before = await fileDigest(path);
 
       expect(refusal().message).toBe(
-        `The executor database cannot be migrated (precise-receipt migration): ${table}.${column} of ${key} ${id} is stored as ${storage}, not as a whole number of cents. Nothing was changed.`,
+        `The executor database cannot be migrated (precise-receipt migration): ${table}.${column} of ${key} ${id} is stored as ${storage}, not as a whole number of cents. Its content was not changed.`,
       );
       expect(await fileDigest(path)).toBe(before);
       expect(await sqliteCompanions(path)).toEqual([]);
@@ -223,10 +223,25 @@ describe('executor migrations', () => {
     injectIntoCopy(path, 'DELETE FROM schema_migrations');
     const before = await fileDigest(path);
     expect(refusal().message).toBe(
-      'The executor database cannot be migrated (legacy schema): the database holds tables but records no schema version, so it is not an executor database lexec wrote. Nothing was changed.',
+      'The executor database cannot be migrated (legacy schema): the database holds tables but records no schema version, so it is not an executor database lexec wrote. Its content was not changed.',
     );
     expect(await fileDigest(path)).toBe(before);
     expect(await sqliteCompanions(path)).toEqual([]);
+  });
+
+  it('refuses a database a newer lexec migrated (a schema version this binary does not know), writing nothing', async () => {
+    const db = openDatabase(path, EXECUTOR_MIGRATIONS);
+    db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(EXECUTOR_MIGRATIONS.length + 1, 'from_the_future', Date.now());
+    db.close();
+    const before = await fileDigest(path);
+    expect(() => openDatabase(path, EXECUTOR_MIGRATIONS)).toThrow(
+      expect.objectContaining({
+        code: 'database_newer_than_binary',
+        exitCode: 1,
+        message: `The database ${path} was migrated by a newer lexec (schema version ${EXECUTOR_MIGRATIONS.length + 1}; this binary knows up to ${EXECUTOR_MIGRATIONS.length}). Its content was not changed.`,
+      }),
+    );
+    expect(await fileDigest(path)).toBe(before);
   });
 
   it('migrates a v0.2.4 (micro-unit) database to precise receipts', async () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   createRejectionSummariser,
   isRejection,
+  MAX_SUMMARY_KEYS,
   systemSummaryTiming,
   UNTRACKED_KEY,
   type RejectionKey,
@@ -116,6 +117,30 @@ describe('rejection summariser', () => {
     expect(rejections.observe(unauthorized)).toBe('log');
     rejections.close();
     expect(written).toHaveLength(1);
+  });
+
+  it('bounds the lines a varied flood writes: with the default cap, 300 keys over ten intervals cost at most 2 x 33 lines an interval', async () => {
+    const time = createFakeTime();
+    const { it: rejections, written } = summariser(time);
+    const methods = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'PROPFIND', 'MKCOL', 'LOCK'];
+    let sent = 0;
+    let logged = 0;
+    for (let interval = 0; interval < 10; interval += 1) {
+      const before = written.length;
+      let loggedNow = 0;
+      for (let round = 0; round < 5; round += 1) {
+        for (let k = 0; k < 300; k += 1) {
+          const key = { method: methods[k % methods.length] ?? 'GET', route: `/route-${Math.floor(k / methods.length)}`, status: 401, code: 'unauthorized' };
+          if (rejections.observe(key) === 'log') loggedNow += 1;
+          sent += 1;
+        }
+      }
+      await time.advance(INTERVAL);
+      logged += loggedNow;
+      expect(loggedNow + written.length - before, `interval ${interval}`).toBeLessThanOrEqual(2 * (MAX_SUMMARY_KEYS + 1));
+    }
+    rejections.close();
+    expect(logged + written.reduce((sum, summary) => sum + Number(summary.count), 0)).toBe(sent);
   });
 
   it('tracks at most maxKeys keys; rejections beyond share one untracked key, its first logged and the rest counted', () => {

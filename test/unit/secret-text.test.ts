@@ -24,8 +24,9 @@ describe('secret-shaped text', () => {
     );
   });
 
-  it('finds a capability cut to 20 random characters, a fal key and a PEM private key', () => {
-    expect(containsSecretShape(`lexec_executor_${generateCapability('executor').slice(-20)}`)).toBe(true);
+  it('finds a capability cut short by a few characters, one with text stuck to it, a fal key and a PEM private key', () => {
+    expect(containsSecretShape(generateCapability('executor').slice(0, -3))).toBe(true);
+    expect(containsSecretShape(`${generateCapability('executor')}_backup`)).toBe(true);
     expect(containsSecretShape(`fal: ${randomUUID()}:${'0f'.repeat(16)} thanks`)).toBe(true);
     expect(containsSecretShape(`${randomUUID().toUpperCase()}:${'0F'.repeat(16)}`)).toBe(true);
     expect(containsSecretShape('-----BEGIN EC PRIVATE KEY-----')).toBe(true);
@@ -35,8 +36,10 @@ describe('secret-shaped text', () => {
     for (const text of [
       'a red fox in the snow',
       'lexec_agent is the kind of capability an agent holds',
-      'lexec_notakind_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
-      `lexec_agent_${'x'.repeat(19)}`,
+      'lexec_notakind_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+      `lexec_agent_${'A1'.repeat(19)}`,
+      'lexec_agent_capability_rotation_test',
+      'lexec_executor_credentials_bootstrap_managed_for_the_staging_stack',
       'Bearer of good news',
       `authorization ${randomUUID()}`,
       '-----BEGIN PUBLIC KEY-----',

@@ -19,7 +19,7 @@ import type { Migration } from '../../storage/open-database.js';
 /** A migration refused to run; the database is left exactly as it was. */
 export class MigrationRefused extends UserError {
   constructor(migration: string, detail: string) {
-    super('migration_refused', `The executor database cannot be migrated (${migration}): ${detail}. Nothing was changed.`, {
+    super('migration_refused', `The executor database cannot be migrated (${migration}): ${detail}. Its content was not changed.`, {
       nextStep: 'Keep this database and its cold backup; restore the matching pre-upgrade binary or contact support. Do not edit amounts by hand.',
     });
   }

@@ -209,9 +209,11 @@ export interface StatePermissionsInput extends StatePermissions {
 /**
  * The profile's state — databases and their journals, artifacts, catalog, sandbox journals,
  * handoff, Temporal data, logs — has no group or other bits and is this user's. Fails when
- * others can reach or change it (a directory open to them, anything they may write, an entry of
- * another user's); only warns for files open to them inside directories that are private, as an
- * older release created its databases (nobody else can reach them now).
+ * others can reach it (a directory open to them, an entry of another user's); only warns for
+ * files open to them — readable or even writable — inside directories that are private: nobody
+ * else can reach those now. That is how an older release left its databases and catalog (0644,
+ * or 0664 under the common umask 002), and `stack start` runs the doctor: an upgraded profile
+ * must start (its services tighten those files themselves) rather than be refused.
  */
 export function statePermissionsCheck(input: StatePermissionsInput): DoctorCheck {
   const id = 'state.permissions';
@@ -233,7 +235,7 @@ export function statePermissionsCheck(input: StatePermissionsInput): DoctorCheck
     notOwned.length > 0 ? `make ${notOwned.map((entry) => entry.path).join(', ')} this user's again (chown): lexec changes no other user's files` : null,
   ].filter((step) => step !== null);
   const fix = `Check that nobody else read them (prompts, images, spend records), then: ${steps.join('; ')}.`;
-  const reachable = problems.some((entry) => entry.problem === 'not_owned' || entry.type === 'directory' || (entry.mode & 0o022) !== 0);
+  const reachable = problems.some((entry) => entry.problem === 'not_owned' || entry.type === 'directory');
   const count = `${problems.length} state entr${problems.length === 1 ? 'y is' : 'ies are'}`;
   return reachable
     ? failed(id, `${count} open to others or not this user's: ${described.join(', ')}${now}`, fix)

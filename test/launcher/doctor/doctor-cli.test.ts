@@ -261,7 +261,7 @@ describe('state permissions', () => {
 
   const modeOf = async (path: string): Promise<number> => (await stat(path)).mode & 0o777;
 
-  it('warns for files open to others inside private directories, fails once a directory is open or a file writable, and names each with its mode', async () => {
+  it('warns for files open to others inside private directories (readable or writable), fails once a directory is open, and names each with its mode', async () => {
     const { state, logs } = await olderState();
     const older = await doctor();
     const warning = check(older.report, 'state.permissions');
@@ -272,8 +272,12 @@ describe('state permissions', () => {
     expect(warning.summary).not.toContain('linked.png');
     expect(warning.fix).toContain('lexec stack doctor --fix-permissions');
 
-    await chmod(join(state, 'artifacts'), 0o755);
     await chmod(join(logs, 'ledger.log'), 0o620);
+    const writable = await doctor();
+    expect(check(writable.report, 'state.permissions').status).toBe('warn');
+    expect(check(writable.report, 'state.permissions').summary).toContain(`${join(logs, 'ledger.log')} (0620)`);
+
+    await chmod(join(state, 'artifacts'), 0o755);
     const open = await doctor();
     expect(open.exitCode).toBe(3);
     const failure = check(open.report, 'state.permissions');
