@@ -12,7 +12,7 @@
 // manifest without lifecycle scripts, LICENSE, no source maps, and every relative link of the
 // shipped Markdown pointing at a shipped file. A tarball that fails a check is deleted.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { constants, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -107,11 +107,22 @@ function checkout(commit, dir) {
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
 }
 
-/** Drops what acts only in a development checkout from the manifest that is packed. */
+/**
+ * The manifest that is packed: what acts only in a development checkout dropped, and each direct
+ * dependency pinned to the exact version the commit's lock file tested. A global install of a
+ * tarball reads no lock file, so ranges would install whatever is newest on the day; pinned, the
+ * packages lexec calls are the ones its tests ran (their own dependencies still resolve by range).
+ */
 function writePackedManifest(dir) {
   const path = join(dir, 'package.json');
   const manifest = JSON.parse(readFileSync(path, 'utf8'));
+  const locked = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')).packages ?? {};
   for (const field of DEVELOPMENT_ONLY_FIELDS) delete manifest[field];
+  for (const name of Object.keys(manifest.dependencies ?? {})) {
+    const version = locked[`node_modules/${name}`]?.version;
+    if (typeof version !== 'string') throw new ReleaseRefusal(`dependency ${name} is not in package-lock.json; run \`npm install\` and commit the lock file.`);
+    manifest.dependencies[name] = version;
+  }
   writeFileSync(path, `${JSON.stringify(manifest, null, 2)}\n`);
 }
 
@@ -170,13 +181,22 @@ try {
   checkout(commit, source);
   execFileSync(process.execPath, [join(source, 'scripts', 'build.mjs'), '--release'], { cwd: source, stdio: ['ignore', 2, 2] });
   writePackedManifest(source);
-  mkdirSync(out, { recursive: true });
-  const packed = JSON.parse(run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', out], source));
-  const tarball = join(out, packed[0].filename);
-  const problems = tarballProblems(tarball, commit);
+  // Packed and checked beside the build; only a good tarball reaches `out`, named by its commit
+  // too, and never over another: a release already packed is kept as it is.
+  const packedDir = join(work, 'packed');
+  mkdirSync(packedDir);
+  const packed = JSON.parse(run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', packedDir], source));
+  const problems = tarballProblems(join(packedDir, packed[0].filename), commit);
   if (problems.length > 0) {
-    rmSync(tarball, { force: true });
     throw new ReleaseRefusal(`the packed tarball is not a good release, so it was deleted:\n${problems.map((problem) => `  ${problem}`).join('\n')}`);
+  }
+  mkdirSync(out, { recursive: true });
+  const tarball = join(out, packed[0].filename.replace(/\.tgz$/, `-${commit.slice(0, 12)}.tgz`));
+  try {
+    copyFileSync(join(packedDir, packed[0].filename), tarball, constants.COPYFILE_EXCL);
+  } catch (error) {
+    if (error?.code === 'EEXIST') throw new ReleaseRefusal(`${tarball} already exists (this commit was packed before); it is kept as it is: remove it to pack again.`);
+    throw error;
   }
   progress(`${packed[0].entryCount} files, ${packed[0].size} bytes packed (${packed[0].unpackedSize} unpacked); release ${commit}`);
   progress(`install it with: npm install -g --ignore-scripts ${tarball}`);

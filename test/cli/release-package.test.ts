@@ -11,7 +11,7 @@ import { addStackProfile, jsonResult, stopStack, storedCapabilities, type StackH
 /*
  * The release tarball as a user gets it: `npm run pack:release` on a clean checkout of HEAD (a
  * clone of the repository this test runs from, so uncommitted work here does not matter), then
- * the README's `npm install -g --ignore-scripts ./release/lexec-<version>.tgz` into a temporary
+ * the README's `npm install -g --ignore-scripts ./release/lexec-<version>-<commit>.tgz` into a temporary
  * prefix, then the installed `lexec` run from a directory outside any repository:
  * `version --json`, `stack start`, `stack doctor`, `run`, `stack stop`.
  */
@@ -107,14 +107,19 @@ describe('npm run pack:release', () => {
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/README\.md links to docs\/[a-z-]+\.md, which is not in the package/);
     expect(run.stderr).toContain('so it was deleted');
-    expect(existsSync(join(out, `lexec-${version}.tgz`))).toBe(false);
+    expect(existsSync(out)).toBe(false);
   }, 200_000);
 
   it('packs a release of HEAD into release/, prints only its path on stdout, and leaves the tree as it was', async () => {
     const run = await packRelease();
     expect(run.exitCode, run.stderr).toBe(0);
     tarball = run.stdout;
-    expect(tarball).toBe(join(clone, 'release', `lexec-${version}.tgz`));
+    expect(tarball).toBe(join(clone, 'release', `lexec-${version}-${head.slice(0, 12)}.tgz`));
+    expect(existsSync(tarball)).toBe(true);
+    // A release already packed is never replaced: packing the same commit again is refused.
+    const again = await packRelease();
+    expect(again.exitCode).toBe(1);
+    expect(again.stderr).toContain('already exists (this commit was packed before)');
     expect(existsSync(tarball)).toBe(true);
     // Built in a checkout of its own: this tree has no dist/, and release/ is ignored, so the
     // tree is still clean and the next release can be packed.
@@ -128,6 +133,11 @@ describe('npm run pack:release', () => {
     expect(manifest).not.toHaveProperty('scripts');
     expect(manifest).not.toHaveProperty('devDependencies');
     expect(manifest).toMatchObject({ private: true, license: 'SEE LICENSE IN LICENSE' });
+    // Each direct dependency pinned to the version the lock file tested (a global install reads no lock).
+    const lock = JSON.parse(execFileSync('git', ['-C', clone, 'show', `${head}:package-lock.json`], { encoding: 'utf8' })) as { packages: Record<string, { version: string }> };
+    const dependencies = manifest.dependencies as Record<string, string>;
+    expect(Object.keys(dependencies).length).toBeGreaterThan(10);
+    for (const [name, version] of Object.entries(dependencies)) expect(version, name).toBe(lock.packages[`node_modules/${name}`]?.version);
   });
 
   it('ships the LICENSE and what the README links to, and no source map', () => {
