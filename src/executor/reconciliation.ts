@@ -1,6 +1,7 @@
 import { submitWindow } from './execution-runner.js';
 import { z } from 'zod';
 import { canonicalJson } from '../domain/canonical-json.js';
+import { redactSecretShapes } from '../domain/secret-text.js';
 import { freeText } from '../config/schema-parts.js';
 import { priceModelSnapshotSchema, type PriceModelSnapshot } from '../domain/price-model-snapshot.js';
 import { executionDetail } from './execution-view.js';
@@ -139,7 +140,7 @@ function resolutionView(row: ReturnType<ExecutionStore['resolution']>) {
     resolution: row.resolution,
     images_billed: row.images_billed === null ? null : Number(row.images_billed),
     amount_units: row.amount_units,
-    note: row.note,
+    note: redactSecretShapes(row.note),
     resolved_at: new Date(Number(row.resolved_at)).toISOString(),
   };
 }

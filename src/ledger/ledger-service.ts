@@ -522,7 +522,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
       status: row.status,
       resolution: row.resolution,
       resolved_by: row.resolved_by,
-      resolution_note: row.resolution_note,
+      resolution_note: row.resolution_note === null ? null : redactSecretShapes(row.resolution_note),
       created_at: iso(row.created_at),
       resolved_at: iso(row.resolved_at),
     };

@@ -107,4 +107,26 @@ describe('secret-shaped free text is refused at the ledger', () => {
     expect(JSON.stringify(listed.body)).toContain('poster [redacted]');
     expect(JSON.stringify(listed.body)).not.toContain(distinctive(secret));
   });
+
+  it('a reconciliation note stored by an older version is shown with the secret replaced', async () => {
+    const tokenId = await requested('1000');
+    const executionId = `exe_${randomUUID().replaceAll('-', '')}`;
+    expect((await call(ledger.url, 'POST', `/executor/authorizations/${tokenId}/claim`, { token: actors.executor, body: { execution_id: executionId } })).status).toBe(200);
+    const opened = await call<{ record: { record_id: string } }>(ledger.url, 'POST', `/executor/authorizations/${tokenId}/reconciliation`, {
+      token: actors.executor,
+      body: { execution_id: executionId, reason: 'billing_ambiguous', evidence: {} },
+    });
+    const recordId = opened.body.record.record_id;
+    expect((await call(ledger.url, 'POST', `/reconciliation-records/${recordId}/resolve`, { token: actors.reconciliation, body: { resolution: 'release', reason: 'no charge' } })).status).toBe(200);
+    const secret = generateCapability('reconciliation');
+    const db = new Database(ledger.databasePath);
+    try {
+      db.prepare('UPDATE reconciliation_records SET resolution_note = ? WHERE record_id = ?').run(`no charge ${secret}`, recordId);
+    } finally {
+      db.close();
+    }
+    const listed = await call(ledger.url, 'GET', '/reconciliation-records?status=resolved', { token: actors.reconciliation });
+    expect(JSON.stringify(listed.body)).toContain('no charge [redacted]');
+    expect(JSON.stringify(listed.body)).not.toContain(distinctive(secret));
+  });
 });

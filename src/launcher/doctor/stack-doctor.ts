@@ -195,11 +195,11 @@ export async function runDoctor({ home, paths, build = readBuildInfo(), fixPermi
   };
   const credentials = await inspectPrivateTree(paths.credentialsDir);
   const scope = stateScope(paths, subject?.config ?? null);
-  let state = await inspectStatePermissions(scope);
+  let state = inspectStatePermissions(scope);
   let permissionsFixed: PermissionFix[] | null = null;
   if (fixPermissions) {
     permissionsFixed = await tightenStatePermissions(state.problems);
-    state = await inspectStatePermissions(scope);
+    state = inspectStatePermissions(scope);
   }
   const checks = inReportOrder([
     profile.check,

@@ -1,5 +1,5 @@
-import { constants } from 'node:fs';
-import { lstat, open, readdir } from 'node:fs/promises';
+import { constants, lstatSync, readdirSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { ExecutorConfig } from '../../config/executor-config-schema.js';
 import { errorCode } from '../../errors.js';
@@ -74,9 +74,9 @@ function currentUid(): number | null {
   return typeof process.getuid === 'function' ? process.getuid() : null;
 }
 
-async function lstatIfPresent(path: string) {
+function lstatIfPresent(path: string) {
   try {
-    return await lstat(path);
+    return lstatSync(path);
   } catch (error) {
     // Not there yet, or gone between readdir and lstat (a running executor's temporary file).
     if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') return null;
@@ -84,16 +84,21 @@ async function lstatIfPresent(path: string) {
   }
 }
 
-/** Walks the scope with lstat (links are not followed), collecting entries open to others or owned by someone else. */
-export async function inspectStatePermissions(scope: StateScope): Promise<StatePermissions> {
+/**
+ * Walks the scope with lstat (links are not followed), collecting entries open to others or
+ * owned by someone else. Synchronous on purpose: `stack start` runs it over every artifact, and
+ * one thread-pool round trip per entry made 20,000 images cost seconds; the calls are lstat and
+ * readdir of local directories, and the doctor's process does nothing else meanwhile.
+ */
+export function inspectStatePermissions(scope: StateScope): StatePermissions {
   const uid = currentUid();
   const problems: StateEntryProblem[] = [];
   const roots: string[] = [];
   let directories = 0;
   let files = 0;
-  const visit = async (path: string): Promise<void> => {
+  const visit = (path: string): void => {
     if (scope.excluded.some((excluded) => inside(path, excluded))) return;
-    const info = await lstatIfPresent(path);
+    const info = lstatIfPresent(path);
     if (info === null || (!info.isDirectory() && !info.isFile())) return;
     const type = info.isDirectory() ? 'directory' : 'file';
     const mode = info.mode & 0o777;
@@ -105,13 +110,18 @@ export async function inspectStatePermissions(scope: StateScope): Promise<StateP
     }
     directories += 1;
     // A directory this user cannot list is already reported (not owned); its content is not reachable.
-    const entries = await readdir(path).catch(() => [] as string[]);
-    for (const entry of entries.sort()) await visit(join(path, entry));
+    let entries: string[];
+    try {
+      entries = readdirSync(path);
+    } catch {
+      entries = [];
+    }
+    for (const entry of entries.sort()) visit(join(path, entry));
   };
   for (const root of scope.roots) {
-    if ((await lstatIfPresent(root)) === null) continue;
+    if (lstatIfPresent(root) === null) continue;
     roots.push(root);
-    await visit(root);
+    visit(root);
   }
   return { roots, directories, files, problems };
 }
