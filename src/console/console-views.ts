@@ -1,4 +1,4 @@
-import { formatUnits } from '../domain/money.js';
+import { atUnitsScale, formatUnits } from '../domain/money.js';
 import type { ArtifactView, ExecutionDetail, ExecutionSummary, ReconciliationEntry } from '../executor/client/executor-client.js';
 import type { StatusResult } from '../launcher/status/stack-status.js';
 import type { LedgerAgent, LedgerAuthorization, LedgerPolicy, LedgerSpending } from '../ledger/wire/answers.js';
@@ -118,7 +118,8 @@ export function executionDetailView(detail: ExecutionDetail, artifacts: readonly
       request_id: attempt.request_id,
       checkpointed: attempt.checkpointed,
       deadline_at: attempt.deadline_at,
-      amount: maybeMoney(attempt.exact_amount, attempt.currency ?? currency),
+      // An attempt's exact amount is at its own scale (2 for one converted from v4.3 cents).
+      amount: attempt.exact_amount === null || attempt.scale === null ? null : maybeMoney(atUnitsScale(attempt.exact_amount, attempt.scale), attempt.currency ?? currency),
     })),
     receipt:
       detail.receipt === null

@@ -61,3 +61,15 @@ export function formatUnits(units: bigint, currency: string): string {
   const fraction = (magnitude % UNITS_PER_WHOLE).toString().padStart(UNITS_SCALE, '0');
   return `${sign}${(magnitude / UNITS_PER_WHOLE).toString()}.${fraction} ${currency}`;
 }
+
+/**
+ * An exact amount written at `scale` decimal places, in micro-units: a legacy (scale 2) cent
+ * amount of 300 is 3,000,000 micro-units. Null when the amount is finer than a micro-unit (a
+ * scale above 6 with digits beyond the sixth place), which no micro-unit display can show.
+ */
+export function atUnitsScale(amount: bigint, scale: number): bigint | null {
+  if (!Number.isInteger(scale) || scale < 0) return null;
+  if (scale <= UNITS_SCALE) return amount * 10n ** BigInt(UNITS_SCALE - scale);
+  const divisor = 10n ** BigInt(scale - UNITS_SCALE);
+  return amount % divisor === 0n ? amount / divisor : null;
+}

@@ -143,7 +143,7 @@ describe('lexec stack console over plain HTTP', () => {
     expect(page.executions).toHaveLength(2);
     expect(page.executions[0]).toMatchObject({ state: 'succeeded', cost: { units: '3000', display: '0.003000 USD' } });
 
-    const executor = createExecutorClient({ url: stack.executorUrl, token: await stack.capability('caller') });
+    const executor = createExecutorClient({ url: stack.executorUrl, token: await stack.capability('reconciliation') });
     const first = await executor.executions({ limit: 1 });
     expect(first.executions.map((execution) => execution.execution_id)).toEqual([page.executions[0]?.execution_id]);
     expect(first.next_before).toBe(page.executions[0]?.execution_id);

@@ -156,6 +156,59 @@ describe('reads', () => {
   });
 });
 
+describe('the list of executions (GET /v1/executions)', () => {
+  type Page = { executions: { execution_id: string; state: string }[]; next_before: string | null };
+  const list = (query: string, token: string | null = executor.reconciliation) => call<Page>(executor.url, 'GET', `/v1/executions${query}`, { token: token ?? undefined });
+
+  it('is an operator view: the reconciliation capability lists every execution, an agent\'s caller capability gets a bare 401', async () => {
+    expect(await list('', executor.caller)).toEqual({ status: 401, body: { error: { code: 'unauthorized' } } });
+    expect(await list('', null)).toEqual({ status: 401, body: { error: { code: 'unauthorized' } } });
+    expect((await list('')).status).toBe(200);
+  });
+
+  it('pages newest first by admission, ties broken by execution id, without repeating or skipping a row, in one state or all', async () => {
+    const admitted: string[] = [];
+    for (let index = 0; index < 3; index += 1) admitted.push((await admitOne(ledger, actors.agent, executor)).execution.execution_id);
+    // Two executions admitted in the same millisecond: the id decides their order.
+    const db = new Database(executor.config.storage.database_path);
+    try {
+      const at = (db.prepare('SELECT created_at FROM executions WHERE execution_id = ?').get(admitted[2]) as { created_at: number }).created_at;
+      db.prepare('UPDATE executions SET created_at = ? WHERE execution_id = ?').run(at, admitted[1]);
+    } finally {
+      db.close();
+    }
+    const rows = executor.query<{ execution_id: string; created_at: bigint }>('SELECT execution_id, created_at FROM executions');
+    const expected = [...rows]
+      .sort((a, b) => (a.created_at === b.created_at ? (a.execution_id < b.execution_id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1))
+      .map((row) => row.execution_id);
+    const seen: string[] = [];
+    let before: string | null = null;
+    do {
+      const page: { status: number; body: Page } = await list(`?limit=2${before === null ? '' : `&before=${before}`}`);
+      expect(page.status).toBe(200);
+      seen.push(...page.body.executions.map((execution) => execution.execution_id));
+      before = page.body.next_before;
+    } while (before !== null && seen.length <= expected.length);
+    expect(seen).toEqual(expected);
+    const last = await list(`?limit=${expected.length}`);
+    expect(last.body.next_before).toBe(expected.at(-1));
+    expect((await list(`?limit=2&before=${expected.at(-1) ?? ''}`)).body).toEqual({ executions: [], next_before: null });
+    const states = executor.query<{ execution_id: string; state: string }>('SELECT execution_id, state FROM executions');
+    const state = states.find((row) => row.execution_id === admitted[0])?.state ?? '';
+    const inState = await list(`?state=${state}&limit=100`);
+    expect(inState.body.executions.map((execution) => execution.execution_id)).toEqual(expected.filter((id) => states.find((row) => row.execution_id === id)?.state === state));
+    expect(inState.body.executions.map((execution) => execution.execution_id)).toContain(admitted[0]);
+    expect((await list('?state=reconciliation&limit=100')).body.executions.filter((execution) => admitted.includes(execution.execution_id))).toEqual([]);
+  });
+
+  it('refuses an unknown cursor and a limit that is not plain decimal digits, naming the field', async () => {
+    expect(await list(`?before=exe_${'0'.repeat(32)}`)).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'unknown_cursor', fields: ['before'] } } });
+    for (const limit of ['0x19', '1e1', '%205', '0', '101', '-1']) {
+      expect(await list(`?limit=${limit}`), limit).toEqual({ status: 400, body: { error: { code: 'invalid_request', fields: ['limit'] } } });
+    }
+  });
+});
+
 describe('artifact store', () => {
   it('writes atomically under the root with size, sha256 and private modes, leaving no temporary file', async () => {
     const store = createArtifactStore(join(executor.dir, 'other-artifacts'));

@@ -21,6 +21,8 @@ export interface TestExecutor {
   readonly url: string;
   readonly dir: string;
   readonly caller: string;
+  /** The operator's reconciliation capability (the reconciliation routes and the list of executions). */
+  readonly reconciliation: string;
   readonly store: ExecutionStore;
   readonly readiness: Readiness;
   readonly config: ExecutorConfig;
@@ -61,9 +63,10 @@ export async function startTestExecutor(
   const sink = new PassThrough();
   sink.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
   const caller = generateCapability('caller');
+  const reconciliation = generateCapability('reconciliation');
   const executor = await composeExecutor({
     config,
-    credentials: { caller, ledger: await mintCredential(ledger, 'executor'), reconciliation: null },
+    credentials: { caller, ledger: await mintCredential(ledger, 'executor'), reconciliation },
     // Live mode needs a provider key to compose; nothing runs here, so it never leaves the process.
     liveKey: config.providers.mode === 'live' ? 'unused-test-live-key' : undefined,
     db,
@@ -80,6 +83,7 @@ export async function startTestExecutor(
     url: `http://127.0.0.1:${port}`,
     dir,
     caller,
+    reconciliation,
     store,
     readiness,
     config,

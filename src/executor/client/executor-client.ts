@@ -84,6 +84,8 @@ export const executionDetailSchema = executionViewSchema.extend({
       checkpointed: z.boolean(),
       deadline_at: time,
       exact_amount: amount.nullable(),
+      /** Decimal places of exact_amount: 6 (micro-units) for new attempts, 2 for converted legacy ones. */
+      scale: z.number().int().min(0).max(18).nullable(),
       currency: z.string().nullable(),
     }),
   ),

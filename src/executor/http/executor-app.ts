@@ -57,7 +57,12 @@ export const MAX_LIST_LIMIT = 100;
 /** `GET /v1/executions?state=S&limit=N&before=ID`: newest first, one state or all, older than ID. */
 const listQuery = z.strictObject({
   state: z.enum(EXECUTION_STATES, { error: `must be one of ${EXECUTION_STATES.join(', ')}` }).optional(),
-  limit: z.coerce.number().int('must be a whole number').min(1, 'must be at least 1').max(MAX_LIST_LIMIT, `must be at most ${MAX_LIST_LIMIT}`).default(25),
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,3}$/, 'must be a whole number written in decimal digits')
+    .transform(Number)
+    .pipe(z.number().min(1, 'must be at least 1').max(MAX_LIST_LIMIT, `must be at most ${MAX_LIST_LIMIT}`))
+    .default(25),
   before: z.string().regex(/^exe_[0-9a-f]{32}$/, 'must be an execution id').optional(),
 });
 const artifactParams = executionParams.extend({ artifact_id: z.string().regex(/^art_[0-9a-f-]{36}$/, 'must be an artifact id') });
@@ -174,8 +179,10 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     }
   });
 
+  // Every agent's executions: an operator's view (the reconciliation capability), not an agent's —
+  // an agent's caller capability reads only the executions whose ids it was given.
   app.get('/v1/executions', (request) => {
-    requireCaller(request, 'caller');
+    requireReconciliation(request, 'reconciliation');
     const query = parseInput(listQuery, request.query);
     const before = query.before === undefined ? null : (deps.store.execution(query.before) ?? null);
     if (query.before !== undefined && before === null) throw new ApiError(400, 'invalid_request', { reasonCode: 'unknown_cursor', fields: ['before'] });

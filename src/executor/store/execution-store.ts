@@ -6,6 +6,9 @@ import type { ExecutionPhase, ExecutionState } from '../domain/execution-states.
 import { createGroupCommit } from '../../storage/group-commit.js';
 import { withoutOwnFsync } from '../../storage/open-database.js';
 
+/** The largest integer SQLite stores: above every `created_at`. */
+const MAX_SQLITE_INTEGER = 9_223_372_036_854_775_807n;
+
 export interface ExecutionRow {
   execution_id: string;
   workflow_id: string;
@@ -165,11 +168,15 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     ),
     nonTerminal: db.prepare("SELECT execution_id, workflow_id, state FROM executions WHERE state IN ('pending', 'scheduled', 'running') ORDER BY created_at"),
     // The list (GET /v1/executions): newest first, keyset-paged on (created_at, execution_id) so a
-    // page never repeats or skips a row while new executions arrive. A state filter uses
-    // executions_by_state (state, created_at).
+    // page never repeats or skips a row while new executions arrive. One statement per shape, so
+    // each reads its index in order (executions_newest, executions_by_state_newest) with no sort;
+    // a first page starts after the largest key there can be.
     newest: db.prepare(
-      `SELECT * FROM executions WHERE (@state IS NULL OR state = @state)
-         AND (@before_at IS NULL OR created_at < @before_at OR (created_at = @before_at AND execution_id < @before_id))
+      `SELECT * FROM executions WHERE (created_at, execution_id) < (@before_at, @before_id)
+       ORDER BY created_at DESC, execution_id DESC LIMIT @limit`,
+    ),
+    newestInState: db.prepare(
+      `SELECT * FROM executions WHERE state = @state AND (created_at, execution_id) < (@before_at, @before_id)
        ORDER BY created_at DESC, execution_id DESC LIMIT @limit`,
     ),
     insertArtifact: db.prepare(
@@ -338,15 +345,17 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
 
     /**
      * Up to `limit` executions, newest first, optionally in one state and older than the
-     * execution `before` (the last of the previous page; an unknown one yields nothing).
+     * execution `before` (the last row of the previous page; the route refuses an unknown one).
      */
     newestExecutions(filter: { state: ExecutionState | null; limit: number; before: ExecutionRow | null }): ExecutionRow[] {
-      return statements.newest.all({
-        state: filter.state,
-        before_at: filter.before?.created_at ?? null,
-        before_id: filter.before?.execution_id ?? null,
+      const page = {
+        before_at: filter.before?.created_at ?? MAX_SQLITE_INTEGER,
+        // Above every execution id (`exe_` and hex digits): a first page starts at the newest.
+        before_id: filter.before?.execution_id ?? '~',
         limit: filter.limit,
-      }) as ExecutionRow[];
+      };
+      const rows = filter.state === null ? statements.newest.all(page) : statements.newestInState.all({ ...page, state: filter.state });
+      return rows as ExecutionRow[];
     },
 
     nonTerminal: () => statements.nonTerminal.all() as { execution_id: string; workflow_id: string; state: ExecutionState }[],

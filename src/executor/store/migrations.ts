@@ -281,10 +281,21 @@ const submitWindow = `
   UPDATE provider_attempts SET submit_settled_at = updated_at WHERE state <> 'submitting';
 `;
 
+/**
+ * The operator's list of executions (GET /v1/executions) walks executions newest first by
+ * (created_at, execution_id), all of them or those in one state: an index for each, so a page
+ * reads its rows in order instead of scanning and sorting the table on every console poll.
+ */
+const executionListIndexes = `
+  CREATE INDEX executions_newest ON executions (created_at, execution_id);
+  CREATE INDEX executions_by_state_newest ON executions (state, created_at, execution_id);
+`;
+
 export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'legacy_v4_3_whole_cents', up: legacySchema },
   { version: 2, name: 'micro_units', up: microUnits },
   { version: 3, name: 'precise_receipts', up: preciseReceipts },
   { version: 4, name: 'embedded_engine', up: embeddedEngine },
   { version: 5, name: 'submit_window', up: submitWindow },
+  { version: 6, name: 'execution_list_indexes', up: executionListIndexes },
 ];
