@@ -3,7 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { errorCode, UserError } from '../errors.js';
 import { buildConsoleApp } from './console-app.js';
 import { loadConsoleAssets } from './console-assets.js';
-import { createConsoleSessions, type ConsoleSessions } from './console-sessions.js';
+import { createConsoleSessions, systemClock, type ConsoleClock, type ConsoleSessions } from './console-sessions.js';
 import { createConsoleStack } from './console-stack.js';
 
 /*
@@ -14,9 +14,14 @@ import { createConsoleStack } from './console-stack.js';
 
 export interface ConsoleProcessOptions {
   readonly env: NodeJS.ProcessEnv;
-  /** `--profile`, when given. */
-  readonly profile: string | undefined;
+  /**
+   * The profile, resolved once by the caller (`--profile` or the selection at start): every
+   * request acts on this one, whatever `lexec stack select` chooses later.
+   */
+  readonly profile: string;
   readonly logger: FastifyBaseLogger;
+  /** Session and login-token lifetimes run on it (tests pass a fake one). */
+  readonly clock?: ConsoleClock;
 }
 
 export interface ConsoleProcess {
@@ -24,7 +29,7 @@ export interface ConsoleProcess {
   readonly sessions: ConsoleSessions;
   /** Listens on 127.0.0.1:`port` (0: any free port); returns the console's origin. */
   listen(port: number): Promise<string>;
-  /** A new one-time login link (an unused earlier one stops working). */
+  /** A new one-time login link, good for 10 minutes (an unused earlier one stops working). */
   loginUrl(): string;
   close(): Promise<void>;
 }
@@ -32,10 +37,10 @@ export interface ConsoleProcess {
 export const CONSOLE_HOST = '127.0.0.1';
 
 export async function composeConsole(options: ConsoleProcessOptions): Promise<ConsoleProcess> {
-  const sessions = createConsoleSessions();
+  const sessions = createConsoleSessions({ clock: options.clock ?? systemClock });
   const stack = createConsoleStack({ env: options.env, profile: options.profile });
   let origin: string | null = null;
-  const app = buildConsoleApp({ stack, sessions, assets: await loadConsoleAssets(), logger: options.logger, origin: () => origin });
+  const app = buildConsoleApp({ stack, sessions, assets: await loadConsoleAssets(), logger: options.logger, profile: options.profile, origin: () => origin });
   return {
     app,
     sessions,

@@ -6,8 +6,8 @@ import { EXECUTION_STATES } from '../executor/domain/execution-states.js';
 import { ApiError } from '../http/api-error.js';
 import { createJsonServer, parseInput } from '../http/json-server.js';
 import type { ConsoleAssets } from './console-assets.js';
-import { CONSOLE_VIEWS, consolePage, loginPage, signedOutPage, type ConsoleView } from './console-pages.js';
-import { secretsEqual, SESSION_COOKIE, type ConsoleSession, type ConsoleSessions } from './console-sessions.js';
+import { CONSOLE_VIEWS, consolePage, loginPage, type ConsoleView } from './console-pages.js';
+import { SESSION_HEADER, type ConsoleSessions } from './console-sessions.js';
 import type { ConsoleStack } from './console-stack.js';
 
 /*
@@ -16,10 +16,12 @@ import type { ConsoleStack } from './console-stack.js';
  *
  * Every request passes, in order: the Host check (exactly the console's own 127.0.0.1:PORT, so a
  * DNS-rebound name cannot reach it), then for a POST the Origin check (the console's own origin,
- * or `Sec-Fetch-Site: same-origin` when a browser sends no Origin), then — except for the login
- * page, its script, the stylesheet and the login exchange — the session cookie, and for a POST
- * the session's CSRF token in `x-lexec-csrf`. Every answer carries a strict Content-Security-
- * Policy, nosniff, no-referrer and no-store.
+ * or `Sec-Fetch-Site: same-origin` when a browser sends no Origin), then — for every `/api/*`
+ * route but the login exchange, GETs included — the session secret in `x-lexec-session`. There
+ * is no cookie: cookies are not scoped to a port, so any listener on 127.0.0.1 would receive it.
+ * A header a browser never adds by itself also does what a CSRF token did. Shells, script and
+ * stylesheet hold no secret and no data, so they are served without a session. Every answer
+ * carries a strict Content-Security-Policy, nosniff, no-referrer and no-store.
  */
 
 export interface ConsoleAppDependencies {
@@ -27,12 +29,14 @@ export interface ConsoleAppDependencies {
   readonly sessions: ConsoleSessions;
   readonly assets: ConsoleAssets;
   readonly logger: FastifyBaseLogger;
+  /** The profile the console serves, resolved once at start (every page names it). */
+  readonly profile: string;
   /** The console's own origin (`http://127.0.0.1:PORT`) once it listens; null before. */
   readonly origin: () => string | null;
 }
 
 const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'self'; img-src 'self' data:; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+  'content-security-policy': "default-src 'self'; img-src 'self' data: blob:; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'x-frame-options': 'DENY',
@@ -41,8 +45,14 @@ const SECURITY_HEADERS = {
   'cache-control': 'no-store',
 } as const;
 
-/** Paths a browser without a session may fetch: the login page and what it needs. */
-const PUBLIC_PATHS = new Set(['/login', '/assets/login.js', '/assets/console.css', '/api/login']);
+const LOGIN_PATH = '/api/login';
+const viewPath = (view: (typeof CONSOLE_VIEWS)[number]) => (view === 'overview' ? '/' : `/${view}`);
+/**
+ * Route templates served without a session: the shells (no secret, no data), the login page, the
+ * assets and the login exchange. Matched on the route Fastify chose — never on the raw URL, which
+ * may spell the same route differently (`/%61pi/…`).
+ */
+const PUBLIC_ROUTES = new Set([...CONSOLE_VIEWS.map(viewPath), '/executions/:execution_id', '/login', '/assets/console.js', '/assets/login.js', '/assets/console.css', LOGIN_PATH]);
 /** Image types the console passes on as images; anything else is offered as a download. */
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp']);
 
@@ -75,52 +85,41 @@ export function consoleError(error: unknown): ApiError | null {
   return new ApiError(502, 'stack_refused', reason);
 }
 
-/** The value of one cookie in a Cookie header (no library: one name, base64url values). */
-export function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? '').split(';')) {
-    const [key, ...value] = part.trim().split('=');
-    if (key === name) return value.join('=');
-  }
-  return undefined;
+/** The session secret a request carries in `x-lexec-session`, if exactly one. */
+function sessionSecret(request: FastifyRequest): string | undefined {
+  const sent = request.headers[SESSION_HEADER];
+  return typeof sent === 'string' ? sent : undefined;
 }
 
 export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
   const app = createJsonServer({ logger: deps.logger, mapError: consoleError });
-  const sessions = new WeakMap<FastifyRequest, ConsoleSession>();
-  const sessionOf = (request: FastifyRequest): ConsoleSession => {
-    const session = sessions.get(request);
-    if (session === undefined) throw new ApiError(401, 'unauthorized');
-    return session;
-  };
 
   app.addHook('onSend', (_request, reply, payload, done) => {
-    // An image's bytes never change (content-addressed): it may be kept, privately, so a poll
-    // never reloads a thumbnail. Everything else is no-store.
-    const cacheable = reply.hasHeader('cache-control');
-    void reply.headers(cacheable ? { ...SECURITY_HEADERS, 'cache-control': reply.getHeader('cache-control') } : SECURITY_HEADERS);
+    // Images too are no-store: the page fetches each once and keeps it as a blob URL.
+    void reply.headers(SECURITY_HEADERS);
     done(null, payload);
   });
 
-  app.addHook('onRequest', async (request, reply) => {
+  /** Throws the refusal of a request that may not reach its route. */
+  const admit = (request: FastifyRequest): void => {
     const origin = deps.origin();
     if (origin === null || request.headers.host !== new URL(origin).host) throw new ApiError(421, 'misdirected_request', { reasonCode: 'wrong_host' });
-    const path = request.url.split('?')[0] ?? '';
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       const sameOrigin = request.headers.origin === undefined ? request.headers['sec-fetch-site'] === 'same-origin' : request.headers.origin === origin;
       if (!sameOrigin) throw new ApiError(403, 'forbidden', { reasonCode: 'cross_site_request' });
     }
-    if (PUBLIC_PATHS.has(path)) return;
-    const session = deps.sessions.session(cookieValue(request.headers.cookie, SESSION_COOKIE));
-    if (session === null) {
-      if (path.startsWith('/api/') || request.method !== 'GET') throw new ApiError(401, 'unauthorized');
-      return reply.code(401).type('text/html; charset=utf-8').send(signedOutPage());
+    if (PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
+    const secret = sessionSecret(request);
+    if (secret === undefined) throw new ApiError(401, 'unauthorized', { reasonCode: 'session_missing' });
+    if (!deps.sessions.use(secret)) throw new ApiError(401, 'unauthorized', { reasonCode: 'session_invalid' });
+  };
+  app.addHook('onRequest', (request, _reply, done) => {
+    try {
+      admit(request);
+      done();
+    } catch (error) {
+      done(error as Error);
     }
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-      const sent = request.headers['x-lexec-csrf'];
-      if (typeof sent !== 'string' || !secretsEqual(sent, session.csrfToken)) throw new ApiError(403, 'forbidden', { reasonCode: 'csrf_token_invalid' });
-    }
-    sessions.set(request, session);
-    return undefined;
   });
 
   const html = (reply: FastifyReply, page: string) => reply.type('text/html; charset=utf-8').send(page);
@@ -132,25 +131,24 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
   asset('/assets/console.css', 'text/css; charset=utf-8', () => deps.assets.style);
 
   app.get('/login', (_request, reply) => html(reply, loginPage()));
-  app.post('/api/login', (request, reply) => {
-    const session = deps.sessions.login(parseInput(loginBody, request.body).token);
-    if (session === null) throw new ApiError(401, 'unauthorized', { reasonCode: 'login_token_invalid' });
-    void reply.header('set-cookie', `${SESSION_COOKIE}=${session.id}; HttpOnly; SameSite=Strict; Path=/`);
-    return { signed_in: true };
+  // The secret goes in the body, for the page to keep in its tab's sessionStorage: no cookie.
+  app.post(LOGIN_PATH, (request) => {
+    const secret = deps.sessions.login(parseInput(loginBody, request.body).token);
+    if (secret === null) throw new ApiError(401, 'unauthorized', { reasonCode: 'login_token_invalid' });
+    return { signed_in: true, session: secret };
   });
-  app.post('/api/logout', (request, reply) => {
-    deps.sessions.logout(cookieValue(request.headers.cookie, SESSION_COOKIE) ?? '');
-    void reply.header('set-cookie', `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0`);
+  app.post('/api/logout', (request) => {
+    deps.sessions.logout(sessionSecret(request) ?? '');
     return { signed_in: false };
   });
 
   const page = (path: string, view: ConsoleView) => {
-    app.get(path, (request, reply) => html(reply, consolePage(view, sessionOf(request).csrfToken, null)));
+    app.get(path, (_request, reply) => html(reply, consolePage(view, deps.profile, null)));
   };
-  for (const view of CONSOLE_VIEWS) page(view === 'overview' ? '/' : `/${view}`, view);
+  for (const view of CONSOLE_VIEWS) page(viewPath(view), view);
   app.get('/executions/:execution_id', (request, reply) => {
     const params = parseInput(executionParams, request.params);
-    return html(reply, consolePage('execution', sessionOf(request).csrfToken, params.execution_id));
+    return html(reply, consolePage('execution', deps.profile, params.execution_id));
   });
 
   app.get('/api/overview', () => deps.stack.overview());
@@ -161,7 +159,7 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
     const artifact = await deps.stack.artifact(params.execution_id, params.artifact_id);
     if (artifact === null) throw new ApiError(404, 'not_found');
     if (!IMAGE_TYPES.has(artifact.mediaType)) void reply.type('application/octet-stream').header('content-disposition', 'attachment');
-    else void reply.type(artifact.mediaType).header('cache-control', 'private, max-age=3600, immutable');
+    else void reply.type(artifact.mediaType);
     return reply.send(artifact.bytes);
   });
   app.get('/api/approvals', () => deps.stack.approvals());

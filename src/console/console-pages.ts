@@ -1,8 +1,10 @@
 /*
  * The console's HTML: small shells the script fills in (docs/console.md). They hold no data from
- * the stack at all — only the view's name, the execution id of a detail page (checked against
- * its pattern by the route) and the session's CSRF token (base64url) — so nothing
- * attacker-influenced is ever written into markup; the script renders data with DOM text nodes.
+ * the stack and no secret — only the view's name, the execution id of a detail page (checked
+ * against its pattern by the route) and the console's profile name (a checked profile name) — so
+ * a shell is harmless without a session and is served to any request that passes the Host check;
+ * nothing attacker-influenced is ever written into markup: the script renders data with DOM text
+ * nodes, and asks for a session only when it calls the API.
  */
 
 export const CONSOLE_VIEWS = ['overview', 'executions', 'approvals', 'reconciliation', 'agents'] as const;
@@ -31,16 +33,17 @@ ${extra}<script type="module" src="${script}"></script>
 </head>`;
 }
 
-/** A view's shell: navigation, a status line, and an empty main the script renders into. */
-export function consolePage(view: ConsoleView, csrfToken: string, executionId: string | null): string {
-  if (!SAFE.test(csrfToken) || (executionId !== null && !SAFE.test(executionId))) throw new Error('unsafe text for a console page');
+/** A view's shell: the profile, navigation, a status line, and an empty main the script renders into. */
+export function consolePage(view: ConsoleView, profile: string, executionId: string | null): string {
+  if (!SAFE.test(profile) || (executionId !== null && !SAFE.test(executionId))) throw new Error('unsafe text for a console page');
   const current = view === 'execution' ? 'executions' : view;
   const links = NAV.map(([href, label, name]) => `<a href="${href}"${name === current ? ' aria-current="page"' : ''}>${label}</a>`).join('\n');
   const title = NAV.find(([, , name]) => name === current)?.[1] ?? 'Console';
-  return `${head(title, '/assets/console.js', `<meta name="lexec-csrf" content="${csrfToken}">\n`)}
+  return `${head(title, '/assets/console.js')}
 <body data-view="${view}"${executionId === null ? '' : ` data-execution-id="${executionId}"`}>
 <header>
 <strong class="brand">lexec console</strong>
+<span class="profile">profile <strong id="profile">${profile}</strong></span>
 <nav>
 ${links}
 </nav>
@@ -60,19 +63,6 @@ export function loginPage(): string {
 <main id="main">
 <h1>lexec console</h1>
 <p id="login-status">Signing in…</p>
-</main>
-</body>
-</html>
-`;
-}
-
-/** What a browser without a session gets instead of a page. */
-export function signedOutPage(): string {
-  return `${head('Signed out', '/assets/login.js')}
-<body data-view="signed-out">
-<main id="main">
-<h1>lexec console</h1>
-<p>Not signed in. Open the login link <code>lexec stack console</code> printed (each link works once; restart the console, or send it SIGHUP, for a new one).</p>
 </main>
 </body>
 </html>

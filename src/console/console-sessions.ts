@@ -2,62 +2,88 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /*
  * The console's logins and sessions (docs/console.md "Security"), in memory only: nothing of them
- * is ever written to disk or to a log. A login token is 256 random bits, printed once by
- * `lexec stack console` and good for exactly one exchange; the exchange yields a session (a
- * random id sent back as an HttpOnly, SameSite=Strict cookie) with its own CSRF token. A new
- * login token replaces an unused one. Sessions end when the console stops.
+ * is ever written to disk or to a log. A login token is 256 random bits, printed by
+ * `lexec stack console`, good for exactly one exchange within LOGIN_TOKEN_LIFETIME_MS; a new one
+ * replaces an unused one. The exchange yields a session secret (256 random bits) that the page
+ * keeps in its tab's sessionStorage and sends in `x-lexec-session` — never a cookie: cookies are
+ * not scoped to a port, so every listener on 127.0.0.1 would receive one. A session ends on
+ * sign-out, after SESSION_IDLE_MS without a request, SESSION_LIFETIME_MS after the login, or
+ * when the console stops. Time comes from the injected clock (tests move it by hand).
  */
 
-export const SESSION_COOKIE = 'lexec_console_session';
+export const SESSION_HEADER = 'x-lexec-session';
+export const LOGIN_TOKEN_LIFETIME_MS = 10 * 60_000;
+export const SESSION_IDLE_MS = 30 * 60_000;
+export const SESSION_LIFETIME_MS = 12 * 60 * 60_000;
 
-export interface ConsoleSession {
-  readonly id: string;
-  /** Sent back by the page's script in `x-lexec-csrf` on every state-changing request. */
-  readonly csrfToken: string;
+export interface ConsoleClock {
+  now(): number;
+}
+
+export const systemClock: ConsoleClock = { now: () => Date.now() };
+
+interface SessionTimes {
+  readonly startedAt: number;
+  lastUsedAt: number;
 }
 
 const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 const random = () => randomBytes(32).toString('base64url');
-const TOKEN = /^[A-Za-z0-9_-]{43}$/;
-
-/** Compares two secrets in constant time (by their digests, so lengths never leak). */
-export function secretsEqual(a: string, b: string): boolean {
-  return timingSafeEqual(digest(a), digest(b));
-}
+const SECRET = /^[A-Za-z0-9_-]{43}$/;
 
 export type ConsoleSessions = ReturnType<typeof createConsoleSessions>;
 
-export function createConsoleSessions() {
-  let loginDigest: Buffer | null = null;
-  // Keyed by the digest of the session id: a heap dump shows no usable cookie.
-  const sessions = new Map<string, ConsoleSession>();
+export function createConsoleSessions(options: { readonly clock: ConsoleClock }) {
+  const { clock } = options;
+  let login: { readonly digest: Buffer; readonly expiresAt: number } | null = null;
+  // Keyed by the digest of the session secret: a heap dump shows no usable secret.
+  const sessions = new Map<string, SessionTimes>();
+  const keyOf = (secret: string) => digest(secret).toString('hex');
+  const expired = (times: SessionTimes, now: number) => now - times.lastUsedAt > SESSION_IDLE_MS || now - times.startedAt > SESSION_LIFETIME_MS;
 
   return {
-    /** A new one-time login token; an earlier unused one stops working. */
+    /** A new one-time login token, good for LOGIN_TOKEN_LIFETIME_MS; an earlier unused one stops working. */
     issueLoginToken(): string {
       const token = random();
-      loginDigest = digest(token);
+      login = { digest: digest(token), expiresAt: clock.now() + LOGIN_TOKEN_LIFETIME_MS };
       return token;
     },
 
-    /** Exchanges the login token for a new session, once; null for anything else. */
-    login(token: unknown): ConsoleSession | null {
-      if (typeof token !== 'string' || !TOKEN.test(token) || loginDigest === null) return null;
-      if (!timingSafeEqual(digest(token), loginDigest)) return null;
-      loginDigest = null;
-      const session = { id: random(), csrfToken: random() };
-      sessions.set(digest(session.id).toString('hex'), session);
-      return session;
+    /** Exchanges the current, unexpired login token for a new session secret, once; null for anything else. */
+    login(token: unknown): string | null {
+      if (typeof token !== 'string' || !SECRET.test(token) || login === null) return null;
+      if (!timingSafeEqual(digest(token), login.digest)) return null;
+      const { expiresAt } = login;
+      login = null;
+      const now = clock.now();
+      if (now > expiresAt) return null;
+      const secret = random();
+      sessions.set(keyOf(secret), { startedAt: now, lastUsedAt: now });
+      return secret;
     },
 
-    /** The session a cookie value names, or null. */
-    session(id: string | undefined): ConsoleSession | null {
-      if (id === undefined || !TOKEN.test(id)) return null;
-      return sessions.get(digest(id).toString('hex')) ?? null;
+    /**
+     * Whether a secret names a live session; a hit counts as use (the idle lifetime starts again).
+     * Expired sessions are dropped on the way.
+     */
+    use(secret: string | undefined): boolean {
+      const now = clock.now();
+      for (const [key, times] of sessions) if (expired(times, now)) sessions.delete(key);
+      if (secret === undefined || !SECRET.test(secret)) return false;
+      const times = sessions.get(keyOf(secret));
+      if (times === undefined) return false;
+      times.lastUsedAt = now;
+      return true;
     },
 
-    logout(id: string): void {
-      sessions.delete(digest(id).toString('hex'));
+    logout(secret: string): void {
+      sessions.delete(keyOf(secret));
+    },
+
+    /** Live sessions (for tests and diagnostics; never their secrets). */
+    count(): number {
+      const now = clock.now();
+      return [...sessions.values()].filter((times) => !expired(times, now)).length;
     },
   };
 }

@@ -10,9 +10,10 @@ import type { LedgerAgent } from '../ledger/wire/answers.js';
 import { agentView, approvalView, executionDetailView, executionRowView, overviewView, reconciliationView, type EngineView } from './console-views.js';
 
 /*
- * What the console reads from and does to the profile's running stack. Every call finds the
- * stack through its active handoff, as `lexec` client commands do, so a restarted stack (new
- * ports, new supervisor) is followed and a stopped one is refused. Capabilities are read from the
+ * What the console reads from and does to one profile's running stack — the profile named at
+ * start, never the selection of the moment. Every call finds that profile's stack through its
+ * active handoff, as `lexec` client commands do, so a restarted stack (new ports, new
+ * supervisor) is followed and a stopped one is refused. Capabilities are read from the
  * files the handoff names, used in Authorization headers only, and never returned: every answer
  * is a view built by console-views.ts. Decisions and resolutions call the very services behind
  * `lexec ledger authorizations approve|deny` and `lexec executor reconciliation resolve`.
@@ -20,8 +21,8 @@ import { agentView, approvalView, executionDetailView, executionRowView, overvie
 
 export interface ConsoleStackOptions {
   readonly env: NodeJS.ProcessEnv;
-  /** `--profile`, when given (else the selected profile). */
-  readonly profile: string | undefined;
+  /** The profile's name, resolved once when the console started. */
+  readonly profile: string;
 }
 
 const engineSchema = z.object({ workflow_engine: z.object({ mode: z.string(), ui_url: z.string().optional() }) });
@@ -66,8 +67,9 @@ export function createConsoleStack(options: ConsoleStackOptions) {
       return overviewView(status, engine, agents, approvals.length);
     },
 
+    /** `GET /v1/executions`: every agent's executions, an operator's view (reconciliation capability). */
     async executions(filter: { readonly state?: string | undefined; readonly before?: string | undefined }) {
-      const page = await (await executor('caller')).executions({ ...filter, limit: 25 });
+      const page = await (await executor('reconciliation')).executions({ ...filter, limit: 25 });
       return { executions: page.executions.map(executionRowView), next_before: page.next_before };
     },
 
@@ -85,7 +87,10 @@ export function createConsoleStack(options: ConsoleStackOptions) {
       return { mediaType: artifact.media_type, bytes: await client.content(executionId, artifact) };
     },
 
-    /** Authorizations awaiting a human, each with the policy that asked for one. */
+    /**
+     * Authorizations awaiting a human, each with its agent's *current* policy: an authorization
+     * records no policy version, so the policy that asked for the approval is not known.
+     */
     async approvals() {
       const running = await stack();
       const approver = await connectStackLedger(running, 'approver');
@@ -111,7 +116,13 @@ export function createConsoleStack(options: ConsoleStackOptions) {
     /** `lexec executor reconciliation resolve`, with the stack's reconciliation capability. */
     async resolve(executionId: string, resolution: Resolution) {
       const resolved = await resolveReconciliation({ env, profile, executionId, resolution });
-      return { replayed: resolved.replayed, resolution: resolved.resolution.resolution, execution: { execution_id: resolved.execution.execution_id, state: resolved.execution.state } };
+      return {
+        replayed: resolved.replayed,
+        resolution: resolved.resolution.resolution,
+        // As the executor recorded it (the page shows it back as text).
+        note: resolved.resolution.note,
+        execution: { execution_id: resolved.execution.execution_id, state: resolved.execution.state },
+      };
     },
 
     async agents() {

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExecutorClient } from '../../src/executor/client/executor-client.js';
 import { expectFailure, expectResult, type CliRun } from '../support/cli.js';
-import { rawRequest, signIn, startConsoleProcess, type ConsoleProcess, type RawResponse } from '../support/console-process.js';
+import { rawRequest, signIn as signInWith, startConsoleProcess, type ConsoleProcess, type RawResponse } from '../support/console-process.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
+import { addStackProfile } from '../support/stack-home.js';
 
 /*
  * The console's HTTP surface without a browser: the real `lexec stack console` child against a
- * real sandbox stack, spoken to with raw HTTP so Host, Origin, cookies and the CSRF header are
+ * real sandbox stack, spoken to with raw HTTP so Host, Origin, Cookie and the session header are
  * exactly what each test sets. Also the executor's list route the console reads.
  */
 
@@ -14,6 +15,14 @@ let stack: RunningStack;
 let consoleProcess: ConsoleProcess;
 const bodies: string[] = [];
 const runs: CliRun[] = [];
+/** Every session secret the tests obtained: none may reach the console's output. */
+const sessionSecrets: string[] = [];
+
+async function signIn(): Promise<string> {
+  const secret = await signInWith(consoleProcess.origin, await consoleProcess.newLogin());
+  sessionSecrets.push(secret);
+  return secret;
+}
 
 async function send(method: string, path: string, options: { headers?: Record<string, string>; body?: unknown } = {}): Promise<RawResponse> {
   const response = await rawRequest(consoleProcess.origin, method, path, options);
@@ -38,8 +47,13 @@ afterAll(async () => {
     expect(text).not.toMatch(/lexec_[a-z]+_[A-Za-z0-9_-]{43}/);
     for (const secret of secrets) expect(text).not.toContain(secret);
   }
-  // Neither the login tokens nor a session id reach the console's log.
-  expect(stderr).not.toContain(new URL(consoleProcess.loginUrl).hash.slice(1));
+  // Neither a login token (the first one, or any printed after SIGUSR1) nor a session secret
+  // reaches the console's log; session secrets are not on stdout either.
+  const tokens = consoleProcess.loginUrls().map((url) => new URL(url).hash.slice(1));
+  expect(tokens.length).toBeGreaterThan(5);
+  for (const token of tokens) expect(stderr).not.toContain(token);
+  expect(sessionSecrets.length).toBeGreaterThan(5);
+  for (const secret of sessionSecrets) expect(stdout + stderr).not.toContain(secret);
 }, 60_000);
 
 describe('lexec stack console over plain HTTP', () => {
@@ -48,24 +62,29 @@ describe('lexec stack console over plain HTTP', () => {
     expect(consoleProcess.loginUrl).toMatch(new RegExp(`^${consoleProcess.origin}/login#[A-Za-z0-9_-]{43}$`));
   });
 
-  it('without a session serves nothing but the login page: 401 for the API, a sign-in page for HTML', async () => {
+  it('without a session the API answers 401; shells, script and stylesheet hold no secret and are served', async () => {
     const api = await send('GET', '/api/overview');
     expect(api.status).toBe(401);
-    expect(errorOf(api).code).toBe('unauthorized');
-    const page = await send('GET', '/executions');
-    expect(page.status).toBe(401);
-    expect(page.headers['content-type']).toContain('text/html');
-    expect(page.body).toContain('Not signed in');
-    expect((await send('GET', '/assets/console.js')).status).toBe(401);
+    expect(errorOf(api)).toEqual({ code: 'unauthorized', reason_code: 'session_missing' });
+    // The same route spelled differently is still the API.
+    expect((await send('GET', '/%61pi/overview')).status).toBe(401);
     expect((await send('GET', '/api/executions/exe_0123456789abcdef0123456789abcdef/artifacts/art_00000000-0000-0000-0000-000000000000')).status).toBe(401);
+    expect((await send('POST', '/api/approvals/0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10/approve', { headers: { origin: consoleProcess.origin }, body: {} })).status).toBe(401);
+    const page = await send('GET', '/executions');
+    expect(page.status).toBe(200);
+    expect(page.headers['content-type']).toContain('text/html');
+    expect(page.body).toContain('profile <strong id="profile">sandbox</strong>');
+    expect(page.body).not.toMatch(/<meta name="lexec|[A-Za-z0-9_-]{43}/);
+    expect((await send('GET', '/assets/console.js')).status).toBe(200);
     const login = await send('GET', '/login');
     expect(login.status).toBe(200);
     expect(login.headers['content-security-policy']).toContain("default-src 'self'");
+    expect(login.headers['content-security-policy']).toContain("img-src 'self' data: blob:");
     expect(login.headers['content-security-policy']).toContain("frame-ancestors 'none'");
     expect(login.headers).toMatchObject({ 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer', 'cache-control': 'no-store' });
   });
 
-  it('a login token works once, from the console\'s own origin only; the cookie is HttpOnly, SameSite=Strict, Path=/', async () => {
+  it("a login token works once, from the console's own origin only, and answers the session secret in its body — no cookie", async () => {
     const token = new URL(await consoleProcess.newLogin()).hash.slice(1);
     const forged = await send('POST', '/api/login', { headers: { origin: 'http://evil.example' }, body: { token } });
     expect(forged.status).toBe(403);
@@ -74,55 +93,92 @@ describe('lexec stack console over plain HTTP', () => {
 
     const login = await send('POST', '/api/login', { headers: { origin: consoleProcess.origin }, body: { token } });
     expect(login.status).toBe(200);
-    const cookie = [login.headers['set-cookie'] ?? []].flat()[0] ?? '';
-    expect(cookie).toMatch(/^lexec_console_session=[A-Za-z0-9_-]{43}; HttpOnly; SameSite=Strict; Path=\/$/);
-    expect(login.body).not.toContain(cookie.split(';')[0]?.split('=')[1] ?? 'none');
+    expect(login.headers['set-cookie']).toBeUndefined();
+    const { signed_in: signedIn, session } = JSON.parse(login.body) as { signed_in: boolean; session: string };
+    expect(signedIn).toBe(true);
+    expect(session).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    sessionSecrets.push(session);
 
     const again = await send('POST', '/api/login', { headers: { origin: consoleProcess.origin }, body: { token } });
     expect(again.status).toBe(401);
     expect(errorOf(again)).toEqual({ code: 'unauthorized', reason_code: 'login_token_invalid' });
-    // The session works.
-    expect((await send('GET', '/api/overview', { headers: { cookie: cookie.split(';')[0] ?? '' } })).status).toBe(200);
+    // The session works, in its header.
+    expect((await send('GET', '/api/overview', { headers: { 'x-lexec-session': session } })).status).toBe(200);
   });
 
-  it('a Host other than its own 127.0.0.1:PORT is refused, session or not (DNS rebinding)', async () => {
-    const { cookie } = await signIn(consoleProcess.origin, await consoleProcess.newLogin());
-    const port = new URL(consoleProcess.origin).port;
-    for (const host of [`evil.example:${port}`, `localhost:${port}`, '127.0.0.1']) {
-      const refused = await send('GET', '/api/overview', { headers: { host, cookie } });
-      expect(refused.status, host).toBe(421);
-      expect(errorOf(refused)).toEqual({ code: 'misdirected_request', reason_code: 'wrong_host' });
+  it('the session is no cookie: replayed as one (what any listener on 127.0.0.1 would receive), with any Origin, it reads and approves nothing', async () => {
+    const secret = await signIn();
+    const approve = '/api/approvals/0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10/approve';
+    for (const origin of [undefined, 'http://127.0.0.1:8233', consoleProcess.origin]) {
+      const headers = { cookie: `lexec_console_session=${secret}`, ...(origin === undefined ? {} : { origin }) };
+      for (const path of ['/api/overview', '/api/approvals', '/api/executions']) {
+        const read = await send('GET', path, { headers });
+        expect(read.status, `${path} ${String(origin)}`).toBe(401);
+        expect(errorOf(read)).toEqual({ code: 'unauthorized', reason_code: 'session_missing' });
+      }
+      expect([401, 403], String(origin)).toContain((await send('POST', approve, { headers, body: {} })).status);
+      // The shells give nothing away to such a client either.
+      const shell = await send('GET', '/approvals', { headers });
+      expect(shell.body).not.toContain(secret);
     }
   });
 
-  it('a state-changing request needs the own Origin (or Sec-Fetch-Site: same-origin) and the session\'s CSRF token', async () => {
-    const { cookie, csrf } = await signIn(consoleProcess.origin, await consoleProcess.newLogin());
-    expect(csrf).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  it('a Host other than its own 127.0.0.1:PORT is refused, session or not (DNS rebinding)', async () => {
+    const session = await signIn();
+    const port = new URL(consoleProcess.origin).port;
+    for (const host of [`evil.example:${port}`, `localhost:${port}`, '127.0.0.1']) {
+      for (const path of ['/api/overview', '/']) {
+        const refused = await send('GET', path, { headers: { host, 'x-lexec-session': session } });
+        expect(refused.status, host).toBe(421);
+        expect(errorOf(refused)).toEqual({ code: 'misdirected_request', reason_code: 'wrong_host' });
+      }
+    }
+  });
+
+  it('a state-changing request needs the own Origin (or Sec-Fetch-Site: same-origin) and the session secret', async () => {
+    const session = await signIn();
     const path = '/api/approvals/0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10/approve';
-    const crossSite = await send('POST', path, { headers: { cookie, origin: 'http://127.0.0.1.evil.example', 'x-lexec-csrf': csrf }, body: {} });
-    expect(crossSite.status).toBe(403);
-    expect(errorOf(crossSite).reason_code).toBe('cross_site_request');
-    expect((await send('POST', path, { headers: { cookie, 'sec-fetch-site': 'cross-site', 'x-lexec-csrf': csrf }, body: {} })).status).toBe(403);
-    expect((await send('POST', path, { headers: { cookie, 'x-lexec-csrf': csrf }, body: {} })).status).toBe(403);
-    const noToken = await send('POST', path, { headers: { cookie, origin: consoleProcess.origin }, body: {} });
-    expect(noToken.status).toBe(403);
-    expect(errorOf(noToken).reason_code).toBe('csrf_token_invalid');
-    expect((await send('POST', path, { headers: { cookie, origin: consoleProcess.origin, 'x-lexec-csrf': 'B'.repeat(43) }, body: {} })).status).toBe(403);
-    expect((await send('POST', path, { headers: { origin: consoleProcess.origin, 'x-lexec-csrf': csrf }, body: {} })).status).toBe(401);
+    for (const origin of ['http://127.0.0.1.evil.example', 'http://127.0.0.1:8233', 'http://localhost:8233']) {
+      const crossSite = await send('POST', path, { headers: { 'x-lexec-session': session, origin }, body: {} });
+      expect(crossSite.status, origin).toBe(403);
+      expect(errorOf(crossSite).reason_code).toBe('cross_site_request');
+    }
+    expect((await send('POST', path, { headers: { 'x-lexec-session': session, 'sec-fetch-site': 'cross-site' }, body: {} })).status).toBe(403);
+    expect((await send('POST', path, { headers: { 'x-lexec-session': session, 'sec-fetch-site': 'same-site' }, body: {} })).status).toBe(403);
+    expect((await send('POST', path, { headers: { 'x-lexec-session': session }, body: {} })).status).toBe(403);
+    const noSession = await send('POST', path, { headers: { origin: consoleProcess.origin }, body: {} });
+    expect(errorOf(noSession)).toEqual({ code: 'unauthorized', reason_code: 'session_missing' });
+    const wrong = await send('POST', path, { headers: { origin: consoleProcess.origin, 'x-lexec-session': 'B'.repeat(43) }, body: {} });
+    expect(errorOf(wrong)).toEqual({ code: 'unauthorized', reason_code: 'session_invalid' });
     // Past every check, the ledger answers: no such authorization.
-    const passed = await send('POST', path, { headers: { cookie, 'sec-fetch-site': 'same-origin', 'x-lexec-csrf': csrf }, body: {} });
+    const passed = await send('POST', path, { headers: { 'x-lexec-session': session, 'sec-fetch-site': 'same-origin' }, body: {} });
     expect(passed.status).toBe(404);
     expect(errorOf(passed)).toEqual({ code: 'not_found', reason_code: 'ledger_not_found' });
   });
 
+  it('sign-out ends the session on the server: the old secret is refused afterwards', async () => {
+    const session = await signIn();
+    const other = await signIn();
+    expect((await send('GET', '/api/agents', { headers: { 'x-lexec-session': session } })).status).toBe(200);
+    const out = await send('POST', '/api/logout', { headers: { origin: consoleProcess.origin, 'x-lexec-session': session }, body: {} });
+    expect(out.status).toBe(200);
+    expect(JSON.parse(out.body)).toEqual({ signed_in: false });
+    const after = await send('GET', '/api/agents', { headers: { 'x-lexec-session': session } });
+    expect(after.status).toBe(401);
+    expect(errorOf(after)).toEqual({ code: 'unauthorized', reason_code: 'session_invalid' });
+    expect((await send('POST', '/api/logout', { headers: { origin: consoleProcess.origin, 'x-lexec-session': session }, body: {} })).status).toBe(401);
+    // Another session lives on.
+    expect((await send('GET', '/api/agents', { headers: { 'x-lexec-session': other } })).status).toBe(200);
+  });
+
   it('bad input is refused with field paths and never echoed', async () => {
-    const { cookie, csrf } = await signIn(consoleProcess.origin, await consoleProcess.newLogin());
-    const filter = await send('GET', '/api/executions?state=%3Cscript%3Ebogus', { headers: { cookie } });
+    const session = await signIn();
+    const filter = await send('GET', '/api/executions?state=%3Cscript%3Ebogus', { headers: { 'x-lexec-session': session } });
     expect(filter.status).toBe(400);
     expect(errorOf(filter)).toMatchObject({ code: 'invalid_request', fields: ['state'] });
     expect(filter.body).not.toContain('bogus');
     const resolve = await send('POST', '/api/reconciliations/exe_0123456789abcdef0123456789abcdef/resolve', {
-      headers: { cookie, origin: consoleProcess.origin, 'x-lexec-csrf': csrf },
+      headers: { 'x-lexec-session': session, origin: consoleProcess.origin },
       body: { resolution: 'settle', images_billed: 99, note: 'secret-looking-note' },
     });
     expect(resolve.status).toBe(400);
@@ -136,13 +192,14 @@ describe('lexec stack console over plain HTTP', () => {
       runs.push(run);
       expectResult(run);
     }
-    const { cookie } = await signIn(consoleProcess.origin, await consoleProcess.newLogin());
-    const listed = await send('GET', '/api/executions?state=succeeded', { headers: { cookie } });
+    const session = await signIn();
+    const listed = await send('GET', '/api/executions?state=succeeded', { headers: { 'x-lexec-session': session } });
     expect(listed.status).toBe(200);
     const page = JSON.parse(listed.body) as { executions: { execution_id: string; state: string; cost: { units: string; display: string } }[] };
     expect(page.executions).toHaveLength(2);
     expect(page.executions[0]).toMatchObject({ state: 'succeeded', cost: { units: '3000', display: '0.003000 USD' } });
 
+    // An operator's view across agents: the reconciliation capability (every agent holds the caller one).
     const executor = createExecutorClient({ url: stack.executorUrl, token: await stack.capability('reconciliation') });
     const first = await executor.executions({ limit: 1 });
     expect(first.executions.map((execution) => execution.execution_id)).toEqual([page.executions[0]?.execution_id]);
@@ -150,11 +207,65 @@ describe('lexec stack console over plain HTTP', () => {
     const second = await executor.executions({ limit: 1, before: first.next_before ?? '' });
     expect(second.executions.map((execution) => execution.execution_id)).toEqual([page.executions[1]?.execution_id]);
     expect((await executor.executions({ state: 'failed' })).executions).toEqual([]);
-    const detail = await executor.executionDetail(first.executions[0]?.execution_id ?? '');
+    const caller = createExecutorClient({ url: stack.executorUrl, token: await stack.capability('caller') });
+    await expect(caller.executions({ limit: 1 })).rejects.toMatchObject({ code: expect.stringMatching(/^executor_(unauthorized|forbidden)$/) as unknown });
+    const detail = await caller.executionDetail(first.executions[0]?.execution_id ?? '');
     expect(Object.values(detail.timeline).filter((at) => at !== null)).toHaveLength(5);
     expect(detail.timeline.released_at).toBeNull();
     await expect(executor.executions({ limit: 101 })).rejects.toMatchObject({ code: 'executor_invalid_request', issues: [{ path: 'limit' }] });
   }, 180_000);
+
+  it('keeps acting on the profile it started for after `lexec stack select` picks another', async () => {
+    await addStackProfile(stack.home, { profile: 'other' });
+    const selected = await stack.lexec(['stack', 'select', 'other', '--json']);
+    runs.push(selected);
+    expectResult(selected);
+    try {
+      const session = await signIn();
+      const headers = { 'x-lexec-session': session };
+      const overview = await send('GET', '/api/overview', { headers });
+      expect(overview.status).toBe(200);
+      expect(JSON.parse(overview.body)).toMatchObject({ profile: 'sandbox', usable: true });
+      expect((await send('GET', '/api/executions', { headers })).status).toBe(200);
+      expect((await send('GET', '/api/reconciliations', { headers })).status).toBe(200);
+      expect((await send('GET', '/', { headers })).body).toContain('profile <strong id="profile">sandbox</strong>');
+      // An approval still reaches the sandbox stack's ledger (which knows no such authorization).
+      const approve = await send('POST', '/api/approvals/0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10/approve', { headers: { ...headers, origin: consoleProcess.origin }, body: {} });
+      expect(errorOf(approve)).toEqual({ code: 'not_found', reason_code: 'ledger_not_found' });
+    } finally {
+      runs.push(await stack.lexec(['stack', 'select', 'sandbox', '--json']));
+    }
+  }, 60_000);
+
+  it('answers 503 stack_unavailable while the stack is stopped, and serves it again once it is back', async () => {
+    const session = await signIn();
+    const headers = { 'x-lexec-session': session };
+    const stopped = await stack.lexec(['stack', 'stop', '--profile', 'sandbox', '--json'], { timeoutMs: 60_000 });
+    runs.push(stopped);
+    expectResult(stopped);
+    for (const path of ['/api/executions', '/api/approvals', '/api/reconciliations', '/api/agents']) {
+      const down = await send('GET', path, { headers });
+      expect(down.status, path).toBe(503);
+      expect(errorOf(down)).toMatchObject({ code: 'stack_unavailable', reason_code: 'stack_not_running' });
+    }
+    const overview = JSON.parse((await send('GET', '/api/overview', { headers })).body) as { usable: boolean };
+    expect(overview.usable).toBe(false);
+    await stack.restart();
+    expect((await send('GET', '/api/executions', { headers })).status).toBe(200);
+    expect(JSON.parse((await send('GET', '/api/overview', { headers })).body)).toMatchObject({ profile: 'sandbox', usable: true });
+  }, 180_000);
+
+  it('SIGHUP stops a console like SIGTERM (exit 0): the terminal that could read a new link is gone', async () => {
+    const second = await startConsoleProcess(stack);
+    const session = await signInWith(second.origin, second.loginUrl);
+    sessionSecrets.push(session);
+    expect((await rawRequest(second.origin, 'GET', '/api/agents', { headers: { 'x-lexec-session': session } })).status).toBe(200);
+    expect(await second.stop('SIGHUP')).toBe(0);
+    const { stdout, stderr } = second.output();
+    expect(stdout.trim().split('\n')).toHaveLength(1);
+    expect(stdout + stderr).not.toContain(session);
+    expect(stderr).not.toContain(new URL(second.loginUrl).hash.slice(1));
+  }, 60_000);
 
   it('refuses to start for a profile that does not exist (the running one exits 0 on SIGTERM: afterAll)', async () => {
     const missing = await stack.lexec(['stack', 'console', '--profile', 'nowhere', '--json']);

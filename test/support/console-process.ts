@@ -5,7 +5,8 @@ import type { RunningStack } from './running-stack.js';
 
 /*
  * `lexec stack console --port 0 --json` as a real child process against a running stack, and a
- * raw HTTP client for it (node:http, so Host, Origin and Cookie are exactly what a test sets).
+ * raw HTTP client for it (node:http, so Host, Origin, Cookie and the session header are exactly
+ * what a test sets).
  */
 
 export interface ConsoleProcess {
@@ -14,10 +15,12 @@ export interface ConsoleProcess {
   readonly loginUrl: string;
   /** Everything the process wrote so far. */
   output(): { stdout: string; stderr: string };
-  /** SIGHUP: resolves with the new login link it prints. */
+  /** Every login link it printed so far (at start, then one per SIGUSR1). */
+  loginUrls(): string[];
+  /** SIGUSR1: resolves with the new login link it prints. */
   newLogin(): Promise<string>;
-  /** SIGTERM; resolves with the exit code. */
-  stop(): Promise<number | null>;
+  /** SIGTERM (or `signal`); resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
 export async function startConsoleProcess(stack: RunningStack, args: readonly string[] = []): Promise<ConsoleProcess> {
@@ -45,14 +48,19 @@ export async function startConsoleProcess(stack: RunningStack, args: readonly st
     origin: started.result.address,
     loginUrl: started.result.login_url,
     output: () => ({ stdout, stderr }),
+    loginUrls: () =>
+      stdout
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => (JSON.parse(line) as { result: { login_url: string } }).result.login_url),
     async newLogin() {
       const before = stdout.split('\n').length - 1;
-      child.kill('SIGHUP');
+      child.kill('SIGUSR1');
       const all = await lines(before + 1);
       return (JSON.parse(all[before] ?? '') as { result: { login_url: string } }).result.login_url;
     },
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
       return exited;
     },
   };
@@ -91,14 +99,10 @@ export function rawRequest(origin: string, method: string, path: string, options
   });
 }
 
-/** Logs in with a login link's token; returns the session cookie and the CSRF token of its pages. */
-export async function signIn(origin: string, loginUrl: string): Promise<{ cookie: string; csrf: string }> {
+/** Logs in with a login link's token; returns the session secret the console answered with. */
+export async function signIn(origin: string, loginUrl: string): Promise<string> {
   const token = new URL(loginUrl).hash.slice(1);
   const login = await rawRequest(origin, 'POST', '/api/login', { headers: { origin }, body: { token } });
-  if (login.status !== 200) throw new Error(`login failed: ${login.status} ${login.body}`);
-  const setCookie = [login.headers['set-cookie'] ?? []].flat()[0] ?? '';
-  const cookie = setCookie.split(';')[0] ?? '';
-  const page = await rawRequest(origin, 'GET', '/', { headers: { cookie } });
-  const csrf = /<meta name="lexec-csrf" content="([A-Za-z0-9_-]+)">/.exec(page.body)?.[1] ?? '';
-  return { cookie, csrf };
+  if (login.status !== 200) throw new Error(`login failed: ${String(login.status)} ${login.body}`);
+  return (JSON.parse(login.body) as { session: string }).session;
 }

@@ -9,12 +9,16 @@ import { serveConsole, type ConsoleAddress, type ConsoleStopped } from '../../co
 export default class StackConsole extends LexecCommand<ConsoleStopped> {
   static override summary = "Serve the operator console for the profile's running stack on 127.0.0.1: executions, images, spend, approvals, reconciliations.";
   static override description =
-    'Prints the console address and a one-time login link on stdout at once (--json: one document, and one more per SIGHUP), then serves until Ctrl-C. The link works once; SIGHUP prints a new one. The console acts with the stack\'s own capabilities, server-side; none reaches the browser. Details: docs/console.md.';
+    'Prints the console address and a one-time login link on stdout at once (--json: one document, and one more per SIGUSR1), then serves the profile resolved at start until Ctrl-C, SIGTERM or SIGHUP (exit 0). The link works once, within 10 minutes; `kill -USR1 <pid>` prints a new one. A session lives in one browser tab and ends after 30 minutes without a request, 12 hours after its login, or at sign-out. The console acts with the stack\'s own capabilities, server-side; none reaches the browser. Details: docs/console.md.';
   static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --port 0 --open', '<%= config.bin %> <%= command.id %> --profile sandbox --json'];
   static override flags = {
     ...profileFlags,
     port: Flags.string({ default: '7480', summary: 'Port on 127.0.0.1, 0 for any free port.' }),
-    open: Flags.boolean({ default: false, summary: "Open the login link in the platform's browser (xdg-open / open)." }),
+    open: Flags.boolean({
+      default: false,
+      summary: "Open the login link in the platform's browser (xdg-open / open).",
+      description: "The link, token included, is then on the opener's command line, which other local users can read in /proc while it runs; the token works once and for 10 minutes. Without --open, copy the link from this command's output.",
+    }),
   };
 
   protected override async execute(output: Output): Promise<ConsoleStopped> {
@@ -23,13 +27,14 @@ export default class StackConsole extends LexecCommand<ConsoleStopped> {
     const onSignal = () => {
       stop.abort();
     };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
+    // SIGHUP too: the terminal went away, and nobody is left to read a new login link.
+    const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+    for (const signal of signals) process.once(signal, onSignal);
     const print = (address: ConsoleAddress) => {
       if (output.jsonMode) output.jsonLine(jsonSuccess('stack console', address));
       else {
         output.line(`Console of profile "${address.profile}": ${address.address}`);
-        output.line(`Log in (works once): ${address.login_url}`);
+        output.line(`Log in (works once, within 10 minutes): ${address.login_url}`);
       }
     };
     try {
@@ -41,19 +46,18 @@ export default class StackConsole extends LexecCommand<ConsoleStopped> {
         signal: stop.signal,
         onReady: (address) => {
           print(address);
-          output.diagnostics.line(output.diagnostics.style.dim('Serving until Ctrl-C; `kill -HUP` this process for a new login link.'));
+          output.diagnostics.line(output.diagnostics.style.dim(`Serving until Ctrl-C; \`kill -USR1 ${String(process.pid)}\` prints a new login link.`));
         },
         onNewLogin: (loginUrl) => {
           if (output.jsonMode) output.jsonLine(jsonSuccess('stack console', { login_url: loginUrl }));
-          else output.line(`Log in (works once): ${loginUrl}`);
+          else output.line(`Log in (works once, within 10 minutes): ${loginUrl}`);
         },
         warn: (text) => {
           output.diagnostics.line(output.diagnostics.style.warn(`Warning: ${text}`));
         },
       });
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      for (const signal of signals) process.off(signal, onSignal);
     }
   }
 

@@ -1,18 +1,22 @@
 // The operator console's one script (docs/console.md). It polls the console server's JSON
 // endpoints every 2 s and renders with DOM APIs only: every string from the stack — prompts,
 // purposes, notes, ids — becomes a text node, never markup. Amounts arrive formatted by the
-// server (exact micro-units); this script does no arithmetic on money. State-changing requests
-// are POSTs carrying the session's CSRF token, which the page's <meta> holds.
+// server (exact micro-units); this script does no arithmetic on money.
+//
+// The session secret login.js received is kept in this tab's sessionStorage (scoped to the exact
+// origin, port included, and to this tab) and sent in `x-lexec-session` on every API request;
+// images are fetched the same way and shown through blob: URLs. There is no cookie.
 
 const POLL_MS = 2000;
+const SESSION_KEY = 'lexec-console-session';
 const STATES = ['pending', 'scheduled', 'running', 'succeeded', 'failed', 'reconciliation'];
-const csrf = document.querySelector('meta[name="lexec-csrf"]')?.getAttribute('content') ?? '';
 const main = document.getElementById('main');
 const updated = document.getElementById('updated');
 const view = document.body.dataset.view;
-/** Image nodes kept across renders, so a poll never reloads a thumbnail. */
+/** Image nodes and their blob: URLs kept across renders, so a poll never fetches a thumbnail again. */
 const images = new Map();
 let busy = false;
+let poller = null;
 
 class ConsoleError extends Error {
   constructor(status, body) {
@@ -29,7 +33,7 @@ const EXPLAINED = {
   not_found: 'Not found.',
   conflict: 'Refused: it was already decided or resolved differently.',
   invalid_request: 'Refused as invalid.',
-  unauthorized: 'The session ended; use a new login link.',
+  unauthorized: 'Not signed in.',
   forbidden: 'Refused by the console (cross-site request).',
   stack_refused: 'The stack refused the request.',
 };
@@ -56,14 +60,46 @@ function h(tag, attributes = {}, ...children) {
   return node;
 }
 
-async function request(method, path, body) {
-  const headers = { accept: 'application/json' };
-  if (method === 'POST') Object.assign(headers, { 'content-type': 'application/json', 'x-lexec-csrf': csrf });
-  const response = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
-  const data = await response.json().catch(() => null);
-  if (response.status === 401) {
-    location.assign('/login');
+const NEW_LINK =
+  'Open a login link `lexec stack console` printed: each works once, within 10 minutes, and `kill -USR1 <pid of lexec stack console>` prints a new one.';
+const SIGNED_OUT = {
+  session_missing: `This tab is not signed in: a session belongs to the browser tab that opened its login link. ${NEW_LINK}`,
+  session_invalid: `The session ended (signed out, 30 minutes without use, 12 hours after its login, or the console restarted). ${NEW_LINK}`,
+  signed_out: `Signed out. ${NEW_LINK}`,
+};
+
+/** Leaves the console: forgets the secret, stops polling, frees the images, says why. */
+function signedOut(reason) {
+  sessionStorage.removeItem(SESSION_KEY);
+  if (poller !== null) clearInterval(poller);
+  poller = null;
+  forgetImages([]);
+  updated.textContent = '';
+  document.getElementById('logout')?.setAttribute('hidden', '');
+  main.replaceChildren(h('h1', {}, 'Not signed in'), h('p', { class: 'error', id: 'signed-out' }, SIGNED_OUT[reason] ?? SIGNED_OUT.session_invalid));
+}
+
+/** An API request with this tab's session secret; a refused session signs the tab out. */
+async function send(method, path, body) {
+  const secret = sessionStorage.getItem(SESSION_KEY);
+  if (secret === null) {
+    signedOut('session_missing');
+    throw new ConsoleError(401, { error: { code: 'unauthorized', reason_code: 'session_missing' } });
   }
+  const headers = { 'x-lexec-session': secret };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(path, { method, headers, credentials: 'omit', body: body === undefined ? undefined : JSON.stringify(body) });
+  if (response.status === 401) {
+    const data = await response.json().catch(() => null);
+    signedOut(data?.error?.reason_code);
+    throw new ConsoleError(401, data);
+  }
+  return response;
+}
+
+async function request(method, path, body) {
+  const response = await send(method, path, body);
+  const data = await response.json().catch(() => null);
   if (!response.ok) throw new ConsoleError(response.status, data);
   return data;
 }
@@ -169,18 +205,45 @@ async function executions() {
   ];
 }
 
-function thumbnail(artifact) {
-  let node = images.get(artifact.path);
-  if (node === undefined) {
-    node = h('a', { href: artifact.path, target: '_blank', class: 'thumb' }, h('img', { src: artifact.path, alt: `image ${artifact.ordinal + 1}`, loading: 'lazy' }));
-    images.set(artifact.path, node);
+/** Drops the images whose paths are not in `keep`, revoking their blob: URLs. */
+function forgetImages(keep) {
+  for (const [path, entry] of images) {
+    if (keep.includes(path)) continue;
+    if (entry.url !== null) URL.revokeObjectURL(entry.url);
+    images.delete(path);
   }
-  return node;
+}
+
+/** An artifact as a thumbnail linking to its full size: fetched once with the session, shown from a blob: URL. */
+function thumbnail(artifact) {
+  let entry = images.get(artifact.path);
+  if (entry === undefined) {
+    const image = h('img', { alt: `image ${artifact.ordinal + 1}` });
+    entry = { node: h('a', { target: '_blank', class: 'thumb' }, image), url: null };
+    images.set(artifact.path, entry);
+    const current = entry;
+    send('GET', artifact.path)
+      .then(async (response) => {
+        if (!response.ok) throw new ConsoleError(response.status, null);
+        const url = URL.createObjectURL(await response.blob());
+        // Forgotten meanwhile (another page of the view): free it at once.
+        if (images.get(artifact.path) !== current) return URL.revokeObjectURL(url);
+        current.url = url;
+        image.src = url;
+        current.node.href = url;
+        return undefined;
+      })
+      .catch(() => {
+        image.alt = `image ${artifact.ordinal + 1} could not be loaded`;
+      });
+  }
+  return entry.node;
 }
 
 async function execution() {
   const id = document.body.dataset.executionId;
   const data = await getJson(`/api/executions/${id}`);
+  forgetImages(data.artifacts.map((artifact) => artifact.path));
   const t = data.timeline;
   const steps = [
     ['Admitted', t.admitted_at],
@@ -271,7 +334,8 @@ async function approvals() {
         ['Requested', time(approval.created_at)],
         ['Expires', time(approval.expires_at)],
         [
-          'Policy',
+          // The agent's policy now: an authorization records no policy version.
+          'Current policy',
           approval.policy === null
             ? '—'
             : `approval above ${approval.policy.approval_threshold.display}; at most ${approval.policy.per_authorization_cap.display} each, ${approval.policy.daily_cap.display} a day (${approval.policy.source}, version ${approval.policy.version})`,
@@ -297,7 +361,7 @@ async function reconciliation() {
       const note = field('note')?.value ?? '';
       const billed = field('images-billed')?.value ?? '';
       const body = settle ? { resolution: 'settle', note, ...(billed === '' ? {} : { images_billed: Number.parseInt(billed, 10) }) } : { resolution: 'release', note };
-      void act(out, () => postJson(`/api/reconciliations/${id}/resolve`, body), (result) => `Execution ${result.execution.execution_id}: ${result.resolution} (${result.execution.state}).`);
+      void act(out, () => postJson(`/api/reconciliations/${id}/resolve`, body), (result) => `Execution ${result.execution.execution_id}: ${result.resolution} (${result.execution.state}). Note: ${result.note}`);
     };
     const evidence = entry.evidence.map((attempt) =>
       h(
@@ -389,10 +453,17 @@ async function refresh() {
 }
 
 document.getElementById('logout')?.addEventListener('click', () => {
-  postJson('/api/logout', {}).finally(() => location.assign('/login'));
+  postJson('/api/logout', {})
+    .catch(() => null)
+    .finally(() => {
+      signedOut('signed_out');
+    });
 });
 
-await refresh();
-setInterval(() => {
-  void refresh();
-}, POLL_MS);
+if (sessionStorage.getItem(SESSION_KEY) === null) signedOut('session_missing');
+else {
+  poller = setInterval(() => {
+    void refresh();
+  }, POLL_MS);
+  await refresh();
+}
