@@ -14,16 +14,19 @@ import { startRunningStack, type RunningStack } from '../support/running-stack.j
 
 /*
  * The console in a real headless Chromium (playwright-core driving Debian's chromium) against a
- * real sandbox stack and the real `lexec stack console` process: log in with the printed link;
- * watch a `lexec run` appear and its image render; approve a request above the threshold from
- * the page and see the run finish; resolve a reconciliation from the page and see the ledger
- * settle; a browser without a session and a cross-site form are refused; and no capability is in
- * any page, script or answer the browser received. With LEXEC_UPDATE_SCREENSHOTS=1 it writes
+ * real sandbox stack and the real `lexec stack console` process: log in with the printed link
+ * (the session lives in that tab; no cookie); watch a `lexec run` appear and its image render;
+ * approve a request above the threshold from the page and see the run finish; resolve a
+ * reconciliation from the page and see the ledger settle; markup in a prompt, a purpose and a
+ * note is shown as text; a page on another port of 127.0.0.1 gets nothing; and no capability is
+ * in any page, script or answer the browser received. With LEXEC_UPDATE_SCREENSHOTS=1 it writes
  * docs/console/*.png (CI never rewrites tracked files).
  */
 
 const executable = chromiumPath();
 const SCREENSHOTS = process.env.LEXEC_UPDATE_SCREENSHOTS === '1' ? join(PACKAGE_ROOT, 'docs', 'console') : null;
+/** Markup an agent (or anyone) could put into a prompt, a purpose or a note. */
+const MARKUP = `"><img src=x onerror="window.pwned=1"><script>window.pwned=2</script><b id="injected">bold</b>`;
 
 let stack: RunningStack;
 let consoleProcess: ConsoleProcess;
@@ -110,23 +113,34 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     for (const run of runs) for (const secret of secrets) expect(run.stdout + run.stderr).not.toContain(secret);
   }, 60_000);
 
-  it('logs in with the printed link: the token leaves the address bar and the overview shows the stack', async () => {
+  it('logs in with the printed link: the token leaves the address bar, the session stays in the tab (no cookie), links work', async () => {
     await page.goto(consoleProcess.loginUrl);
     await page.waitForURL(`${consoleProcess.origin}/`);
     await expect.poll(() => page.locator('h1').textContent()).toBe('Stack of profile “sandbox”');
     await page.locator('table tbody tr').nth(2).waitFor();
     expect(await page.locator('main').textContent()).toContain('embedded');
-    const cookies = await context.cookies();
-    expect(cookies).toEqual([expect.objectContaining({ name: 'lexec_console_session', httpOnly: true, sameSite: 'Strict', path: '/' })]);
+    expect(await page.locator('header #profile').textContent()).toBe('sandbox');
+    expect(await context.cookies()).toEqual([]);
+    expect(await page.evaluate(() => sessionStorage.getItem('lexec-console-session'))).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    // Following a link in that tab keeps the session.
+    await page.getByRole('link', { name: 'Agents and policies' }).click();
+    await page.waitForURL(`${consoleProcess.origin}/agents`);
+    await page.locator('main tbody tr').first().waitFor();
+
+    // Another tab of the same browser has no session: it says so, and fetches nothing.
+    const tab = await context.newPage();
+    await tab.goto(`${consoleProcess.origin}/executions`);
+    await expect.poll(() => tab.locator('#signed-out').textContent()).toContain('This tab is not signed in');
+    expect(await tab.locator('header #profile').textContent()).toBe('sandbox');
+    await tab.close();
     // The link worked once: a second browser gets nothing with it.
     const other = await browser.newContext();
     record(other);
     const second = await other.newPage();
     await second.goto(consoleProcess.loginUrl);
     await expect.poll(() => second.locator('#login-status').textContent()).toContain('already used');
-    const executions = await second.goto(`${consoleProcess.origin}/executions`);
-    expect(executions?.status()).toBe(401);
-    expect(await second.locator('main').textContent()).toContain('Not signed in');
+    await second.goto(`${consoleProcess.origin}/executions`);
+    await expect.poll(() => second.locator('#signed-out').textContent()).toContain('This tab is not signed in');
     await other.close();
   }, 60_000);
 
@@ -146,16 +160,20 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     const image = page.locator('.gallery img');
     await image.waitFor();
     await expect.poll(() => image.evaluate((node) => (node as unknown as { naturalWidth: number }).naturalWidth)).toBeGreaterThan(0);
+    // Fetched with the session header, shown from a blob: URL (an <img src> could send no header).
+    expect(await image.getAttribute('src')).toMatch(/^blob:http:\/\/127\.0\.0\.1:\d+\//);
     const main = page.locator('main');
     for (const step of ['Admitted', 'Submitted', 'Checkpointed', 'Stored', 'Settled']) expect(await main.textContent()).toContain(step);
     expect(await page.locator('.timeline li.todo').count()).toBe(0);
     expect(await main.textContent()).toContain('a lighthouse at dusk');
     await screenshot('execution-detail');
 
-    const full = await page.locator('.gallery a').getAttribute('href');
-    const opened = await page.request.get(`${consoleProcess.origin}${full ?? ''}`);
-    expect(opened.status()).toBe(200);
-    expect(opened.headers()['content-type']).toBe('image/png');
+    // Full size opens in a new tab from the same blob.
+    const [full] = await Promise.all([page.waitForEvent('popup'), page.locator('.gallery a').click()]);
+    await full.waitForLoadState();
+    expect(full.url()).toBe(await image.getAttribute('src'));
+    await expect.poll(() => full.locator('img').evaluate((node) => (node as unknown as { naturalWidth: number }).naturalWidth)).toBeGreaterThan(0);
+    await full.close();
   }, 120_000);
 
   it('approves a request above the threshold from the page, and the waiting `lexec run` finishes', async () => {
@@ -167,7 +185,7 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     const card = page.locator(`section[data-token-id="${tokenId}"]`);
     await card.waitFor({ timeout: 20_000 });
     expect(await card.textContent()).toContain('0.006000 USD');
-    expect(await card.textContent()).toContain('approval above 0.005000 USD');
+    expect(await card.textContent()).toContain('Current policyapproval above 0.005000 USD');
     await screenshot('approvals');
     await card.getByLabel('Reason (optional):').fill('fine for the demo');
     await card.getByRole('button', { name: 'Approve' }).click();
@@ -194,7 +212,7 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await card.locator(`input[name="images-billed-${id}"]`).fill('1');
     await card.locator(`input[name="note-${id}"]`).fill('dashboard shows 1 image billed');
     await card.getByRole('button', { name: 'Resolve' }).click();
-    await page.getByText(`Execution ${id}: settled (succeeded).`).waitFor();
+    await page.getByText(`Execution ${id}: settled (succeeded). Note: dashboard shows 1 image billed`).waitFor();
     await page.getByText('No execution awaits a human.').waitFor();
 
     const executor = createExecutorClient({ url: stack.executorUrl, token: await stack.capability('caller') });
@@ -216,23 +234,78 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await screenshot('overview');
   }, 60_000);
 
-  it('refuses a cross-site form post even from a signed-in browser', async () => {
-    const evil: Server = createServer((_request, response) => {
+  it('shows markup in a prompt, a purpose and a reconciliation note as text: no element is created, nothing runs', async () => {
+    const dialogs: string[] = [];
+    page.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    /** Nothing of MARKUP became an element or ran, and it is shown as written. */
+    const expectText = async (where: string) => {
+      const main = page.locator('main');
+      expect(await main.textContent(), where).toContain(MARKUP);
+      expect(await page.locator('main img[src="x"], main script, #injected').count(), where).toBe(0);
+      expect(await page.evaluate(() => (globalThis as { pwned?: number }).pwned), where).toBeUndefined();
+    };
+
+    const request = expectResult(await lexec(['ledger', 'authorizations', 'request', '--amount-units', '6000', '--purpose', MARKUP, '--json'])) as { authorization: { token_id: string } };
+    await page.goto(`${consoleProcess.origin}/approvals`);
+    await page.locator(`section[data-token-id="${request.authorization.token_id}"]`).waitFor({ timeout: 20_000 });
+    await expectText('approvals (purpose)');
+
+    await stack.sandbox.setFaults([{ kind: 'complete_with_error', times: 1 }]);
+    const failure = expectFailure(await lexec(['run', MARKUP, '--out', 'markup', '--json']), 1, 'execution_in_reconciliation');
+    const id = /Execution (exe_[0-9a-f]{32})/.exec(failure.message)?.[1] ?? '';
+    await page.goto(`${consoleProcess.origin}/reconciliation`);
+    const card = page.locator(`section[data-execution-id="${id}"]`);
+    await card.waitFor({ timeout: 20_000 });
+    await card.locator(`select[name="resolution-${id}"]`).selectOption('release');
+    await card.locator(`input[name="note-${id}"]`).fill(MARKUP);
+    await card.getByRole('button', { name: 'Resolve' }).click();
+    await page.getByText(`Execution ${id}: released (failed). Note: ${MARKUP}`).waitFor();
+    await expectText('reconciliation (note)');
+
+    await page.goto(`${consoleProcess.origin}/executions/${id}`);
+    await page.getByText('Timeline').waitFor();
+    await expectText('execution (prompt)');
+    expect(dialogs).toEqual([]);
+  }, 120_000);
+
+  it('gives a page on another port of 127.0.0.1 nothing: no cookie, no session, and its form post is refused', async () => {
+    const approve = `${consoleProcess.origin}/api/approvals/0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10/approve`;
+    const seen: string[] = [];
+    const evil: Server = createServer((incoming, response) => {
+      seen.push(JSON.stringify(incoming.headers));
       response.setHeader('content-type', 'text/html');
-      response.end(
-        `<!doctype html><form id="f" method="POST" enctype="text/plain" action="${consoleProcess.origin}/api/approvals/0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10/approve"><input name="a" value="b"></form>`,
-      );
+      response.end(`<!doctype html><form id="f" method="POST" enctype="text/plain" action="${approve}"><input name="a" value="b"></form>`);
     });
     await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
     try {
+      const secret = (await page.evaluate(() => sessionStorage.getItem('lexec-console-session'))) ?? 'none';
       const evilPage = await context.newPage();
-      await evilPage.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`);
-      const [answer] = await Promise.all([evilPage.waitForResponse(`${consoleProcess.origin}/api/approvals/0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10/approve`), evilPage.locator('#f').evaluate((form) => { (form as unknown as { submit(): void }).submit(); })]);
+      // The same host as the console, another port: same-site, so SameSite cookies would be sent.
+      await evilPage.goto(`http://127.0.0.1:${String((evil.address() as AddressInfo).port)}/`);
+      expect(seen.join('\n')).not.toContain('cookie');
+      expect(seen.join('\n')).not.toContain(secret);
+      expect(await evilPage.evaluate(() => sessionStorage.length)).toBe(0);
+
+      const [answer] = await Promise.all([evilPage.waitForResponse(approve), evilPage.locator('#f').evaluate((form) => { (form as unknown as { submit(): void }).submit(); })]);
       expect(answer.status()).toBe(403);
       expect(await answer.text()).toContain('cross_site_request');
       await evilPage.close();
     } finally {
       await new Promise((resolve) => evil.close(resolve));
     }
+  }, 60_000);
+
+  it('signs out: the tab says so, and the secret it held is refused by the console', async () => {
+    await page.goto(`${consoleProcess.origin}/agents`);
+    await page.locator('main tbody tr').first().waitFor();
+    const secret = (await page.evaluate(() => sessionStorage.getItem('lexec-console-session'))) ?? '';
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await expect.poll(() => page.locator('#signed-out').textContent()).toContain('Signed out.');
+    expect(await page.evaluate(() => sessionStorage.getItem('lexec-console-session'))).toBeNull();
+    const replay = await page.request.get(`${consoleProcess.origin}/api/agents`, { headers: { 'x-lexec-session': secret } });
+    expect(replay.status()).toBe(401);
   }, 60_000);
 });
