@@ -88,8 +88,8 @@ export function createConsoleStack(options: ConsoleStackOptions) {
     },
 
     /**
-     * Authorizations awaiting a human, each with its agent's *current* policy: an authorization
-     * records no policy version, so the policy that asked for the approval is not known.
+     * Authorizations awaiting a human, each with the policy the ledger decided it under (kept with
+     * the authorization) and its agent's current policy, which may have changed since.
      */
     async approvals() {
       const running = await stack();

@@ -153,6 +153,17 @@ export function approvalView(authorization: LedgerAuthorization, agentName: stri
     purpose: authorization.purpose,
     created_at: authorization.created_at,
     expires_at: authorization.expires_at,
+    /** The policy the ledger decided this request under (null when it was made before the ledger kept it). */
+    required_by:
+      authorization.policy === null
+        ? null
+        : {
+            version: authorization.policy.version === null ? null : authorization.policy.version.toString(),
+            per_authorization_cap: money(authorization.policy.per_authorization_cap_units, authorization.currency),
+            daily_cap: money(authorization.policy.daily_cap_units, authorization.currency),
+            approval_threshold: money(authorization.policy.approval_threshold_units, authorization.currency),
+          },
+    /** The agent's policy now, which may have changed since. */
     policy: policy === null ? null : policyView(policy),
   };
 }

@@ -42,6 +42,11 @@ export interface AuthorizationRow {
   claimed_at: bigint | null;
   closed_at: bigint | null;
   expires_at: bigint;
+  /** The policy the request was decided under (migration 3; null for older rows). */
+  policy_version: bigint | null;
+  policy_per_authorization_cap_units: bigint | null;
+  policy_daily_cap_units: bigint | null;
+  policy_approval_threshold_units: bigint | null;
 }
 
 interface SettlementRow {
@@ -125,8 +130,9 @@ export function createLedgerService(options: LedgerServiceOptions) {
     markReleased: db.prepare("UPDATE authorizations SET status = 'released', closed_at = ? WHERE token_id = ?"),
     insertAuthorization: db.prepare(
       `INSERT INTO authorizations (token_id, account_id, agent_id, amount_units, units_scale, currency, amount_cents, status, purpose,
-         decided_by, decided_at, created_at, expires_at)
-       VALUES (?, ?, ?, ?, 6, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         decided_by, decided_at, created_at, expires_at,
+         policy_version, policy_per_authorization_cap_units, policy_daily_cap_units, policy_approval_threshold_units)
+       VALUES (?, ?, ?, ?, 6, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     decide: db.prepare('UPDATE authorizations SET status = ?, decided_by = ?, decision_reason = ?, decided_at = ?, closed_at = ? WHERE token_id = ?'),
     pendingApprovals: db.prepare("SELECT * FROM authorizations WHERE status = 'requested' ORDER BY created_at"),
@@ -191,6 +197,15 @@ export function createLedgerService(options: LedgerServiceOptions) {
       execution_id: row.execution_id,
       decided_by: row.decided_by,
       decision_reason: row.decision_reason === null ? null : redactSecretShapes(row.decision_reason),
+      policy:
+        row.policy_approval_threshold_units === null || row.policy_per_authorization_cap_units === null || row.policy_daily_cap_units === null
+          ? null
+          : {
+              version: row.policy_version,
+              per_authorization_cap_units: row.policy_per_authorization_cap_units,
+              daily_cap_units: row.policy_daily_cap_units,
+              approval_threshold_units: row.policy_approval_threshold_units,
+            },
       created_at: iso(row.created_at),
       decided_at: iso(row.decided_at),
       expires_at: iso(row.expires_at),
@@ -326,7 +341,8 @@ export function createLedgerService(options: LedgerServiceOptions) {
       return immediate(() => {
         const at = now();
         const committed = (committedUnits.get({ agent_id: agentId, now: at, since: at - ROLLING_WINDOW_MS }) as { units: bigint }).units;
-        const decision = decideRequest(policyFor(agentId), input.amount_units, committed);
+        const policy = policyFor(agentId);
+        const decision = decideRequest(policy, input.amount_units, committed);
         if (decision.outcome === 'refused') throw unprocessable('policy_refused', decision.reason, ['amount_units']);
         const tokenId = randomUUID();
         statements.insertAuthorization.run(
@@ -342,6 +358,10 @@ export function createLedgerService(options: LedgerServiceOptions) {
           decision.outcome === 'approved' ? at : null,
           at,
           at + options.authorizationTtlMs,
+          'version' in policy ? policy.version : null,
+          policy.per_authorization_cap_units,
+          policy.daily_cap_units,
+          policy.approval_threshold_units,
         );
         return view(load(tokenId));
       });

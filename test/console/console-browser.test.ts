@@ -186,6 +186,8 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await card.waitFor({ timeout: 20_000 });
     expect(await card.textContent()).toContain('0.006000 USD');
     expect(await card.textContent()).toContain('Current policyapproval above 0.005000 USD');
+    // The policy the ledger decided the request under, kept with the authorization.
+    expect(await card.textContent()).toMatch(/Required byapproval above 0\.005000 USD; at most \d+\.\d{6} USD each, \d+\.\d{6} USD a day \(policy version \d+\)/);
     await screenshot('approvals');
     await card.getByLabel('Reason (optional):').fill('fine for the demo');
     await card.getByRole('button', { name: 'Approve' }).click();

@@ -337,16 +337,24 @@ describe('policy caps', () => {
     expect(sum?.total).toBe(22n * 900_000n);
   });
 
-  it('the operator can change an agent policy; the version moves', async () => {
+  it('the operator can change an agent policy; the version moves, and an earlier request keeps the policy it was decided under', async () => {
     const path = `/agents/${actors.agentId}/policy`;
     const before = await call<{ policy: { version: string } }>(ledger.url, 'GET', path, { token: ledger.adminToken });
     expect(before.body.policy).toMatchObject({ per_authorization_cap_units: '5000000', version: '1' });
+    const waiting = await request('2000000');
+    const decidedUnder = { version: '1', per_authorization_cap_units: '5000000', daily_cap_units: '20000000', approval_threshold_units: '1000000' };
+    expect(waiting.body.authorization).toMatchObject({ status: 'requested', policy: decidedUnder });
+    // Denied, so its hold does not count against the smaller daily cap set below.
+    expect((await call(ledger.url, 'POST', `/authorizations/${waiting.body.authorization.token_id}/deny`, { token: actors.approver, body: {} })).status).toBe(200);
     const updated = await call<{ policy: Record<string, unknown> }>(ledger.url, 'PUT', path, {
       token: ledger.adminToken,
       body: { per_authorization_cap_units: '100', daily_cap_units: '1000', approval_threshold_units: '0', units_scale: 6, currency: 'USD' },
     });
     expect(updated.body.policy).toMatchObject({ per_authorization_cap_units: '100', daily_cap_units: '1000', version: '2' });
-    expect((await request('50')).body.authorization.status).toBe('requested');
+    const later = await request('50');
+    expect(later.body.authorization).toMatchObject({ status: 'requested', policy: { version: '2', per_authorization_cap_units: '100', daily_cap_units: '1000', approval_threshold_units: '0' } });
+    const shown = await call<{ authorization: Record<string, unknown> }>(ledger.url, 'GET', `/authorizations/${waiting.body.authorization.token_id}`, { token: actors.approver });
+    expect(shown.body.authorization.policy).toEqual(decidedUnder);
   });
 });
 

@@ -334,7 +334,13 @@ async function approvals() {
         ['Requested', time(approval.created_at)],
         ['Expires', time(approval.expires_at)],
         [
-          // The agent's policy now: an authorization records no policy version.
+          // The policy the ledger decided this request under (kept with the authorization).
+          'Required by',
+          approval.required_by === null
+            ? 'not recorded (requested before the ledger kept it)'
+            : `approval above ${approval.required_by.approval_threshold.display}; at most ${approval.required_by.per_authorization_cap.display} each, ${approval.required_by.daily_cap.display} a day${approval.required_by.version === null ? '' : ` (policy version ${approval.required_by.version})`}`,
+        ],
+        [
           'Current policy',
           approval.policy === null
             ? '—'

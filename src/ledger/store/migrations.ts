@@ -130,4 +130,16 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
       UPDATE policies SET follows_default = 1 WHERE version = 1;
     `,
   },
+  {
+    version: 3,
+    name: 'authorizations keep the policy that decided them',
+    // The limits and the policy version a request was decided under, so an approver sees the
+    // policy that asked for their approval even after the policy changed. Older rows: null.
+    up: `
+      ALTER TABLE authorizations ADD COLUMN policy_version INTEGER;
+      ALTER TABLE authorizations ADD COLUMN policy_per_authorization_cap_units INTEGER;
+      ALTER TABLE authorizations ADD COLUMN policy_daily_cap_units INTEGER;
+      ALTER TABLE authorizations ADD COLUMN policy_approval_threshold_units INTEGER;
+    `,
+  },
 ];

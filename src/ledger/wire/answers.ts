@@ -68,6 +68,12 @@ export const authorizationSchema = z.object({
   execution_id: z.string().nullable(),
   decided_by: z.string().nullable(),
   decision_reason: z.string().nullable(),
+  /** The policy the request was decided under; null for one made before the ledger kept it (absent from older ledgers). */
+  policy: z
+    .object({ version: amount.nullable(), per_authorization_cap_units: amount, daily_cap_units: amount, approval_threshold_units: amount })
+    .nullable()
+    .optional()
+    .transform((policy) => policy ?? null),
   created_at: timestamp,
   decided_at: timestamp.nullable(),
   expires_at: timestamp,
