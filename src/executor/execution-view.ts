@@ -14,6 +14,7 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
   if (row === undefined) return undefined;
   const receipt = store.receipt(executionId);
   const attempts = store.providerAttempts(executionId);
+  const stored = store.artifactTally(executionId);
   const request = JSON.parse(row.request_json) as { input: Record<string, unknown> };
   return {
     execution_id: row.execution_id,
@@ -59,9 +60,9 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
             ledger_settlement_id: receipt.ledger_settlement_id,
             created_at: iso(receipt.created_at),
           },
-    artifact_count: store.artifactCount(executionId),
+    artifact_count: stored.count,
     recommended_action: recommendedAction(row.state, row.state_reason),
-    timeline: executionTimeline(store, row, receipt, attempts),
+    timeline: executionTimeline(store, row, receipt, attempts, stored.lastAt),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
@@ -74,9 +75,8 @@ export function executionDetail(store: ExecutionStore, executionId: string, know
  * no time of its own for a settlement: it is the resolution's time for a reconciled execution,
  * else the final state's write, which follows the ledger's answer.
  */
-function executionTimeline(store: ExecutionStore, row: ExecutionRow, receipt: ReceiptRow | undefined, attempts: readonly ProviderAttemptRow[]) {
+function executionTimeline(store: ExecutionStore, row: ExecutionRow, receipt: ReceiptRow | undefined, attempts: readonly ProviderAttemptRow[], lastStoredAt: bigint | null) {
   const checkpointed = attempts.find((attempt) => attempt.operation_id !== null);
-  const artifacts = store.artifacts(row.execution_id);
   const resolution = store.resolution(row.execution_id);
   const final = row.state === 'succeeded' || row.state === 'failed' ? row.updated_at : null;
   const settledAt = resolution?.resolution === 'settled' ? resolution.resolved_at : receipt?.ledger_settlement_id != null && row.state === 'succeeded' ? final : null;
@@ -85,7 +85,7 @@ function executionTimeline(store: ExecutionStore, row: ExecutionRow, receipt: Re
     admitted_at: iso(row.created_at),
     submitted_at: iso(attempts[0]?.created_at ?? null),
     checkpointed_at: iso(checkpointed?.submit_settled_at ?? null),
-    stored_at: iso(artifacts.length === 0 ? null : artifacts.reduce((latest, artifact) => (artifact.created_at > latest ? artifact.created_at : latest), 0n)),
+    stored_at: iso(lastStoredAt),
     settled_at: iso(settledAt),
     released_at: iso(releasedAt),
   };
@@ -109,7 +109,7 @@ export function executionSummary(store: ExecutionStore, row: ExecutionRow) {
     spend_auth_token_id: row.spend_auth_token_id,
     image_count: typeof request.input.image_count === 'number' ? request.input.image_count : null,
     image_size: typeof request.input.image_size === 'string' ? request.input.image_size : null,
-    artifact_count: store.artifactCount(row.execution_id),
+    artifact_count: store.artifactTally(row.execution_id).count,
     held_units: row.authorization_held_units,
     cost_units: receipt?.amount_units ?? null,
     units_scale: 6,

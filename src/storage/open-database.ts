@@ -73,13 +73,14 @@ export function migrate(db: Database.Database, migrations: readonly Migration[])
     if (migration.version !== index + 1) throw new BugError(`migration ${migration.name} is numbered ${migration.version}, expected ${index + 1}`);
   });
   // A read first, so an up-to-date database takes no write lock and sees no write.
-  refuseNewerSchema(db, ordered.length);
-  if (pendingMigrations(db, ordered).length === 0) return;
+  const applied = appliedVersions(db);
+  refuseNewerSchema(db.name, applied, ordered.length);
+  if (pendingMigrations(ordered, applied).length === 0) return;
   db.transaction(() => {
     db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
     // Read again under the write lock: another process may have migrated in between.
     const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-    for (const migration of pendingMigrations(db, ordered)) {
+    for (const migration of pendingMigrations(ordered, appliedVersions(db))) {
       if (typeof migration.up === 'string') db.exec(migration.up);
       else migration.up(db);
       record.run(migration.version, migration.name, Date.now());
@@ -87,13 +88,15 @@ export function migrate(db: Database.Database, migrations: readonly Migration[])
   }).immediate();
 }
 
-function pendingMigrations(db: Database.Database, ordered: readonly Migration[]): Migration[] {
+/** The versions a database records as applied (empty before its first migration). */
+function appliedVersions(db: Database.Database): number[] {
   const recorded = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
-  if (!recorded) return [...ordered];
-  const applied = new Set(
-    (db.prepare('SELECT version FROM schema_migrations').safeIntegers(true).all() as { version: bigint }[]).map((row) => Number(row.version)),
-  );
-  return ordered.filter((migration) => !applied.has(migration.version));
+  if (!recorded) return [];
+  return (db.prepare('SELECT version FROM schema_migrations').safeIntegers(true).all() as { version: bigint }[]).map((row) => Number(row.version));
+}
+
+function pendingMigrations(ordered: readonly Migration[], applied: readonly number[]): Migration[] {
+  return ordered.filter((migration) => !applied.includes(migration.version));
 }
 
 /**
@@ -102,14 +105,12 @@ function pendingMigrations(db: Database.Database, ordered: readonly Migration[])
  * the newer binary, or this version's own pre-upgrade backup (spec §8: an upgraded database is
  * not a rollback mechanism).
  */
-function refuseNewerSchema(db: Database.Database, known: number): void {
-  const recorded = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
-  if (!recorded) return;
-  const row = db.prepare('SELECT MAX(version) AS newest FROM schema_migrations').safeIntegers(true).get() as { newest: bigint | null };
-  if (row.newest === null || row.newest <= BigInt(known)) return;
+function refuseNewerSchema(path: string, applied: readonly number[], known: number): void {
+  const newest = Math.max(0, ...applied);
+  if (newest <= known) return;
   throw new UserError(
     'database_newer_than_binary',
-    `The database ${db.name} was migrated by a newer lexec (schema version ${row.newest.toString()}; this binary knows up to ${known.toString()}). Its content was not changed.`,
+    `The database ${path} was migrated by a newer lexec (schema version ${newest.toString()}; this binary knows up to ${known.toString()}). Its content was not changed.`,
     { nextStep: 'Run the lexec version that migrated it, or restore the cold backup taken for this version before the upgrade.' },
   );
 }

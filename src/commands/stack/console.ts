@@ -30,11 +30,14 @@ export default class StackConsole extends LexecCommand<ConsoleStopped> {
     // SIGHUP too: the terminal went away, and nobody is left to read a new login link.
     const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
     for (const signal of signals) process.once(signal, onSignal);
+    const loginLine = (loginUrl: string) => {
+      output.line(`Log in (works once, within 10 minutes): ${loginUrl}`);
+    };
     const print = (address: ConsoleAddress) => {
       if (output.jsonMode) output.jsonLine(jsonSuccess('stack console', address));
       else {
         output.line(`Console of profile "${address.profile}": ${address.address}`);
-        output.line(`Log in (works once, within 10 minutes): ${address.login_url}`);
+        loginLine(address.login_url);
       }
     };
     try {
@@ -50,7 +53,7 @@ export default class StackConsole extends LexecCommand<ConsoleStopped> {
         },
         onNewLogin: (loginUrl) => {
           if (output.jsonMode) output.jsonLine(jsonSuccess('stack console', { login_url: loginUrl }));
-          else output.line(`Log in (works once, within 10 minutes): ${loginUrl}`);
+          else loginLine(loginUrl);
         },
         warn: (text) => {
           output.diagnostics.line(output.diagnostics.style.warn(`Warning: ${text}`));

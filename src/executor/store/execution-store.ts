@@ -135,7 +135,7 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     attempts: db.prepare('SELECT * FROM provider_attempts WHERE execution_id = ?'),
     receipt: db.prepare('SELECT * FROM receipts WHERE execution_id = ?'),
     artifacts: db.prepare('SELECT * FROM artifacts WHERE execution_id = ?'),
-    artifactCount: db.prepare('SELECT COUNT(*) FROM artifacts WHERE execution_id = ?').pluck(),
+    artifactTally: db.prepare('SELECT COUNT(*) AS count, MAX(created_at) AS last_at FROM artifacts WHERE execution_id = ?'),
     artifact: db.prepare('SELECT * FROM artifacts WHERE execution_id = ? AND artifact_id = ?'),
     setRunning: db.prepare("UPDATE executions SET state = 'running', phase = ?, updated_at = ? WHERE execution_id = ? AND state IN ('pending', 'scheduled', 'running')"),
     setFinal: db.prepare("UPDATE executions SET state = ?, phase = NULL, state_reason = ?, updated_at = ? WHERE execution_id = ? AND state NOT IN ('succeeded', 'failed')"),
@@ -247,7 +247,11 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     receipt: (executionId: string) => statements.receipt.get(executionId) as ReceiptRow | undefined,
     /** In ordinal order. */
     artifacts: (executionId: string) => (statements.artifacts.all(executionId) as ArtifactRow[]).sort(byOrdinal),
-    artifactCount: (executionId: string) => Number(statements.artifactCount.get(executionId)),
+    /** How many artifacts an execution has stored, and when the last one was (null: none yet). */
+    artifactTally(executionId: string): { count: number; lastAt: bigint | null } {
+      const row = statements.artifactTally.get(executionId) as { count: bigint; last_at: bigint | null };
+      return { count: Number(row.count), lastAt: row.last_at };
+    },
     artifact: (executionId: string, artifactId: string) => statements.artifact.get(executionId, artifactId) as ArtifactRow | undefined,
 
     /** scheduled/running → running in `phase`. */
