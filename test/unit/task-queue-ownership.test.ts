@@ -44,13 +44,18 @@ describe('installation identity', () => {
       { identity: workerIdentity(OURS, 'h', 2, 'earlier'), lastAccessMs: NOW - 1_000 },
       { identity: workerIdentity(THEIRS, 'other-host', 3, 'x'), lastAccessMs: NOW - 50_000 },
       { identity: 'some-other-program@h', lastAccessMs: NOW - 10 },
-      { identity: 'lexec-executor@h:5:old-format', lastAccessMs: NOW - 5_000 },
     ];
-    expect(foreignPollers(pollers, OURS).map((poller) => poller.identity)).toEqual([
-      workerIdentity(THEIRS, 'other-host', 3, 'x'),
-      'some-other-program@h',
-      'lexec-executor@h:5:old-format',
-    ]);
+    expect(foreignPollers(pollers, OURS).map((poller) => poller.identity)).toEqual([workerIdentity(THEIRS, 'other-host', 3, 'x'), 'some-other-program@h']);
+  });
+
+  it('counts a worker of a release before installation ids only once it polled again since first seen (it may be our own, from before the upgrade)', () => {
+    const legacy = { identity: 'lexec-executor@h:5:old-format', lastAccessMs: NOW - 5_000 };
+    const own = { identity: workerIdentity(OURS, 'h', 1, 'y'), lastAccessMs: NOW };
+    expect(foreignPollers([own, legacy], OURS)).toEqual([]);
+    const firstSeen = new Map([[legacy.identity, legacy.lastAccessMs]]);
+    expect(foreignPollers([own, legacy], OURS, firstSeen)).toEqual([]);
+    const polledAgain = { ...legacy, lastAccessMs: NOW - 100 };
+    expect(foreignPollers([own, polledAgain], OURS, firstSeen)).toEqual([polledAgain]);
   });
 
   it('forgets a poller not seen for two minutes on the engine\'s own clock, whatever the local clock says', () => {

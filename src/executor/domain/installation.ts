@@ -25,6 +25,14 @@ export function workerIdentity(installationId: string, host: string, pid: number
   return `${WORKER_PREFIX}${installationId}@${host}:${String(pid)}:${nonce}`;
 }
 
+/**
+ * The identity every release before installation ids gave its worker (`lexec-executor@host:pid:…`).
+ * It names no installation: it may be this installation's own process from before an upgrade.
+ */
+export function isLegacyWorker(identity: string): boolean {
+  return identity.startsWith('lexec-executor@');
+}
+
 /** Whether a worker identity names this installation (any process of it, earlier ones too). */
 export function isOwnWorker(identity: string, installationId: string): boolean {
   return identity.startsWith(`${WORKER_PREFIX}${installationId}@`);
@@ -50,13 +58,26 @@ export interface PollerSighting {
  * lexec installation, or any other program's. "Recently" is measured on the engine's own clock
  * (the newest sighting in the answer, normally this executor's own worker), so a skew between
  * the executor's and the engine's clocks does not matter.
+ *
+ * A legacy lexec identity (isLegacyWorker) may be this installation's own worker from before an
+ * upgrade, still remembered by the engine: it counts only once it has polled again since this
+ * process first saw it (`legacyFirstSeen`: its last poll time then), proof that it is alive. A
+ * live worker polls again within about a minute.
  */
-export function foreignPollers(pollers: readonly PollerSighting[], installationId: string, freshMs = POLLER_FRESH_MS): PollerSighting[] {
+export function foreignPollers(
+  pollers: readonly PollerSighting[],
+  installationId: string,
+  legacyFirstSeen: ReadonlyMap<string, number | undefined> = new Map(),
+  freshMs = POLLER_FRESH_MS,
+): PollerSighting[] {
   const seen = pollers.map((poller) => poller.lastAccessMs).filter((at): at is number => at !== undefined);
   const newest = seen.length === 0 ? undefined : Math.max(...seen);
+  const alive = (poller: PollerSighting) =>
+    !isLegacyWorker(poller.identity) || (legacyFirstSeen.has(poller.identity) && legacyFirstSeen.get(poller.identity) !== poller.lastAccessMs);
   return pollers.filter(
     (poller) =>
       !isOwnWorker(poller.identity, installationId) &&
-      (poller.lastAccessMs === undefined || newest === undefined || newest - poller.lastAccessMs <= freshMs),
+      (poller.lastAccessMs === undefined || newest === undefined || newest - poller.lastAccessMs <= freshMs) &&
+      alive(poller),
   );
 }

@@ -5,7 +5,7 @@ import proto from '@temporalio/proto';
 import { NativeConnection, Runtime, Worker, type WorkerStatus } from '@temporalio/worker';
 import type { ExecutionPhase } from '../../domain/execution-states.js';
 import { grpcStatusName } from '../../domain/grpc-status.js';
-import { foreignPollers, workerIdentity } from '../../domain/installation.js';
+import { foreignPollers, isLegacyWorker, workerIdentity } from '../../domain/installation.js';
 import type { EngineSample } from '../../readiness-monitor.js';
 import { backoffMs } from '../embedded-engine.js';
 import type { RunActivity, WorkflowEngine } from '../workflow-engine.js';
@@ -135,6 +135,8 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
   const activities = createPhaseActivities({ runActivity: options.runActivity, onActivityError: options.onActivityError });
 
   const life = { running: false, everAnswered: false };
+  // When this process first saw each pre-installation-id lexec worker on the queue (domain/installation.ts).
+  const legacyFirstSeen = new Map<string, number | undefined>();
   const reported = new Set<string>();
   // A call, so that a check after an await sees what drain() changed meanwhile.
   const isRunning = () => life.running;
@@ -219,10 +221,11 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
         );
         life.everAnswered = true;
         const pollers = answer.pollers.filter((poller) => poller.identity === identity).length;
-        const foreign = foreignPollers(
-          answer.pollers.map((poller) => ({ identity: poller.identity ?? '', lastAccessMs: timestampMs(poller.lastAccessTime) })),
-          installationId,
-        ).length;
+        const sightings = answer.pollers.map((poller) => ({ identity: poller.identity ?? '', lastAccessMs: timestampMs(poller.lastAccessTime) }));
+        for (const sighting of sightings) {
+          if (isLegacyWorker(sighting.identity) && !legacyFirstSeen.has(sighting.identity)) legacyFirstSeen.set(sighting.identity, sighting.lastAccessMs);
+        }
+        const foreign = foreignPollers(sightings, installationId, legacyFirstSeen).length;
         if (foreign > 0 && !reported.has('task_queue_shared')) {
           reported.add('task_queue_shared');
           logger.error({
