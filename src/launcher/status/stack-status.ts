@@ -8,7 +8,7 @@ import type { ProfilePaths } from '../home/stack-home.js';
 import { liveRecordedChildren, liveSupervisorPid, readStateLeniently } from '../supervisor/stack-processes.js';
 import type { ComponentExit, ComponentState, SupervisorPhase } from '../supervisor/supervisor-state.js';
 import { knownProfilePaths } from '../profiles/existing-profile.js';
-import { countExecutions, countRescheduledRuns, type RescheduledRuns } from './executor-database.js';
+import { executorCounts as readExecutorCounts, type RescheduledRuns } from './executor-database.js';
 
 /*
  * `stack status` (docs/stack-runtime.md "Status"): read-only and fast. It reads the supervisor's
@@ -76,7 +76,7 @@ export interface StatusResult {
 /** Executions in `reconciliation`, and rescheduled runs; better-sqlite3 is loaded only when the database exists (status stays light). */
 async function executorCounts(databasePath: string): Promise<{ awaiting_human: number | null; rescheduled_runs: RescheduledRuns | null }> {
   if (!(await stat(databasePath).then(() => true, () => false))) return { awaiting_human: null, rescheduled_runs: null };
-  return { awaiting_human: await countExecutions(databasePath, ['reconciliation']), rescheduled_runs: await countRescheduledRuns(databasePath) };
+  return readExecutorCounts(databasePath);
 }
 
 /** The handoff, read by hand (no zod here: see the header): active when it names the running supervisor. */
