@@ -90,6 +90,11 @@ export function renderStatusResult(result: StatusResult, output: Output): void {
   if (result.awaiting_human !== null && result.awaiting_human > 0) {
     output.line(style.warn(`${result.awaiting_human} execution${result.awaiting_human === 1 ? '' : 's'} await${result.awaiting_human === 1 ? 's' : ''} a human (billing ambiguous): \`lexec executor reconciliation list\``));
   }
+  const rescheduled = result.rescheduled_runs;
+  if (rescheduled !== null && rescheduled.total > 0) {
+    const line = `${rescheduled.total} workflow run${rescheduled.total === 1 ? ' was' : 's were'} closed under a live execution and started again (${rescheduled.last_24h} in the last 24 h, last ${rescheduled.last_at ?? '?'}): \`lexec stack logs --component executor | grep workflow_rescheduled\``;
+    output.line(rescheduled.last_24h > 0 ? style.warn(line) : line);
+  }
   if (result.supervisor !== null) output.line(result.usable ? `usable: yes (handoff written ${result.handoff.written_at ?? '?'})` : style.warn(`usable: no${result.handoff.active ? '' : ' (no active handoff)'}`));
   if (result.next_step !== null && result.state !== 'stopped') output.line(style.dim(result.next_step));
 }

@@ -66,7 +66,12 @@ const storage = z.strictObject({
   catalog_path: absolutePath,
 });
 
-const taskQueue = identifier(200);
+/**
+ * The Temporal task queue the executor's worker polls and starts its runs on. Unset: the queue
+ * derived from the installation's identity (`lexec-<12 hex>`, domain/installation.ts), which no
+ * other installation uses; set: the operator's choice, which must then be this installation's alone.
+ */
+const taskQueue = identifier(200).optional();
 
 /** The workflow engine modes, one schema each; a launcher profile reuses them (src/launcher/profiles/profile-schema.ts). */
 export const embeddedEngineSchema = z.strictObject({ mode: z.literal('embedded') });
@@ -89,7 +94,7 @@ export const managedLocalEngineFields = z.strictObject({
   /** The web UI's port on 127.0.0.1. */
   ui_port: enginePort.default(8233),
   namespace: identifier().default('default'),
-  task_queue: taskQueue.default('lexec-executions'),
+  task_queue: taskQueue,
 });
 export const managedLocalEngineSchema = managedLocalEngineFields.superRefine((engine, ctx) => {
   if (engine.ui_port === engine.port) ctx.addIssue({ code: 'custom', path: ['ui_port'], message: 'must differ from workflow_engine.port' });

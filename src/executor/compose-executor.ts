@@ -11,7 +11,8 @@ import type { RejectionSummaryTiming } from '../http/rejection-summariser.js';
 import { createAdmission } from './admission.js';
 import { createArtifactStore } from './artifact-store.js';
 import { createWorkflowEngine, type ConfiguredEngine } from './engine/create-workflow-engine.js';
-import type { RunActivity } from './engine/workflow-engine.js';
+import { rescheduleClosedRuns, type ClosedRunRescheduler } from './engine/reschedule-closed-runs.js';
+import { ExecutionNotOwned, type RunActivity } from './engine/workflow-engine.js';
 import { createExecutionChanges } from './execution-changes.js';
 import { createExecutionRunner } from './execution-runner.js';
 import type { ExecutionScheduler } from './execution-scheduler.js';
@@ -26,6 +27,8 @@ import { createReadiness, type Readiness } from './readiness.js';
 import { createReadinessMonitor, systemTimers, type ReadinessMonitor } from './readiness-monitor.js';
 import { createReconciliation } from './reconciliation.js';
 import { createExecutionStore, type ExecutionStore } from './store/execution-store.js';
+import { createInstallationStore } from './store/installation-store.js';
+import { developmentRescheduleIntervalMs } from './engine/development-reschedule-interval.js';
 
 /** How often readiness is sampled until it is first established (afterwards the monitor's 5 s). */
 const STARTUP_PROBE_INTERVAL_MS = 250;
@@ -37,6 +40,8 @@ export interface ComposedExecutor {
   readonly engine: ConfiguredEngine;
   readonly app: ReturnType<typeof buildExecutorApp>;
   readonly monitor: ReadinessMonitor;
+  /** Starts runs again that closed under a live execution (Temporal engines; null for the embedded one). serve starts it. */
+  readonly closedRuns: ClosedRunRescheduler | null;
   /** Development crash points (armed only in a development build given LEXEC_DEV_CRASH_FILE). */
   readonly crashPoints: CrashPoints;
   /** Closes what the parts hold open besides the engine (provider and ledger connections). */
@@ -90,7 +95,9 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
   const provider = endpoint === null ? null : createFalQueueClient(endpoint);
   // The monitor is built after the engine; the engine may ask it for a sample before that.
   const late: { monitor?: ReadinessMonitor } = {};
+  const installation = createInstallationStore(db);
   const engine = await createWorkflowEngine(config.workflow_engine, {
+    installationId: installation.installationId(),
     onHealthChange: () => late.monitor?.sampleNow(),
     db,
     store,
@@ -142,7 +149,20 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
   });
 
   late.monitor = monitor;
+  const closedRuns =
+    engine.runs === undefined
+      ? null
+      : rescheduleClosedRuns({
+          store,
+          runs: engine.runs,
+          record: (record) => {
+            installation.recordReschedule(record);
+          },
+          logger,
+          intervalMs: developmentRescheduleIntervalMs(buildInfo.build_kind, options.env ?? {}),
+        });
   return {
+    closedRuns,
     buildInfo,
     store,
     readiness,
@@ -162,7 +182,10 @@ function runner(
   parts: { store: ExecutionStore; provider: FalQueueClient | null; ledger: LedgerGateway; artifacts: ReturnType<typeof createArtifactStore>; logger: Logger; crashPoints: CrashPoints },
 ): RunActivity {
   const { provider } = parts;
-  if (provider === null) return () => Promise.resolve({ kind: 'done' as const });
+  // Nothing is admitted without a provider; a workflow of another installation is still not ours.
+  if (provider === null) {
+    return (executionId) => (parts.store.execution(executionId) === undefined ? Promise.reject(new ExecutionNotOwned()) : Promise.resolve({ kind: 'done' as const }));
+  }
   return createExecutionRunner({
     store: parts.store,
     provider,

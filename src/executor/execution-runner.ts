@@ -7,7 +7,7 @@ import { correlationOf } from './domain/correlation.js';
 import type { ExecutionPhase } from './domain/execution-states.js';
 import { costUnits } from './domain/pricing.js';
 import { DEFAULT_POLLING, pollDelayMs, type PollingPolicy } from './domain/provider-polling.js';
-import type { ActivityOutcome } from './engine/workflow-engine.js';
+import { ExecutionNotOwned, type ActivityOutcome } from './engine/workflow-engine.js';
 import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
 import {
   NotTransmitted,
@@ -287,7 +287,10 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
 
   return async function runActivity(executionId: string, phase: ExecutionPhase): Promise<ActivityOutcome> {
     const execution = store.execution(executionId);
-    if (execution === undefined || execution.state === 'succeeded' || execution.state === 'failed') return done;
+    // Another installation's workflow (its worker shares our task queue): never "done", which
+    // would close the owner's run with its execution unfinished (docs/executions.md).
+    if (execution === undefined) throw new ExecutionNotOwned();
+    if (execution.state === 'succeeded' || execution.state === 'failed') return done;
     if (execution.state === 'reconciliation') {
       return openLedgerRecord(execution, execution.state_reason ?? 'billing_ambiguous', evidenceOf(store.latestAttempt(executionId)));
     }

@@ -28,7 +28,8 @@ export const CANCELLATION_CONFIRMATION_TIMEOUT_MS = 2_000;
 
 /** One workflow-engine task-queue RPC (DescribeTaskQueue, or the embedded engine's equivalent). */
 export type EngineSample =
-  | { readonly outcome: 'ok'; readonly pollers: number }
+  /** `foreignPollers`: pollers of the task queue that are not this installation's (Temporal only). */
+  | { readonly outcome: 'ok'; readonly pollers: number; readonly foreignPollers?: number }
   | { readonly outcome: 'cancelled' }
   /** `code`: the gRPC status name (or number) when known; anything else is dropped, never logged. */
   | { readonly outcome: 'error'; readonly code?: string | number };
@@ -217,8 +218,9 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
     // Rule 5: one immediate confirmation, no timer in between; both RPCs are one sample.
     const final = first.outcome === 'cancelled' && phase === 'running' ? await engineRpc(CANCELLATION_CONFIRMATION_TIMEOUT_MS) : first;
     if (phase !== 'running') return;
+    const foreign = final.outcome === 'ok' ? (final.foreignPollers ?? 0) : 0;
     const observation: EngineObservation =
-      final.outcome === 'ok' ? { outcome: 'ok', pollers: final.pollers } : { outcome: final.outcome };
+      final.outcome === 'ok' ? { outcome: 'ok', pollers: final.pollers, foreignPollers: foreign } : { outcome: final.outcome };
     const next = observeEngine(state, observation, at, clock.now());
     const status = final.outcome === 'cancelled' ? 'CANCELLED' : final.outcome === 'error' ? grpcStatusName(final.code) : undefined;
     const entry: Record<string, unknown> = {
@@ -229,8 +231,10 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
     };
     if (status !== undefined) entry.grpc_status = status;
     if (final.outcome === 'ok') entry.pollers = final.pollers;
+    // Another installation's worker on the queue: reachable, but not a sample readiness can stand on.
+    if (foreign > 0) entry.foreign_pollers = foreign;
     if (first.outcome === 'cancelled') entry.confirmation = final.outcome;
-    logProbe(entry, final.outcome === 'ok');
+    logProbe(entry, final.outcome === 'ok' && foreign === 0);
     apply(next);
   }
 

@@ -94,7 +94,10 @@ async function run(config: ExecutorConfig, executor: ComposedExecutor, logger: L
   if (engine.description.mode === 'embedded') await recovery.done;
   else {
     void recovery.done.then(({ scheduled, stopped }) => {
-      if (!stopped) logger.info({ event: 'executor_recovery_scheduled', executions: scheduled });
+      if (stopped) return;
+      logger.info({ event: 'executor_recovery_scheduled', executions: scheduled });
+      // Then runs the engine closed under a live execution: once the engine answers, and every 30 s.
+      executor.closedRuns?.start();
     });
   }
 
@@ -119,6 +122,7 @@ async function run(config: ExecutorConfig, executor: ComposedExecutor, logger: L
   readiness.withdraw('shutting_down');
   monitor.stop();
   recovery.stop();
+  executor.closedRuns?.stop();
   if (outcome instanceof UserError) logger.error({ event: 'executor_incompatible_ledger', code: outcome.code });
   else logger.info({ event: 'executor_stopping', signal: outcome });
   await app.close();

@@ -28,7 +28,8 @@ import { startDevServer, temporalCli, type DevServer } from './temporal.js';
 /** The workflow engine a stack's executor runs on. */
 export type EngineChoice =
   | { readonly mode: 'embedded' }
-  | { readonly mode: 'external'; readonly url: string; readonly namespace?: string; readonly taskQueue?: string }
+  /** `taskQueue`: default a random one per stack; null leaves it unset (the executor derives its installation's own). */
+  | { readonly mode: 'external'; readonly url: string; readonly namespace?: string; readonly taskQueue?: string | null }
   | { readonly mode: 'managed_local'; readonly cli: string; readonly version: string; readonly port: number; readonly uiPort: number };
 
 /** The `workflow_engine` section for a choice; an external engine gets a task queue of its own per stack. */
@@ -41,7 +42,7 @@ export function engineSection(engine: EngineChoice, dir: string): JsonObject {
         mode: 'external',
         address: engine.url,
         namespace: engine.namespace ?? 'default',
-        task_queue: engine.taskQueue ?? `lexec-test-${randomUUID().slice(0, 8)}`,
+        ...(engine.taskQueue === null ? {} : { task_queue: engine.taskQueue ?? `lexec-test-${randomUUID().slice(0, 8)}` }),
         ui_url: 'http://127.0.0.1:8233',
       };
     case 'managed_local':

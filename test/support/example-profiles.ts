@@ -63,9 +63,9 @@ export async function profileOnFreePorts(example: string, edit: (table: TomlTabl
 // A type literal, not an interface, so that Object.values() of it is number[].
 export type StackPorts = { readonly ledger: number; readonly executor: number; readonly sandbox: number };
 
-/** The sandbox example on free ports, with the three ports chosen. */
-export async function sandboxProfile(edit?: (table: TomlTable) => void): Promise<{ readonly text: string; readonly ports: StackPorts }> {
-  const { text, ports } = await profileOnFreePorts('sandbox', edit);
+/** The sandbox example (or another sandbox-kind example, e.g. `external-temporal`) on free ports, with the three ports chosen. */
+export async function sandboxProfile(edit?: (table: TomlTable) => void, example = 'sandbox'): Promise<{ readonly text: string; readonly ports: StackPorts }> {
+  const { text, ports } = await profileOnFreePorts(example, edit);
   const { ledger, executor, sandbox } = ports;
   if (ledger === undefined || executor === undefined || sandbox === undefined) throw new Error('the sandbox example no longer has ledger, executor and sandbox [ports]');
   return { text, ports: { ledger, executor, sandbox } };

@@ -20,6 +20,8 @@ export interface RunningStackOptions {
   readonly home?: string;
   /** Edits the example's table before it is written (ports are already free ones). */
   readonly edit?: (profile: TomlTable) => void;
+  /** The example profile it starts from (default `sandbox`). */
+  readonly example?: string;
   /** More environment for `stack start` (the supervisor and its children inherit it). */
   readonly env?: Readonly<Record<string, string>>;
 }
@@ -49,7 +51,7 @@ export interface RunningStack {
 
 export async function startRunningStack(options: RunningStackOptions = {}): Promise<RunningStack> {
   const ownHome = options.home === undefined;
-  const profile = { profile: options.profile, edit: options.edit };
+  const profile = { profile: options.profile, edit: options.edit, example: options.example };
   const stack: StackHome = options.home === undefined ? await makeStackHome({ prefix: 'lexec-stack-', ...profile }) : await addStackProfile(options.home, profile);
   const { home, paths } = stack;
   const stop = async () => {

@@ -24,12 +24,14 @@ export interface StackHomeOptions {
   readonly profile?: string;
   /** Changes the example's table before it is written (the ports are already free ones). */
   readonly edit?: (table: TomlTable) => void;
+  /** The example the profile is made from (default `sandbox`; any sandbox-kind example). */
+  readonly example?: string;
 }
 
 /** Adds a sandbox profile on free ports to an existing home. */
 export async function addStackProfile(home: string, options: Omit<StackHomeOptions, 'prefix'> = {}): Promise<StackHome> {
   const name = options.profile ?? 'sandbox';
-  const { text, ports } = await sandboxProfile(options.edit);
+  const { text, ports } = await sandboxProfile(options.edit, options.example);
   await writeProfile(home, name, text);
   return { home, paths: profilePaths(home, name), ports };
 }

@@ -193,10 +193,25 @@ describe('workflow engine', () => {
     expect(issueAt(pinned, 'workflow_engine.temporal_cli.version').message).toContain('exact version');
   });
 
-  it.each(['address', 'namespace', 'task_queue', 'ui_url'])('external mode requires %s', (field) => {
+  it.each(['address', 'namespace', 'ui_url'])('external mode requires %s', (field) => {
     const config = externalEngineConfig();
     delete (config.workflow_engine as JsonObject)[field];
     expect(issueAt(issuesOf(config), `workflow_engine.${field}`).message).toBe('required');
+  });
+
+  it.each([
+    ['external', externalEngineConfig],
+    ['managed_local', () => readTemplate('executor.managed-temporal.example.json')],
+  ])('%s mode may leave task_queue unset (the installation\'s own queue), and keeps an explicit one', (_mode, base) => {
+    const unset = base();
+    delete (unset.workflow_engine as JsonObject).task_queue;
+    const parsed = parseExecutorConfig(unset);
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+    expect(parsed.value.workflow_engine).not.toHaveProperty('task_queue');
+    const explicit = base();
+    (explicit.workflow_engine as JsonObject).task_queue = 'team-queue';
+    const kept = parseExecutorConfig(explicit);
+    expect(kept.ok && kept.value.workflow_engine.mode !== 'embedded' && kept.value.workflow_engine.task_queue).toBe('team-queue');
   });
 
   it('external mode wants a grpc:// address with a port', () => {

@@ -33,19 +33,28 @@ export interface ReadinessState {
   readonly started: boolean;
   /** A successful task-queue RPC reported at least one poller (rule 1); never forgotten. */
   readonly pollerProof: boolean;
+  /**
+   * The last successful task-queue RPC showed a poller of another installation: a worker that
+   * would run this executor's executions. Not admitting while it lasts (docs/readiness.md
+   * `task_queue_shared`).
+   */
+  readonly queueShared: boolean;
   readonly ready: boolean;
   readonly engine: DependencyRecord;
   readonly ledger: DependencyRecord;
 }
 
 /** The final outcome of one workflow-engine sample (after any cancellation confirmation). */
-export type EngineObservation = { readonly outcome: 'ok'; readonly pollers: number } | { readonly outcome: 'cancelled' } | { readonly outcome: 'error' };
+export type EngineObservation =
+  | { readonly outcome: 'ok'; readonly pollers: number; readonly foreignPollers?: number }
+  | { readonly outcome: 'cancelled' }
+  | { readonly outcome: 'error' };
 
 const unsampled: DependencyRecord = { health: 'unknown', consecutiveFailures: 0, windowStart: undefined };
 const healthy: DependencyRecord = { health: 'ok', consecutiveFailures: 0, windowStart: undefined };
 
 export function initialReadinessState(): ReadinessState {
-  return { started: false, pollerProof: false, ready: false, engine: unsampled, ledger: unsampled };
+  return { started: false, pollerProof: false, queueShared: false, ready: false, engine: unsampled, ledger: unsampled };
 }
 
 /** One more failed sample: the count grows by one and the window keeps its original start. */
@@ -58,7 +67,9 @@ function failed(record: DependencyRecord, health: 'cancelled' | 'error', at: num
  * window that begins with this sample begins then); `now` is when the sample was complete.
  * - ok (rule 6, 8): reachability confirmed, even with no pollers; the failure window resets.
  *   Readiness is not restored here but at the end of the round (concludeRound), when every
- *   dependency has reported.
+ *   dependency has reported. An ok that shows another installation's poller on the task queue
+ *   withdraws at once (a worker that would run this executor's executions), and restoring waits
+ *   for an ok without one.
  * - error (rule 7): withdrawn at once.
  * - cancelled, i.e. confirmed by a second cancelled RPC (rule 5): counted, window kept;
  *   readiness survives only if it is already held (so never established or restored), startup
@@ -66,8 +77,10 @@ function failed(record: DependencyRecord, health: 'cancelled' | 'error', at: num
  */
 export function observeEngine(state: ReadinessState, observation: EngineObservation, at: number, now: number): ReadinessState {
   switch (observation.outcome) {
-    case 'ok':
-      return { ...state, engine: healthy, pollerProof: state.pollerProof || observation.pollers >= 1 };
+    case 'ok': {
+      const queueShared = (observation.foreignPollers ?? 0) > 0;
+      return { ...state, engine: healthy, pollerProof: state.pollerProof || observation.pollers >= 1, queueShared, ready: state.ready && !queueShared };
+    }
     case 'error':
       return { ...state, engine: failed(state.engine, 'error', at), ready: false };
     case 'cancelled': {
@@ -89,7 +102,7 @@ export function observeLedger(state: ReadinessState, ok: boolean, at: number): R
  * proof. A cancelled engine is not healthy, so cancellation never establishes or restores it.
  */
 export function concludeRound(state: ReadinessState): ReadinessState {
-  if (state.ready || !state.pollerProof || state.engine.health !== 'ok' || state.ledger.health !== 'ok') return state;
+  if (state.ready || !state.pollerProof || state.queueShared || state.engine.health !== 'ok' || state.ledger.health !== 'ok') return state;
   return { ...state, ready: true, started: true };
 }
 
@@ -108,6 +121,11 @@ export function expireGrace(state: ReadinessState, now: number): ReadinessState 
   return deadline !== undefined && now >= deadline ? { ...state, ready: false } : state;
 }
 
+/** The configuration field a not-ready reason points at (shown beside it by `/readyz` and `stack status`). */
+export const READINESS_REASON_FIELDS: Readonly<Partial<Record<string, string>>> = {
+  task_queue_shared: 'workflow_engine.task_queue',
+};
+
 /**
  * Why the executor is not ready, as `/readyz` shows it: the workflow engine first (it is what
  * admission schedules on), then the ledger, then a missing startup proof.
@@ -115,6 +133,7 @@ export function expireGrace(state: ReadinessState, now: number): ReadinessState 
 export function notReadyReason(state: ReadinessState): string {
   if (state.engine.health === 'error') return 'workflow_engine_unavailable';
   if (state.engine.health === 'cancelled') return 'workflow_engine_cancelled';
+  if (state.engine.health === 'ok' && state.queueShared) return 'task_queue_shared';
   if (state.ledger.health === 'error') return 'ledger_unavailable';
   if (state.engine.health === 'ok' && !state.pollerProof) return 'workflow_engine_no_poller';
   return 'starting';

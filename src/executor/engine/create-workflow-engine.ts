@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { WorkflowEngineConfig } from '../../config/executor-config-schema.js';
 import type { ExecutionPhase } from '../domain/execution-states.js';
+import { derivedTaskQueue } from '../domain/installation.js';
 import type { ExecutionStore } from '../store/execution-store.js';
 import { createEmbeddedEngine } from './embedded-engine.js';
 import type { RunActivity, WorkflowEngine } from './workflow-engine.js';
@@ -15,6 +16,8 @@ export interface EngineDependencies {
   readonly runActivity: RunActivity;
   readonly logger: EngineLogger;
   readonly onActivityError: (executionId: string, phase: ExecutionPhase, error: unknown) => void;
+  /** This installation's id (the executor database's): its default task queue and its workers' names. */
+  readonly installationId: string;
   /** Told when the engine knows its health changed (a managed child exited or came back), so readiness need not wait for its next sample. */
   readonly onHealthChange?: () => void;
 }
@@ -39,14 +42,16 @@ export type ConfiguredEngine = WorkflowEngine & { readonly description: EngineDe
 export async function createWorkflowEngine(config: WorkflowEngineConfig, deps: EngineDependencies): Promise<ConfiguredEngine> {
   if (config.mode === 'embedded') return embedded(deps);
   const { createTemporalEngine, grpcAddress } = await import('./temporal/temporal-engine.js');
+  // An explicit task queue is the operator's; unset, the installation's own (docs/executions.md "Task-queue ownership").
+  const taskQueue = config.task_queue ?? derivedTaskQueue(deps.installationId);
   if (config.mode === 'external') {
-    const engine = createTemporalEngine({ ...grpcAddress(config.address), namespace: config.namespace, taskQueue: config.task_queue, ...deps });
-    return { ...engine, description: { mode: 'external', address: config.address, namespace: config.namespace, task_queue: config.task_queue, ui_url: config.ui_url } };
+    const engine = createTemporalEngine({ ...grpcAddress(config.address), namespace: config.namespace, taskQueue, ...deps });
+    return { ...engine, description: { mode: 'external', address: config.address, namespace: config.namespace, task_queue: taskQueue, ui_url: config.ui_url } };
   }
   const { createManagedTemporalServer, managedTemporalSettings } = await import('./temporal/managed-temporal-server.js');
   const server = createManagedTemporalServer({ ...managedTemporalSettings(config), logger: deps.logger, onStateChange: () => deps.onHealthChange?.() });
   await server.start();
-  const engine = createTemporalEngine({ address: server.address, tls: false, namespace: config.namespace, taskQueue: config.task_queue, ...deps });
+  const engine = createTemporalEngine({ address: server.address, tls: false, namespace: config.namespace, taskQueue, ...deps });
   return {
     ...engine,
     async close() {
@@ -54,7 +59,7 @@ export async function createWorkflowEngine(config: WorkflowEngineConfig, deps: E
       // Only after the worker drained: the engine's own child, and nothing else (spec §8 Operations 1).
       await server.stop(MANAGED_STOP_GRACE_MS);
     },
-    description: { mode: 'managed_local', address: `grpc://${server.address}`, namespace: config.namespace, task_queue: config.task_queue, ui_url: server.uiUrl },
+    description: { mode: 'managed_local', address: `grpc://${server.address}`, namespace: config.namespace, task_queue: taskQueue, ui_url: server.uiUrl },
   };
 }
 

@@ -4,7 +4,7 @@ import type { ExecutionPhase } from '../domain/execution-states.js';
 import type { ExecutionScheduler } from '../execution-scheduler.js';
 import { withoutOwnFsync } from '../../storage/open-database.js';
 
-import type { ActivityOutcome, RunActivity } from './workflow-engine.js';
+import { ExecutionNotOwned, type ActivityOutcome, type RunActivity } from './workflow-engine.js';
 
 export type { ActivityOutcome, RunActivity } from './workflow-engine.js';
 
@@ -140,9 +140,14 @@ export function createEmbeddedEngine(options: EmbeddedEngineOptions): EmbeddedEn
     try {
       outcome = await options.runActivity(run.execution_id, run.phase);
     } catch (error) {
-      options.onActivityError?.(run.execution_id, run.phase, error);
-      errorCode = error instanceof Error ? error.name : 'error';
-      outcome = { kind: 'later', delayMs: backoffMs(Number(run.attempt)) };
+      if (error instanceof ExecutionNotOwned) {
+        // Cannot happen on one database (a run references its execution); a run without one has nothing to do.
+        outcome = { kind: 'done' };
+      } else {
+        options.onActivityError?.(run.execution_id, run.phase, error);
+        errorCode = error instanceof Error ? error.name : 'error';
+        outcome = { kind: 'later', delayMs: backoffMs(Number(run.attempt)) };
+      }
     }
     const at = now();
     if (outcome.kind === 'next') statements.advance.run(outcome.phase, at, at, run.workflow_id, owner);

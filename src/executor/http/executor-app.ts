@@ -9,6 +9,7 @@ import { createRejectionSummariser, systemSummaryTiming, type RejectionSummaryTi
 import { ADMISSION_REJECTION_REASONS, ROUTE_VERSION, type createAdmission } from '../admission.js';
 import type { ArtifactStore } from '../artifact-store.js';
 import { EXECUTION_PHASES, EXECUTION_STATES } from '../domain/execution-states.js';
+import { READINESS_REASON_FIELDS } from '../domain/readiness-state.js';
 import type { ExecutionChanges } from '../execution-changes.js';
 import { artifactView, executionDetail, executionSummary } from '../execution-view.js';
 import type { ProviderCatalog } from '../provider-catalog.js';
@@ -141,9 +142,13 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
   });
 
   app.get('/livez', () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) =>
-    deps.readiness.isReady() ? { status: 'ready' } : reply.code(503).send({ status: 'not_ready', reason: deps.readiness.reason() }),
-  );
+  app.get('/readyz', async (_request, reply) => {
+    if (deps.readiness.isReady()) return { status: 'ready' };
+    const reason = deps.readiness.reason();
+    // A reason that points at a setting names the field to fix.
+    const field = READINESS_REASON_FIELDS[reason];
+    return reply.code(503).send({ status: 'not_ready', reason, ...(field === undefined ? {} : { field }) });
+  });
   app.get('/version', () => deps.buildInfo);
 
   app.get('/v1/provider-catalog', (request) => {

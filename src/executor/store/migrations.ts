@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { canonicalJson } from '../../domain/canonical-json.js';
 import { MAX_AMOUNT_UNITS } from '../../domain/money.js';
@@ -291,6 +292,33 @@ const executionListIndexes = `
   CREATE INDEX executions_by_state_newest ON executions (state, created_at, execution_id);
 `;
 
+/**
+ * Task-queue ownership (docs/executions.md "Task-queue ownership"): the installation's identity,
+ * created once here (a random 48-bit id, not a secret), which names its default task queue and its
+ * workers; and the log of workflow runs started again because the engine closed a run under a
+ * live execution (or it was left on another task queue), which `stack status` and `stack doctor`
+ * count.
+ */
+function installationIdentity(db: Database.Database): void {
+  db.exec(`
+    CREATE TABLE installation (
+      singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+      installation_id TEXT NOT NULL CHECK (length(installation_id) = 12),
+      created_at INTEGER NOT NULL
+    );
+    CREATE TABLE workflow_reschedules (
+      reschedule_id INTEGER PRIMARY KEY,
+      execution_id TEXT NOT NULL REFERENCES executions (execution_id),
+      previous_status TEXT NOT NULL,
+      previous_task_queue TEXT,
+      task_queue TEXT NOT NULL,
+      rescheduled_at INTEGER NOT NULL
+    );
+    CREATE INDEX workflow_reschedules_by_time ON workflow_reschedules (rescheduled_at);
+  `);
+  db.prepare('INSERT INTO installation (singleton, installation_id, created_at) VALUES (1, ?, ?)').run(randomBytes(6).toString('hex'), Date.now());
+}
+
 export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'legacy_v4_3_whole_cents', up: legacySchema },
   { version: 2, name: 'micro_units', up: microUnits },
@@ -298,4 +326,5 @@ export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 4, name: 'embedded_engine', up: embeddedEngine },
   { version: 5, name: 'submit_window', up: submitWindow },
   { version: 6, name: 'execution_list_indexes', up: executionListIndexes },
+  { version: 7, name: 'installation_identity', up: installationIdentity },
 ];

@@ -159,6 +159,18 @@ export function awaitingHumanCheck(count: number | null): DoctorCheck {
   );
 }
 
+/** Workflow runs the executor started again (docs/executions.md "Rescheduling closed runs"): a warning while recent. */
+export function rescheduledRunsCheck(runs: { readonly total: number; readonly last_24h: number; readonly last_at: string | null } | null): DoctorCheck {
+  if (runs === null) return skipped('executions.rescheduled_runs', 'no executor database yet (or it cannot be read)');
+  const summary = `${runs.total} workflow run${runs.total === 1 ? '' : 's'} started again after the engine closed ${runs.total === 1 ? 'it' : 'them'} under a live execution`;
+  if (runs.last_24h === 0) return passed('executions.rescheduled_runs', runs.total === 0 ? 'no workflow run had to be started again' : `${summary}; none in the last 24 h`);
+  return warned(
+    'executions.rescheduled_runs',
+    `${summary}; ${runs.last_24h} in the last 24 h (last ${runs.last_at ?? '?'})`,
+    'Someone or something closes this executor\'s runs: an operator terminating them in the Temporal UI or CLI, or another installation\'s worker on this task queue (its executor then reports `task_queue_shared`). `lexec stack logs --component executor | grep workflow_rescheduled` shows which and how they were closed.',
+  );
+}
+
 export interface PrivateEntryProblem {
   readonly path: string;
   readonly type: 'file' | 'directory' | 'other';

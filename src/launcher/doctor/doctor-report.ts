@@ -35,6 +35,7 @@ export const DOCTOR_CHECK_IDS = [
   'live.credential',
   'disk.space',
   'executions.awaiting_human',
+  'executions.rescheduled_runs',
   'provider.catalog',
 ] as const;
 export type DoctorCheckId = (typeof DOCTOR_CHECK_IDS)[number];

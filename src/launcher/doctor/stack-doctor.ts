@@ -6,6 +6,7 @@ import { readTemporalCliVersion } from '../../executor/engine/temporal/temporal-
 import {
   credentialPermissionsCheck,
   awaitingHumanCheck,
+  rescheduledRunsCheck,
   diskSpaceCheck,
   externalEngineCheck,
   lineageChecks,
@@ -46,7 +47,7 @@ import { liveTemporalChild } from '../supervisor/stack-processes.js';
 import { generationCatalog } from '../catalog/stack-catalog.js';
 import type { ProfileRequest } from '../generations/stack-generations.js';
 import { existingProfilePaths } from '../profiles/existing-profile.js';
-import { countExecutions } from '../status/executor-database.js';
+import { countExecutions, countRescheduledRuns } from '../status/executor-database.js';
 
 /*
  * `lexec stack doctor` (spec §8 Operations 7): read-only. It reads the profile, the active
@@ -220,6 +221,7 @@ export async function runDoctor({ home, paths, build = readBuildInfo(), fixPermi
     await liveCheck(subject),
     diskSpaceCheck({ path: paths.dir, availableBytes: await availableDiskBytes(paths.dir) }),
     awaitingHumanCheck(await countExecutions(paths.executorDatabase, ['reconciliation'])),
+    rescheduledRunsCheck(await countRescheduledRuns(paths.executorDatabase)),
     catalogCheck(catalog),
   ]);
   return {

@@ -31,7 +31,7 @@ function describeSocketError(error: unknown): string {
 /**
  * One GET of `path` on 127.0.0.1:`port`; ok for a 200. A non-200 answer reports its status and,
  * for a small JSON body, its `reason` or `status` field (the executor's /readyz says why it is
- * not ready); nothing else of the body is repeated.
+ * not ready) and the configuration `field` a reason points at; nothing else of the body is repeated.
  */
 export function probeHttp(port: number, path: string, timeoutMs: number): Promise<ProbeResult> {
   return new Promise((resolve) => {
@@ -76,6 +76,9 @@ function interpret(response: string): ProbeResult {
     const document = JSON.parse(body.slice(body.indexOf('{'), body.lastIndexOf('}') + 1)) as Record<string, unknown>;
     const said = document.reason ?? document.status;
     if (typeof said === 'string' && /^[a-z0-9_]{1,64}$/.test(said)) reason = ` (${said})`;
+    // A reason that points at a setting (task_queue_shared) names the field to fix.
+    const field = document.field;
+    if (reason !== '' && typeof field === 'string' && /^[a-z0-9_.]{1,64}$/.test(field)) reason = ` (${String(said)}: ${field})`;
   } catch {
     // not JSON (a chunked or foreign body): the status alone says enough
   }

@@ -8,7 +8,7 @@ import type { ProfilePaths } from '../home/stack-home.js';
 import { liveRecordedChildren, liveSupervisorPid, readStateLeniently } from '../supervisor/stack-processes.js';
 import type { ComponentExit, ComponentState, SupervisorPhase } from '../supervisor/supervisor-state.js';
 import { knownProfilePaths } from '../profiles/existing-profile.js';
-import { countExecutions } from './executor-database.js';
+import { executorCounts as readExecutorCounts, type RescheduledRuns } from './executor-database.js';
 
 /*
  * `stack status` (docs/stack-runtime.md "Status"): read-only and fast. It reads the supervisor's
@@ -60,6 +60,12 @@ export interface StatusResult {
    * null when there is none yet or it cannot be read. `lexec executor reconciliation list` shows them.
    */
   readonly awaiting_human: number | null;
+  /**
+   * Workflow runs the executor started again because the engine closed them (or left them on
+   * another task queue) under a live execution; null when there is no executor database yet or
+   * it cannot be read. docs/executions.md "Rescheduling closed runs".
+   */
+  readonly rescheduled_runs: RescheduledRuns | null;
   /** Whether `lexec run`, the ledger verbs and `lexec agent mcp` can use the stack now. */
   readonly usable: boolean;
   /** What to do when the stack is not usable (null when it is, or when it is simply stopped). */
@@ -67,10 +73,10 @@ export interface StatusResult {
   readonly checked_at: string;
 }
 
-/** Executions in `reconciliation`; better-sqlite3 is loaded only when the database exists (status stays light). */
-async function awaitingHuman(databasePath: string): Promise<number | null> {
-  if (!(await stat(databasePath).then(() => true, () => false))) return null;
-  return countExecutions(databasePath, ['reconciliation']);
+/** Executions in `reconciliation`, and rescheduled runs; better-sqlite3 is loaded only when the database exists (status stays light). */
+async function executorCounts(databasePath: string): Promise<{ awaiting_human: number | null; rescheduled_runs: RescheduledRuns | null }> {
+  if (!(await stat(databasePath).then(() => true, () => false))) return { awaiting_human: null, rescheduled_runs: null };
+  return readExecutorCounts(databasePath);
 }
 
 /** The handoff, read by hand (no zod here: see the header): active when it names the running supervisor. */
@@ -233,7 +239,7 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
     components,
     orphans,
     handoff,
-    awaiting_human: await awaitingHuman(paths.executorDatabase),
+    ...(await executorCounts(paths.executorDatabase)),
     usable: overall === 'running',
     next_step: nextStep(paths.name, overall, phase, handoff, orphans.length),
     checked_at: new Date(now).toISOString(),

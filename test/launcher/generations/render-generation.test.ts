@@ -68,7 +68,6 @@ describe('render', () => {
       port: 7630,
       ui_port: 7640,
       namespace: 'default',
-      task_queue: 'lexec-executions',
     });
     expect(generation.manifest.components.executor).toEqual({ port: 7610, workflow_engine: 'managed_local', temporal: { port: 7630, ui_port: 7640 } });
   });
@@ -76,8 +75,16 @@ describe('render', () => {
   it('renders an external Temporal as configured, with no Temporal ports in the manifest', async () => {
     const generation = await render('external-temporal');
     const executor = JSON.parse(generation.files['executor.json']) as { workflow_engine: unknown };
-    expect(executor.workflow_engine).toEqual({ mode: 'external', address: 'grpc://127.0.0.1:7233', namespace: 'default', task_queue: 'lexec-executions', ui_url: 'http://127.0.0.1:8233' });
+    // No task_queue: the executor derives one from its installation id (docs/executions.md "Task-queue ownership").
+    expect(executor.workflow_engine).toEqual({ mode: 'external', address: 'grpc://127.0.0.1:7233', namespace: 'default', ui_url: 'http://127.0.0.1:8233' });
     expect(generation.manifest.components.executor).toEqual({ port: 7710, workflow_engine: 'external' });
+  });
+
+  it('keeps a task_queue the profile names (a profile from before derived queues keeps its queue)', async () => {
+    const profile = exampleTable('external-temporal');
+    tableAt(profile, 'workflow_engine').task_queue = 'lexec-executions';
+    const executor = JSON.parse((await render(profile)).files['executor.json']) as { workflow_engine: { task_queue?: string } };
+    expect(executor.workflow_engine.task_queue).toBe('lexec-executions');
   });
 
   it('reads a manifest written before Temporal ports were recorded', async () => {

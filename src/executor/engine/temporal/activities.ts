@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ExecutionPhase } from '../../domain/execution-states.js';
-import type { ActivityOutcome, RunActivity } from '../workflow-engine.js';
+import { ExecutionNotOwned, type ActivityOutcome, type RunActivity } from '../workflow-engine.js';
 
 /**
  * The Temporal activities: one per runner phase, each taking only the execution id and answering
@@ -32,6 +32,17 @@ export const HEARTBEAT_INTERVAL_MS = 1_000;
 function historySafeFailure(phase: ExecutionPhase, error: unknown): ApplicationFailure {
   const name = error instanceof Error && SAFE_NAME.test(error.name) ? error.name : 'Error';
   const failure = ApplicationFailure.retryable(`${phase} failed (${name})`, name);
+  failure.stack = '';
+  return failure;
+}
+
+/**
+ * Another installation's execution: a non-retryable failure, so the run fails where its owner
+ * sees it (status FAILED, failure type `execution_not_owned`) and its owner's rescheduler starts
+ * a run of its own (docs/executions.md "Task-queue ownership"). Never "done", never retried here.
+ */
+function notOwnedFailure(phase: ExecutionPhase): ApplicationFailure {
+  const failure = ApplicationFailure.nonRetryable(`${phase}: the execution is not this executor's`, 'execution_not_owned');
   failure.stack = '';
   return failure;
 }
@@ -77,6 +88,7 @@ export function createPhaseActivities(options: {
       return { kind: 'done' } as const;
     } catch (error) {
       options.onActivityError?.(executionId, phase, error);
+      if (error instanceof ExecutionNotOwned) throw notOwnedFailure(phase);
       throw historySafeFailure(phase, error);
     }
   };

@@ -5,10 +5,12 @@ import proto from '@temporalio/proto';
 import { NativeConnection, Runtime, Worker, type WorkerStatus } from '@temporalio/worker';
 import type { ExecutionPhase } from '../../domain/execution-states.js';
 import { grpcStatusName } from '../../domain/grpc-status.js';
+import { foreignPollers, isLegacyWorker, workerIdentity } from '../../domain/installation.js';
 import type { EngineSample } from '../../readiness-monitor.js';
 import { backoffMs } from '../embedded-engine.js';
 import type { RunActivity, WorkflowEngine } from '../workflow-engine.js';
 import { createPhaseActivities } from './activities.js';
+import { createTemporalRuns } from './temporal-runs.js';
 import { EXECUTION_WORKFLOW_TYPE, type ExecutionWorkflowInput } from './workflow.js';
 import { workflowBundle, type WorkflowBundle } from './workflow-bundle.js';
 
@@ -36,6 +38,8 @@ export interface EngineLogger {
 }
 
 export interface TemporalEngineOptions extends TemporalEndpoint {
+  /** This installation (domain/installation.ts): names its worker, and tells its pollers from another's. */
+  readonly installationId: string;
   readonly runActivity: RunActivity;
   readonly onActivityError?: (executionId: string, phase: ExecutionPhase, error: unknown) => void;
   readonly logger: EngineLogger;
@@ -46,8 +50,11 @@ export interface TemporalEngineOptions extends TemporalEndpoint {
   readonly bundle?: WorkflowBundle;
 }
 
-/** A workflow id runs one run at a time; a run that ended without finishing (terminated, failed) may be started again, a completed one never. */
-const START_POLICIES = { workflowIdConflictPolicy: 'USE_EXISTING', workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' } as const;
+/**
+ * Scheduling creates the first run at a workflow id, once: an open run is kept, and a closed one is
+ * not started again here — that is the rescheduler's (temporal-runs.ts), which logs and counts it.
+ */
+const START_POLICIES = { workflowIdConflictPolicy: 'USE_EXISTING', workflowIdReusePolicy: 'REJECT_DUPLICATE' } as const;
 /** Upper bound of one workflow start. */
 const SCHEDULE_TIMEOUT_MS = 10_000;
 /** gRPC status 1: the only engine answer the readiness rules treat apart (spec §3 rule 5). */
@@ -114,10 +121,11 @@ export function grpcAddress(url: string): { address: string; tls: boolean } {
 }
 
 export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEngine & { readonly identity: string } {
-  const { logger, namespace, taskQueue } = options;
+  const { logger, namespace, taskQueue, installationId } = options;
   installRuntime(logger);
-  // Unique per process, so a poller a previous process left on the queue is never taken for this one.
-  const identity = `lexec-executor@${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  // Unique per process, so a poller a previous process left on the queue is never taken for this
+  // one; and naming the installation, so its pollers are told from another installation's.
+  const identity = workerIdentity(installationId, hostname(), process.pid, randomUUID().slice(0, 8));
   const tls = options.tls ? {} : undefined;
   const connection = Connection.lazy({ address: options.address, tls });
   const client = new Client({ connection, namespace });
@@ -127,6 +135,8 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
   const activities = createPhaseActivities({ runActivity: options.runActivity, onActivityError: options.onActivityError });
 
   const life = { running: false, everAnswered: false };
+  // When this process first saw each pre-installation-id lexec worker on the queue (domain/installation.ts).
+  const legacyFirstSeen = new Map<string, number | undefined>();
   const reported = new Set<string>();
   // A call, so that a check after an await sees what drain() changed meanwhile.
   const isRunning = () => life.running;
@@ -185,6 +195,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
 
   return {
     identity,
+    runs: createTemporalRuns({ client, connection, taskQueue }),
     async schedule(executionId, workflowId) {
       const input: ExecutionWorkflowInput = { execution_id: executionId, phase: 'submit_provider' };
       try {
@@ -192,7 +203,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
           client.workflow.start(EXECUTION_WORKFLOW_TYPE, { taskQueue, workflowId, args: [input], ...START_POLICIES }),
         );
       } catch (error) {
-        // A run that completed already: the execution was carried to its end; nothing to start.
+        // A run that closed already: the rescheduler starts a new one if the execution is not done.
         if (error instanceof WorkflowExecutionAlreadyStartedError) return;
         throw error;
       }
@@ -210,8 +221,23 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
         );
         life.everAnswered = true;
         const pollers = answer.pollers.filter((poller) => poller.identity === identity).length;
+        const sightings = answer.pollers.map((poller) => ({ identity: poller.identity ?? '', lastAccessMs: timestampMs(poller.lastAccessTime) }));
+        for (const sighting of sightings) {
+          if (isLegacyWorker(sighting.identity) && !legacyFirstSeen.has(sighting.identity)) legacyFirstSeen.set(sighting.identity, sighting.lastAccessMs);
+        }
+        const foreign = foreignPollers(sightings, installationId, legacyFirstSeen).length;
+        if (foreign > 0 && !reported.has('task_queue_shared')) {
+          reported.add('task_queue_shared');
+          logger.error({
+            event: 'task_queue_shared',
+            field: 'workflow_engine.task_queue',
+            task_queue: taskQueue,
+            foreign_pollers: foreign,
+            next_step: 'Another installation (or another program) polls this task queue and would run this executor\'s executions: give each executor its own queue (remove workflow_engine.task_queue to use the derived one).',
+          });
+        }
         // A worker that is not running polls nothing, whatever the queue still remembers of it.
-        return { outcome: 'ok', pollers: worker?.getState() === 'RUNNING' ? pollers : 0 };
+        return { outcome: 'ok', pollers: worker?.getState() === 'RUNNING' ? pollers : 0, foreignPollers: foreign };
       } catch (error) {
         const code = grpcCode(error);
         if (code === GRPC_CANCELLED) return { outcome: 'cancelled' };
@@ -241,6 +267,13 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
       await probeConnection.close().catch(() => undefined);
     },
   };
+}
+
+/** A protobuf timestamp in milliseconds; undefined when absent. */
+function timestampMs(at: { seconds?: { toNumber(): number } | number | null; nanos?: number | null } | null | undefined): number | undefined {
+  if (at?.seconds == null) return undefined;
+  const seconds = typeof at.seconds === 'number' ? at.seconds : at.seconds.toNumber();
+  return seconds * 1_000 + Math.floor((at.nanos ?? 0) / 1_000_000);
 }
 
 function numInFlight(status: WorkerStatus | undefined): number {
