@@ -33,15 +33,25 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-dynamic-delete': 'off' },
   },
   {
-    // The invariant checker is an independent oracle: it shares no code with lexec. It may
-    // import Node built-ins and better-sqlite3 — nothing else, not src/, not test/support/, not
-    // even a type (check-invariants.test.ts reads the checker's imports too). The harnesses
-    // beside it (crash-matrix.ts) drive lexec and are not part of the oracle.
+    // The invariant checker is an independent oracle: it shares no code with lexec. Its files
+    // (check-invariants.ts and checker/) may import Node built-ins, better-sqlite3 and each other
+    // — nothing else, not src/, not test/support/, not even a type (check-invariants.test.ts reads
+    // every file's imports too). The harnesses beside it (crash-matrix.ts) drive lexec and are not
+    // part of the oracle.
     files: ['test/proof/check-invariants.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ regex: '^(?!node:|better-sqlite3$)', message: 'The invariant checker imports only node:* built-ins and better-sqlite3, nothing from lexec.' }] },
+        { patterns: [{ regex: '^(?!node:|better-sqlite3$|\\./checker/[a-z-]+\\.ts$)', message: 'The invariant checker imports only node:* built-ins, better-sqlite3 and its own files (./checker/*.ts), nothing from lexec.' }] },
+      ],
+    },
+  },
+  {
+    files: ['test/proof/checker/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(?!node:|better-sqlite3$|\\./[a-z-]+\\.ts$)', message: 'The invariant checker imports only node:* built-ins, better-sqlite3 and its own files (./*.ts beside it), nothing from lexec.' }] },
       ],
     },
   },

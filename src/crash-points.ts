@@ -38,6 +38,18 @@ export const CRASH_POINTS = {
   'run.after_settlement_record': 'the settlement id recorded on the receipt, before the final state',
   'run.after_final_state': 'the final state recorded, before the engine hears the activity ended',
   'run.after_park': 'parked for reconciliation locally, before the ledger record is opened',
+  'ledger.after_reconciliation_commit': 'ledger: the reconciliation record committed, before it answers the executor',
+  // The release path: an attempt proven never transmitted releases its hold.
+  'run.before_release': 'the attempt recorded as not transmitted, before the ledger is asked to release the hold',
+  'ledger.after_release_commit': 'ledger: the release committed, before it answers the executor',
+  'run.after_release_answer': 'the ledger answered the release, before the final state (failed) is recorded',
+  // A human's resolution through the executor (reconciliation.ts), and at the ledger itself.
+  'resolution.after_receipt': 'a human settles: the receipt for the images billed kept, before the ledger is asked to settle',
+  'resolution.after_settle_answer': 'a human settles: the ledger answered the settle, before the settlement id is recorded',
+  'resolution.after_settlement_record': 'a human settles: the settlement id recorded on the receipt, before the resolution',
+  'resolution.after_release_answer': 'a human releases: the ledger answered the release, before the resolution',
+  'resolution.after_record': 'the resolution recorded (the execution final), before the human is answered',
+  'ledger.after_resolve_commit': 'ledger: a human resolved a reconciliation record (its settlement or release committed), before it answers',
 } as const;
 
 export type CrashPoint = keyof typeof CRASH_POINTS;

@@ -8,19 +8,21 @@
 // what is killed or faulted and when); what real processes make of it in real time does vary,
 // so a violation is reproduced by running its seed again, usually more than once.
 //
+// What a run records beside its schedule is what it actually caused: each kill's outcome (a pid
+// is SIGKILLed only while it is still the process its stack published — the start time in
+// /proc/<pid>/stat matches the one published with it — so a reused pid is never killed; a target
+// down already is `no_process`), each fault the sandbox took or refused, and when each happened.
+// A run that broke a rule keeps its stack home for inspection; a clean one removes it.
+//
 // Used by bench/proof/run.mjs (by hand, many seeds) and test/proof/randomized.test.ts (CI, a few
 // fixed seeds). Needs a build (`npm run build`) and Node.js 24 (the checker is TypeScript, loaded
 // with Node's type stripping).
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { checkInvariants } from '../../test/proof/check-invariants.ts';
 import { freePorts, sandboxStackHome } from '../lib/sandbox-home.mjs';
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = join(root, 'bin', 'run.js');
+import { createRunRegistry, killVerified, lexec, publishedProcess, settleHome, stopStack } from './processes.mjs';
 
 /** mulberry32: a small, fast, seedable PRNG (32-bit state); `int(n)` is uniform in [0, n). */
 export function prng(seed) {
@@ -61,14 +63,6 @@ export function scheduleOf(seed, engine) {
 
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
-function lexec(args, env, timeoutMs) {
-  return new Promise((done) => {
-    execFile(process.execPath, [BIN, ...args], { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      done({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-    });
-  });
-}
-
 function envelope(run) {
   try {
     return JSON.parse(run.stdout);
@@ -90,22 +84,12 @@ async function useManagedTemporal(profileDir, temporalCli) {
   writeFileSync(file, text);
 }
 
-/** A pid the supervisor or the executor published for a component; null while there is none. */
-function pidOf(stateDir, target) {
-  try {
-    if (target === 'temporal') return JSON.parse(readFileSync(join(stateDir, 'temporal', 'server.json'), 'utf8')).pid ?? null;
-    return JSON.parse(readFileSync(join(stateDir, 'supervisor.json'), 'utf8')).components?.[target]?.pid ?? null;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * One execution as a diligent agent runs it: `lexec run`; when it ends without an outcome but with
  * an authorization to continue (the command says `--authorization <id>`), the same command again
  * with it; a run that got no authorization at all is started afresh. Gives up after `patienceMs`.
  */
-async function agentRun(execution, env, outDir, patienceMs = 120_000) {
+async function agentRun(execution, env, outDir, registry, patienceMs = 120_000) {
   let authorization = null;
   let last = null;
   const errors = [];
@@ -114,7 +98,7 @@ async function agentRun(execution, env, outDir, patienceMs = 120_000) {
   for (; Date.now() < deadline; attempt += 1) {
     const args = ['run', `proof ${execution.index}: a lighthouse at dusk`, '--count', String(execution.images), '--out', outDir, '--json', '--timeout', '120'];
     if (authorization !== null) args.push('--authorization', authorization);
-    const run = await lexec(args, env, 150_000);
+    const run = await lexec(args, env, 150_000, registry);
     const document = envelope(run);
     if (document?.ok === true) return { outcome: document.result.execution?.state ?? 'unknown', commands: attempt + 1, errors };
     last = document?.error?.code ?? `exit ${run.code}`;
@@ -138,11 +122,39 @@ function nonTerminal(databasePath) {
 }
 
 /**
- * Runs one seed on one engine under `workDir`; returns what happened and the checker's
- * violations. `temporalCli` is required for the Temporal engine. Never throws for a violation;
- * throws only when the run itself could not be made (the stack did not start).
+ * Causes one scheduled chaos event and answers what it actually did, `at` ms after the load
+ * started: a kill of the process the stack published for the target — only while it is still
+ * that process (killVerified) — or a fault set at the sandbox, which may refuse it or be down.
  */
-export async function proofRun({ seed, engine, workDir, temporalCli = null, log = () => undefined }) {
+async function cause(event, { stateDir, sandboxUrl, at }) {
+  if (event.kind === 'kill') {
+    const published = publishedProcess(stateDir, event.target);
+    // Down already (restarting): nothing published to kill.
+    if (published === null) return { kind: 'kill', target: event.target, scheduled_at: event.at, at, outcome: 'no_process', pid: null };
+    return { kind: 'kill', target: event.target, scheduled_at: event.at, at, outcome: killVerified(published.pid, published.startTicks), pid: published.pid };
+  }
+  const answer = await fetch(`${sandboxUrl}/__sandbox/faults`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ faults: [event.fault] }) }).catch(() => null);
+  const outcome = answer === null ? 'unreachable' : answer.ok ? 'set' : 'refused';
+  return { kind: 'fault', fault: event.fault.kind, scheduled_at: event.at, at, outcome, status: answer?.status ?? null };
+}
+
+/** A run's events as one short text: `kill executor +1203ms killed`, `fault latency +3001ms refused (503)`. */
+export function describeEvents(events) {
+  return events
+    .map((event) => `${event.kind} ${event.kind === 'kill' ? event.target : event.fault} +${event.at}ms ${event.outcome}${event.status !== null && event.status !== undefined && event.outcome !== 'set' ? ` (${event.status})` : ''}`)
+    .join(', ');
+}
+
+/**
+ * Runs one seed on one engine under `workDir`; returns what happened — the schedule, the events
+ * it actually caused, the outcomes — and the checker's violations. `temporalCli` is required for
+ * the Temporal engine. `registry` (processes.mjs) holds the run's stack and commands while they
+ * run, so whoever owns it can stop them (a runner interrupted). The stack home is removed after a
+ * clean run and kept after a run that broke a rule or gave up on an execution — moved under
+ * `keepDir` when given — and `keptHome` says where. Never throws for a violation; throws only
+ * when the run itself could not be made (the stack did not start; its home is kept then too).
+ */
+export async function proofRun({ seed, engine, workDir, temporalCli = null, log = () => undefined, registry = createRunRegistry(), keepDir = null }) {
   const schedule = scheduleOf(seed, engine);
   const started = Date.now();
   const stack = await sandboxStackHome(workDir, `proof-${engine}-${seed}-`);
@@ -152,43 +164,33 @@ export async function proofRun({ seed, engine, workDir, temporalCli = null, log 
   }
   const env = stack.env;
   const stateDir = join(stack.profileDir, 'state');
-  const start = await lexec(['stack', 'start', '--json'], env, 180_000);
-  if (start.code !== 0) throw new Error(`stack start failed (seed ${seed}): ${start.stdout.slice(0, 2000)}${start.stderr.slice(-2000)}`);
-  const sandboxUrl = `http://127.0.0.1:${stack.ports.sandbox}`;
+  const running = { env, stateDir };
+  registry.stacks.set(stack.home, running);
   const kills = { executor: 0, ledger: 0, sandbox: 0, temporal: 0 };
-  let faults = 0;
+  const events = [];
   const outcomes = [];
+  let result = null;
+  let failure = null;
   try {
+    const start = await lexec(['stack', 'start', '--json'], env, 180_000, registry);
+    if (start.code !== 0) throw new Error(`stack start failed (seed ${seed}): ${start.stdout.slice(0, 2000)}${start.stderr.slice(-2000)}`);
+    const sandboxUrl = `http://127.0.0.1:${stack.ports.sandbox}`;
+    const loadStarted = Date.now();
     const load = Promise.all(
       schedule.executions.map(async (execution) => {
         await sleep(execution.at);
         const outDir = join(stack.home, 'out', String(execution.index));
         mkdirSync(outDir, { recursive: true });
-        outcomes.push({ ...execution, ...(await agentRun(execution, env, outDir)) });
+        outcomes.push({ ...execution, ...(await agentRun(execution, env, outDir, registry)) });
       }),
     );
     const chaos = (async () => {
-      let elapsed = 0;
       for (const event of schedule.chaos) {
-        await sleep(event.at - elapsed);
-        elapsed = event.at;
-        if (event.kind === 'kill') {
-          const pid = pidOf(stateDir, event.target);
-          if (pid === null) continue; // down already (restarting): nothing to kill
-          try {
-            process.kill(pid, 'SIGKILL');
-            kills[event.target] += 1;
-            log(`seed ${seed}: SIGKILL ${event.target} pid ${pid} at +${event.at} ms`);
-          } catch {
-            // gone meanwhile
-          }
-        } else {
-          const answer = await fetch(`${sandboxUrl}/__sandbox/faults`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ faults: [event.fault] }) }).catch(() => null);
-          if (answer?.ok) {
-            faults += 1;
-            log(`seed ${seed}: fault ${event.fault.kind} at +${event.at} ms`);
-          }
-        }
+        await sleep(event.at - (Date.now() - loadStarted));
+        const caused = await cause(event, { stateDir, sandboxUrl, at: Date.now() - loadStarted });
+        events.push(caused);
+        if (caused.kind === 'kill' && caused.outcome === 'killed') kills[caused.target] += 1;
+        log(`seed ${seed}: ${describeEvents([caused])}${caused.pid === null || caused.pid === undefined ? '' : ` (pid ${caused.pid})`}`);
       }
     })();
     await Promise.all([load, chaos]);
@@ -210,19 +212,34 @@ export async function proofRun({ seed, engine, workDir, temporalCli = null, log 
       await sleep(500);
       report = check();
     }
-    return {
+    result = {
       seed,
       engine,
       schedule,
+      events,
       outcomes: outcomes.sort((a, b) => a.index - b.index),
       kills,
-      faults,
+      faults: events.filter((event) => event.kind === 'fault' && event.outcome === 'set').length,
       counts: report?.counts ?? null,
       violations: report?.violations ?? [{ rule: 'run', subject: String(seed), message: 'no databases were written' }],
+      home: stack.home,
+      keptHome: null,
       durationMs: Date.now() - started,
     };
+    return result;
+  } catch (error) {
+    failure = error;
+    throw error;
   } finally {
-    const stop = await lexec(['stack', 'stop', '--json'], env, 120_000);
-    if (stop.code !== 0) log(`seed ${seed}: stack stop failed: ${stop.stdout.slice(0, 500)}`);
+    const stopped = await stopStack(running);
+    registry.stacks.delete(stack.home);
+    if (!stopped.stopped) log(`seed ${seed}: stack stop failed: ${stopped.output}`);
+    if (stopped.killed > 0) log(`seed ${seed}: ${stopped.killed} process(es) left after stack stop, killed`);
+    // Kept when the run broke a rule, gave up on an execution, or could not be made.
+    const keep = result === null || result.violations.length > 0 || result.outcomes.some((outcome) => outcome.outcome.startsWith('gave_up'));
+    const kept = settleHome(stack.home, { keep, keepDir });
+    if (result !== null) result.keptHome = kept;
+    if (kept !== null) log(`seed ${seed}: its stack home is kept at ${kept}`);
+    if (failure instanceof Error && kept !== null) failure.message += ` (its stack home is kept at ${kept})`;
   }
 }

@@ -11,14 +11,18 @@
 //
 // --runs (default 20) seeds S, S+1, …; --seed (default: random, printed); --engine (default
 // embedded; `both` alternates, Temporal needs the CLI: LEXEC_TEMPORAL_CLI or the toolchain cache);
-// --parallel (default 1) runs that many seeds at once.
+// --parallel (default 1) runs that many seeds at once. A run that broke a rule (or gave up on an
+// execution, or could not be made) keeps its stack home under --dir and says where; clean ones
+// are removed. SIGINT or SIGTERM stops every stack running (`lexec stack stop`, then SIGKILL to
+// whatever is left) and the commands in flight, and exits 130.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fail, runBenchmark, table } from '../lib/harness.mjs';
-import { proofRun } from './driver.mjs';
+import { describeEvents, proofRun } from './driver.mjs';
+import { createRunRegistry, stopAll } from './processes.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -51,6 +55,9 @@ function temporalCli() {
   return found.status === 0 ? found.stdout.trim() : null;
 }
 
+/** The stacks and commands the runs have going, so that a signal stops them all. */
+const registry = createRunRegistry();
+
 async function main(options, workDir) {
   const cli = options.engine === 'embedded' ? null : temporalCli();
   if (options.engine !== 'embedded' && cli === null) fail('the Temporal engine needs the Temporal CLI (set LEXEC_TEMPORAL_CLI).');
@@ -64,14 +71,17 @@ async function main(options, workDir) {
       const engine = options.engine === 'both' ? (index % 2 === 0 ? 'embedded' : 'temporal') : options.engine;
       let result;
       try {
-        result = await proofRun({ seed, engine, workDir, temporalCli: cli });
+        result = await proofRun({ seed, engine, workDir, temporalCli: cli, registry, keepDir: options.dir });
       } catch (error) {
-        result = { seed, engine, error: error instanceof Error ? error.message : String(error), outcomes: [], kills: {}, faults: 0, violations: [] };
+        result = { seed, engine, error: error instanceof Error ? error.message : String(error), events: [], outcomes: [], kills: {}, faults: 0, violations: [], keptHome: null };
       }
       results.push(result);
       const killed = Object.entries(result.kills).filter(([, count]) => count > 0).map(([target, count]) => `${target}×${count}`).join(' ') || 'none';
-      const status = result.error !== undefined ? `ERROR ${result.error.slice(0, 200)}` : result.violations.length > 0 ? `VIOLATIONS ${JSON.stringify(result.violations)}` : 'ok';
-      process.stderr.write(`run ${results.length}/${options.runs} seed ${seed} ${engine}: ${result.outcomes.length} executions, kills ${killed}, faults ${result.faults}, ${status}\n`);
+      const status = result.error !== undefined ? `ERROR ${result.error.slice(0, 400)}` : result.violations.length > 0 ? `VIOLATIONS ${JSON.stringify(result.violations)}` : 'ok';
+      const kept = result.keptHome === null ? '' : `; stack home kept at ${result.keptHome}`;
+      process.stderr.write(
+        `run ${results.length}/${options.runs} seed ${seed} ${engine}: ${result.outcomes.length} executions, kills ${killed}, faults ${result.faults}, events [${describeEvents(result.events)}], ${status}${kept}\n`,
+      );
     }
   };
   await Promise.all(Array.from({ length: options.parallel }, worker));
@@ -98,10 +108,12 @@ function report(options, results) {
   const lines = table(['engine', 'runs', 'executions', 'succeeded / reconciliation / failed', 'given up', 'kills executor / ledger / sandbox / temporal', 'faults set', 'violations', 'runs not made'], rows);
   process.stdout.write(`bench/proof: seeds ${options.seed}..${options.seed + options.runs - 1}\n${lines.join('\n')}\n`);
   const broken = results.filter((result) => result.violations.length > 0);
-  for (const result of broken) process.stdout.write(`seed ${result.seed} (${result.engine}) broke: ${JSON.stringify(result.violations)}\n`);
+  for (const result of broken) {
+    process.stdout.write(`seed ${result.seed} (${result.engine}) broke: ${JSON.stringify(result.violations)}${result.keptHome === null ? '' : `; its stack home is kept at ${result.keptHome}`}\n`);
+  }
   const gaveUp = results.filter((result) => result.outcomes.some((outcome) => outcome.outcome.startsWith('gave_up')));
-  for (const result of gaveUp) process.stdout.write(`seed ${result.seed} (${result.engine}): an agent gave up on an execution\n`);
+  for (const result of gaveUp) process.stdout.write(`seed ${result.seed} (${result.engine}): an agent gave up on an execution${result.keptHome === null ? '' : `; its stack home is kept at ${result.keptHome}`}\n`);
   return broken.length > 0 || gaveUp.length > 0 || results.some((result) => result.error !== undefined) ? 1 : 0;
 }
 
-await runBenchmark({ name: 'proof', what: 'the stacks', parseArgs, main, stop: async () => undefined, report });
+await runBenchmark({ name: 'proof', what: 'the stacks', parseArgs, main, stop: () => stopAll(registry), report });

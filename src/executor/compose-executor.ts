@@ -127,7 +127,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     targets,
     callerCapability: credentials.caller,
     reconciliationCapability: credentials.reconciliation,
-    reconciliation: createReconciliation({ store, ledger }),
+    reconciliation: createReconciliation({ store, ledger, crashPoints }),
     changes,
     logger,
     ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),

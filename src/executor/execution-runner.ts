@@ -126,12 +126,14 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
   }
 
   async function releaseNotTransmitted(execution: ExecutionRow): Promise<ActivityOutcome> {
+    crash.reach('run.before_release');
     try {
       await ledger.release(execution.spend_auth_token_id, execution.execution_id, 'not_transmitted');
     } catch (error) {
       if (error instanceof LedgerUnavailable) return later(5_000);
       throw error;
     }
+    crash.reach('run.after_release_answer');
     store.setFinal(execution.execution_id, 'failed', 'not_transmitted');
     log({ event: 'execution_failed', execution_id: execution.execution_id, reason: 'not_transmitted' });
     return done;

@@ -10,6 +10,7 @@ import { costUnits } from './domain/pricing.js';
 import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
 import type { ExecutionStore } from './store/execution-store.js';
 import { correlationOf } from './domain/correlation.js';
+import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
 
 /** Why a human resolved as they did: kept with the resolution, never a secret. */
 const resolutionNote = freeText(z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(500, 'must be at most 500 characters'));
@@ -39,7 +40,8 @@ export type ResolutionBody = z.output<typeof resolutionBody>;
  * (the kept one, or one for the images the provider's evidence shows), or releasing when the
  * provider proves there was no charge. Every resolution is recorded with its note.
  */
-export function createReconciliation({ store, ledger }: { store: ExecutionStore; ledger: LedgerGateway }) {
+export function createReconciliation({ store, ledger, crashPoints }: { store: ExecutionStore; ledger: LedgerGateway; crashPoints?: CrashPoints }) {
+  const crash = crashPoints ?? NO_CRASH_POINTS;
   function ledgerTrouble(error: unknown): never {
     if (error instanceof LedgerUnavailable) throw notReady('ledger_unavailable');
     if (error instanceof LedgerRefused) throw conflict(`ledger_${error.code}`);
@@ -75,6 +77,7 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
 
       if (body.resolution === 'release') {
         await ledger.release(execution.spend_auth_token_id, executionId, 'reconciled_no_charge').catch(ledgerTrouble);
+        crash.reach('resolution.after_release_answer');
         store.recordResolution(executionId, { kind: 'released', imagesBilled: null, amountUnits: null, note: body.note });
       } else {
         const snapshot = priceModelSnapshotSchema.parse(JSON.parse(execution.pricing_snapshot));
@@ -101,6 +104,7 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
             price_model_snapshot: canonicalJson(snapshot),
           }, attempt?.attempt_id ?? null);
           kept = store.receipt(executionId);
+          crash.reach('resolution.after_receipt');
         }
         if (kept?.amount_units == null) throw internalError();
         const { settlementId } = await ledger
@@ -113,9 +117,12 @@ export function createReconciliation({ store, ledger }: { store: ExecutionStore;
             price_model_snapshot: JSON.parse(kept.price_model_snapshot ?? '{}') as unknown,
           })
           .catch(ledgerTrouble);
+        crash.reach('resolution.after_settle_answer');
         store.markReceiptSettled(kept.receipt_id, settlementId);
+        crash.reach('resolution.after_settlement_record');
         store.recordResolution(executionId, { kind: 'settled', imagesBilled, amountUnits: kept.amount_units, note: body.note });
       }
+      crash.reach('resolution.after_record');
       return { replayed: false, resolution: resolutionView(store.resolution(executionId)), execution: executionDetail(store, executionId) };
     },
   };

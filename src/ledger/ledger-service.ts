@@ -468,15 +468,17 @@ export function createLedgerService(options: LedgerServiceOptions) {
     },
 
     release(tokenId: string, executionId: string, reason: string) {
-      return immediate(() => {
+      const released = immediate(() => {
         const { replayed, row } = releaseWithin(tokenId, executionId, reason);
         return { replayed, authorization: view(row) };
       });
+      crash.reach('ledger.after_release_commit');
+      return released;
     },
 
     /** The executor parks a claimed authorization whose billing is ambiguous; the hold stays. */
     openReconciliation(tokenId: string, executionId: string, reason: string, evidence: Record<string, unknown>) {
-      return immediate(() => {
+      const opened = immediate(() => {
         const row = current(tokenId);
         requireClaimedBy(row, executionId);
         const open = statements.openRecordOf.get(tokenId) as
@@ -488,6 +490,8 @@ export function createLedgerService(options: LedgerServiceOptions) {
         }
         return { replayed: open !== undefined, record: recordView(recordId) };
       });
+      crash.reach('ledger.after_reconciliation_commit');
+      return opened;
     },
 
     reconciliationRecords(status: 'open' | 'resolved' | undefined) {
@@ -501,7 +505,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
       credentialId: string,
       resolution: { kind: 'settle'; receipt: Receipt } | { kind: 'release'; reason: string },
     ) {
-      return immediate(() => {
+      const resolved = immediate(() => {
         const record = statements.recordById.get(recordId) as
           | { token_id: string; execution_id: string; status: string; resolution: string | null }
           | undefined;
@@ -516,6 +520,8 @@ export function createLedgerService(options: LedgerServiceOptions) {
         statements.resolveRecord.run(wanted, credentialId, resolution.kind === 'release' ? resolution.reason : null, now(), recordId);
         return { replayed: false, record: recordView(recordId) };
       });
+      crash.reach('ledger.after_resolve_commit');
+      return resolved;
     },
   };
 

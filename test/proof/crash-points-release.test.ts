@@ -6,11 +6,14 @@ import { describe, expect, it } from 'vitest';
 import { CRASH_FILE_ENV } from '../../src/crash-points.js';
 import { PACKAGE_ROOT } from '../support/cli.js';
 import { durableHarness } from '../support/durable-stack.js';
+import { call, setUpActors } from '../support/ledger.js';
+import { ledgerConfig, spawnLedger } from '../support/ledger-process.js';
 
 /*
  * Crash points are a development-build facility: a release build ignores LEXEC_DEV_CRASH_FILE
  * entirely. Proven on a real release-stamped copy of this build (dist, bin, manifest and package
- * file copied; the dependencies linked), running a real execution past the armed point.
+ * file copied; the dependencies linked): its executor runs a real execution past the armed point,
+ * its ledger commits and answers a claim past its armed point.
  */
 
 const harness = durableHarness('lexec-crash-release-');
@@ -43,5 +46,25 @@ describe('crash points in a release build', () => {
     expect(existsSync(`${armFile}.fired`)).toBe(false);
     expect(s.executor.events().some((event) => event.event === 'crash_points_enabled' || event.event === 'crash_point_fired')).toBe(false);
     expect((await s.authorization(tokenId)).status).toBe('settled');
+  }, 90_000);
+
+  it('a release-built ledger passes its armed point: the claim is answered, the ledger lives on, the arm file is never touched', async () => {
+    const bin = await releaseCopy(harness.dir());
+    const armFile = join(harness.dir(), 'crash-point');
+    await writeFile(armFile, 'ledger.after_claim_commit\n');
+    const ledger = await spawnLedger(harness.dir(), ledgerConfig(join(harness.dir(), 'ledger')), 'ledger.json', 30_000, { bin, env: { [CRASH_FILE_ENV]: armFile } });
+    harness.cleanups.push(() => ledger.stop('SIGKILL'));
+    const actors = await setUpActors({ url: ledger.url, adminToken: (await readFile(ledger.adminCapabilityPath, 'utf8')).trim() });
+    const requested = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', { token: actors.agent, body: { amount_units: '900000', units_scale: 6, currency: 'USD' } });
+    const claim = await call<{ replayed: boolean; authorization: { status: string } }>(ledger.url, 'POST', `/executor/authorizations/${requested.body.authorization.token_id}/claim`, {
+      token: actors.executor,
+      body: { execution_id: 'exe_0123456789abcdef0123456789abcdef' },
+    });
+    expect(claim.status).toBe(200);
+    expect(claim.body).toMatchObject({ replayed: false, authorization: { status: 'claimed' } });
+    expect((await fetch(`${ledger.url}/health`)).status).toBe(200);
+    expect(await readFile(armFile, 'utf8')).toBe('ledger.after_claim_commit\n');
+    expect(existsSync(`${armFile}.fired`)).toBe(false);
+    expect(ledger.events().some((event) => event.event === 'crash_points_enabled' || event.event === 'crash_point_fired')).toBe(false);
   }, 90_000);
 });

@@ -37,6 +37,12 @@ export function ledgerConfig(dir: string, overrides: Record<string, unknown> = {
   };
 }
 
+/** How the ledger process is run: another build (`bin`), more environment (`env`). */
+export interface LedgerProcessOptions {
+  readonly bin?: string;
+  readonly env?: Readonly<Record<string, string>>;
+}
+
 /**
  * Writes `config` to `dir/name`, starts `lexec ledger serve --config` and waits for its
  * `ledger_started` line, which carries the port it bound. Stop it in afterAll/afterEach.
@@ -46,13 +52,15 @@ export async function spawnLedger(
   config: Record<string, unknown> = ledgerConfig(dir),
   name = 'ledger.json',
   startTimeoutMs = 15_000,
+  options: LedgerProcessOptions = {},
 ): Promise<LedgerProcess> {
   const configPath = join(dir, name);
   await writeFile(configPath, JSON.stringify(config, null, 2));
   const server = await spawnServerProcess(['ledger', 'serve', '--config', configPath], {
     startedEvent: 'ledger_started',
-    env: { PATH: process.env.PATH ?? '', HOME: dir },
+    env: { ...options.env, PATH: process.env.PATH ?? '', HOME: dir },
     startTimeoutMs,
+    ...(options.bin === undefined ? {} : { bin: options.bin }),
   });
   return {
     url: `http://127.0.0.1:${String(server.started.port)}`,

@@ -130,7 +130,7 @@ export interface Actors {
 }
 
 /** An agent with its credential, plus approver, executor and reconciliation credentials. */
-export async function setUpActors(ledger: TestLedger, name = 'bot'): Promise<Actors> {
+export async function setUpActors(ledger: Pick<TestLedger, 'url' | 'adminToken'>, name = 'bot'): Promise<Actors> {
   const created = await call<{ agent: { agent_id: string } }>(ledger.url, 'POST', '/agents', { token: ledger.adminToken, body: { name } });
   if (created.status !== 201) throw new Error(`could not add agent: ${JSON.stringify(created)}`);
   const agentId = created.body.agent.agent_id;

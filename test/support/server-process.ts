@@ -22,9 +22,9 @@ export interface ServerProcess {
  */
 export async function spawnServerProcess(
   args: readonly string[],
-  options: { startedEvent: string; env: Record<string, string>; startTimeoutMs?: number },
+  options: { startedEvent: string; env: Record<string, string>; startTimeoutMs?: number; /** Another lexec build's bin/run.js (default: this checkout's). */ bin?: string },
 ): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [options.bin ?? BIN, ...args], { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let exited = false;
   const exit = new Promise<number>((resolve) => {
     child.once('exit', (code, signal) => {

@@ -1,0 +1,131 @@
+// The processes of the randomized proof runs (bench/proof/driver.mjs; docs/reliability.md
+// "Randomized runs"): killing a published pid only while it is still the process that was
+// published, the `lexec` commands a run starts, the stacks it has running (so an interrupted
+// runner stops them all), and what is kept of a run's stack home afterwards.
+import { execFile } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BIN = join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'bin', 'run.js');
+
+/**
+ * A process's state letter and start time — field 22 of /proc/<pid>/stat, clock ticks after boot
+ * (the command name, field 2, is in parentheses and may hold spaces or ')') — or null when there
+ * is no such process.
+ */
+export function processStat(pid) {
+  let text;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const startTicks = Number(fields[19]);
+  return fields[0] === undefined || !Number.isInteger(startTicks) ? null : { state: fields[0], startTicks };
+}
+
+/**
+ * SIGKILLs `pid` only while it is the process that was published with `startTicks` (the start
+ * time its publisher read then), so a pid the kernel has handed to another process meanwhile is
+ * never killed. Answers what happened: `killed`; `no_process` (none, or one that has exited and
+ * not yet been reaped); `pid_reused` (another process has the pid now); `start_unknown` (nothing
+ * was published to compare with: not killed).
+ */
+export function killVerified(pid, startTicks) {
+  const stat = processStat(pid);
+  if (stat === null || stat.state === 'Z' || stat.state === 'X') return 'no_process';
+  if (typeof startTicks !== 'number') return 'start_unknown';
+  if (stat.startTicks !== startTicks) return 'pid_reused';
+  try {
+    process.kill(pid, 'SIGKILL');
+    return 'killed';
+  } catch {
+    return 'no_process';
+  }
+}
+
+/** The pid a stack published for a component (`temporal`: the executor's Temporal child), with its start time; null while there is none. */
+export function publishedProcess(stateDir, target) {
+  try {
+    const published =
+      target === 'temporal'
+        ? JSON.parse(readFileSync(join(stateDir, 'temporal', 'server.json'), 'utf8'))
+        : JSON.parse(readFileSync(join(stateDir, 'supervisor.json'), 'utf8')).components?.[target];
+    return typeof published?.pid === 'number' ? { pid: published.pid, startTicks: published.pid_start_ticks ?? null } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Every process a stack published: its supervisor, the supervisor's children and the executor's Temporal child. */
+function publishedProcesses(stateDir) {
+  const found = [];
+  try {
+    const state = JSON.parse(readFileSync(join(stateDir, 'supervisor.json'), 'utf8'));
+    if (typeof state.supervisor_pid === 'number') found.push({ pid: state.supervisor_pid, startTicks: state.supervisor_pid_start_ticks ?? null });
+  } catch {
+    // no supervisor state (yet)
+  }
+  for (const target of ['executor', 'ledger', 'sandbox', 'temporal']) {
+    const published = publishedProcess(stateDir, target);
+    if (published !== null) found.push(published);
+  }
+  return found;
+}
+
+/** What a run has going: its stacks (by home) and its `lexec` commands in flight. */
+export function createRunRegistry() {
+  return { stacks: new Map(), commands: new Set() };
+}
+
+/** `lexec <args>` as a child process (tracked in `registry` while it runs); answers its exit code and output. */
+export function lexec(args, env, timeoutMs, registry = null) {
+  return new Promise((done) => {
+    const child = execFile(process.execPath, [BIN, ...args], { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      registry?.commands.delete(child);
+      done({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
+    });
+    registry?.commands.add(child);
+  });
+}
+
+/** `lexec stack stop`, then SIGKILL to whatever the stack published that is still running (the same process). */
+export async function stopStack({ env, stateDir }) {
+  const stopped = await lexec(['stack', 'stop', '--json'], env, 120_000);
+  const leftovers = publishedProcesses(stateDir).filter(({ pid, startTicks }) => killVerified(pid, startTicks) === 'killed');
+  return { stopped: stopped.code === 0, output: stopped.stdout.slice(0, 500), killed: leftovers.length };
+}
+
+/** Stops everything `registry` has going: the commands in flight first (no agent keeps submitting), then every stack. */
+export async function stopAll(registry) {
+  for (const child of registry.commands) child.kill('SIGTERM');
+  const stacks = [...registry.stacks.values()];
+  registry.stacks.clear();
+  await Promise.all(stacks.map((stack) => stopStack(stack)));
+}
+
+/**
+ * A finished run's stack home: removed when the run was clean; kept when `keep` — moved under
+ * `keepDir` (when given: a directory that outlives the runner's own), else left where it is.
+ * Answers where it is kept, or null.
+ */
+export function settleHome(home, { keep, keepDir = null }) {
+  if (!existsSync(home)) return null;
+  if (!keep) {
+    rmSync(home, { recursive: true, force: true });
+    return null;
+  }
+  if (keepDir === null) return home;
+  mkdirSync(keepDir, { recursive: true });
+  const kept = join(keepDir, basename(home));
+  try {
+    renameSync(home, kept);
+  } catch {
+    // another file system: copied, then removed
+    cpSync(home, kept, { recursive: true });
+    rmSync(home, { recursive: true, force: true });
+  }
+  return kept;
+}

@@ -1,0 +1,232 @@
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { cleanRunFixture, none, withoutUnique, type Planted, type Run } from './invariant-fixture.js';
+
+/*
+ * The invariant checker's rules on the ledger's authorizations, money, every execution's end,
+ * artifacts and amounts: each caught when it is broken in a copy of a real run's files
+ * (invariant-fixture.ts). What reached the provider, and the checker itself: check-invariants.test.ts.
+ */
+
+const { clean, breached } = cleanRunFixture();
+const first = () => clean.succeeded[0] ?? none;
+
+describe('the ledger\'s authorizations', () => {
+  it('settle_xor_release: a second release of one authorization; a release beside a settlement (its status then disagrees too)', async () => {
+    expect(
+      await breached(({ ledger }) => {
+        withoutUnique(ledger, 'releases');
+        ledger.prepare("INSERT INTO releases SELECT 'rel_planted', token_id, execution_id, reason, created_at FROM releases WHERE token_id = ?").run(clean.notTransmitted.token);
+      }),
+    ).toEqual({ rules: ['settle_xor_release'], messages: ['2 releases'] });
+    expect(
+      (
+        await breached(({ ledger }) => {
+          ledger.prepare("INSERT INTO releases (release_id, token_id, execution_id, reason, created_at) VALUES ('rel_x', ?, ?, 'cancelled', 0)").run(first().token, first().execution);
+        })
+      ).rules,
+    ).toEqual(['authorization_status_matches', 'settle_xor_release']);
+  });
+
+  it('authorization_status_matches: a settled authorization whose status says claimed', async () => {
+    expect((await breached(({ ledger }) => void ledger.prepare("UPDATE authorizations SET status = 'claimed' WHERE token_id = ?").run(first().token))).rules).toEqual([
+      'authorization_status_matches',
+    ]);
+  });
+
+  it('closed_by_claiming_execution: an authorization claimed by another execution than the one that settled it and runs on it', async () => {
+    const report = await breached(({ ledger }) => void ledger.prepare("UPDATE authorizations SET execution_id = 'exe_other' WHERE token_id = ?").run(first().token));
+    expect(report.rules).toEqual(['claim_has_execution', 'closed_by_claiming_execution']);
+    expect(report.messages).toEqual([
+      `closed by execution ${first().execution}, claimed by exe_other`,
+      `claimed for exe_other, which the executor does not have`,
+      `the ledger's claim of ${first().token} names exe_other`,
+    ]);
+  });
+
+  it('claim_has_execution: a claim at the ledger for an execution the executor never recorded (a stuck hold)', async () => {
+    const report = await breached(({ ledger }) => {
+      ledger.exec(`CREATE TEMP TABLE ghost AS SELECT * FROM authorizations WHERE token_id = '${first().token}'`);
+      ledger.exec("UPDATE ghost SET token_id = 'tok_ghost', execution_id = 'exe_ghost', status = 'claimed'");
+      ledger.exec('INSERT INTO authorizations SELECT * FROM ghost');
+    });
+    expect(report.rules).toEqual(['claim_has_execution']);
+    expect(report.messages).toEqual(['claimed for exe_ghost, which the executor does not have']);
+  });
+});
+
+describe('money', () => {
+  it('hold_matches_ledger: the executor records another hold than the ledger; a settlement in another currency', async () => {
+    expect(
+      (await breached(({ executor }) => void executor.prepare('UPDATE executions SET authorization_held_units = authorization_held_units + 1 WHERE execution_id = ?').run(first().execution))).rules,
+    ).toEqual(['hold_matches_ledger']);
+    expect((await breached(({ ledger }) => void ledger.prepare("UPDATE settlements SET currency = 'EUR' WHERE token_id = ?").run(first().token))).rules).toEqual(['hold_matches_ledger']);
+  });
+
+  it('settled_within_hold: a settlement over the hold', async () => {
+    expect(
+      (
+        await breached(({ ledger, executor }) => {
+          ledger.prepare('UPDATE authorizations SET amount_units = 1 WHERE token_id = ?').run(first().token);
+          executor.prepare('UPDATE executions SET authorization_held_units = 1, quoted_units = NULL WHERE execution_id = ?').run(first().execution);
+        })
+      ).rules,
+    ).toEqual(['settled_within_hold']);
+  });
+
+  it('settled_equals_price_times_delivered: a settlement of a unit more (then not its receipt either); a human billing count the settlement is not priced by (nor its receipt)', async () => {
+    expect((await breached(({ ledger }) => void ledger.prepare('UPDATE settlements SET amount_units = amount_units + 1 WHERE token_id = ?').run(first().token))).rules).toEqual([
+      'settled_equals_price_times_delivered',
+      'settlement_matches_receipt',
+    ]);
+    expect(
+      (await breached(({ executor }) => void executor.prepare('UPDATE reconciliation_resolutions SET images_billed = 2 WHERE execution_id = ?').run(clean.settledByHuman.execution))).rules,
+    ).toEqual(['receipt_equals_price_times_billed', 'settled_equals_price_times_delivered']);
+  });
+
+  it('settlement_matches_receipt: a receipt that does not record its settlement; a settlement of another receipt', async () => {
+    expect((await breached(({ executor }) => void executor.prepare('UPDATE receipts SET ledger_settlement_id = NULL WHERE execution_id = ?').run(first().execution))).rules).toEqual([
+      'settlement_matches_receipt',
+    ]);
+    expect((await breached(({ ledger }) => void ledger.prepare("UPDATE settlements SET receipt_id = 'rcpt_other' WHERE token_id = ?").run(first().token))).rules).toEqual([
+      'settlement_matches_receipt',
+    ]);
+  });
+
+  it('receipt_equals_price_times_billed: a receipt whose exact amount is not its micro-units', async () => {
+    expect((await breached(({ executor }) => void executor.prepare('UPDATE receipts SET exact_amount = exact_amount + 1 WHERE execution_id = ?').run(first().execution))).rules).toEqual([
+      'receipt_equals_price_times_billed',
+    ]);
+  });
+
+  it('attempt_amount_matches_receipt: the attempt records another amount than the receipt it bills', async () => {
+    expect(
+      (await breached(({ executor }) => void executor.prepare('UPDATE provider_attempts SET exact_amount = exact_amount + 1 WHERE execution_id = ?').run(clean.fewer.execution))).rules,
+    ).toEqual(['attempt_amount_matches_receipt']);
+  });
+
+  it('resolution_matches_ledger: a human resolution recording another amount than was settled, or closed otherwise at the ledger', async () => {
+    expect(
+      (await breached(({ executor }) => void executor.prepare('UPDATE reconciliation_resolutions SET amount_units = amount_units + 1 WHERE execution_id = ?').run(clean.settledByHuman.execution)))
+        .rules,
+    ).toEqual(['resolution_matches_ledger']);
+    expect(
+      (await breached(({ ledger }) => void ledger.prepare("UPDATE reconciliation_records SET resolution = 'settled' WHERE token_id = ?").run(clean.releasedByHuman.token))).rules,
+    ).toEqual(['resolution_matches_ledger']);
+    // A human naming 1 image for a kept receipt of the 2 delivered (the executor's route accepts that today).
+    const report = await breached(({ ledger, executor }) => {
+      const settled = ledger.prepare('SELECT amount_units FROM settlements WHERE token_id = ?').pluck().get(clean.fewer.token) as bigint;
+      executor.prepare("UPDATE executions SET state_reason = 'reconciled_settled' WHERE execution_id = ?").run(clean.fewer.execution);
+      executor
+        .prepare("INSERT INTO reconciliation_resolutions (execution_id, resolution, images_billed, amount_units, note, resolved_at) VALUES (?, 'settled', 1, ?, 'one image', 0)")
+        .run(clean.fewer.execution, settled);
+    });
+    expect(report).toEqual({ rules: ['resolution_matches_ledger'], messages: ['the human billed 1 images, the receipt bills 2'] });
+  });
+});
+
+describe('every execution\'s end', () => {
+  it('terminal_or_reconciliation: an execution left running', async () => {
+    expect((await breached(({ executor }) => void executor.prepare("UPDATE executions SET state = 'running' WHERE execution_id = ?").run(clean.notTransmitted.execution))).rules).toEqual([
+      'terminal_or_reconciliation',
+    ]);
+  });
+
+  it('reconciliation_has_ledger_record: a parked execution without its record (then, having reached the provider, no money record either)', async () => {
+    const remove = (run: Run) => ({ ledger }: Planted) => void ledger.prepare('DELETE FROM reconciliation_records WHERE token_id = ?').run(run.token);
+    expect((await breached(remove(clean.killedWhileSubmitting))).rules).toEqual(['reconciliation_has_ledger_record', 'submitted_has_money_record']);
+    // Settled at the ledger by a human: the settlement is its money record.
+    expect((await breached(remove(clean.settledAtLedger))).rules).toEqual(['reconciliation_has_ledger_record']);
+  });
+
+  it('succeeded_has_one_settlement: a succeeded execution the ledger never settled (its submission reached the provider)', async () => {
+    expect(
+      (
+        await breached(({ ledger, executor }) => {
+          ledger.prepare('DELETE FROM settlements WHERE token_id = ?').run(first().token);
+          ledger.prepare("UPDATE authorizations SET status = 'claimed', closed_at = NULL WHERE token_id = ?").run(first().token);
+          executor.prepare('UPDATE receipts SET ledger_settlement_id = NULL WHERE execution_id = ?').run(first().execution);
+        })
+      ).rules,
+    ).toEqual(['submitted_has_money_record', 'succeeded_has_one_settlement']);
+  });
+
+  it('submitted_has_money_record: an execution whose submission reached the provider, released as not transmitted', async () => {
+    const run = clean.killedWhileSubmitting;
+    const report = await breached(({ ledger, executor }) => {
+      ledger.prepare('DELETE FROM reconciliation_records WHERE token_id = ?').run(run.token);
+      ledger.prepare("INSERT INTO releases (release_id, token_id, execution_id, reason, created_at) VALUES ('rel_planted', ?, ?, 'not_transmitted', 0)").run(run.token, run.execution);
+      ledger.prepare("UPDATE authorizations SET status = 'released', closed_at = 0 WHERE token_id = ?").run(run.token);
+      executor.prepare("UPDATE executions SET state = 'failed', state_reason = 'not_transmitted' WHERE execution_id = ?").run(run.execution);
+    });
+    expect(report).toEqual({ rules: ['submitted_has_money_record'], messages: ['released as not_transmitted without reconciliation although its submission reached the provider'] });
+  });
+
+  it('failed_has_release: a failed execution whose hold was never released', async () => {
+    const run = clean.notTransmitted;
+    expect(
+      (
+        await breached(({ ledger }) => {
+          ledger.prepare('DELETE FROM releases WHERE token_id = ?').run(run.token);
+          ledger.prepare("UPDATE authorizations SET status = 'claimed', closed_at = NULL WHERE token_id = ?").run(run.token);
+        })
+      ).rules,
+    ).toEqual(['failed_has_release']);
+  });
+});
+
+describe('artifacts', () => {
+  const keyOf = (executor: Database.Database, run: Run, ordinal = 0) =>
+    executor.prepare('SELECT storage_key FROM artifacts WHERE execution_id = ? AND ordinal = ?').pluck().get(run.execution, ordinal) as string;
+
+  it('artifacts_intact: a missing file, an altered one of the same size, a size or a storage key outside the root not as recorded', async () => {
+    const cases: ((planted: Planted) => Promise<void> | void)[] = [
+      ({ dir, executor }) => rm(join(dir, 'artifacts', keyOf(executor, clean.succeeded[1] ?? none))),
+      async ({ dir, executor }) => {
+        const path = join(dir, 'artifacts', keyOf(executor, clean.fewer));
+        const bytes = await readFile(path);
+        await writeFile(path, Buffer.concat([bytes.subarray(0, -1), Buffer.from([(bytes.at(-1) ?? 0) ^ 0x01])]));
+      },
+      ({ executor }) => void executor.prepare('UPDATE artifacts SET size_bytes = size_bytes + 1 WHERE execution_id = ?').run(first().execution),
+      ({ executor }) => void executor.prepare("UPDATE artifacts SET storage_key = '../executor.db' WHERE execution_id = ?").run(first().execution),
+    ];
+    const messages: string[] = [];
+    for (const plant of cases) {
+      const report = await breached(plant);
+      expect(report.rules).toEqual(['artifacts_intact']);
+      messages.push(...report.messages);
+    }
+    expect(messages.map((message) => message.replace(/^[^:]*: /, ''))).toEqual([
+      'missing',
+      expect.stringMatching(/does not match its sha256$/),
+      expect.stringMatching(/^\d+ bytes on disk, \d+ recorded$/),
+      'outside the artifact root',
+    ]);
+  });
+
+  it('artifacts_intact: a succeeded execution missing an artifact record, or with a gap in its ordinals', async () => {
+    const run = clean.succeeded[2] ?? none;
+    expect(await breached(({ executor }) => void executor.prepare('DELETE FROM artifacts WHERE execution_id = ? AND ordinal = 2').run(run.execution))).toEqual({
+      rules: ['artifacts_intact'],
+      messages: ['2 artifacts recorded, 3 images delivered'],
+    });
+    expect(await breached(({ executor }) => void executor.prepare('UPDATE artifacts SET ordinal = 5 WHERE execution_id = ? AND ordinal = 1').run(run.execution))).toEqual({
+      rules: ['artifacts_intact'],
+      messages: ['artifact ordinals 0,2,5 are not 0…2'],
+    });
+  });
+});
+
+describe('amounts', () => {
+  it('amounts_are_integers: an amount stored as REAL or as TEXT, a REAL in any other column, an amount column gone from the schema', async () => {
+    const cases: [string, (planted: Planted) => void][] = [
+      ['stored as real', ({ ledger }) => void ledger.prepare('UPDATE settlements SET amount_cents = 12.5 WHERE token_id = ?').run(first().token)],
+      ['stored as text', ({ ledger }) => void ledger.prepare("UPDATE authorizations SET amount_cents = '0.90 USD' WHERE token_id = ?").run(clean.notTransmitted.token)],
+      ['stored as real', ({ executor }) => void executor.prepare('UPDATE executions SET created_at = created_at + 0.5 WHERE execution_id = ?').run(first().execution)],
+      ["not in the schema: the checker's knowledge of it is stale", ({ ledger }) => void ledger.exec('ALTER TABLE policies RENAME COLUMN daily_cap_units TO daily_limit')],
+    ];
+    for (const [message, plant] of cases) expect(await breached(plant)).toEqual({ rules: ['amounts_are_integers'], messages: [message] });
+  });
+});

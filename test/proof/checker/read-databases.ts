@@ -1,0 +1,149 @@
+import Database from 'better-sqlite3';
+import type { Fail } from './report.ts';
+import { checkIntegers } from './rules-amounts.ts';
+
+/*
+ * The ledger's and the executor's SQLite files, read read-only with the checker's own SQL (one
+ * read transaction per database, so every statement sees one snapshot). Safe integers: every
+ * INTEGER cell comes back as a bigint, so no amount ever passes through a float; amount cells
+ * are typed `unknown` and used only when they are bigints (values.ts `units`). The schema-level
+ * rule (`amounts_are_integers`) runs inside the same transactions.
+ */
+
+export interface ExecutionRow {
+  execution_id: string;
+  token_id: string;
+  state: string;
+  state_reason: string | null;
+  pricing_snapshot: string;
+  currency: string;
+  held_units: unknown;
+  quoted_units: unknown;
+}
+export interface AttemptRow {
+  attempt_id: string;
+  execution_id: string;
+  state: string;
+  request_id: string | null;
+  delivered_images: unknown;
+  exact_amount: unknown;
+  scale: unknown;
+}
+export interface ReceiptRow {
+  receipt_id: string;
+  execution_id: string;
+  amount_units: unknown;
+  exact_amount: unknown;
+  scale: unknown;
+  currency: string;
+  ledger_settlement_id: string | null;
+  receipt_shape: string | null;
+}
+export interface ArtifactRow {
+  artifact_id: string;
+  execution_id: string;
+  ordinal: unknown;
+  size_bytes: unknown;
+  sha256: string;
+  storage_key: string;
+}
+export interface ResolutionRow {
+  execution_id: string;
+  resolution: string;
+  images_billed: unknown;
+  amount_units: unknown;
+}
+export interface AuthorizationRow {
+  token_id: string;
+  amount_units: unknown;
+  currency: string;
+  status: string;
+  execution_id: string | null;
+}
+export interface SettlementRow {
+  settlement_id: string;
+  token_id: string;
+  execution_id: string;
+  receipt_id: string;
+  receipt_shape: string;
+  amount_units: unknown;
+  currency: string;
+}
+export interface ReleaseRow {
+  token_id: string;
+  execution_id: string | null;
+  reason: string;
+}
+export interface RecordRow {
+  token_id: string;
+  execution_id: string;
+  status: string;
+  resolution: string | null;
+}
+
+export interface LedgerRows {
+  readonly authorizations: readonly AuthorizationRow[];
+  readonly settlements: readonly SettlementRow[];
+  readonly releases: readonly ReleaseRow[];
+  readonly records: readonly RecordRow[];
+}
+
+export interface ExecutorRows {
+  readonly executions: readonly ExecutionRow[];
+  /** Per execution, in attempt order. */
+  readonly attempts: readonly AttemptRow[];
+  readonly receipts: readonly ReceiptRow[];
+  /** Per execution, in ordinal order. */
+  readonly artifacts: readonly ArtifactRow[];
+  readonly resolutions: readonly ResolutionRow[];
+}
+
+function open(path: string): Database.Database {
+  // readonly: SQLite refuses every write on this connection.
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  db.defaultSafeIntegers(true);
+  return db;
+}
+
+/** One database open read-only for `read`, closed whatever happens. */
+function withDatabase<T>(path: string, read: (db: Database.Database) => T): T {
+  const db = open(path);
+  try {
+    return read(db);
+  } finally {
+    db.close();
+  }
+}
+
+const all = <T>(db: Database.Database, sql: string) => db.prepare(sql).all() as T[];
+
+/** Both databases' rows, each read in one transaction; `amounts_are_integers` reports through `fail`. */
+export function readDatabases(inputs: { readonly ledgerDatabase: string; readonly executorDatabase: string }, fail: Fail): { ledger: LedgerRows; executor: ExecutorRows } {
+  return withDatabase(inputs.ledgerDatabase, (ledgerDb) => {
+    // Both files are opened before either is read, as one pass over a stack at rest.
+    return withDatabase(inputs.executorDatabase, (executorDb) => ({
+      ledger: ledgerDb.transaction((): LedgerRows => {
+        checkIntegers('ledger', ledgerDb, fail);
+        return {
+          authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, amount_units, currency, status, execution_id FROM authorizations'),
+          settlements: all<SettlementRow>(ledgerDb, 'SELECT settlement_id, token_id, execution_id, receipt_id, receipt_shape, amount_units, currency FROM settlements'),
+          releases: all<ReleaseRow>(ledgerDb, 'SELECT token_id, execution_id, reason FROM releases'),
+          records: all<RecordRow>(ledgerDb, 'SELECT token_id, execution_id, status, resolution FROM reconciliation_records'),
+        };
+      })(),
+      executor: executorDb.transaction((): ExecutorRows => {
+        checkIntegers('executor', executorDb, fail);
+        return {
+          executions: all<ExecutionRow>(
+            executorDb,
+            'SELECT execution_id, spend_auth_token_id AS token_id, state, state_reason, pricing_snapshot, currency, authorization_held_units AS held_units, quoted_units FROM executions',
+          ),
+          attempts: all<AttemptRow>(executorDb, 'SELECT attempt_id, execution_id, state, request_id, delivered_images, exact_amount, scale FROM provider_attempts ORDER BY execution_id, attempt_number'),
+          receipts: all<ReceiptRow>(executorDb, 'SELECT receipt_id, execution_id, amount_units, exact_amount, scale, currency, ledger_settlement_id, receipt_shape FROM receipts'),
+          artifacts: all<ArtifactRow>(executorDb, 'SELECT artifact_id, execution_id, ordinal, size_bytes, sha256, storage_key FROM artifacts ORDER BY execution_id, ordinal'),
+          resolutions: all<ResolutionRow>(executorDb, 'SELECT execution_id, resolution, images_billed, amount_units FROM reconciliation_resolutions'),
+        };
+      })(),
+    }));
+  });
+}
