@@ -8,6 +8,7 @@ import { createArtifactStore } from '../../src/executor/artifact-store.js';
 import { executionIdFor } from '../../src/executor/domain/execution-states.js';
 import { MAX_JSON_DEPTH } from '../../src/config/json-depth.js';
 import { nestedJson, shapeLevels, tooDeepPath, type Shape } from '../support/nested-json.js';
+import { distinctive, secretShapeExamples } from '../support/secret-shapes.js';
 import { call, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 import { admitOne, executionRequest, startTestExecutor, type TestExecutor } from '../support/executor.js';
 
@@ -328,18 +329,18 @@ describe('bad admission input: 400/413/415 with field paths, never the value, ne
     expect((await post('null')).status).toBe(400);
   });
 
-  it('a prompt holding a capability or a provider key → 400 secret_shaped_text naming input.prompt; nothing claimed, stored or logged', async () => {
+  it('a prompt holding a capability, an API key or a bearer token → 400 secret_shaped_text naming input.prompt; nothing claimed, stored or logged', async () => {
     const created = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', {
       token: actors.agent,
       body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
     });
     const token = created.body.authorization.token_id;
-    const secrets = [generateCapability('caller'), `${randomUUID()}:${'a1'.repeat(16)}`];
-    for (const secret of secrets) {
+    // Issue 24 item 8: `Authorization: Bearer sk-…` was accepted, stored and shown back.
+    for (const [name, secret] of secretShapeExamples()) {
       const body = executionRequest(token, { input: { prompt: `a lighthouse, ${secret}`, image_count: 1 } });
       const result = await call(executor.url, 'POST', '/v2/executions', { token: executor.caller, body });
-      expect(result).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'secret_shaped_text', fields: ['input.prompt'] } } });
-      expect(JSON.stringify(executor.logs())).not.toContain(secret.slice(-16));
+      expect(result, name).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'secret_shaped_text', fields: ['input.prompt'] } } });
+      expect(JSON.stringify(executor.logs())).not.toContain(distinctive(secret));
     }
     expect(executor.query('SELECT COUNT(*) AS n FROM executions WHERE spend_auth_token_id = ?', token)).toEqual([{ n: 0n }]);
     expect(ledger.query('SELECT status, execution_id FROM authorizations WHERE token_id = ?', token)).toEqual([{ status: 'approved', execution_id: null }]);
