@@ -399,6 +399,10 @@ class AgentWorded extends UserError {}
  * tell the operator. Other errors keep their own message.
  */
 export function agentWording(error: UserError): { message: string; nextStep: string } {
+  // The executor's own words name its URL, which the agent never sees (it read "<url>").
+  if (error.code === 'executor_not_found' && !(error instanceof AgentWorded)) {
+    return { message: "The stack's executor has no execution with that id.", nextStep: 'Use an execution_id a generate_images call returned.' };
+  }
   const message = error instanceof AgentWorded ? undefined : STACK_MESSAGES[error.code];
   if (message === undefined) return { message: error.message, nextStep: error.nextStep };
   return { message, nextStep: 'Ask the operator to check the stack (`lexec stack status`), then call again.' };

@@ -1,5 +1,5 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { CallToolRequestSchema, type CallToolResult, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ReadResourceRequestSchema, type CallToolResult, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { z } from 'zod';
 import type { BuildInfo } from '../build-info.js';
@@ -8,6 +8,7 @@ import { formatFieldPath } from '../config/field-path.js';
 import type { AgentTarget, ConnectAgent } from './agent-connection.js';
 import { agentWording, generateImages, getExecution, getImages, listTargets, quote, readImage, spending, type ToolAnswer, type ToolContext } from './agent-service.js';
 import { TOOLS, type ToolInput, type ToolName } from './agent-tools.js';
+import { IMAGE_URI_TEMPLATE, parseImageUri, RESOURCE_NOT_FOUND, resourceNotFound, resourceReadError } from './image-resource.js';
 
 /*
  * The MCP server of `lexec agent mcp` (docs/agent.md). Tools are registered with the SDK's
@@ -92,23 +93,26 @@ export function createAgentMcpServer(options: AgentMcpOptions): McpServer {
 
   server.registerResource(
     'image',
-    new ResourceTemplate('lexec://executions/{execution_id}/images/{ordinal}', { list: undefined }),
+    new ResourceTemplate(IMAGE_URI_TEMPLATE, { list: undefined }),
     { title: 'An image of an execution', description: 'One image a generate_images or get_images call returned as a link.', mimeType: 'image/png' },
-    async (uri, variables) => {
-      const executionId = String(variables.execution_id);
-      const ordinal = Number(variables.ordinal);
-      if (!/^exe_[0-9a-f]{32}$/.test(executionId) || !Number.isInteger(ordinal) || ordinal < 0) {
-        throw new Error('The URI does not name an image of an execution (lexec://executions/<execution_id>/images/<ordinal>).');
-      }
-      try {
-        const image = await readImage(await options.connect(), executionId, ordinal);
-        return { contents: [{ uri: uri.href, mimeType: image.mediaType, blob: image.bytes.toString('base64') }] };
-      } catch (error) {
-        const { code, message } = describe(error);
-        throw new Error(`${code}: ${message}`, { cause: error });
-      }
-    },
+    // Never called: reads are dispatched below (the SDK's dispatcher echoes an unknown URI back).
+    () => ({ contents: [] }),
   );
+
+  // Every read that gives no image is -32002 (the MCP spec's resource not found) or -32603 (the
+  // stack failed), never with the URI in the message (image-resource.ts).
+  server.server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    const image = parseImageUri(request.params.uri);
+    if (image === null) throw resourceNotFound();
+    try {
+      const read = await readImage(await options.connect(), image.executionId, image.ordinal);
+      return { contents: [{ uri: request.params.uri, mimeType: read.mediaType, blob: read.bytes.toString('base64') }] };
+    } catch (error) {
+      const answer = resourceReadError(error, describe);
+      options.log(`resources/read: ${answer.code === RESOURCE_NOT_FOUND ? 'not found' : describe(error).code}`);
+      throw answer;
+    }
+  });
   return server;
 }
 

@@ -2,6 +2,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { errorCode, UsageError, UserError, type FieldIssue } from '../errors.js';
 import { duplicateKeyIssues } from './duplicate-keys.js';
+import { jsonDepthIssue, MAX_JSON_DEPTH } from './json-depth.js';
 
 /** Largest configuration document lexec reads; real ones are a few KiB. */
 export const MAX_CONFIG_BYTES = 1024 * 1024;
@@ -72,6 +73,14 @@ export async function readJsonDocument(path: string, what: string): Promise<unkn
     });
   }
   const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
+  // Before the parse: the syntax-error locator and the duplicate-key scan recurse per level.
+  const tooDeep = jsonDepthIssue(body);
+  if (tooDeep !== null) {
+    throw new UserError('config_too_deep', `The ${what} ${path} nests objects or arrays more than ${String(MAX_JSON_DEPTH)} levels deep.`, {
+      nextStep: `Check that the path names the ${what}; real ones nest a few levels.`,
+      issues: [tooDeep],
+    });
+  }
   let document: unknown;
   try {
     document = JSON.parse(body);

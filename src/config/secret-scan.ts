@@ -1,9 +1,13 @@
+import { containsSecretShape } from '../domain/secret-text.js';
 import type { FieldIssue } from '../errors.js';
 import { formatFieldPath } from './field-path.js';
 
 /**
  * Shapes of raw secrets that must never sit in a configuration document: lexec capabilities,
- * provider keys, authorization header values, private keys, and URLs carrying a password.
+ * provider keys, authorization header values, private keys, and URLs carrying a password —
+ * checked against whole values (`Key abc12345` alone is a secret, inside prose it may not be) —
+ * plus the free-text shapes (src/domain/secret-text.ts) anywhere in a value: an API key or a
+ * bearer token inside a label is as much a leak as in a prompt.
  */
 const SECRET_SHAPES: readonly RegExp[] = [
   /^lexec_[a-z]+_[A-Za-z0-9_-]{20,}$/,
@@ -14,7 +18,7 @@ const SECRET_SHAPES: readonly RegExp[] = [
 ];
 
 export function looksLikeSecret(value: string): boolean {
-  return SECRET_SHAPES.some((shape) => shape.test(value));
+  return SECRET_SHAPES.some((shape) => shape.test(value)) || containsSecretShape(value);
 }
 
 /**

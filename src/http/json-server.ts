@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import type { z } from 'zod';
 import { visit } from 'jsonc-parser';
 import { duplicateKeyIssues } from '../config/duplicate-keys.js';
+import { jsonDepthIssue } from '../config/json-depth.js';
 import { toFieldIssues } from '../config/zod-issues.js';
 import { hasSecretShapedText } from '../config/schema-parts.js';
 import { SECRET_TEXT_REASON } from '../domain/secret-text.js';
@@ -75,12 +76,19 @@ export function createJsonServer({ logger, isRoutine, mapError, rejectionSummary
   });
   // JSON only: without this, Fastify would accept text/plain bodies as strings.
   app.removeContentTypeParser('text/plain');
+  // Nesting deeper than MAX_JSON_DEPTH is refused first (400 invalid_request / nesting_too_deep,
+  // the path of the first too-deep value in `fields`): the duplicate-key scan below recurses.
   // A key twice in one object is refused (400 invalid_request / duplicate_keys, the paths in
   // `fields`), as the configuration loader does: JSON.parse would silently keep the last one.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
+    const tooDeep = jsonDepthIssue(text);
+    if (tooDeep !== null) {
+      done(new ApiError(400, 'invalid_request', { reasonCode: 'nesting_too_deep', fields: [tooDeep.path] }), undefined);
+      return;
+    }
     const duplicates = text.includes('"') ? duplicateKeyIssues(text, visit) : [];
     if (duplicates.length > 0) {
       done(new ApiError(400, 'invalid_request', { reasonCode: 'duplicate_keys', fields: duplicates.map((issue) => issue.path) }), undefined);

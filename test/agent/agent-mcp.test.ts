@@ -158,6 +158,36 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
     expect(again.content.filter((block) => block.type === 'image')).toHaveLength(1);
   });
 
+  it('answers a read of a URI that names no image with the MCP resource-not-found error (-32002), never echoing the URI (issue 24 item 9)', async () => {
+    const generated = structured('generate_images', await call('generate_images', { prompt: prompt('a tin lantern, agent test unknown resource'), delivery: 'links' }));
+    const marker = 'resource~marker~41c7';
+    const uris = [
+      `lexec://executions/exe_${'0'.repeat(32)}/images/0`,
+      `lexec://executions/${generated.execution_id}/images/3`,
+      `lexec://executions/exe_${marker}/images/0`,
+      `file:///etc/${marker}`,
+      `https://example.invalid/${marker}?token=${marker}`,
+      marker,
+    ];
+    for (const uri of uris) {
+      const failure = await agent.client.readResource({ uri }).then(
+        () => null,
+        (error: unknown) => error as { code?: number; message?: string },
+      );
+      seen.push(JSON.stringify(failure?.message ?? ''));
+      expect(failure?.code, uri).toBe(-32002);
+      expect(failure?.message, uri).toMatch(/Resource not found/);
+      expect(failure?.message).not.toContain(marker);
+      expect(failure?.message).not.toContain('<url>');
+      expect(failure?.message).not.toContain(uri);
+    }
+    expect(agent.stderr()).not.toContain(marker);
+    // The tools say the same without a placeholder where the executor named its URL.
+    const unknown = toolError(await call('get_execution', { execution_id: `exe_${'0'.repeat(32)}` }));
+    expect(unknown).toMatchObject({ code: 'executor_not_found', message: "The stack's executor has no execution with that id." });
+    expect(unknown.text).not.toContain('<url>');
+  });
+
   it('stops for a human above the approval threshold; after the human approves with the CLI, the resumed call finishes; the authorization pays for one execution only', async () => {
     const job = { prompt: prompt('two tide pools at dawn, agent test approval'), image_count: 2 };
     const waiting = structured('generate_images', await call('generate_images', job));

@@ -4,6 +4,8 @@ import { expectFailure, expectResult, type CliRun } from '../support/cli.js';
 import { rawRequest, signIn as signInWith, startConsoleProcess, type ConsoleProcess, type RawResponse } from '../support/console-process.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
 import { addStackProfile } from '../support/stack-home.js';
+import { MAX_JSON_DEPTH } from '../../src/config/json-depth.js';
+import { nestedJson, shapeLevels, tooDeepPath } from '../support/nested-json.js';
 
 /*
  * The console's HTTP surface without a browser: the real `lexec stack console` child against a
@@ -24,7 +26,7 @@ async function signIn(): Promise<string> {
   return secret;
 }
 
-async function send(method: string, path: string, options: { headers?: Record<string, string>; body?: unknown } = {}): Promise<RawResponse> {
+async function send(method: string, path: string, options: { headers?: Record<string, string>; body?: unknown; rawBody?: string } = {}): Promise<RawResponse> {
   const response = await rawRequest(consoleProcess.origin, method, path, options);
   bodies.push(response.body, JSON.stringify(response.headers));
   return response;
@@ -184,6 +186,17 @@ describe('lexec stack console over plain HTTP', () => {
     expect(resolve.status).toBe(400);
     expect(errorOf(resolve).fields).toEqual(['images_billed']);
     expect(resolve.body).not.toContain('secret-looking-note');
+    // A body nested thousands deep, to the login exchange (no session needed) and to a route
+    // behind the session: refused with the path of its first too-deep value, not a 500.
+    const levels = shapeLevels('mixed', 5000, 'token');
+    for (const [path, headers] of [
+      ['/api/login', { origin: consoleProcess.origin }],
+      ['/api/reconciliations/exe_0123456789abcdef0123456789abcdef/resolve', { 'x-lexec-session': session, origin: consoleProcess.origin }],
+    ] as const) {
+      const deep = await send('POST', path, { headers: { ...headers, 'content-type': 'application/json' }, rawBody: nestedJson(levels) });
+      expect([deep.status, errorOf(deep)]).toEqual([400, { code: 'invalid_request', reason_code: 'nesting_too_deep', fields: [tooDeepPath(levels, MAX_JSON_DEPTH)] }]);
+    }
+    expect(consoleProcess.output().stderr).not.toContain('internal_error');
   });
 
   it('lists executions newest first with exact amounts, and pages through the executor\'s GET /v1/executions', async () => {

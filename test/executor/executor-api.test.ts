@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCapability } from '../../src/credentials/capability.js';
 import { createArtifactStore } from '../../src/executor/artifact-store.js';
 import { executionIdFor } from '../../src/executor/domain/execution-states.js';
+import { MAX_JSON_DEPTH } from '../../src/config/json-depth.js';
+import { nestedJson, shapeLevels, tooDeepPath, type Shape } from '../support/nested-json.js';
+import { distinctive, secretShapeExamples } from '../support/secret-shapes.js';
 import { call, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 import { admitOne, executionRequest, startTestExecutor, type TestExecutor } from '../support/executor.js';
 
@@ -48,6 +51,24 @@ describe('authentication', () => {
         expect(result, `${method ?? ''} ${path ?? ''}`).toEqual({ status: 401, body: { error: { code: 'unauthorized' } } });
       }
     }
+  });
+
+  it('a caller without the route\'s capability is refused before its body is parsed: deep, malformed or of another type alike', async () => {
+    const bodies: [string, string][] = [
+      [nestedJson(shapeLevels('mixed', 5000)), 'application/json'],
+      ['{"schema_version": ', 'application/json'],
+      ['schema_version=2', 'text/plain'],
+    ];
+    const routes = [`/v2/executions`, `/v1/reconciliation/executions/${executionId}/resolve`];
+    for (const path of routes) {
+      for (const [rawBody, contentType] of bodies) {
+        for (const token of [undefined, 'nonsense', generateCapability('caller'), ledger.adminToken, path === '/v2/executions' ? executor.reconciliation : executor.caller]) {
+          const result = await call(executor.url, 'POST', path, { token, rawBody, contentType });
+          expect(result, `${path} ${contentType}`).toEqual({ status: 401, body: { error: { code: 'unauthorized' } } });
+        }
+      }
+    }
+    expect(executor.logs().filter((line) => Number(line.level) >= 50)).toEqual([]);
   });
 
   it('/livez, /readyz and /version are public and expose safe status only', async () => {
@@ -278,6 +299,27 @@ describe('bad admission input: 400/413/415 with field paths, never the value, ne
     expect(JSON.stringify(result.body)).not.toContain(marker);
   });
 
+  it.each<Shape>(['object', 'array', 'mixed'])(
+    'a body of %s nesting deeper than the bound → 400 nesting_too_deep naming the first too-deep value, never a 500 or an error line',
+    async (shape) => {
+      for (const depth of [MAX_JSON_DEPTH + 1, 1000, 5000]) {
+        const levels = shapeLevels(shape, depth, 'input');
+        const result = await call(executor.url, 'POST', '/v2/executions', { token: executor.caller, rawBody: nestedJson(levels, `"${marker}"`) });
+        expect(result, `depth ${String(depth)}`).toEqual({
+          status: 400,
+          body: { error: { code: 'invalid_request', reason_code: 'nesting_too_deep', fields: [tooDeepPath(levels, MAX_JSON_DEPTH)] } },
+        });
+      }
+      const atBound = await call<{ error: { reason_code?: string } }>(executor.url, 'POST', '/v2/executions', {
+        token: executor.caller,
+        rawBody: nestedJson(shapeLevels(shape, MAX_JSON_DEPTH, 'input')),
+      });
+      expect(atBound.status).toBe(400);
+      expect(atBound.body.error.reason_code).toBe('field_invalid');
+      expect(executor.logs().filter((line) => Number(line.level) >= 50)).toEqual([]);
+    },
+  );
+
   it('malformed JSON, a wrong content type and an oversize body', async () => {
     const post = (rawBody: string, contentType?: string) => call(executor.url, 'POST', '/v2/executions', { token: executor.caller, rawBody, contentType });
     expect(await post('{"schema_version": 2,')).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'malformed_json' } } });
@@ -287,18 +329,18 @@ describe('bad admission input: 400/413/415 with field paths, never the value, ne
     expect((await post('null')).status).toBe(400);
   });
 
-  it('a prompt holding a capability or a provider key → 400 secret_shaped_text naming input.prompt; nothing claimed, stored or logged', async () => {
+  it('a prompt holding a capability, an API key or a bearer token → 400 secret_shaped_text naming input.prompt; nothing claimed, stored or logged', async () => {
     const created = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', {
       token: actors.agent,
       body: { amount_units: '900000', units_scale: 6, currency: 'USD' },
     });
     const token = created.body.authorization.token_id;
-    const secrets = [generateCapability('caller'), `${randomUUID()}:${'a1'.repeat(16)}`];
-    for (const secret of secrets) {
+    // Issue 24 item 8: `Authorization: Bearer sk-…` was accepted, stored and shown back.
+    for (const [name, secret] of secretShapeExamples()) {
       const body = executionRequest(token, { input: { prompt: `a lighthouse, ${secret}`, image_count: 1 } });
       const result = await call(executor.url, 'POST', '/v2/executions', { token: executor.caller, body });
-      expect(result).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'secret_shaped_text', fields: ['input.prompt'] } } });
-      expect(JSON.stringify(executor.logs())).not.toContain(secret.slice(-16));
+      expect(result, name).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'secret_shaped_text', fields: ['input.prompt'] } } });
+      expect(JSON.stringify(executor.logs())).not.toContain(distinctive(secret));
     }
     expect(executor.query('SELECT COUNT(*) AS n FROM executions WHERE spend_auth_token_id = ?', token)).toEqual([{ n: 0n }]);
     expect(ledger.query('SELECT status, execution_id FROM authorizations WHERE token_id = ?', token)).toEqual([{ status: 'approved', execution_id: null }]);

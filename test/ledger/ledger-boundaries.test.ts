@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCapability } from '../../src/credentials/capability.js';
+import { MAX_JSON_DEPTH } from '../../src/config/json-depth.js';
+import { nestedJson, shapeLevels, tooDeepPath, type Shape } from '../support/nested-json.js';
 import { call, preciseReceipt, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 
 let ledger: TestLedger;
@@ -89,6 +91,24 @@ describe('credential kinds per route', () => {
     expect(ledger.query('SELECT * FROM authorizations')).toHaveLength(0);
   });
 
+  it('a caller without the route\'s credential is refused before its body is parsed: deep, malformed or of another type alike', async () => {
+    const bodies: [string, string][] = [
+      [nestedJson(shapeLevels('mixed', 5000)), 'application/json'],
+      ['{"amount_units": ', 'application/json'],
+      ['amount_units=1', 'text/plain'],
+    ];
+    for (const route of routes().filter((candidate) => candidate.body !== undefined)) {
+      for (const [rawBody, contentType] of bodies) {
+        for (const kind of KINDS.filter((candidate) => !route.allowed.includes(candidate))) {
+          const result = await call(ledger.url, route.method, route.path, { token: token(kind), rawBody, contentType });
+          expect(result, `${kind} ${route.method} ${route.path}`).toEqual({ status: 401, body: { error: { code: 'unauthorized' } } });
+        }
+        expect((await call(ledger.url, route.method, route.path, { rawBody, contentType })).status).toBe(401);
+      }
+    }
+    expect(ledger.logs().filter((line) => Number(line.level) >= 50)).toEqual([]);
+  });
+
   it('health and version are public and expose safe status only', async () => {
     expect(await call(ledger.url, 'GET', '/health')).toEqual({ status: 200, body: { status: 'ok' } });
     const version = await call(ledger.url, 'GET', '/version');
@@ -123,6 +143,30 @@ describe('bad input is refused with field paths, never echoed, and writes nothin
     expect(JSON.stringify(result.body)).not.toContain(marker);
     expect(rowCount()).toBe(before);
   });
+
+  it.each<Shape>(['object', 'array', 'mixed'])(
+    'a body of %s nesting: deeper than the bound → 400 nesting_too_deep naming the first too-deep value, never a 500 or an error line',
+    async (shape) => {
+      const before = rowCount();
+      for (const depth of [MAX_JSON_DEPTH + 1, 1000, 5000]) {
+        const levels = shapeLevels(shape, depth, 'purpose');
+        const result = await call(ledger.url, 'POST', '/authorizations', { token: actors.agent, rawBody: nestedJson(levels, `"${marker}"`) });
+        expect(result, `depth ${String(depth)}`).toEqual({
+          status: 400,
+          body: { error: { code: 'invalid_request', reason_code: 'nesting_too_deep', fields: [tooDeepPath(levels, MAX_JSON_DEPTH)] } },
+        });
+      }
+      // At the bound the body is parsed and refused for what it says.
+      const atBound = await call<{ error: { reason_code?: string } }>(ledger.url, 'POST', '/authorizations', {
+        token: actors.agent,
+        rawBody: nestedJson(shapeLevels(shape, MAX_JSON_DEPTH, 'purpose')),
+      });
+      expect(atBound.status).toBe(400);
+      expect(atBound.body.error.reason_code).toBeUndefined();
+      expect(rowCount()).toBe(before);
+      expect(ledger.logs().filter((line) => Number(line.level) >= 50)).toEqual([]);
+    },
+  );
 
   it('malformed JSON → 400 malformed_json', async () => {
     const result = await call(ledger.url, 'POST', '/authorizations', { token: actors.agent, rawBody: `{"amount_units": "${marker}` });

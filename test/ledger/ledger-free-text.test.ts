@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCapability } from '../../src/credentials/capability.js';
 import { call, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { distinctive, PROSE, secretShapeExamples } from '../support/secret-shapes.js';
 
 /*
  * Free text the ledger keeps and shows to other people — an authorization's purpose, an
@@ -31,8 +32,9 @@ const secrets = (): [string, string][] => [
   ['a capability cut short by two characters', generateCapability('approver').slice(0, -2)],
   ['a fal key inside a sentence', `key=${FAL_KEY}.`],
   ['a PEM private key', '-----BEGIN PRIVATE KEY-----\nMIIE…'],
+  // Issue 24 item 8: API keys and bearer tokens of other vendors, inside a sentence.
+  ...secretShapeExamples().map(([name, secret]): [string, string] => [name, `for the poster: ${secret}`]),
 ];
-const distinctive = (secret: string) => secret.slice(-16);
 
 const authorizationCount = () => ledger.query<{ n: bigint }>('SELECT COUNT(*) AS n FROM authorizations')[0]?.n;
 
@@ -58,10 +60,12 @@ describe('secret-shaped free text is refused at the ledger', () => {
     expect(JSON.stringify(ledger.logs())).not.toContain(distinctive(secret));
   });
 
-  it('an approval or a denial whose reason holds a capability is refused and decides nothing', async () => {
+  it('an approval or a denial whose reason holds a capability or a bearer token is refused and decides nothing', async () => {
     const tokenId = await requested('2000000');
-    const secret = generateCapability('approver');
-    for (const verb of ['approve', 'deny']) {
+    for (const [verb, secret] of [
+      ['approve', generateCapability('approver')],
+      ['deny', `Authorization: Bearer ${secretShapeExamples().find(([name]) => name === 'an OpenAI project key')?.[1] ?? ''}`],
+    ] as const) {
       const result = await call(ledger.url, 'POST', `/authorizations/${tokenId}/${verb}`, { token: actors.approver, body: { reason: `ok ${secret}` } });
       expect(result).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'secret_shaped_text', fields: ['reason'] } } });
     }
@@ -76,16 +80,15 @@ describe('secret-shaped free text is refused at the ledger', () => {
       body: { resolution: 'release', reason: `no charge, see ${generateCapability('reconciliation')}` },
     });
     expect(result).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'secret_shaped_text', fields: ['reason'] } } });
+    const github = await call(ledger.url, 'POST', `/reconciliation-records/rec_${randomUUID()}/resolve`, {
+      token: actors.reconciliation,
+      body: { resolution: 'release', reason: `no charge, invoice at ${secretShapeExamples().find(([name]) => name === 'a GitHub personal token')?.[1] ?? ''}` },
+    });
+    expect(github).toEqual({ status: 400, body: { error: { code: 'invalid_request', reason_code: 'secret_shaped_text', fields: ['reason'] } } });
   });
 
-  it('ordinary prose that mentions lexec, keys and capabilities is accepted', async () => {
-    for (const purpose of [
-      'lexec_agent draft',
-      'a key: lexec_agent_ then some words',
-      'lexec_agent_capability_rotation_test',
-      'Bearer of good news',
-      'uuid 0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10',
-    ]) {
+  it('ordinary prose that mentions lexec, bearers, keys, tokens and capabilities is accepted', async () => {
+    for (const purpose of ['lexec_agent draft', 'a key: lexec_agent_ then some words', ...PROSE]) {
       const result = await call(ledger.url, 'POST', '/authorizations', { token: actors.agent, body: { amount_units: '1000', units_scale: 6, currency: 'USD', purpose } });
       expect(result, purpose).toMatchObject({ status: 201, body: { authorization: { purpose } } });
     }

@@ -1,5 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_JSON_DEPTH } from '../../src/config/json-depth.js';
+import { MAX_BODY_BYTES } from '../../src/http/json-server.js';
+import { nestedJson, tooDeepPath, type Level } from '../support/nested-json.js';
 import { startTestExecutor, type TestExecutor } from '../support/executor.js';
 import { setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 
@@ -10,10 +14,15 @@ import { setUpActors, startTestLedger, type Actors, type TestLedger } from '../s
  * is broken in at least one way. Properties: no 5xx, the canary never comes back in an answer
  * (status line, headers, body) or in any log line, and the server is still ready afterwards.
  * A fixed seed in CI (LEXEC_FUZZ_SEED / LEXEC_FUZZ_RUNS change it by hand).
+ *
+ * Issue 24 item 7: generated nesting depth — objects, arrays and both mixed, at and around the
+ * bound (MAX_JSON_DEPTH) and up to thousands deep — to every route that reads a body, with and
+ * without the route's credential (LEXEC_FUZZ_DEPTH_RUNS changes the count).
  */
 
 const SEED = Number(process.env.LEXEC_FUZZ_SEED ?? 20261125);
 const RUNS = Number(process.env.LEXEC_FUZZ_RUNS ?? 10_000);
+const DEPTH_RUNS = Number(process.env.LEXEC_FUZZ_DEPTH_RUNS ?? 400);
 // Never a plain field name (it has `~`), never a valid id, name, token, amount or enum value.
 const CANARY = 'lexec~canary~7f3a9c';
 
@@ -157,6 +166,80 @@ async function fuzz(target: Target, routes: readonly Route[], seed: number): Pro
   return { requests, statuses };
 }
 
+/** A nesting: `pattern` repeated to `depth` levels around a scalar leaf. */
+const nesting = fc.record({
+  pattern: fc.array(
+    fc.record({
+      kind: fc.constantFrom('object' as const, 'array' as const),
+      key: fc.constantFrom('a', 'input', 'evidence', '', `~${CANARY}`),
+      siblings: fc.integer({ min: 0, max: 2 }),
+    }),
+    { minLength: 1, maxLength: 4 },
+  ),
+  depth: fc.oneof(fc.integer({ min: MAX_JSON_DEPTH - 2, max: MAX_JSON_DEPTH + 2 }), fc.integer({ min: 1, max: 6000 })),
+  leaf: fc.constantFrom('1', 'null', JSON.stringify(CANARY)),
+  auth: fc.oneof({ weight: 4, arbitrary: fc.constant('valid' as const) }, { weight: 1, arbitrary: fc.constantFrom('none' as const, 'canary' as const) }),
+});
+
+/** Path parameters that parse, so that a route's body is what is judged. */
+const PARAMS: Record<string, () => string> = {
+  agent: () => 'agt_00000000-0000-0000-0000-000000000000',
+  id: () => `cred_${randomUUID()}`,
+  token: () => randomUUID(),
+  record: () => `rec_${randomUUID()}`,
+  execution: () => 'exe_00000000000000000000000000000000',
+};
+
+type DepthOutcome = 'unauthorized' | 'too_large' | 'too_deep' | 'parsed';
+
+async function fuzzDepth(target: Target, routes: readonly Route[], seed: number): Promise<Map<DepthOutcome, number>> {
+  const outcomes = new Map<DepthOutcome, number>();
+  const withBody = routes.filter((route) => route.method !== 'GET');
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom(...withBody), nesting, async (route, generatedNesting) => {
+      const levels: Level[] = Array.from({ length: generatedNesting.depth }, (_, index) => generatedNesting.pattern[index % generatedNesting.pattern.length] as Level);
+      const text = nestedJson(levels, generatedNesting.leaf);
+      const path = route.path.replace(/:([a-z]+)/g, (_, name: string) => (PARAMS[name] ?? (() => name))());
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (generatedNesting.auth === 'valid') headers.authorization = `Bearer ${target.validToken(route)}`;
+      else if (generatedNesting.auth === 'canary') headers.authorization = `Bearer lexec_agent_${CANARY}`;
+      const response = await fetch(`${target.url}${path}`, { method: route.method, headers, body: text });
+      const answer = await response.text();
+      const label = `${route.method} ${path} depth ${String(levels.length)}: ${answer.slice(0, 300)}`;
+      expect(answer, label).not.toContain('canary');
+      let outcome: DepthOutcome;
+      if (generatedNesting.auth !== 'valid') {
+        outcome = 'unauthorized';
+        expect([response.status, answer], label).toEqual([401, '{"error":{"code":"unauthorized"}}']);
+      } else if (Buffer.byteLength(text) > MAX_BODY_BYTES) {
+        outcome = 'too_large';
+        expect(response.status, label).toBe(413);
+      } else if (levels.length > MAX_JSON_DEPTH) {
+        outcome = 'too_deep';
+        expect([response.status, JSON.parse(answer)], label).toEqual([
+          400,
+          { error: { code: 'invalid_request', reason_code: 'nesting_too_deep', fields: [tooDeepPath(levels, MAX_JSON_DEPTH)] } },
+        ]);
+      } else {
+        outcome = 'parsed';
+        expect(response.status, label).toBeLessThan(500);
+        expect(answer, label).not.toContain('nesting_too_deep');
+      }
+      outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+    }),
+    { seed, numRuns: DEPTH_RUNS, endOnFailure: true },
+  );
+  // Nothing was an internal error (the overflow was logged at error level), nothing leaked.
+  for (const line of target.logs()) {
+    expect(JSON.stringify(line)).not.toContain('canary');
+    expect((line as { level?: number }).level ?? 0, JSON.stringify(line)).toBeLessThan(50);
+  }
+  expect(await target.ready()).toBe(true);
+  // Every outcome was reached: the run proves something about each.
+  expect([...outcomes.keys()].sort()).toEqual(['parsed', 'too_deep', 'too_large', 'unauthorized']);
+  return outcomes;
+}
+
 let ledger: TestLedger;
 let actors: Actors;
 let executor: TestExecutor;
@@ -201,5 +284,35 @@ describe('generated malformed requests (fast-check, fixed seed)', () => {
     );
     expect(result.requests).toBe(RUNS);
     console.error(`executor fuzz: seed ${SEED + 1}, ${result.requests} requests, statuses ${JSON.stringify([...result.statuses].sort())}`);
+  }, 240_000);
+});
+
+describe('generated nesting depth (fast-check, fixed seed)', () => {
+  it(`the ledger: ${DEPTH_RUNS} bodies nested around and far past the bound — 401 without the credential, 400 nesting_too_deep with the path past it, never a 5xx`, async () => {
+    const outcomes = await fuzzDepth(
+      {
+        url: ledger.url,
+        validToken: (route) => (route.as === undefined || route.as === 'admin' ? ledger.adminToken : actors[route.as]),
+        logs: () => ledger.logs(),
+        ready: async () => (await fetch(`${ledger.url}/health`)).status === 200,
+      },
+      LEDGER_ROUTES,
+      SEED + 2,
+    );
+    console.error(`ledger depth fuzz: seed ${SEED + 2}, outcomes ${JSON.stringify([...outcomes].sort())}`);
+  }, 240_000);
+
+  it(`the executor: ${DEPTH_RUNS} bodies nested around and far past the bound — 401 without the credential, 400 nesting_too_deep with the path past it, never a 5xx`, async () => {
+    const outcomes = await fuzzDepth(
+      {
+        url: executor.url,
+        validToken: (route) => (route.path.includes('reconciliation') ? executor.reconciliation : executor.caller),
+        logs: () => executor.logs(),
+        ready: async () => (await fetch(`${executor.url}/readyz`)).status === 200,
+      },
+      EXECUTOR_ROUTES,
+      SEED + 3,
+    );
+    console.error(`executor depth fuzz: seed ${SEED + 3}, outcomes ${JSON.stringify([...outcomes].sort())}`);
   }, 240_000);
 });

@@ -5,6 +5,8 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { composeSandbox } from '../../src/provider/sandbox/compose-sandbox.js';
 import type { SandboxApp } from '../../src/provider/sandbox/sandbox-app.js';
+import { MAX_JSON_DEPTH } from '../../src/config/json-depth.js';
+import { nestedJson, shapeLevels } from '../support/nested-json.js';
 import { falCall, falSubmit, SANDBOX_MODEL } from '../support/sandbox-process.js';
 
 /*
@@ -167,6 +169,21 @@ describe('sandbox routing and refusals', () => {
     expect([answer.status, answer.body]).toEqual([413, { detail: 'Request body too large' }]);
     const submissions = (await falCall<{ submissions: { outcome: string }[] }>(`${url}/__sandbox/submissions`)).body.submissions;
     expect(submissions.map((entry) => entry.outcome)).toEqual(['too_large']);
+  });
+
+  it('refuses a submit or a fault set nested deeper than lexec reads anywhere as undecodable: no submission accepted, no crash', async () => {
+    // A valid prompt beside the deep value: without the bound the submit was accepted.
+    const deep = (depth: number) => `{"prompt":"a lighthouse","extra":${nestedJson(shapeLevels('mixed', depth))}}`;
+    for (const depth of [MAX_JSON_DEPTH, 5000]) {
+      const answer = await falSubmit(url, deep(depth));
+      expect([answer.status, answer.body]).toEqual([422, { detail: [{ loc: ['body'], msg: 'JSON decode error', type: 'json_invalid' }] }]);
+    }
+    expect((await falSubmit(url, deep(MAX_JSON_DEPTH - 1))).status).toBe(200);
+    const faults = await fetch(`${url}/__sandbox/faults`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: `{"faults":${nestedJson(shapeLevels('array', 5000))}}` });
+    expect(faults.status).toBe(400);
+    const submissions = (await falCall<{ submissions: { outcome: string }[] }>(`${url}/__sandbox/submissions`)).body.submissions;
+    expect(submissions.map((entry) => entry.outcome)).toEqual(['invalid', 'invalid', 'accepted']);
+    expect(logLines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50)).toEqual([]);
   });
 
   it('uses the seed the caller chose: equal seeds give equal images', async () => {

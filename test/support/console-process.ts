@@ -73,9 +73,9 @@ export interface RawResponse {
 }
 
 /** One request to the console with exactly these headers (Host defaults to the console's own). */
-export function rawRequest(origin: string, method: string, path: string, options: { headers?: Record<string, string>; body?: unknown } = {}): Promise<RawResponse> {
+export function rawRequest(origin: string, method: string, path: string, options: { headers?: Record<string, string>; body?: unknown; rawBody?: string } = {}): Promise<RawResponse> {
   const url = new URL(path, origin);
-  const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+  const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
   return new Promise((resolve, reject) => {
     const outgoing = request(
       {

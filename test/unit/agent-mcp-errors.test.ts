@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { errorResult, safeText, serverVersion } from '../../src/agent/mcp-server.js';
+import { INTERNAL_ERROR, parseImageUri, RESOURCE_NOT_FOUND, resourceReadError } from '../../src/agent/image-resource.js';
 import { UserError } from '../../src/errors.js';
 
 describe('agent tool errors', () => {
@@ -35,6 +36,39 @@ describe('agent tool errors', () => {
   it('a stack failure is worded for the agent, without the endpoint', () => {
     const error = new UserError('executor_unreachable', 'The executor at http://127.0.0.1:7410 does not answer (ECONNREFUSED).', { nextStep: 'Check the executor at http://127.0.0.1:7410.' });
     expect(errorResult(error)._meta['lexec/error']).toMatchObject({ code: 'executor_unreachable', message: "The stack's executor does not answer." });
+  });
+});
+
+describe('image resources (issue 24 item 9)', () => {
+  const id = `exe_${'ab'.repeat(16)}`;
+  it('a URI names an image only in its exact lexec form', () => {
+    expect(parseImageUri(`lexec://executions/${id}/images/0`)).toEqual({ executionId: id, ordinal: 0 });
+    expect(parseImageUri(`lexec://executions/${id}/images/3`)).toEqual({ executionId: id, ordinal: 3 });
+    for (const uri of [`lexec://executions/${id}/images/01`, `lexec://executions/${id}/images/-1`, `lexec://executions/${id}/images/0?x=1`, `lexec://executions/exe_1/images/0`, `LEXEC://executions/${id}/images/0`, 'file:///etc/passwd', 'https://example.invalid/x', '']) {
+      expect(parseImageUri(uri), uri).toBeNull();
+    }
+  });
+
+  it('an unknown execution or image is -32002 without the URI; a stack failure is -32603 in the tools\' words', () => {
+    const describeSafely = (error: unknown) => {
+      const meta = errorResult(error)._meta['lexec/error'] as { code: string; message: string };
+      return { code: meta.code, message: meta.message };
+    };
+    for (const code of ['executor_not_found', 'image_not_found']) {
+      const answer = resourceReadError(new UserError(code, 'The executor at http://127.0.0.1:7410 does not know that execution.', { nextStep: 'Check it.' }), describeSafely);
+      expect([answer.code, answer.message]).toEqual([RESOURCE_NOT_FOUND, expect.stringMatching(/^Resource not found: /)]);
+      expect(answer.message).not.toMatch(/127\.0\.0\.1|<url>/);
+    }
+    const down = resourceReadError(new UserError('executor_unreachable', 'The executor at http://127.0.0.1:7410 does not answer.', { nextStep: 'Check it.' }), describeSafely);
+    expect([down.code, down.message]).toEqual([INTERNAL_ERROR, "executor_unreachable: The stack's executor does not answer."]);
+    const bug = resourceReadError(new Error('boom at /srv/x'), describeSafely);
+    expect(bug.code).toBe(INTERNAL_ERROR);
+    expect(bug.message).not.toMatch(/boom|\/srv/);
+  });
+
+  it('an execution the executor does not know is worded without its URL for the tools too', () => {
+    const error = new UserError('executor_not_found', 'The executor at http://127.0.0.1:7410 does not know that execution (404).', { nextStep: 'Check the executor at http://127.0.0.1:7410.' });
+    expect(errorResult(error)._meta['lexec/error']).toMatchObject({ code: 'executor_not_found', message: "The stack's executor has no execution with that id." });
   });
 });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../src/config/executor-config-schema.js';
 import { parseExecutorConfig } from '../../src/config/parse-executor-config.js';
 import type { FieldIssue } from '../../src/errors.js';
+import { distinctive, secretShapeExamples } from '../support/secret-shapes.js';
 import {
   at,
   externalEngineConfig,
@@ -438,6 +439,13 @@ describe('secrets', () => {
     const issues = issuesOf(config);
     expect(issueAt(issues, 'execution_targets[0].label').message).toContain('raw secret');
     expect(JSON.stringify(issues)).not.toContain(secret);
+  });
+
+  it.each(secretShapeExamples())('a label holding %s inside prose is refused by path, never echoed (issue 24 item 8)', (_name, secret) => {
+    const config = mutate(sandboxConfig(), (c) => (target(c).label = `Flux, see ${secret} for access`));
+    const issues = issuesOf(config);
+    expect(issueAt(issues, 'execution_targets[0].label').message).toContain('raw secret');
+    expect(JSON.stringify(issues)).not.toContain(distinctive(secret));
   });
 
   it('an unknown field holding a key is reported without its value or a secret-shaped name', () => {

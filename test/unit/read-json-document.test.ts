@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { findDuplicateKeys, jsonErrorLocation, readJsonDocument } from '../../src/config/read-json-document.js';
 import { UserError } from '../../src/errors.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
+import { nestedJson, shapeLevels } from '../support/nested-json.js';
 
 describe('jsonErrorLocation', () => {
   it.each([
@@ -53,6 +54,16 @@ describe('readJsonDocument', () => {
     const error = await readJsonDocument(path, 'configuration file').catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(UserError);
     expect(error).toMatchObject({ code: 'config_duplicate_keys', issues: [{ path: 'providers.spend_ceiling' }] });
+  });
+
+  it('refuses a document nested thousands deep, well-formed or not, with the path of its first too-deep value (not a stack overflow)', async () => {
+    const path = join(dir, 'c.json');
+    for (const text of [nestedJson(shapeLevels('mixed', 5000, 'providers')), '['.repeat(50_000)]) {
+      await writeFile(path, text);
+      const error = await readJsonDocument(path, 'configuration file').catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(UserError);
+      expect(error).toMatchObject({ code: 'config_too_deep', issues: [{ path: expect.stringMatching(/^(providers|\[0\])/) as unknown }] });
+    }
   });
 
   it('refuses a file over 1 MiB without parsing it', async () => {

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CREDENTIAL_KINDS, generateCapability } from '../../src/credentials/capability.js';
-import { containsSecretShape, redactSecretShapes } from '../../src/domain/secret-text.js';
+import { containsSecretShape, redactSecretShapes, SECRET_SHAPES } from '../../src/domain/secret-text.js';
+import { PROSE, secretShapeExamples } from '../support/secret-shapes.js';
 
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const capabilityArb = fc
@@ -47,6 +48,42 @@ describe('secret-shaped text', () => {
       expect(containsSecretShape(text), text).toBe(false);
       expect(redactSecretShapes(text)).toBe(text);
     }
+  });
+
+  it.each(secretShapeExamples())('finds %s anywhere in a text, and redaction removes all of it (issue 24 item 8)', (_name, secret) => {
+    for (const text of [secret, `please use ${secret} for this`, `prompt: a fox.\n${secret}\nthanks`]) {
+      expect(containsSecretShape(text), text).toBe(true);
+      const redacted = redactSecretShapes(text);
+      expect(redacted).toContain('[redacted]');
+      expect(containsSecretShape(redacted), redacted).toBe(false);
+      // Nothing of the secret's random part is left behind.
+      expect(redacted).not.toContain(secret.slice(-12));
+    }
+  });
+
+  it('every shape has an example, and ordinary prose naming bearers, keys, tokens and headers is left alone', () => {
+    const examples = secretShapeExamples().map(([, secret]) => secret);
+    for (const { name, pattern } of SECRET_SHAPES) {
+      expect(
+        examples.some((secret) => {
+          pattern.lastIndex = 0;
+          return pattern.test(secret);
+        }),
+        name,
+      ).toBe(true);
+    }
+    for (const text of PROSE) {
+      expect(containsSecretShape(text), text).toBe(false);
+      expect(redactSecretShapes(text)).toBe(text);
+    }
+  });
+
+  it('answers at once on a long adversarial text (no catastrophic backtracking)', () => {
+    // Each 20,000 characters: quadratic matching took seconds here, linear takes milliseconds.
+    const texts = [`Bearer ${'a'.repeat(20_000)}`, `Authorization: ${'1'.repeat(20_000)}`, 'sk-'.repeat(6700), `key ${'ab1.'.repeat(5000)}`];
+    const started = performance.now();
+    for (const text of texts) expect(containsSecretShape(text)).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1000);
   });
 
   it('is stateless across calls (global patterns do not carry a position)', () => {

@@ -126,11 +126,12 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     done(null, payload);
   });
   const callerDigest = capabilityDigest(deps.callerCapability);
-  const requireCaller = credentialGuard((token) =>
+  // Each route's credential is checked in its onRequest hook, before its body is read or parsed.
+  const caller = credentialGuard((token) =>
     digestsEqual(capabilityDigest(token), callerDigest) ? { credential_id: 'caller', kind: 'caller', agent_id: null } : null,
   );
   const reconciliationDigest = deps.reconciliationCapability === null ? null : capabilityDigest(deps.reconciliationCapability);
-  const requireReconciliation = credentialGuard((token) =>
+  const reconciler = credentialGuard((token) =>
     reconciliationDigest !== null && digestsEqual(capabilityDigest(token), reconciliationDigest)
       ? { credential_id: 'reconciliation', kind: 'reconciliation', agent_id: null }
       : null,
@@ -151,13 +152,11 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
   });
   app.get('/version', () => deps.buildInfo);
 
-  app.get('/v1/provider-catalog', (request) => {
-    requireCaller(request, 'caller');
+  app.get('/v1/provider-catalog', { onRequest: caller.requires('caller') }, () => {
     return deps.catalog();
   });
 
-  app.get('/v2/execution-targets', (request) => {
-    requireCaller(request, 'caller');
+  app.get('/v2/execution-targets', { onRequest: caller.requires('caller') }, () => {
     return {
       targets: deps.targets().map((target) => ({
         target_id: target.target_id,
@@ -172,8 +171,7 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     };
   });
 
-  app.post('/v2/executions', async (request, reply) => {
-    requireCaller(request, 'caller');
+  app.post('/v2/executions', { onRequest: caller.requires('caller') }, async (request, reply) => {
     try {
       const admitted = await deps.admission.admit(request.body);
       return await reply.code(admitted.replayed ? 200 : 201).send({ execution: executionDetail(deps.store, admitted.execution.execution_id, admitted.execution) });
@@ -186,8 +184,7 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
 
   // Every agent's executions: an operator's view (the reconciliation capability), not an agent's —
   // an agent's caller capability reads only the executions whose ids it was given.
-  app.get('/v1/executions', (request) => {
-    requireReconciliation(request, 'reconciliation');
+  app.get('/v1/executions', { onRequest: reconciler.requires('reconciliation') }, (request) => {
     const query = parseInput(listQuery, request.query);
     const before = query.before === undefined ? null : (deps.store.execution(query.before) ?? null);
     if (query.before !== undefined && before === null) throw new ApiError(400, 'invalid_request', { reasonCode: 'unknown_cursor', fields: ['before'] });
@@ -196,8 +193,7 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     return { executions: rows.map((row) => executionSummary(deps.store, row)), next_before: last?.execution_id ?? null };
   });
 
-  app.get('/v1/executions/:execution_id', async (request) => {
-    requireCaller(request, 'caller');
+  app.get('/v1/executions/:execution_id', { onRequest: caller.requires('caller') }, async (request) => {
     const { execution_id: executionId } = parseInput(executionParams, request.params);
     const query = parseInput(detailQuery, request.query);
     let execution = executionDetail(deps.store, executionId);
@@ -215,15 +211,13 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     return { execution };
   });
 
-  app.get('/v1/executions/:execution_id/artifacts', (request) => {
-    requireCaller(request, 'caller');
+  app.get('/v1/executions/:execution_id/artifacts', { onRequest: caller.requires('caller') }, (request) => {
     const { execution_id: executionId } = parseInput(executionParams, request.params);
     if (deps.store.execution(executionId) === undefined) throw new ApiError(404, 'not_found');
     return { execution_id: executionId, artifacts: deps.store.artifacts(executionId).map(artifactView) };
   });
 
-  app.get('/v1/executions/:execution_id/artifacts/:artifact_id/content', async (request, reply) => {
-    requireCaller(request, 'caller');
+  app.get('/v1/executions/:execution_id/artifacts/:artifact_id/content', { onRequest: caller.requires('caller') }, async (request, reply) => {
     const params = parseInput(artifactParams, request.params);
     const artifact = deps.store.artifact(params.execution_id, params.artifact_id);
     if (artifact === undefined) throw new ApiError(404, 'not_found');
@@ -235,13 +229,11 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
       .send(deps.artifacts.read(artifact.storage_key));
   });
 
-  app.get('/v1/reconciliation/executions', (request) => {
-    requireReconciliation(request, 'reconciliation');
+  app.get('/v1/reconciliation/executions', { onRequest: reconciler.requires('reconciliation') }, () => {
     return { executions: deps.reconciliation.list() };
   });
 
-  app.post('/v1/reconciliation/executions/:execution_id/resolve', async (request) => {
-    requireReconciliation(request, 'reconciliation');
+  app.post('/v1/reconciliation/executions/:execution_id/resolve', { onRequest: reconciler.requires('reconciliation') }, async (request) => {
     const { execution_id: executionId } = parseInput(executionParams, request.params);
     return deps.reconciliation.resolve(executionId, parseInput(resolutionBody, request.body));
   });

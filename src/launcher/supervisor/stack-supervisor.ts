@@ -67,6 +67,9 @@ interface Slot {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const now = () => new Date().toISOString();
 
+/** Each component's `service`, as its own log lines name it. */
+const SERVICE_NAMES: Record<StackComponent, string> = { ledger: 'ledger', executor: 'executor', sandbox: 'sandbox-provider' };
+
 /** The sandbox's jobs file in the profile's state: a stop and start of the stack keeps its queue requests. */
 export const SANDBOX_JOBS_FILE = 'sandbox-jobs.jsonl';
 /** The sandbox's log of every submission it received (job or not): what reached the provider. */
@@ -318,7 +321,14 @@ class Supervisor {
   }
 
   private async spawnInto(slot: Slot): Promise<void> {
-    const child = await spawnSupervisedChild({ args: slot.args, log: slot.log, env: this.env, cwd: this.paths.dir, stopGraceMs: STOP_GRACE_MS[slot.component] });
+    const child = await spawnSupervisedChild({
+      args: slot.args,
+      log: slot.log,
+      service: SERVICE_NAMES[slot.component],
+      env: this.env,
+      cwd: this.paths.dir,
+      stopGraceMs: STOP_GRACE_MS[slot.component],
+    });
     slot.child = child;
     slot.spawnedAt = performance.now();
     slot.status = { ...slot.status, state: 'starting', pid: child.pid, pid_start_ticks: child.startTicks, started_at: now(), ready_at: null, probe_error: null };

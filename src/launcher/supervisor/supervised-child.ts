@@ -2,11 +2,12 @@ import { execa } from 'execa';
 import { packagePath } from '../../package-root.js';
 import { processStartTicks } from './process-identity.js';
 import { createLineSplitter, type RotatingLog } from '../logs/rotating-log.js';
+import { childLogLine } from './child-log-line.js';
 
 /*
  * One child process of a stack supervisor: `lexec <args>` started with the same Node.js and the
  * same lexec installation as the supervisor, its stdout and stderr written line by line to the
- * component's rotating log, and descriptor 3 holding the supervisor pipe that makes the child
+ * component's rotating log (a line that is not JSON wrapped as one: child-log-line.ts), and descriptor 3 holding the supervisor pipe that makes the child
  * stop when the supervisor dies (exit-with-supervisor.ts). The child stays in the supervisor's
  * process group, so a forced stop of the group reaches it as well.
  */
@@ -33,6 +34,8 @@ export interface SupervisedChild {
 export interface SpawnChildOptions {
   readonly args: readonly string[];
   readonly log: RotatingLog;
+  /** The component, as its log lines name it in `service`: lines it writes outside its logger are wrapped with it. */
+  readonly service: string;
   readonly env: NodeJS.ProcessEnv;
   readonly cwd: string;
   /** How long `stop()` waits after SIGTERM before SIGKILL. */
@@ -62,10 +65,13 @@ export async function spawnSupervisedChild(options: SpawnChildOptions): Promise<
   });
   // Never written or read: only its closing matters (to the child). Errors on it are irrelevant.
   child.stdio[3].on('error', () => undefined);
-  const streams = [child.stdout, child.stderr].map((stream) => {
+  const pid = child.pid ?? 0;
+  const streams = (['stdout', 'stderr'] as const).map((name) => {
+    const stream = child[name];
     const splitter = createLineSplitter((line) => {
+      if (line === '') return;
       try {
-        options.log.writeLine(line);
+        options.log.writeLine(childLogLine(line, { stream: name, service: options.service, pid }));
       } catch {
         // The log cannot be written (disk full, directory removed): the line is lost, but the
         // child and its supervisor keep running — an unwritable log must not stop the stack.
@@ -106,7 +112,6 @@ export async function spawnSupervisedChild(options: SpawnChildOptions): Promise<
     child.stdio[3].destroy();
     return exit;
   });
-  const pid = child.pid ?? 0;
   const startTicks = pid > 0 ? await processStartTicks(pid) : null;
   let done = false;
   void exited.then(() => {

@@ -69,61 +69,56 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
       reply.statusCode < 400 && (request.routeOptions.url === '/health' || request.routeOptions.url === '/version' || isProbe(request)),
     ...(deps.rejectionSummary === undefined ? {} : { rejectionSummary: deps.rejectionSummary }),
   });
-  const requireCredential = credentialGuard((token) => admin.authenticate(token));
+  // Each route's credential is checked in its onRequest hook, before its body is read or parsed.
+  const auth = credentialGuard((token) => admin.authenticate(token));
 
   app.get('/health', () => ({ status: 'ok' }));
   app.get('/version', () => ({ ...deps.buildInfo, contract_level: deps.contractLevel }));
 
   // The executor's readiness credential check uses this route with ?operational_probe=<marker>;
   // the marker changes only logging (spec §4.6).
-  app.get('/agents', (request) => {
-    requireCredential(request, 'admin', 'executor');
+  app.get('/agents', { onRequest: auth.requires('admin', 'executor') }, (request) => {
     parseInput(z.strictObject({ operational_probe: z.string().max(64).optional() }), request.query);
     return { agents: admin.listAgents() };
   });
 
-  app.post('/agents', async (request, reply) => {
-    requireCredential(request, 'admin');
+  app.post('/agents', { onRequest: auth.requires('admin') }, async (request, reply) => {
     const body = parseInput(agentBody, request.body);
     return reply.code(201).send({ agent: admin.addAgent(body.name) });
   });
 
-  app.get('/agents/:agent_id/policy', (request) => {
-    requireCredential(request, 'admin');
+  app.get('/agents/:agent_id/policy', { onRequest: auth.requires('admin') }, (request) => {
     const { agent_id: agentId } = parseInput(agentParams, request.params);
     return { policy: admin.policy(agentId) };
   });
 
-  app.put('/agents/:agent_id/policy', (request) => {
-    requireCredential(request, 'admin');
+  app.put('/agents/:agent_id/policy', { onRequest: auth.requires('admin') }, (request) => {
     const { agent_id: agentId } = parseInput(agentParams, request.params);
     const policy = parseInput(spendPolicySchema, request.body);
     return { policy: admin.setPolicy(agentId, policy) };
   });
 
-  app.put('/credentials/:credential_id', async (request, reply) => {
-    requireCredential(request, 'admin');
+  app.put('/credentials/:credential_id', { onRequest: auth.requires('admin') }, async (request, reply) => {
     const id = parseInput(z.strictObject({ credential_id: credentialId }), request.params).credential_id;
     const body = parseInput(credentialBody, request.body);
     const outcome = admin.registerCredential(id, body.kind, body.agent_id ?? null, Buffer.from(body.digest_sha256, 'hex'));
     return reply.code(outcome === 'created' ? 201 : 200).send({ credential: { credential_id: id, kind: body.kind, agent_id: body.agent_id ?? null }, outcome });
   });
 
-  app.post('/authorizations', async (request, reply) => {
-    const principal = requireCredential(request, 'agent');
+  app.post('/authorizations', { onRequest: auth.requires('agent') }, async (request, reply) => {
+    const principal = auth.principal(request);
     const body = parseInput(authorizationRequestBody, request.body);
     const authorization = service.requestAuthorization(principal.agent_id ?? '', body);
     return reply.code(201).send({ authorization });
   });
 
-  app.get('/authorizations', (request) => {
-    requireCredential(request, 'admin');
+  app.get('/authorizations', { onRequest: auth.requires('admin') }, (request) => {
     const query = parseInput(listQuery, request.query);
     return { authorizations: service.list(query) };
   });
 
-  app.get('/authorizations/:token_id', (request) => {
-    const principal = requireCredential(request, 'admin', 'approver', 'agent');
+  app.get('/authorizations/:token_id', { onRequest: auth.requires('admin', 'approver', 'agent') }, (request) => {
+    const principal = auth.principal(request);
     const { token_id: tokenId } = parseInput(tokenParams, request.params);
     const authorization = service.show(tokenId);
     // An agent sees only its own authorizations; another's looks like one that does not exist.
@@ -132,8 +127,8 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   });
 
   // An agent's own policy and standing (the agent-protocol client's `spending` tool).
-  app.get('/agent/spending', (request) => {
-    const principal = requireCredential(request, 'agent');
+  app.get('/agent/spending', { onRequest: auth.requires('agent') }, (request) => {
+    const principal = auth.principal(request);
     const agentId = principal.agent_id ?? '';
     const policy = admin.policy(agentId);
     return { spending: { ...service.spending(agentId, policy), policy } satisfies LedgerSpending };
@@ -141,70 +136,62 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
 
   // Any agent's policy and standing, for the operator (the console's agents view): the same
   // answer as /agent/spending, asked with the admin capability.
-  app.get('/agents/:agent_id/spending', (request) => {
-    requireCredential(request, 'admin');
+  app.get('/agents/:agent_id/spending', { onRequest: auth.requires('admin') }, (request) => {
     const { agent_id: agentId } = parseInput(agentParams, request.params);
     const policy = admin.policy(agentId);
     return { spending: { ...service.spending(agentId, policy), policy } satisfies LedgerSpending };
   });
 
-  app.get('/approvals', (request) => {
-    requireCredential(request, 'approver');
+  app.get('/approvals', { onRequest: auth.requires('approver') }, () => {
     return { authorizations: service.pendingApprovals() };
   });
 
   for (const [verb, decision] of [['approve', 'approved'], ['deny', 'denied']] as const) {
-    app.post(`/authorizations/:token_id/${verb}`, (request) => {
-      const principal = requireCredential(request, 'approver');
+    app.post(`/authorizations/:token_id/${verb}`, { onRequest: auth.requires('approver') }, (request) => {
+      const principal = auth.principal(request);
       const { token_id: tokenId } = parseInput(tokenParams, request.params);
       const body = parseInput(decisionBody, request.body ?? {});
       return { authorization: service.decide(tokenId, decision, principal.credential_id, body.reason) };
     });
   }
 
-  app.get('/executor/authorizations/:token_id', (request) => {
-    requireCredential(request, 'executor');
+  app.get('/executor/authorizations/:token_id', { onRequest: auth.requires('executor') }, (request) => {
     const { token_id: tokenId } = parseInput(tokenParams, request.params);
     return { authorization: service.resolve(tokenId) };
   });
 
-  app.post('/executor/authorizations/:token_id/claim', (request) => {
-    requireCredential(request, 'executor');
+  app.post('/executor/authorizations/:token_id/claim', { onRequest: auth.requires('executor') }, (request) => {
     const { token_id: tokenId } = parseInput(tokenParams, request.params);
     const body = parseInput(claimBody, request.body);
     return service.claim(tokenId, body.execution_id, body.require);
   });
 
-  app.post('/executor/authorizations/:token_id/settle', (request) => {
-    requireCredential(request, 'executor');
+  app.post('/executor/authorizations/:token_id/settle', { onRequest: auth.requires('executor') }, (request) => {
     const { token_id: tokenId } = parseInput(tokenParams, request.params);
     const body = parseInput(settleBody, request.body);
     return service.settle(tokenId, body.execution_id, parseReceipt(body.receipt, 'receipt'));
   });
 
-  app.post('/executor/authorizations/:token_id/release', (request) => {
-    requireCredential(request, 'executor');
+  app.post('/executor/authorizations/:token_id/release', { onRequest: auth.requires('executor') }, (request) => {
     const { token_id: tokenId } = parseInput(tokenParams, request.params);
     const body = parseInput(releaseBody, request.body);
     return service.release(tokenId, body.execution_id, body.reason);
   });
 
-  app.post('/executor/authorizations/:token_id/reconciliation', async (request, reply) => {
-    requireCredential(request, 'executor');
+  app.post('/executor/authorizations/:token_id/reconciliation', { onRequest: auth.requires('executor') }, async (request, reply) => {
     const { token_id: tokenId } = parseInput(tokenParams, request.params);
     const body = parseInput(reconciliationBody, request.body);
     const result = service.openReconciliation(tokenId, body.execution_id, body.reason, body.evidence);
     return reply.code(result.replayed ? 200 : 201).send(result);
   });
 
-  app.get('/reconciliation-records', (request) => {
-    requireCredential(request, 'reconciliation');
+  app.get('/reconciliation-records', { onRequest: auth.requires('reconciliation') }, (request) => {
     const { status } = parseInput(z.strictObject({ status: z.enum(['open', 'resolved']).optional() }), request.query);
     return { records: service.reconciliationRecords(status) };
   });
 
-  app.post('/reconciliation-records/:record_id/resolve', (request) => {
-    const principal = requireCredential(request, 'reconciliation');
+  app.post('/reconciliation-records/:record_id/resolve', { onRequest: auth.requires('reconciliation') }, (request) => {
+    const principal = auth.principal(request);
     const { record_id: recordId } = parseInput(recordParams, request.params);
     const body = parseInput(resolveRecordBody, request.body);
     const resolution =

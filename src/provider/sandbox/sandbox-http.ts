@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { jsonDepthIssue } from '../../config/json-depth.js';
 
 /** Largest request body the sandbox reads (submit bodies and fault sets are a few hundred bytes). */
 export const MAX_SANDBOX_BODY_BYTES = 64 * 1024;
@@ -29,10 +30,15 @@ export function readBody(request: IncomingMessage, limit = MAX_SANDBOX_BODY_BYTE
   });
 }
 
-/** Decodes a JSON body; `ok: false` when it is not JSON (the caller answers without quoting it). */
+/**
+ * Decodes a JSON body; `ok: false` when it is not JSON (the caller answers without quoting it),
+ * or nests deeper than lexec reads anywhere (json-depth.ts): a walk of the value would recurse.
+ */
 export function decodeJson(body: Buffer): { ok: true; value: unknown } | { ok: false } {
+  const text = body.toString('utf8');
+  if (jsonDepthIssue(text) !== null) return { ok: false };
   try {
-    return { ok: true, value: JSON.parse(body.toString('utf8')) as unknown };
+    return { ok: true, value: JSON.parse(text) as unknown };
   } catch {
     return { ok: false };
   }

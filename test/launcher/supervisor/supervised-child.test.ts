@@ -39,7 +39,7 @@ describe('a supervised child', () => {
     const saved = process.env.LEXEC_HOME;
     process.env.LEXEC_HOME = 'relative/home';
     try {
-      const child = await spawnSupervisedChild({ args: ['stack', 'status', '--json'], log: home.log, env: { PATH: process.env.PATH ?? '', HOME: home.dir }, cwd: home.dir, stopGraceMs: 1_000 });
+      const child = await spawnSupervisedChild({ args: ['stack', 'status', '--json'], log: home.log, service: 'status', env: { PATH: process.env.PATH ?? '', HOME: home.dir }, cwd: home.dir, stopGraceMs: 1_000 });
       expect(child.pid).toBeGreaterThan(0);
       const exit = await child.exited;
       expect(exit.code).not.toBe(2);
@@ -54,11 +54,26 @@ describe('a supervised child', () => {
     }
   });
 
+  it('a child that cannot start writes its error text on stderr: each line goes into the log as a JSON line at error level', async () => {
+    const home = await childHome();
+    try {
+      const missing = join(home.dir, 'missing.json');
+      const child = await spawnSupervisedChild({ args: ['ledger', 'serve', '--config', missing], log: home.log, service: 'ledger', env: { PATH: process.env.PATH ?? '', HOME: home.dir }, cwd: home.dir, stopGraceMs: 1_000 });
+      expect((await child.exited).code).toBe(1);
+      const lines = (await home.logText()).trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines.length).toBeGreaterThan(1);
+      for (const line of lines) expect(line).toMatchObject({ level: 50, service: 'ledger', pid: child.pid, event: 'process_output', stream: 'stderr' });
+      expect(lines[0]?.text).toBe(`Error: The configuration file ${missing} does not exist.`);
+    } finally {
+      home.log.close();
+    }
+  });
+
   it('stop(): SIGTERM ends a healthy child by itself; a child that cannot answer (SIGSTOPped) is SIGKILLed after its grace', async () => {
     const home = await childHome();
     const env = { PATH: process.env.PATH ?? '', HOME: home.dir };
     const started = async () => {
-      const child = await spawnSupervisedChild({ args: ['provider', 'sandbox', 'serve', '--port', '0'], log: home.log, env, cwd: home.dir, stopGraceMs: 500 });
+      const child = await spawnSupervisedChild({ args: ['provider', 'sandbox', 'serve', '--port', '0'], log: home.log, service: 'sandbox-provider', env, cwd: home.dir, stopGraceMs: 500 });
       const before = (await home.logText().catch(() => '')).split('sandbox_started').length;
       await until('the sandbox to start', async () => (await home.logText().catch(() => '')).split('sandbox_started').length > before);
       return child;
@@ -66,6 +81,16 @@ describe('a supervised child', () => {
     try {
       const healthy = await started();
       expect(await healthy.stop()).toEqual({ code: 0, signal: null });
+      // Its result line on stdout (`sandbox provider stopped (…)`) is a JSON line like the rest (issue 24 item 9).
+      const lines = (await home.logText()).trimEnd().split('\n');
+      for (const line of lines) expect(JSON.parse(line), line).toMatchObject({ level: expect.any(Number) as unknown, time: expect.any(String) as unknown, service: 'sandbox-provider' });
+      expect(JSON.parse(lines.at(-1) ?? '')).toMatchObject({
+        level: 30,
+        pid: healthy.pid,
+        event: 'process_output',
+        stream: 'stdout',
+        text: 'sandbox provider stopped (SIGTERM; 0 submissions received)',
+      });
 
       const stuck = await started();
       process.kill(stuck.pid, 'SIGSTOP');
