@@ -16,6 +16,8 @@ export interface SandboxServeOptions {
   readonly host: string;
   readonly port: number;
   readonly completeAfterMs: number;
+  /** Models that take no `seed`: a submission with one is refused as fal refuses an unknown input. */
+  readonly seedlessModels?: readonly string[];
   /** Added to every protocol answer (a persistent `latency` fault); 0 for none. */
   readonly latencyMs: number;
   /** Absolute path of a JSON-lines file every received submit is appended to. */
@@ -98,6 +100,7 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
     const { app, state } = composeSandbox({
       origin: `http://${hostPart}:${port}`,
       completeAfterMs: options.completeAfterMs,
+      ...(options.seedlessModels === undefined ? {} : { seedlessModels: options.seedlessModels }),
       initialFaults: initial,
       ...(logFd === undefined ? {} : { recordSubmission: (line: string) => void writeSync(logFd, line) }),
       ...(journal === undefined ? {} : { jobStore: journal }),
@@ -110,6 +113,7 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
       port,
       origin: `http://${hostPart}:${port}`,
       complete_after_ms: options.completeAfterMs,
+      seedless_models: options.seedlessModels ?? [],
       initial_faults: initial.map((fault) => fault.kind),
       submissions_log: options.submissionsLogPath ?? null,
       jobs_file: options.jobsFilePath ?? null,
