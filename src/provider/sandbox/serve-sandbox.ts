@@ -7,6 +7,7 @@ import { readJsonDocument } from '../../config/read-json-document.js';
 import { isLoopbackHost } from '../../config/schema-parts.js';
 import { toFieldIssues } from '../../config/zod-issues.js';
 import { errorCode, UsageError, UserError } from '../../errors.js';
+import { limitConnections } from '../../http/connection-limits.js';
 import { restrictProcessUmask, tightenOpenFile } from '../../storage/private-state.js';
 import { composeSandbox } from './compose-sandbox.js';
 import { openJobJournal, type JobJournal } from './job-journal.js';
@@ -95,6 +96,12 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
     journal = options.jobsFilePath === undefined ? undefined : openJobJournal(options.jobsFilePath);
     const logger = pino({ base: { service: 'sandbox-provider' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
     const server = createServer();
+    // Idle and half-sent connections are shed, as on every lexec server (connection-limits.ts).
+    limitConnections(server, {
+      log: (event) => {
+        logger.warn(event);
+      },
+    });
     const port = await listen(server, options.host, options.port);
     const hostPart = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
     const { app, state } = composeSandbox({
