@@ -36,7 +36,10 @@ afterEach(async () => {
 
 async function flood(url: string, count = FLOOD): Promise<IdleFlood> {
   const opened = await openIdleConnections(url, count);
-  cleanups.push(() => Promise.resolve(opened.end()));
+  cleanups.push(() => {
+    opened.end();
+    return Promise.resolve();
+  });
   return opened;
 }
 
@@ -120,14 +123,23 @@ describe('a connection that does not send a complete request header is closed', 
       new Promise<{ answer: string; ms: number; open: boolean }>((resolve) => {
         let answer = '';
         const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(send));
-        cleanups.push(() => Promise.resolve(socket.destroy()));
+        cleanups.push(() => {
+          socket.destroy();
+          return Promise.resolve();
+        });
         socket.on('data', (chunk: Buffer) => {
           answer += chunk.toString('latin1');
           // The kept-alive one: answered, then it stays open until the test looks.
-          if (send.endsWith('\r\n\r\n') && answer.includes('\r\n\r\n')) setTimeout(() => resolve({ answer, ms: Date.now() - started, open: !socket.destroyed }), CONNECTION_LIMITS.headersTimeoutMs + 3_000);
+          if (send.endsWith('\r\n\r\n') && answer.includes('\r\n\r\n')) {
+            setTimeout(() => {
+              resolve({ answer, ms: Date.now() - started, open: !socket.destroyed });
+            }, CONNECTION_LIMITS.headersTimeoutMs + 3_000);
+          }
         });
         socket.on('error', () => undefined);
-        socket.once('close', () => resolve({ answer, ms: Date.now() - started, open: false }));
+        socket.once('close', () => {
+          resolve({ answer, ms: Date.now() - started, open: false });
+        });
       });
     const [silent, half, kept] = await Promise.all([watch(''), watch(`GET /health HTTP/1.1\r\nHost: ${hostname}\r\n`), watch(`GET /health HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`)]);
     for (const stalled of [silent, half]) {
