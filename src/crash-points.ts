@@ -50,6 +50,7 @@ export const CRASH_POINTS = {
   'resolution.after_release_answer': 'a human releases: the ledger answered the release, before the resolution',
   'resolution.after_record': 'the resolution recorded (the execution final), before the human is answered',
   'ledger.after_resolve_commit': 'ledger: a human resolved a reconciliation record (its settlement or release committed), before it answers',
+  'api.before_artifact_content': 'executor API: an image of a succeeded execution asked for, before any of its bytes is sent (the download a client makes last)',
 } as const;
 
 export type CrashPoint = keyof typeof CRASH_POINTS;

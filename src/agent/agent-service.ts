@@ -8,7 +8,7 @@ import type { ArtifactView, ExecutionView, ExecutorClient, OfferedTarget } from 
 import { decideRequest } from '../ledger/authorization-rules.js';
 import type { LedgerAuthorization } from '../ledger/wire/answers.js';
 import { chooseTarget, quoteRun, type RunQuote } from '../run/quote-run.js';
-import { admitExecution, followExecution } from '../run/finish-execution.js';
+import { admitExecution, askThroughRestart, followExecution } from '../run/finish-execution.js';
 import { refuseUnusable } from '../run/usable-authorization.js';
 import type { AgentTarget } from './agent-connection.js';
 import type { AgentImage, Money, ToolInput, ToolOutput } from './agent-tools.js';
@@ -170,9 +170,25 @@ export async function getExecution(target: AgentTarget, input: ToolInput<'get_ex
   };
 }
 
+/**
+ * Reads the images again while the executor restarts, as `lexec run` does (askThroughRestart):
+ * a call the host cancels ends the wait.
+ */
+function throughRestart(signal?: AbortSignal) {
+  const pause = async (ms: number) => {
+    try {
+      await delay(ms, undefined, signal === undefined ? {} : { signal });
+    } catch {
+      throw cancelled();
+    }
+  };
+  return <T>(ask: () => Promise<T>) => askThroughRestart(ask, { now: Date.now, pause });
+}
+
 /** The images of a succeeded execution, inline or as links. */
 async function deliverImages(executor: ExecutorClient, executionId: string, delivery: 'auto' | 'inline' | 'links', context: ToolContext): Promise<DeliveredImage[]> {
-  const artifacts = (await executor.artifacts(executionId)).sort((a, b) => a.ordinal - b.ordinal);
+  const again = throughRestart(context.signal);
+  const artifacts = (await again(() => executor.artifacts(executionId))).sort((a, b) => a.ordinal - b.ordinal);
   const total = artifacts.reduce((sum, artifact) => sum + artifact.size_bytes, 0n);
   const inline =
     delivery === 'inline' ||
@@ -185,7 +201,7 @@ async function deliverImages(executor: ExecutorClient, executionId: string, deli
       continue;
     }
     if (context.signal.aborted) throw cancelled();
-    images.push({ view, bytes: await executor.content(executionId, artifact) });
+    images.push({ view, bytes: await again(() => executor.content(executionId, artifact)) });
   }
   return images;
 }
@@ -210,9 +226,10 @@ export async function getImages(target: AgentTarget, input: ToolInput<'get_image
 
 /** The bytes of one image, for resources/read of its lexec:// URI. */
 export async function readImage(target: AgentTarget, executionId: string, ordinal: number): Promise<{ bytes: Buffer; mediaType: string }> {
-  const artifact = (await target.executor.artifacts(executionId)).find((candidate) => candidate.ordinal === ordinal);
+  const again = throughRestart();
+  const artifact = (await again(() => target.executor.artifacts(executionId))).find((candidate) => candidate.ordinal === ordinal);
   if (artifact === undefined) throw new UserError('image_not_found', `Execution ${executionId} has no image ${ordinal}.`, { nextStep: 'get_images lists the images of an execution.' });
-  return { bytes: await target.executor.content(executionId, artifact), mediaType: artifact.media_type };
+  return { bytes: await again(() => target.executor.content(executionId, artifact)), mediaType: artifact.media_type };
 }
 
 function notSucceeded(execution: ExecutionView): UserError {

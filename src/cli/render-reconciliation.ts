@@ -19,7 +19,8 @@ export function renderReconciliationList(result: ReconciliationList, output: Out
       const window = attempt.submit_window;
       if (window !== undefined) output.line(`    submitted between ${plain(window.from)} and ${plain(window.until ?? 'now (still in flight)')}`);
       const correlation = attempt.correlation;
-      if (correlation !== undefined) output.line(`    the request's ${plain(correlation.field)} is ${String(correlation.value)} (in its input and result at the provider)`);
+      if (correlation?.sent === false) output.line(`    the request carried no ${plain(correlation.field)} (its target sends none): find it at the provider by its submit window`);
+      else if (correlation !== undefined) output.line(`    the request's ${plain(correlation.field)} is ${String(correlation.value)} (in its input and result at the provider)`);
     }
     output.line(`  ${plain(execution.recommended_action.description)}`);
   }

@@ -203,6 +203,13 @@ export const executionTargetSchema = z
       .min(1, 'must be at least 1')
       .max(MAX_IMAGES_PER_EXECUTION, `must be at most ${MAX_IMAGES_PER_EXECUTION}`)
       .default(MAX_IMAGES_PER_EXECUTION),
+    /**
+     * Whether submissions carry lexec's correlation `seed` (domain/correlation.ts). Every fal
+     * image model lexec ships takes an integer `seed`, so it is sent by default; a model that
+     * refuses an unknown input would refuse every submission with it (each one parked for
+     * reconciliation), so such a target says false. Frozen per execution at admission.
+     */
+    send_seed: z.boolean({ error: 'must be true or false' }).default(true),
     pricing,
   })
   .superRefine((target, ctx) => {

@@ -110,6 +110,7 @@ export function createAdmission(deps: AdmissionDependencies) {
         currency: claimed.currency,
         quotedUnits,
         providerMode: deps.providerMode,
+        sendSeed: target.send_seed,
       });
       crash.reach('admission.after_pending');
       return await schedule(execution, false);

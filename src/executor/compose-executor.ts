@@ -130,6 +130,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     reconciliation: createReconciliation({ store, ledger, crashPoints }),
     changes,
     logger,
+    crashPoints,
     ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
   });
 

@@ -47,6 +47,9 @@ function frozenSnapshot(execution: ExecutionRow): PriceModelSnapshot {
   return priceModelSnapshotSchema.parse(JSON.parse(execution.pricing_snapshot));
 }
 
+/** Whether an execution's submission carries the correlation seed (frozen at admission; unknown: it does). */
+export const sendsSeed = (execution: Pick<ExecutionRow, 'send_seed'> | undefined): boolean => execution?.send_seed !== 0n;
+
 const isoOf = (ms: bigint) => new Date(Number(ms)).toISOString();
 
 /**
@@ -119,8 +122,9 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
       // When the submission can have reached the provider: from the attempt's record (before any
       // byte was sent) to its outcome (an answer, or the restart that found it interrupted).
       submit_window: attempt === undefined ? null : submitWindow(attempt),
-      // The value the submission carried that the provider keeps and shows (its seed).
-      correlation: attempt === undefined ? null : correlationOf(attempt.execution_id),
+      // The value the submission carried that the provider keeps and shows (its seed), and
+      // whether it carried it at all (a target that takes no seed: `sent` false).
+      correlation: attempt === undefined ? null : correlationOf(attempt.execution_id, sendsSeed(store.execution(attempt.execution_id))),
       ...extra,
     };
   }
@@ -153,13 +157,16 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
     store.createAttempt(attemptId, execution.execution_id, 1, snapshot.currency);
     crash.reach('run.after_attempt');
     const request = JSON.parse(execution.request_json) as { input: { prompt: string } };
+    // Decided at admission and frozen with the execution: a configuration changed since never
+    // changes what this submission sends.
+    const correlation = correlationOf(execution.execution_id, sendsSeed(execution));
     let operation: SubmittedOperation;
     try {
       operation = await provider.submit(snapshot.model, {
         prompt: request.input.prompt,
         image_size: snapshot.image_size,
         num_images: snapshot.image_count,
-        seed: correlationOf(execution.execution_id).value,
+        ...(correlation.sent ? { seed: correlation.value } : {}),
       });
     } catch (error) {
       if (error instanceof NotTransmitted) {

@@ -20,6 +20,8 @@ export function providerCatalog(config: ExecutorConfig, credentialReferencePrese
       model: target.model,
       presets: target.presets,
       max_image_count: target.max_image_count,
+      // Whether submissions carry the correlation seed (docs/configuration.md); never a secret.
+      send_seed: target.send_seed,
       pricing: {
         currency: target.pricing.currency,
         unit: target.pricing.unit,

@@ -1,4 +1,4 @@
-import { submitWindow } from './execution-runner.js';
+import { sendsSeed, submitWindow } from './execution-runner.js';
 import { z } from 'zod';
 import { canonicalJson } from '../domain/canonical-json.js';
 import { redactSecretShapes } from '../domain/secret-text.js';
@@ -59,7 +59,7 @@ export function createReconciliation({ store, ledger, crashPoints }: { store: Ex
           outcome_code: attempt.outcome_code,
           delivered_images: attempt.delivered_images,
           submit_window: submitWindow(attempt),
-          correlation: correlationOf(attempt.execution_id),
+          correlation: correlationOf(attempt.execution_id, sendsSeed(row)),
         })),
       }));
     },

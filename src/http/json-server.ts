@@ -8,6 +8,7 @@ import { hasSecretShapedText } from '../config/schema-parts.js';
 import { SECRET_TEXT_REASON } from '../domain/secret-text.js';
 import { bigintAsString } from '../domain/canonical-json.js';
 import { ApiError } from './api-error.js';
+import { limitConnections } from './connection-limits.js';
 import { createRejectionSummariser, isRejection, systemSummaryTiming, type RejectionKey, type RejectionSummaryTiming } from './rejection-summariser.js';
 
 /** Largest JSON body any lexec route accepts. */
@@ -33,8 +34,9 @@ export interface JsonServerOptions {
  * A Fastify instance with lexec's HTTP conventions: JSON bodies only (415 otherwise), a body
  * limit (413), bigint amounts serialised as decimal strings, `{"error":{…}}` bodies that never
  * echo input, one error handler, and one structured log line per request unless routine —
- * repeated identical rejections (4xx) collapsed into a summary line per interval. It never
- * listens; only a `serve` command does.
+ * repeated identical rejections (4xx) collapsed into a summary line per interval, and the
+ * connection limits of every lexec server (connection-limits.ts). It never listens; only a
+ * `serve` command does.
  */
 export function createJsonServer({ logger, isRoutine, mapError, rejectionSummary }: JsonServerOptions): FastifyInstance {
   const rejections = createRejectionSummariser({
@@ -72,6 +74,12 @@ export function createJsonServer({ logger, isRoutine, mapError, rejectionSummary
       // Typed for a route's generics; no route is known yet here.
       void (reply as FastifyReply).code(apiError.status).send(apiError.toBody());
       logAnswer(request, 'unmatched', apiError.status, apiError, 0);
+    },
+  });
+  // Idle and half-sent connections are shed, so they cannot starve /readyz (connection-limits.ts).
+  limitConnections(app.server, {
+    log: (event) => {
+      logger.warn(event);
     },
   });
   // JSON only: without this, Fastify would accept text/plain bodies as strings.

@@ -72,6 +72,29 @@ export async function admitExecution(
   }
 }
 
+/**
+ * Asks a read again while the executor is coming back — not answering (a crash its supervisor
+ * repairs, a restart) or not ready — for up to UNREACHABLE_WINDOW_MS from the first failure, as
+ * the follow does: the artifact listing and an image's bytes are reads, safe to repeat. Any other
+ * failure is thrown at once; so is the last one when the window is over. `pause` may throw (a
+ * deadline, an interrupt).
+ */
+export async function askThroughRestart<T>(ask: () => Promise<T>, options: { readonly now: () => number; readonly pause: (ms: number) => Promise<void> }): Promise<T> {
+  let unansweredSince: number | null = null;
+  let interval = 250;
+  for (;;) {
+    try {
+      return await ask();
+    } catch (error) {
+      if (!comingBack(error)) throw error;
+      unansweredSince ??= options.now();
+      if (options.now() - unansweredSince >= UNREACHABLE_WINDOW_MS) throw error;
+      await options.pause(interval);
+      interval = Math.min(1_000, Math.round(interval * 1.5));
+    }
+  }
+}
+
 /** How long one wait for the next change asks the executor to hold the answer. */
 export const FOLLOW_WAIT_SECONDS = 10;
 /** After an answer that came early without a change (an executor that cannot wait), the pause before asking again. */
@@ -149,6 +172,9 @@ export async function collectExecution(
     readonly progress: (event: RunProgress) => void;
     /** A safe point between files (throws at a deadline or an interrupt). */
     readonly checkpoint: () => void;
+    /** Waits between tries of a download the executor did not answer (throws at a deadline or an interrupt). */
+    readonly pause: (ms: number) => Promise<void>;
+    readonly now: () => number;
   },
 ): Promise<{ spent: Spent; files: SavedFile[] }> {
   const id = execution.execution_id;
@@ -169,10 +195,12 @@ export async function collectExecution(
   }
   await mkdir(options.outDir, { recursive: true });
   const files: SavedFile[] = [];
-  const artifacts = (await executor.artifacts(id)).sort((a, b) => a.ordinal - b.ordinal);
+  // An executor restarting between the final state and the download is waited for, as the follow waits.
+  const again = { now: options.now, pause: options.pause };
+  const artifacts = (await askThroughRestart(() => executor.artifacts(id), again)).sort((a, b) => a.ordinal - b.ordinal);
   for (const artifact of artifacts) {
     options.checkpoint();
-    const file = await saveArtifact(options.outDir, id, artifact, () => executor.content(id, artifact));
+    const file = await saveArtifact(options.outDir, id, artifact, () => askThroughRestart(() => executor.content(id, artifact), again));
     files.push(file);
     options.progress({ kind: 'saved', file });
   }

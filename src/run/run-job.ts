@@ -210,7 +210,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     let execution = await admit();
     stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };
     execution = await followExecution(executor, execution, { progress: request.progress, pause, admit, now: deps.now, remainingMs: () => deadline - deps.now(), signal: request.signal });
-    const settled = await collectExecution(executor, execution, { outDir: request.outDir, progress: request.progress, checkpoint });
+    const settled = await collectExecution(executor, execution, { outDir: request.outDir, progress: request.progress, checkpoint, pause, now: deps.now });
     const final = await ledger.showAuthorization(authorization.token_id);
     return {
       ...pending(final.status, { execution_id: execution.execution_id, state: execution.state }),

@@ -23,7 +23,8 @@ export interface OpenDatabaseOptions {
  *
  * WAL is switched on only after the migrations: switching rewrites the file's header, and a
  * database an older binary left in rollback-journal mode must stay byte for byte as it was when
- * a migration refuses (its operator may still need it as it is). A refusal closes the database.
+ * a migration refuses (its operator may still need it as it is). A database that cannot run in
+ * WAL is refused (enterWal). A refusal closes the database.
  */
 export function openDatabase(path: string, migrations: readonly Migration[], options: OpenDatabaseOptions = {}): Database.Database {
   // Private files (0600 in a 0700 directory) whatever the umask, before SQLite creates any.
@@ -36,12 +37,44 @@ export function openDatabase(path: string, migrations: readonly Migration[], opt
     db.pragma('busy_timeout = 5000');
     db.defaultSafeIntegers(true);
     migrate(db, migrations);
-    db.pragma('journal_mode = WAL');
+    enterWal(db, path);
   } catch (error) {
     db.close();
     throw error;
   }
   return db;
+}
+
+/**
+ * Switches the database to WAL and proves a write transaction can start in it, or refuses to go
+ * on (`database_wal_unavailable`, naming the path). Without WAL a commit's durability and the
+ * readers' independence from writers are not what lexec is built on, so a server never runs in
+ * another mode. SQLite does not always say no: it answers another mode where WAL cannot be
+ * entered at all (an in-memory or temporary database, a VFS without shared memory), switches
+ * and then cannot write where the shared-memory index (`<db>-shm`) cannot be opened for writing
+ * (a read-only one, another user's, a network file system without shared mmap), or fails while
+ * another process holds the rollback-journal database open. Each is caught here.
+ */
+export function enterWal(db: Database.Database, path: string): void {
+  let mode: unknown;
+  try {
+    mode = db.pragma('journal_mode = WAL', { simple: true });
+    if (mode === 'wal') {
+      // Takes the WAL write lock through the shared-memory index; writes nothing.
+      db.exec('BEGIN IMMEDIATE');
+      db.exec('ROLLBACK');
+    }
+  } catch (error) {
+    const code = error instanceof Database.SqliteError ? error.code : 'error';
+    throw walUnavailable(path, `SQLite: ${code}`);
+  }
+  if (mode !== 'wal') throw walUnavailable(path, `SQLite kept the journal mode "${String(mode)}"`);
+}
+
+function walUnavailable(path: string, why: string): UserError {
+  return new UserError('database_wal_unavailable', `The database ${path} cannot run in WAL journal mode (${why}); lexec's servers run on WAL only, so nothing was started.`, {
+    nextStep: `Keep the database on a local file system that supports shared memory and file locks (not a network share), make sure no other process holds it open, and that ${path}-wal and ${path}-shm, if present, are regular files this user can write; then start again.`,
+  });
 }
 
 /**

@@ -106,6 +106,7 @@ describe('command surface', () => {
         global[1],
         { name: 'latency-ms', type: 'option', required: false, options: undefined, default: '0' },
         { name: 'port', type: 'option', required: false, options: undefined, default: '0' },
+        { name: 'seedless-model', type: 'option', required: false, options: undefined, default: undefined },
         { name: 'submissions-log', type: 'option', required: false, options: undefined, default: undefined },
       ],
       run: [

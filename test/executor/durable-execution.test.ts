@@ -81,7 +81,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     expect(Date.parse(window.from)).toBeLessThanOrEqual(Date.parse(submission?.received_at ?? ''));
     expect(Date.parse(window.until)).toBeGreaterThanOrEqual(Date.parse(submission?.received_at ?? ''));
     // And the request's own correlation value: the seed it carried, which the provider kept.
-    expect(records[0]?.evidence.correlation).toEqual({ field: 'seed', value: submission?.seed });
+    expect(records[0]?.evidence.correlation).toEqual({ field: 'seed', value: submission?.seed, sent: true });
     expect(submission?.seed).toEqual(expect.any(Number));
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await s.sandbox.submissions()).toHaveLength(1);

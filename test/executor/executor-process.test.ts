@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { managedCredentialPaths } from '../../src/executor/managed-credentials.js';
@@ -197,6 +197,20 @@ describe('executor serve', () => {
     const run = await runLexec(['executor', 'serve', '--config', await executorConfigFile(ledgerProcess.url), '--json'], { home: dir });
     expect(run.exitCode).toBe(1);
     expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'managed_credentials_missing' } });
+  });
+
+  it('refuses to start when its database cannot run in WAL: exit 1, database_wal_unavailable naming the path and the next step', async () => {
+    const ledgerProcess = await startLedger();
+    const configPath = await executorConfigFile(ledgerProcess.url);
+    await bootstrap(configPath);
+    const databasePath = join(dir, 'executor', 'executor.db');
+    // The shared-memory index cannot be opened for writing (a directory stands where it goes).
+    await mkdir(`${databasePath}-shm`, { recursive: true });
+    const run = await runLexec(['executor', 'serve', '--config', configPath], { home: dir });
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toContain(`Error: The database ${databasePath} cannot run in WAL journal mode (SQLite: SQLITE_READONLY)`);
+    expect(run.stderr).toContain(`${databasePath}-shm`);
+    expect(run.stderr).not.toContain('executor_started');
   });
 
   it('refuses a v4.3 database holding a fractional amount: exit 1, one-line migration_refused on stderr, the file byte for byte as it was', async () => {

@@ -57,6 +57,7 @@ async function checkpointed(deadlineInMs = 600_000): Promise<{ executionId: stri
     currency: 'USD',
     quotedUnits: 3_000n,
     providerMode: 'sandbox',
+    sendSeed: true,
   });
   store.createAttempt('att_polling', executionId, 1, 'USD');
   const now = Date.now();

@@ -78,8 +78,8 @@ describe.skipIf(cli === null)('executors sharing a Temporal server', () => {
     await Promise.all([finished(a, ofA), finished(b, ofB)]);
 
     const seeds = async (s: Stack) => (await s.sandbox.submissions()).map((submission) => submission.seed).sort();
-    expect(await seeds(a)).toEqual(ofA.map((id) => correlationOf(id).value).sort());
-    expect(await seeds(b)).toEqual(ofB.map((id) => correlationOf(id).value).sort());
+    expect(await seeds(a)).toEqual(ofA.map((id) => correlationOf(id, true).value).sort());
+    expect(await seeds(b)).toEqual(ofB.map((id) => correlationOf(id, true).value).sort());
     expect([...rescheduled(a), ...rescheduled(b)]).toEqual([]);
 
     // The history names the installation's worker that ran it.

@@ -1,4 +1,4 @@
-import { chmod, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateCapability } from '../../src/credentials/capability.js';
@@ -83,6 +83,21 @@ describe('ledger serve', () => {
     expect(run.exitCode).toBe(1);
     expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'secret_file_not_private' } });
     expect(run.stdout + run.stderr).not.toMatch(/lexec_admin_/);
+  });
+
+  it('refuses to start when its database cannot run in WAL: exit 1, database_wal_unavailable naming the path, no port taken', async () => {
+    const config = ledgerConfig(dir);
+    const databasePath = String(config.database_path);
+    // The shared-memory index cannot be opened for writing (a directory stands where it goes).
+    await mkdir(`${databasePath}-shm`, { recursive: true });
+    const path = join(dir, 'ledger.json');
+    await writeFile(path, JSON.stringify(config));
+    const run = await runLexec(['ledger', 'serve', '--config', path, '--json'], { home: dir });
+    expect(run.exitCode).toBe(1);
+    const failure = JSON.parse(run.stdout) as { error: { code: string; message: string; next_step?: string } };
+    expect(failure.error.code).toBe('database_wal_unavailable');
+    expect(failure.error.message).toContain(`The database ${databasePath} cannot run in WAL journal mode`);
+    expect(run.stderr).not.toContain('ledger_started');
   });
 
   it('rejects an invalid configuration with field paths and a relative path as usage', async () => {

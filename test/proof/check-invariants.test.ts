@@ -144,7 +144,7 @@ describe('what reached the provider', () => {
   });
 
   // lexec's own derivation, to hold the checker's (checker/values.ts) to it.
-  const valueOf = (run: Run) => correlationOf(run.execution).value;
+  const valueOf = (run: Run) => correlationOf(run.execution, true).value;
 
   it('one_submission_per_execution: the run is judged by it — every submission carries its execution\'s correlation value, as lexec derives it', async () => {
     const runs = [...clean.succeeded, clean.fewer, clean.settledAtLedger, clean.settledByHuman, clean.releasedByHuman, clean.releasedAtLedger, clean.killedWhileSubmitting];

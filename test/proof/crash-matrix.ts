@@ -166,6 +166,9 @@ export const EXPECTED: Readonly<Record<CrashPoint, Expected | readonly Expected[
     ledger: { status: 'released', settlements: 0, release: 'reconciled_no_charge', record: 'released' },
     resolutionReplayed: true,
   },
+  // The execution succeeded; the executor dies as `lexec run` downloads its first image: the
+  // download is asked again once the restarted executor answers.
+  'api.before_artifact_content': succeeds(),
 };
 
 /** Every case of the matrix: a point and one of its paths. */

@@ -22,6 +22,8 @@ let clock: number;
 let logLines: string[];
 
 const COMPLETE_AFTER_MS = 100;
+/** A model the sandbox is told takes no seed (`--seedless-model`). */
+const SEEDLESS_MODEL = 'fal-ai/test-seedless';
 
 beforeEach(async () => {
   clock = 1_000_000;
@@ -39,6 +41,7 @@ beforeEach(async () => {
   ({ app } = composeSandbox({
     origin: url,
     completeAfterMs: COMPLETE_AFTER_MS,
+    seedlessModels: [SEEDLESS_MODEL],
     logger: pino({ base: null }, sink),
     now: () => clock,
   }));
@@ -193,6 +196,21 @@ describe('sandbox routing and refusals', () => {
     expect((await falCall(first.response_url)).body.seed).toBe(42);
     const bytes = async (id: string) => Buffer.from(await (await fetch(`${url}/media/${id}/1.png`)).arrayBuffer());
     expect((await bytes(first.request_id)).equals(await bytes(second.request_id))).toBe(true);
+  });
+
+  it('a seedless model refuses a submission carrying a seed (422 extra_forbidden, no job) and takes one without; other models still take the seed', async () => {
+    const refused = await falSubmit(url, { ...prompt, seed: 42 }, { model: SEEDLESS_MODEL });
+    expect([refused.status, refused.body]).toEqual([422, { detail: [{ loc: ['body', 'seed'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' }] }]);
+    const taken = await falSubmit(url, prompt, { model: SEEDLESS_MODEL });
+    expect(taken.status).toBe(200);
+    const seeded = await falSubmit(url, { ...prompt, seed: 42 });
+    expect(seeded.status).toBe(200);
+    const submissions = (await falCall<{ submissions: { model: string; outcome: string; seed: number | null }[] }>(`${url}/__sandbox/submissions`)).body.submissions;
+    expect(submissions.map((entry) => [entry.model, entry.outcome, entry.seed])).toEqual([
+      [SEEDLESS_MODEL, 'invalid', null],
+      [SEEDLESS_MODEL, 'accepted', null],
+      [SANDBOX_MODEL, 'accepted', 42],
+    ]);
   });
 
   it('logs one line per request with the route template, never the URL, prompt or key', async () => {

@@ -58,7 +58,7 @@ describe('lexec executor reconciliation', () => {
       expect(execution.evidence[0]).toMatchObject({
         provider_request_id: expect.any(String) as unknown,
         submit_window: { from: expect.any(String) as unknown, until: expect.any(String) as unknown },
-        correlation: { field: 'seed', value: expect.any(Number) as unknown },
+        correlation: { field: 'seed', value: expect.any(Number) as unknown, sent: true },
       });
     }
     const human = (await lexec(['executor', 'reconciliation', 'list'])).stdout;

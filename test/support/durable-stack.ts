@@ -133,6 +133,8 @@ export interface StackOptions {
     executorBin?: string;
     /** More environment for the executor. */
     executorEnv?: Readonly<Record<string, string>>;
+    /** Edits the executor configuration before it is written (targets, for example). */
+    configure?: (config: JsonObject) => void;
 }
 
 async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options: StackOptions = {}): Promise<Stack> {
@@ -156,6 +158,7 @@ async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options:
     : { mode: 'sandbox', base_url: sandbox.url, operation_deadline_seconds: options.deadlineSeconds ?? 600, ...(options.requestTimeoutSeconds === undefined ? {} : { request_timeout_seconds: options.requestTimeoutSeconds }) };
   config.workflow_engine = engineSection(options.engine ?? { mode: 'embedded' }, dir);
   config.development_allowance = true;
+  options.configure?.(config);
   const configPath = join(dir, 'executor.json');
   await writeFile(configPath, JSON.stringify(config, null, 2));
   const bootstrap = await runLexec(['executor', 'credentials', 'bootstrap-managed', '--config', configPath, '--ledger-admin-capability', ledger.adminCapabilityPath], { home: dir });

@@ -22,9 +22,21 @@ export interface ServerProcess {
  */
 export async function spawnServerProcess(
   args: readonly string[],
-  options: { startedEvent: string; env: Record<string, string>; startTimeoutMs?: number; /** Another lexec build's bin/run.js (default: this checkout's). */ bin?: string },
+  options: {
+    startedEvent: string;
+    env: Record<string, string>;
+    startTimeoutMs?: number;
+    /** Another lexec build's bin/run.js (default: this checkout's). */
+    bin?: string;
+    /** Runs the server under `ulimit -n` (soft and hard): at most this many open file descriptors. */
+    openFileLimit?: number;
+  },
 ): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [options.bin ?? BIN, ...args], { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const command = [process.execPath, options.bin ?? BIN, ...args];
+  const child =
+    options.openFileLimit === undefined
+      ? spawn(process.execPath, command.slice(1), { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('/bin/sh', ['-c', `ulimit -n ${String(options.openFileLimit)} && exec "$0" "$@"`, ...command], { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let exited = false;
   const exit = new Promise<number>((resolve) => {
     child.once('exit', (code, signal) => {

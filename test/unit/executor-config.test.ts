@@ -424,6 +424,17 @@ describe('execution targets', () => {
     const config = mutate(sandboxConfig(), (c) => (target(c).max_image_count = 5));
     expect(issueAt(issuesOf(config), 'execution_targets[0].max_image_count').message).toBe('must be at most 4');
   });
+
+  it('send_seed: sent by default (the shipped fal image models take a seed), false for a model that refuses one, nothing else', () => {
+    const parsed = (change: (c: JsonObject) => void) => {
+      const result = parseExecutorConfig(mutate(sandboxConfig(), change));
+      if (!result.ok) throw new Error(JSON.stringify(result.issues));
+      return result.value.execution_targets[0]?.send_seed;
+    };
+    expect(parsed(() => undefined)).toBe(true);
+    expect(parsed((c) => (target(c).send_seed = false))).toBe(false);
+    expect(issueAt(issuesOf(mutate(sandboxConfig(), (c) => (target(c).send_seed = 'no'))), 'execution_targets[0].send_seed').message).toBe('must be true or false');
+  });
 });
 
 describe('secrets', () => {

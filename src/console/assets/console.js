@@ -378,7 +378,7 @@ async function reconciliation() {
         h('td', {}, dash(attempt.outcome_code)),
         h('td', {}, dash(attempt.delivered_images)),
         h('td', {}, attempt.submit_window === null ? '—' : `${time(attempt.submit_window.from)} – ${time(attempt.submit_window.until)}`),
-        h('td', {}, attempt.correlation === null ? '—' : `${attempt.correlation.field} ${attempt.correlation.value}`),
+        h('td', {}, attempt.correlation === null ? '—' : attempt.correlation.sent === false ? `no ${attempt.correlation.field} sent` : `${attempt.correlation.field} ${attempt.correlation.value}`),
       ),
     );
     return h(

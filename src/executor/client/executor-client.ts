@@ -207,8 +207,11 @@ export const reconciliationEntrySchema = executionViewSchema.pick({ execution_id
       delivered_images: z.union([z.number(), z.string()]).nullable(),
       /** When the provider can have received the submission (absent from an older executor). */
       submit_window: z.object({ from: z.string(), until: z.string().nullable() }).optional(),
-      /** The value the submission carried that the provider shows (absent from an older executor). */
-      correlation: z.object({ field: z.string(), value: z.number() }).optional(),
+      /**
+       * The value the submission carried that the provider shows (absent from an older executor);
+       * `sent` false: its target takes no seed, so the submission did not carry it (absent: sent).
+       */
+      correlation: z.object({ field: z.string(), value: z.number(), sent: z.boolean().optional() }).optional(),
     }),
   ),
 });

@@ -8,6 +8,7 @@ import { credentialGuard } from '../../http/require-credential.js';
 import { createRejectionSummariser, systemSummaryTiming, type RejectionSummaryTiming } from '../../http/rejection-summariser.js';
 import { ADMISSION_REJECTION_REASONS, ROUTE_VERSION, type createAdmission } from '../admission.js';
 import type { ArtifactStore } from '../artifact-store.js';
+import { NO_CRASH_POINTS, type CrashPoints } from '../../crash-points.js';
 import { EXECUTION_PHASES, EXECUTION_STATES } from '../domain/execution-states.js';
 import { READINESS_REASON_FIELDS } from '../domain/readiness-state.js';
 import type { ExecutionChanges } from '../execution-changes.js';
@@ -37,6 +38,8 @@ export interface ExecutorAppDependencies {
   readonly logger: FastifyBaseLogger;
   /** How repeated rejections are collapsed in the log (default: the system clock, a 60 s interval). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /** Development builds' crash points (src/crash-points.ts): one is on the artifact content route. */
+  readonly crashPoints?: CrashPoints;
 }
 
 const executionParams = z.strictObject({ execution_id: z.string().regex(/^exe_[0-9a-f]{32}$/, 'must be an execution id') });
@@ -221,6 +224,7 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     const params = parseInput(artifactParams, request.params);
     const artifact = deps.store.artifact(params.execution_id, params.artifact_id);
     if (artifact === undefined) throw new ApiError(404, 'not_found');
+    (deps.crashPoints ?? NO_CRASH_POINTS).reach('api.before_artifact_content');
     return reply
       .header('content-type', artifact.media_type)
       .header('content-length', artifact.size_bytes.toString())

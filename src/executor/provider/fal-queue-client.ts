@@ -218,7 +218,7 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
      * TransmissionAmbiguous for anything that may have reached the provider without a valid
      * acceptance. The answer's URLs must be on an allowed polling origin, in the protocol's shape.
      */
-    async submit(model: string, input: { prompt: string; image_size: string; num_images: number; seed: number }): Promise<SubmittedOperation> {
+    async submit(model: string, input: { prompt: string; image_size: string; num_images: number; seed?: number }): Promise<SubmittedOperation> {
       let answer: Answer;
       try {
         answer = await exchange('POST', `${endpoint.submitBase.replace(/\/+$/, '')}/${model}`, JSON.stringify(input), MAX_JSON_BYTES);

@@ -25,6 +25,8 @@ export interface ExecutionRow {
   state: ExecutionState;
   phase: ExecutionPhase | null;
   state_reason: string | null;
+  /** 1: its submission carries the correlation seed; 0: its target takes none (frozen at admission). */
+  send_seed: bigint;
   created_at: bigint;
   updated_at: bigint;
 }
@@ -100,6 +102,8 @@ export interface NewExecution {
   readonly quotedUnits: bigint;
   /** sandbox or live: live spend counts against the spend ceiling. */
   readonly providerMode: string;
+  /** Whether its submission carries the correlation seed (the target's `send_seed`, frozen here). */
+  readonly sendSeed: boolean;
 }
 
 export type ExecutionStore = ReturnType<typeof createExecutionStore>;
@@ -121,8 +125,8 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     executionById: db.prepare('SELECT * FROM executions WHERE execution_id = ?'),
     insertExecution: db.prepare(
       `INSERT INTO executions (execution_id, workflow_id, spend_auth_token_id, account_id, agent_id, target_id, request_json, pricing_snapshot,
-         authorization_held_cents, authorization_held_units, units_scale, currency, state, quoted_units, provider_mode, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 6, ?, 'pending', ?, ?, ?, ?)`,
+         authorization_held_cents, authorization_held_units, units_scale, currency, state, quoted_units, provider_mode, send_seed, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 6, ?, 'pending', ?, ?, ?, ?, ?)`,
     ),
     insertAdmission: db.prepare(
       'INSERT INTO admission_fingerprints (spend_auth_token_id, route_version, fingerprint, execution_id, created_at) VALUES (?, ?, ?, ?, ?)',
@@ -201,6 +205,7 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       execution.currency,
       execution.quotedUnits,
       execution.providerMode,
+      execution.sendSeed ? 1 : 0,
       at,
       at,
     );

@@ -319,6 +319,16 @@ function installationIdentity(db: Database.Database): void {
   db.prepare('INSERT INTO installation (singleton, installation_id, created_at) VALUES (1, ?, ?)').run(randomBytes(6).toString('hex'), Date.now());
 }
 
+/**
+ * Whether an execution's submission carries the correlation seed, decided from its target's
+ * `send_seed` when it is admitted and frozen with it (as its pricing snapshot is), so a
+ * configuration change never changes what an execution already admitted sends. Executions from
+ * before this column were admitted when every submission carried the seed: 1.
+ */
+const frozenSeedDecision = `
+  ALTER TABLE executions ADD COLUMN send_seed INTEGER NOT NULL DEFAULT 1 CHECK (send_seed IN (0, 1));
+`;
+
 export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'legacy_v4_3_whole_cents', up: legacySchema },
   { version: 2, name: 'micro_units', up: microUnits },
@@ -327,4 +337,5 @@ export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 5, name: 'submit_window', up: submitWindow },
   { version: 6, name: 'execution_list_indexes', up: executionListIndexes },
   { version: 7, name: 'installation_identity', up: installationIdentity },
+  { version: 8, name: 'frozen_seed_decision', up: frozenSeedDecision },
 ];

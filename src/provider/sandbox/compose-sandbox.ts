@@ -10,6 +10,8 @@ export interface ComposeSandboxOptions {
   readonly origin: string;
   /** Milliseconds from submit to COMPLETED. */
   readonly completeAfterMs: number;
+  /** Models that take no `seed` and refuse one (`--seedless-model`). */
+  readonly seedlessModels?: readonly string[];
   /** Faults active from the start (`--latency-ms`, `--faults-file`). */
   readonly initialFaults?: readonly Fault[];
   /** Appends one line of the submissions log (`--submissions-log`); none when undefined. */
@@ -32,6 +34,7 @@ export function composeSandbox(options: ComposeSandboxOptions): { readonly app: 
   const app = buildSandboxApp({
     origin: options.origin,
     completeAfterMs: options.completeAfterMs,
+    ...(options.seedlessModels === undefined ? {} : { seedlessModels: options.seedlessModels }),
     state,
     faults: createFaultBook(options.initialFaults ?? []),
     logger: options.logger,

@@ -17,6 +17,8 @@ import { jobError, jobStatus, type Job, type JobUrls, type SandboxState, type Su
 export interface QueueContext {
   readonly origin: string;
   readonly completeAfterMs: number;
+  /** Models that take no `seed` and refuse one (`--seedless-model`). */
+  readonly seedlessModels: ReadonlySet<string>;
   readonly state: SandboxState;
   readonly faults: FaultBook;
   readonly logger: Logger;
@@ -78,7 +80,7 @@ export async function submit(ctx: QueueContext, request: IncomingMessage, respon
   if (!keyPresent) return refuse('unauthorized', 401, 'Missing or malformed Authorization header: expected "Key <key>".');
   const decoded = decodeJson(body);
   if (!decoded.ok) return refuse('invalid', 422, JSON_INVALID_DETAIL);
-  const parsed = parseSubmitBody(decoded.value);
+  const parsed = parseSubmitBody(decoded.value, !ctx.seedlessModels.has(model));
   if (!parsed.ok) return refuse('invalid', 422, parsed.detail);
   const input = parsed.input;
   const asked = { image_size: input.imageSize, num_images: input.numImages, seed: input.seed ?? null };

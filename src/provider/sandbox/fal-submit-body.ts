@@ -63,10 +63,18 @@ function detailFor(issue: z.core.$ZodIssue): ValidationDetail {
   }
 }
 
-/** Parses a decoded JSON body; on failure returns the fal 422 details (paths and rules only). */
-export function parseSubmitBody(body: unknown): { ok: true; input: SubmitInput } | { ok: false; detail: ValidationDetail[] } {
+/** pydantic's answer for an input a model does not declare, when the model forbids extras. */
+const SEED_FORBIDDEN: ValidationDetail = { loc: ['body', 'seed'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' };
+
+/**
+ * Parses a decoded JSON body; on failure returns the fal 422 details (paths and rules only).
+ * `takesSeed` false: the model declares no `seed` and forbids extras, so a body with one is
+ * refused as such a fal endpoint refuses it (`--seedless-model`).
+ */
+export function parseSubmitBody(body: unknown, takesSeed = true): { ok: true; input: SubmitInput } | { ok: false; detail: ValidationDetail[] } {
   const parsed = submitBody.safeParse(body, { reportInput: true });
   if (!parsed.success) return { ok: false, detail: parsed.error.issues.map(detailFor) };
+  if (!takesSeed && typeof body === 'object' && body !== null && 'seed' in body) return { ok: false, detail: [SEED_FORBIDDEN] };
   const { prompt, image_size: imageSize, num_images: numImages, seed } = parsed.data;
   return { ok: true, input: { prompt, imageSize, numImages, seed } };
 }

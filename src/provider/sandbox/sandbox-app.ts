@@ -14,6 +14,8 @@ export interface SandboxAppOptions {
   readonly origin: string;
   /** Milliseconds from submit to COMPLETED (IN_QUEUE for the first half, IN_PROGRESS after). */
   readonly completeAfterMs: number;
+  /** Models that take no `seed`: a submission with one is refused (422 extra_forbidden). */
+  readonly seedlessModels?: readonly string[];
   readonly state: SandboxState;
   readonly faults: FaultBook;
   readonly logger: Logger;
@@ -91,6 +93,7 @@ export function buildSandboxApp(options: SandboxAppOptions): SandboxApp {
   const ctx: QueueContext = {
     origin: options.origin,
     completeAfterMs: options.completeAfterMs,
+    seedlessModels: new Set(options.seedlessModels ?? []),
     state,
     faults,
     logger,

@@ -7,6 +7,7 @@ import { readJsonDocument } from '../../config/read-json-document.js';
 import { isLoopbackHost } from '../../config/schema-parts.js';
 import { toFieldIssues } from '../../config/zod-issues.js';
 import { errorCode, UsageError, UserError } from '../../errors.js';
+import { limitConnections } from '../../http/connection-limits.js';
 import { restrictProcessUmask, tightenOpenFile } from '../../storage/private-state.js';
 import { composeSandbox } from './compose-sandbox.js';
 import { openJobJournal, type JobJournal } from './job-journal.js';
@@ -16,6 +17,8 @@ export interface SandboxServeOptions {
   readonly host: string;
   readonly port: number;
   readonly completeAfterMs: number;
+  /** Models that take no `seed`: a submission with one is refused as fal refuses an unknown input. */
+  readonly seedlessModels?: readonly string[];
   /** Added to every protocol answer (a persistent `latency` fault); 0 for none. */
   readonly latencyMs: number;
   /** Absolute path of a JSON-lines file every received submit is appended to. */
@@ -93,11 +96,18 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
     journal = options.jobsFilePath === undefined ? undefined : openJobJournal(options.jobsFilePath);
     const logger = pino({ base: { service: 'sandbox-provider' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
     const server = createServer();
+    // Idle and half-sent connections are shed, as on every lexec server (connection-limits.ts).
+    limitConnections(server, {
+      log: (event) => {
+        logger.warn(event);
+      },
+    });
     const port = await listen(server, options.host, options.port);
     const hostPart = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
     const { app, state } = composeSandbox({
       origin: `http://${hostPart}:${port}`,
       completeAfterMs: options.completeAfterMs,
+      ...(options.seedlessModels === undefined ? {} : { seedlessModels: options.seedlessModels }),
       initialFaults: initial,
       ...(logFd === undefined ? {} : { recordSubmission: (line: string) => void writeSync(logFd, line) }),
       ...(journal === undefined ? {} : { jobStore: journal }),
@@ -110,6 +120,7 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
       port,
       origin: `http://${hostPart}:${port}`,
       complete_after_ms: options.completeAfterMs,
+      seedless_models: options.seedlessModels ?? [],
       initial_faults: initial.map((fault) => fault.kind),
       submissions_log: options.submissionsLogPath ?? null,
       jobs_file: options.jobsFilePath ?? null,

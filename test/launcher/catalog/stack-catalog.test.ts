@@ -83,6 +83,7 @@ describe('lexec stack catalog', () => {
             model: 'fal-ai/flux/schnell',
             presets: ['square_hd', 'square', 'portrait_4_3', 'portrait_16_9', 'landscape_4_3', 'landscape_16_9'],
             max_image_count: 4,
+            send_seed: true,
             pricing: {
               currency: 'USD',
               unit: 'image',

@@ -12,6 +12,14 @@ function absolutePathFlag(value: string | undefined, name: string): string | und
   return value;
 }
 
+/** A fal model id as an execution target names it (`fal-ai/flux/schnell`). */
+function modelIdFlag(value: string): string {
+  if (!/^[a-z0-9][a-z0-9._-]*(?:\/[a-z0-9][a-z0-9._-]*)+$/.test(value)) {
+    throw new UsageError('invalid_flag_value', '--seedless-model must be a provider model id such as fal-ai/flux/schnell.', { nextStep: 'Pass the model id an execution target names.' });
+  }
+  return value;
+}
+
 export default class ProviderSandboxServe extends LexecCommand<SandboxStopped> {
   static override summary = 'Run the local sandbox image provider (fal queue protocol, deterministic PNGs, fault injection).';
   static override description =
@@ -28,6 +36,10 @@ export default class ProviderSandboxServe extends LexecCommand<SandboxStopped> {
     'submissions-log': Flags.string({ summary: 'Absolute path of a JSON-lines file each received submit is appended to (survives restarts).' }),
     'jobs-file': Flags.string({ summary: 'Absolute path of a file that keeps the queue requests (0600), so a restarted sandbox still answers for them, as a remote provider would.' }),
     'faults-file': Flags.string({ summary: 'Absolute path of a fault set active from the start (same JSON as PUT /__sandbox/faults).' }),
+    'seedless-model': Flags.string({
+      multiple: true,
+      summary: 'A model id that takes no seed: a submission for it carrying one is refused (422 extra_forbidden), as a fal endpoint that forbids unknown inputs refuses it. Repeatable.',
+    }),
   };
 
   protected override async execute(): Promise<SandboxStopped> {
@@ -40,6 +52,7 @@ export default class ProviderSandboxServe extends LexecCommand<SandboxStopped> {
       submissionsLogPath: absolutePathFlag(flags['submissions-log'], '--submissions-log'),
       faultsFilePath: absolutePathFlag(flags['faults-file'], '--faults-file'),
       jobsFilePath: absolutePathFlag(flags['jobs-file'], '--jobs-file'),
+      seedlessModels: (flags['seedless-model'] ?? []).map(modelIdFlag),
     };
     const { serveSandbox } = await import('../../../provider/sandbox/serve-sandbox.js');
     return serveSandbox(options);
