@@ -1,7 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { generateImages } from '../../src/agent/agent-service.js';
+import { UserError } from '../../src/errors.js';
+import { createExecutorClient } from '../../src/executor/client/executor-client.js';
 import { executionIdFor } from '../../src/executor/domain/execution-states.js';
+import { createLedgerClient } from '../../src/ledger/client/ledger-client.js';
 import { createLedgerGateway } from '../../src/executor/ledger-gateway.js';
 import { createOrphanClaimSweep, sweepIntervalMs } from '../../src/executor/orphan-claim-sweep.js';
 import { until } from '../support/durable-stack.js';
@@ -217,6 +221,39 @@ describe('the sweep and admission of one token never race', () => {
     expect(answered.body.error).toEqual({ code: 'conflict', reason_code: 'authorization_released', fields: ['spend_auth_token_id'] });
     expect(s.query('SELECT execution_id FROM executions')).toEqual([]);
     expect(await atLedger(tokenId)).toMatchObject({ status: 'released', release: { reason: 'claim_without_execution' } });
+  });
+});
+
+describe('what an agent is told', () => {
+  beforeEach(async () => {
+    executor = await startTestExecutor(ledger);
+  });
+
+  it('generate_images retrying an admission whose orphan claim is released meanwhile: the hold was released, request a new authorization (not "used by another job")', async () => {
+    const s = executor as TestExecutor;
+    const tokenId = await orphanClaim(s.ledgerCredential);
+    // Still claimed when the agent reads it, so the call goes on to admission — which is not admitting.
+    s.readiness.withdraw('test');
+    const progress: string[] = [];
+    const target = { ledger: createLedgerClient({ url: ledger.url, token: actors.agent }), executor: createExecutorClient({ url: s.url, token: s.caller }), profile: null };
+    const call = generateImages(target, { prompt: 'a lighthouse at dusk', image_count: 2, image_size: 'square_hd', authorization_id: tokenId }, {
+      progress: (message) => progress.push(message),
+      signal: new AbortController().signal,
+    }).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    await until('the agent retrying a not-ready executor', () => Promise.resolve(progress.some((line) => line.includes('not admitting')) ? true : undefined));
+    ledger.advance(BOUND_SECONDS * 1000 + 1_000);
+    expect(await s.orphanClaims.sweep()).toMatchObject({ released: 1 });
+    s.readiness.restore();
+
+    const error = await call;
+    expect(error).toBeInstanceOf(UserError);
+    expect(error).toMatchObject({ code: 'authorization_released' });
+    expect((error as UserError).message).toContain('never created an execution for it (claim_without_execution)');
+    expect((error as UserError).nextStep).toBe('Call generate_images without authorization_id to request a new authorization.');
+    expect(s.query('SELECT execution_id FROM executions')).toEqual([]);
   });
 });
 
