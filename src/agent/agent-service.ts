@@ -9,7 +9,7 @@ import { decideRequest } from '../ledger/authorization-rules.js';
 import type { LedgerAuthorization } from '../ledger/wire/answers.js';
 import { chooseTarget, quoteRun, type RunQuote } from '../run/quote-run.js';
 import { admitExecution, askThroughRestart, followExecution } from '../run/finish-execution.js';
-import { refuseUnusable } from '../run/usable-authorization.js';
+import { refuseIfUnusableAfterConflict, refuseUnusable } from '../run/usable-authorization.js';
 import type { AgentTarget } from './agent-connection.js';
 import type { AgentImage, Money, ToolInput, ToolOutput } from './agent-tools.js';
 
@@ -352,7 +352,8 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
       next_step: `A human must approve this spend: ask the operator to run \`${command}\`. Once approved, call generate_images again with authorization_id ${authorization.token_id} and the same prompt, image_size and image_count. The agent cannot approve its own spend.`,
     });
   }
-  refuseUnusable(authorization, 'Call generate_images without authorization_id to request a new authorization.');
+  const again = 'Call generate_images without authorization_id to request a new authorization.';
+  refuseUnusable(authorization, again);
 
   const body = {
     schema_version: 2,
@@ -375,6 +376,8 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
           }),
       });
     } catch (error) {
+      // Released or expired since it was read (e.g. released as an orphan claim while retrying), else used by another job.
+      await refuseIfUnusableAfterConflict(error, () => target.ledger.showAuthorization(authorization.token_id), again);
       if (error instanceof UserError && error.code === 'executor_conflict') throw alreadyUsed(authorization);
       throw error;
     }

@@ -176,6 +176,26 @@ const providers = z.discriminatedUnion(
   }
 });
 
+/** The admission's ledger request timeout (ledger-gateway.ts): the orphan bound's floor is well above it. */
+const ADMISSION_LEDGER_TIMEOUT_SECONDS = 5;
+export const MIN_ORPHAN_CLAIM_SECONDS = 3 * ADMISSION_LEDGER_TIMEOUT_SECONDS;
+export const DEFAULT_ORPHAN_CLAIM_SECONDS = 300;
+
+/**
+ * Claims this executor made and never turned into an execution (docs/executions.md "Orphan
+ * claims") are released once they are this old. Well above the admission's ledger timeout, so a
+ * claim whose answer is still on its way, or an agent's prompt retry, always finds it; the default
+ * leaves several minutes for an agent to retry the identical request.
+ */
+export const orphanClaimsSchema = z.strictObject({
+  release_after_seconds: z
+    .number({ error: 'must be a whole number of seconds' })
+    .int('must be a whole number of seconds')
+    .min(MIN_ORPHAN_CLAIM_SECONDS, `must be at least ${MIN_ORPHAN_CLAIM_SECONDS} (three times the admission's ledger timeout)`)
+    .max(86_400, 'must be at most 86400 (one day)')
+    .default(DEFAULT_ORPHAN_CLAIM_SECONDS),
+});
+
 const price = z.strictObject({
   numerator: wholeNumber({ min: 0n, what: 'the price numerator' }),
   denominator: wholeNumber({ min: 1n, what: 'the price denominator' }),
@@ -233,6 +253,7 @@ export const executorConfigSections = {
   workflow_engine: workflowEngine,
   providers,
   execution_targets: z.array(executionTargetSchema, { error: 'must be a list of execution targets' }).max(100, 'must list at most 100 targets'),
+  orphan_claims: orphanClaimsSchema.prefault({}),
   development_allowance: z.boolean({ error: 'must be true or false' }).default(false),
 };
 

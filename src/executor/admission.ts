@@ -46,8 +46,12 @@ type Selected = Extract<Selection, { ok: true }>;
  * with its frozen pricing snapshot, then scheduled. An identical body replays locally without asking the ledger; a changed field
  * conflicts. Concurrent requests for one token share one admission (one ledger call).
  */
+export type Admission = ReturnType<typeof createAdmission>;
+
 export function createAdmission(deps: AdmissionDependencies) {
-  const inFlight = new Map<string, Promise<Admitted>>();
+  // Per token, the admission under way — or the orphan-claim sweep's look at that token (see
+  // `exclusively`): whoever comes next for the token waits for it, then looks again.
+  const inFlight = new Map<string, Promise<unknown>>();
   // Live admissions run one at a time: one executor owns the database, so this makes the
   // spend-ceiling check and the insert that commits the spend one atomic step.
   let liveTurn: Promise<unknown> = Promise.resolve();
@@ -168,11 +172,33 @@ export function createAdmission(deps: AdmissionDependencies) {
       try {
         return await admission;
       } finally {
-        inFlight.delete(tokenId);
+        if (inFlight.get(tokenId) === admission) inFlight.delete(tokenId);
+      }
+    },
+
+    /**
+     * Runs `work` for a token while no admission of it is under way, holding the token meanwhile:
+     * an admission of it that arrives waits until `work` is done and then looks at the store
+     * again. Answers `ran: false` without running `work` when an admission (or another holder) is
+     * under way. The orphan-claim sweep releases a claim only inside this, after checking the
+     * store once more, so it never releases a claim an admission is turning into an execution.
+     */
+    async exclusively<T>(tokenId: string, work: () => Promise<T>): Promise<Exclusive<T>> {
+      if (inFlight.has(tokenId)) return { ran: false };
+      // Set before `work` starts (in the same synchronous turn as the check above).
+      const running = Promise.resolve().then(work);
+      inFlight.set(tokenId, running);
+      try {
+        return { ran: true, value: await running };
+      } finally {
+        if (inFlight.get(tokenId) === running) inFlight.delete(tokenId);
       }
     },
   };
 }
+
+/** What `exclusively` answers: the work's value, or `busy` (an admission of the token is under way; nothing ran). */
+export type Exclusive<T> = { readonly ran: true; readonly value: T } | { readonly ran: false };
 
 /** Reason codes for which `executor_admission_rejected` is written (spec §6: an allowlist). */
 export const ADMISSION_REJECTION_REASONS = [

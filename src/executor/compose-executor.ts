@@ -20,6 +20,7 @@ import type { ExecutorCredentials } from './executor-credentials.js';
 import { buildExecutorApp } from './http/executor-app.js';
 import { proveLedgerCompatible } from './ledger-compatibility.js';
 import { createLedgerGateway, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
+import { createOrphanClaimSweep, type OrphanClaimSweep } from './orphan-claim-sweep.js';
 import { createFalQueueClient, type FalQueueClient } from './provider/fal-queue-client.js';
 import { operationDeadlineMs, pollingPolicy, providerEndpoint } from './provider/provider-endpoint.js';
 import { activeTargets, providerCatalog } from './provider-catalog.js';
@@ -42,6 +43,8 @@ export interface ComposedExecutor {
   readonly monitor: ReadinessMonitor;
   /** Starts runs again that closed under a live execution (Temporal engines; null for the embedded one). serve starts it. */
   readonly closedRuns: ClosedRunRescheduler | null;
+  /** Releases this executor's claims that never became an execution; serve starts it once ready. */
+  readonly orphanClaims: OrphanClaimSweep;
   /** Development crash points (armed only in a development build given LEXEC_DEV_CRASH_FILE). */
   readonly crashPoints: CrashPoints;
   /** Closes what the parts hold open besides the engine (provider and ledger connections). */
@@ -108,19 +111,28 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     },
   });
 
+  const admission = createAdmission({
+    store,
+    ledger,
+    scheduler: options.scheduler ?? engine,
+    readiness,
+    targets,
+    providerMode: config.providers.mode,
+    liveSpendCeiling: config.providers.mode === 'live' ? config.providers.spend_ceiling.amount_units : null,
+    crashPoints,
+  });
+  const orphanClaims = createOrphanClaimSweep({
+    ledger,
+    store,
+    admission,
+    releaseAfterSeconds: config.orphan_claims.release_after_seconds,
+    timers: systemTimers(),
+    log: logger,
+  });
   const app = buildExecutorApp({
     store,
     artifacts,
-    admission: createAdmission({
-      store,
-      ledger,
-      scheduler: options.scheduler ?? engine,
-      readiness,
-      targets,
-      providerMode: config.providers.mode,
-      liveSpendCeiling: config.providers.mode === 'live' ? config.providers.spend_ceiling.amount_units : null,
-      crashPoints,
-    }),
+    admission,
     readiness,
     buildInfo,
     catalog: () => catalog,
@@ -170,6 +182,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     engine,
     app,
     monitor,
+    orphanClaims,
     crashPoints,
     close() {
       provider?.close();

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import { canonicalJson } from '../domain/canonical-json.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
 import { priceModelSnapshotSchema, type PriceModelSnapshot } from '../domain/price-model-snapshot.js';
@@ -50,6 +51,19 @@ function frozenSnapshot(execution: ExecutionRow): PriceModelSnapshot {
 /** Whether an execution's submission carries the correlation seed (frozen at admission; unknown: it does). */
 export const sendsSeed = (execution: Pick<ExecutionRow, 'send_seed'> | undefined): boolean => execution?.send_seed !== 0n;
 
+/** The evidence kept with the park, as stored; null for an execution parked before it was kept (migration 9). */
+function parkedEvidence(execution: ExecutionRow): Record<string, unknown> | null {
+  if (execution.reconciliation_evidence === null) return null;
+  let stored: unknown;
+  try {
+    stored = JSON.parse(execution.reconciliation_evidence);
+  } catch {
+    return null;
+  }
+  const parsed = z.record(z.string(), z.unknown()).safeParse(stored);
+  return parsed.success ? parsed.data : null;
+}
+
 const isoOf = (ms: bigint) => new Date(Number(ms)).toISOString();
 
 /**
@@ -88,9 +102,12 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
   const log = options.log ?? (() => undefined);
   const crash = options.crashPoints ?? NO_CRASH_POINTS;
 
-  /** Parks the execution (locally first, then at the ledger); no new submission, no release. */
+  /**
+   * Parks the execution (locally first, with its evidence in the same commit, then at the
+   * ledger); no new submission, no release.
+   */
   async function reconcile(execution: ExecutionRow, reason: ReconciliationReason, evidence: Record<string, unknown>): Promise<ActivityOutcome> {
-    store.setFinal(execution.execution_id, 'reconciliation', reason);
+    store.park(execution.execution_id, reason, evidence);
     log({ event: 'execution_reconciliation', execution_id: execution.execution_id, reason });
     crash.reach('run.after_park');
     return openLedgerRecord(execution, reason, evidence);
@@ -301,7 +318,8 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
     if (execution === undefined) throw new ExecutionNotOwned();
     if (execution.state === 'succeeded' || execution.state === 'failed') return done;
     if (execution.state === 'reconciliation') {
-      return openLedgerRecord(execution, execution.state_reason ?? 'billing_ambiguous', evidenceOf(store.latestAttempt(executionId)));
+      // Parked before the ledger record was opened (a restart): the evidence kept with the park.
+      return openLedgerRecord(execution, execution.state_reason ?? 'billing_ambiguous', parkedEvidence(execution) ?? evidenceOf(store.latestAttempt(executionId)));
     }
     const snapshot = frozenSnapshot(execution);
     store.setRunning(executionId, phase);

@@ -4,9 +4,11 @@ import { z } from 'zod';
 import {
   agentsAnswerSchema,
   authorizationSchema,
+  claimsAnswerSchema,
   errorBodySchema,
   resolutionAnswerSchema,
   versionSchema,
+  type LedgerClaim,
   type LedgerResolution,
   type LedgerVersion,
 } from '../ledger/wire/answers.js';
@@ -58,6 +60,11 @@ export interface LedgerGateway {
   settle(tokenId: string, executionId: string, receipt: Record<string, unknown>): Promise<{ settlementId: string }>;
   /** Releases the claim (idempotent). */
   release(tokenId: string, executionId: string, reason: z.input<typeof releaseBody>['reason']): Promise<void>;
+  /**
+   * One page of this executor credential's claims, still `claimed`, at least `olderThanSeconds`
+   * old, in token id order after `after` (`next` continues; null: the last page).
+   */
+  claims(query: { olderThanSeconds: number; after: string | null; limit?: number }): Promise<{ claims: LedgerClaim[]; next: string | null }>;
   /** Parks the claimed authorization for reconciliation with evidence (one open record). */
   openReconciliation(tokenId: string, executionId: string, reason: string, evidence: Record<string, unknown>): Promise<void>;
   /** Closes kept-alive connections (at shutdown). */
@@ -165,6 +172,13 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
         reason,
         evidence,
       });
+    },
+    async claims(query) {
+      const search = new URLSearchParams({ older_than_seconds: String(query.olderThanSeconds) });
+      if (query.limit !== undefined) search.set('limit', String(query.limit));
+      if (query.after !== null) search.set('after', query.after);
+      const page = await request('GET', `/executor/claims?${search.toString()}`, claimsAnswerSchema);
+      return { claims: page.claims, next: page.next_after };
     },
     async claim(tokenId, executionId, requirement) {
       const body: z.input<typeof claimBody> =

@@ -115,12 +115,17 @@ async function run(config: ExecutorConfig, executor: ComposedExecutor, logger: L
   if (executor.crashPoints.enabled) logger.warn({ event: 'crash_points_enabled', variable: CRASH_FILE_ENV });
 
   const fatal = monitor.start().then(
-    () => new Promise<never>(() => undefined),
+    (startup) => {
+      // Orphan claims are swept from the first moment the executor is ready, then periodically.
+      if (startup === 'ready') executor.orphanClaims.start();
+      return new Promise<never>(() => undefined);
+    },
     (error: unknown) => (error instanceof UserError ? error : new UserError('executor_startup_failed', 'The executor could not start.', { nextStep: 'See the log.' })),
   );
   const outcome = await Promise.race([signal, fatal]);
   readiness.withdraw('shutting_down');
   monitor.stop();
+  await executor.orphanClaims.stop();
   recovery.stop();
   executor.closedRuns?.stop();
   if (outcome instanceof UserError) logger.error({ event: 'executor_incompatible_ledger', code: outcome.code });

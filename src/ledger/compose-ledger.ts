@@ -5,6 +5,7 @@ import type { RejectionSummaryTiming } from '../http/rejection-summariser.js';
 import { openDatabase } from '../storage/open-database.js';
 import { tightenedEvent } from '../storage/private-state.js';
 import { ensureAdminCapability, type AdminCapabilityOutcome } from './admin-capability.js';
+import { createExecutorClaims } from './executor-claims.js';
 import { buildLedgerApp } from './http/ledger-app.js';
 import { createLedgerAdmin, type LedgerAdmin } from './ledger-admin.js';
 import type { LedgerConfig } from './ledger-config.js';
@@ -21,6 +22,8 @@ export interface ComposedLedger {
   readonly adminCapability: AdminCapabilityOutcome;
   /** How many agents follow `[ledger.default_policy]` and had it applied at this start. */
   readonly defaultPolicyAppliedTo: number;
+  /** Claims with no recorded claimant (made before ledger migration 4 with several executor credentials): left to a human. */
+  readonly unattributedClaims: number;
   /** Whether development crash points are armed in this process. */
   readonly crashPointsEnabled: boolean;
   /** Closes the database (after the app is closed). */
@@ -73,9 +76,11 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
     // [ledger.default_policy] as configured now holds for every agent that follows it.
     const following = admin.applyDefaultPolicy();
     service.ownerAccountId();
+    const claims = createExecutorClaims({ db, now });
     const app = buildLedgerApp({
       service,
       admin,
+      claims,
       buildInfo,
       contractLevel: config.contract_level,
       logger: options.logger,
@@ -88,6 +93,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       app,
       adminCapability,
       defaultPolicyAppliedTo: following.length,
+      unattributedClaims: claims.unattributedCount(),
       crashPointsEnabled: crashPoints.enabled,
       close() {
         db.close();

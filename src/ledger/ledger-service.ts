@@ -47,6 +47,8 @@ export interface AuthorizationRow {
   policy_per_authorization_cap_units: bigint | null;
   policy_daily_cap_units: bigint | null;
   policy_approval_threshold_units: bigint | null;
+  /** The executor credential that claimed it (migration 4; null before, unless attributable). */
+  claimed_by: string | null;
 }
 
 interface SettlementRow {
@@ -140,7 +142,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
       `SELECT * FROM authorizations WHERE (@agent_id IS NULL OR agent_id = @agent_id) AND (@status IS NULL OR status = @status)
        ORDER BY created_at DESC LIMIT @limit`,
     ),
-    claim: db.prepare("UPDATE authorizations SET status = 'claimed', execution_id = ?, claimed_at = ? WHERE token_id = ?"),
+    claim: db.prepare("UPDATE authorizations SET status = 'claimed', execution_id = ?, claimed_at = ?, claimed_by = ? WHERE token_id = ?"),
     openRecordOf: db.prepare("SELECT record_id FROM reconciliation_records WHERE token_id = ? AND status = 'open'"),
     insertRecord: db.prepare(
       "INSERT INTO reconciliation_records (record_id, token_id, execution_id, reason, evidence, status, created_at) VALUES (?, ?, ?, ?, ?, 'open', ?)",
@@ -317,11 +319,14 @@ export function createLedgerService(options: LedgerServiceOptions) {
     return { replayed: false, row: load(tokenId) };
   }
 
-  function releaseWithin(tokenId: string, executionId: string, reason: string) {
+  function releaseWithin(tokenId: string, executionId: string, reason: string, credentialId: string | null = null) {
     const row = current(tokenId);
     if (row.status === 'released') return { replayed: true, row };
     if (row.status === 'settled') throw conflict('authorization_settled');
     requireClaimedBy(row, executionId);
+    // An orphan claim is released only by the executor that claimed it: only that executor can
+    // know it never created the execution. An unattributed claim is left to a human.
+    if (reason === 'claim_without_execution' && (row.claimed_by === null || row.claimed_by !== credentialId)) throw conflict('claimed_by_another_credential');
     const at = now();
     statements.insertRelease.run(`rel_${randomUUID()}`, tokenId, executionId, reason, at);
     statements.markReleased.run(at, tokenId);
@@ -439,9 +444,10 @@ export function createLedgerService(options: LedgerServiceOptions) {
     /**
      * Claims an approved authorization for one execution; the same execution may repeat it. With
      * a requirement, an authorization that does not meet it (another currency, a smaller hold) is
-     * refused with 422 and nothing is claimed.
+     * refused with 422 and nothing is claimed. The claiming credential is recorded with the claim
+     * (a repeat keeps the first): an executor lists its own claims by it (executor-claims.ts).
      */
-    claim(tokenId: string, executionId: string, requirement?: ClaimRequirement) {
+    claim(tokenId: string, executionId: string, requirement: ClaimRequirement | undefined, credentialId: string) {
       const claimed = immediate(() => {
         const row = current(tokenId);
         if (row.execution_id !== null && row.execution_id !== executionId) throw conflict('claimed_by_another_execution');
@@ -451,7 +457,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
           if (row.amount_units < requirement.min_held_units) throw unprocessable('requirement_not_met', 'hold_below_requirement', ['require.min_held_units']);
         }
         if (row.execution_id === executionId) return { replayed: true, authorization: resolution(row) };
-        statements.claim.run(executionId, now(), tokenId);
+        statements.claim.run(executionId, now(), credentialId, tokenId);
         return { replayed: false, authorization: resolution(load(tokenId)) };
       });
       crash.reach('ledger.after_claim_commit');
@@ -467,9 +473,10 @@ export function createLedgerService(options: LedgerServiceOptions) {
       return settled;
     },
 
-    release(tokenId: string, executionId: string, reason: string) {
+    /** `credentialId`: the releasing executor credential (a `claim_without_execution` release must be the claimant). */
+    release(tokenId: string, executionId: string, reason: string, credentialId: string) {
       const released = immediate(() => {
-        const { replayed, row } = releaseWithin(tokenId, executionId, reason);
+        const { replayed, row } = releaseWithin(tokenId, executionId, reason, credentialId);
         return { replayed, authorization: view(row) };
       });
       crash.reach('ledger.after_release_commit');

@@ -33,6 +33,8 @@ export async function serveLedger(configPath: string): Promise<LedgerStopped> {
       admin_capability: ledger.adminCapability,
       default_policy_applied_to: ledger.defaultPolicyAppliedTo,
     });
+    // Claims no executor can tell its own (ledger migration 4): a human settles or releases them.
+    if (ledger.unattributedClaims > 0) logger.warn({ event: 'ledger_unattributed_claims', claims: ledger.unattributedClaims });
     if (ledger.crashPointsEnabled) logger.warn({ event: 'crash_points_enabled', variable: CRASH_FILE_ENV });
     const signal = await new Promise<string>((resolve) => {
       process.once('SIGINT', () => {

@@ -6,7 +6,7 @@ import type { LedgerAuthorization } from '../ledger/wire/answers.js';
 import { chooseTarget, quoteRun, type RunQuote } from './quote-run.js';
 import { admitExecution, collectExecution, followExecution, type RunProgress, type Spent } from './finish-execution.js';
 import { prepareOutputDir } from './prepare-output-dir.js';
-import { refuseUnusable } from './usable-authorization.js';
+import { refuseIfUnusableAfterConflict, refuseUnusable } from './usable-authorization.js';
 import { connectStackLedger } from '../ledger/client/ledger-connection.js';
 import { activeStack, readHandoffCredential } from '../launcher/handoff/server-target.js';
 
@@ -186,7 +186,8 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
       }
       request.progress({ kind: 'authorization', token_id: authorization.token_id, status: authorization.status, amount_units: authorization.amount_units, reused: false });
     }
-    refuseUnusable(authorization, 'Run `lexec run` again to request a new authorization.');
+    const again = 'Run `lexec run` again without --authorization to request a new authorization.';
+    refuseUnusable(authorization, again);
     stage = { at: 'approved', tokenId: authorization.token_id };
     checkpoint();
 
@@ -197,15 +198,22 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
       input_schema_version: 1,
       target_id: quote.target.target_id,
     };
-    const admit = (): Promise<ExecutionView> =>
-      admitExecution(executor, body, {
-        until: Math.min(deadline, deps.now() + NOT_READY_WINDOW_MS),
-        now: deps.now,
-        onNotReady: () => {
-          request.progress({ kind: 'executor_not_ready' });
-        },
-        wait: pause,
-      });
+    const admit = async (): Promise<ExecutionView> => {
+      try {
+        return await admitExecution(executor, body, {
+          until: Math.min(deadline, deps.now() + NOT_READY_WINDOW_MS),
+          now: deps.now,
+          onNotReady: () => {
+            request.progress({ kind: 'executor_not_ready' });
+          },
+          wait: pause,
+        });
+      } catch (error) {
+        // Released or expired since it was read (e.g. released as an orphan claim while retrying).
+        await refuseIfUnusableAfterConflict(error, () => ledger.showAuthorization(authorization.token_id), again);
+        throw error;
+      }
+    };
     stage = { at: 'admitting', tokenId: authorization.token_id };
     let execution = await admit();
     stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };

@@ -55,6 +55,32 @@ describe('the ledger\'s authorizations', () => {
     expect(report.rules).toEqual(['claim_has_execution']);
     expect(report.messages).toEqual(['claimed for exe_ghost, which the executor does not have']);
   });
+
+  /** A copy of the first authorization as another token, claimed for an execution the executor never had. */
+  const ghost = (ledger: Database.Database, status: string) => {
+    ledger.exec(`CREATE TEMP TABLE ghost AS SELECT * FROM authorizations WHERE token_id = '${first().token}'`);
+    ledger.exec(`UPDATE ghost SET token_id = 'tok_ghost', execution_id = 'exe_ghost', status = '${status}'`);
+    ledger.exec('INSERT INTO authorizations SELECT * FROM ghost');
+  };
+
+  it('claim_has_execution: a claim the executor never had, released as claim_without_execution, is right', async () => {
+    const report = await breached(({ ledger }) => {
+      ghost(ledger, 'released');
+      ledger.exec("INSERT INTO releases (release_id, token_id, execution_id, reason, created_at) VALUES ('rel_ghost', 'tok_ghost', 'exe_ghost', 'claim_without_execution', 0)");
+    });
+    expect(report.rules).toEqual([]);
+  });
+
+  it('claim_has_execution: released for another reason, or released as claim_without_execution although the executor has the execution', async () => {
+    const otherReason = await breached(({ ledger }) => {
+      ghost(ledger, 'released');
+      ledger.exec("INSERT INTO releases (release_id, token_id, execution_id, reason, created_at) VALUES ('rel_ghost', 'tok_ghost', 'exe_ghost', 'not_transmitted', 0)");
+    });
+    expect(otherReason.messages).toEqual(['claimed for exe_ghost, which the executor does not have']);
+    const wrongful = await breached(({ ledger }) => void ledger.prepare("UPDATE releases SET reason = 'claim_without_execution' WHERE token_id = ?").run(clean.notTransmitted.token));
+    expect(wrongful.rules).toEqual(['claim_has_execution']);
+    expect(wrongful.messages).toEqual([`released as claim_without_execution, but the executor has execution ${clean.notTransmitted.execution}`]);
+  });
 });
 
 describe('money', () => {

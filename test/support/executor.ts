@@ -9,6 +9,7 @@ import type { ExecutorConfig } from '../../src/config/executor-config-schema.js'
 import { generateCapability } from '../../src/credentials/capability.js';
 import { composeExecutor } from '../../src/executor/compose-executor.js';
 import type { ExecutionScheduler } from '../../src/executor/execution-scheduler.js';
+import type { OrphanClaimSweep } from '../../src/executor/orphan-claim-sweep.js';
 import type { Readiness } from '../../src/executor/readiness.js';
 import type { ExecutionStore } from '../../src/executor/store/execution-store.js';
 import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
@@ -23,6 +24,10 @@ export interface TestExecutor {
   readonly caller: string;
   /** The operator's reconciliation capability (the reconciliation routes and the list of executions). */
   readonly reconciliation: string;
+  /** The executor's own capability at the ledger (kind executor). */
+  readonly ledgerCredential: string;
+  /** The orphan-claim sweep (never started here: a test calls sweep()). */
+  readonly orphanClaims: OrphanClaimSweep;
   readonly store: ExecutionStore;
   readonly readiness: Readiness;
   readonly config: ExecutorConfig;
@@ -64,9 +69,10 @@ export async function startTestExecutor(
   sink.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
   const caller = generateCapability('caller');
   const reconciliation = generateCapability('reconciliation');
+  const ledgerCredential = await mintCredential(ledger, 'executor');
   const executor = await composeExecutor({
     config,
-    credentials: { caller, ledger: await mintCredential(ledger, 'executor'), reconciliation },
+    credentials: { caller, ledger: ledgerCredential, reconciliation },
     // Live mode needs a provider key to compose; nothing runs here, so it never leaves the process.
     liveKey: config.providers.mode === 'live' ? 'unused-test-live-key' : undefined,
     db,
@@ -84,6 +90,8 @@ export async function startTestExecutor(
     dir,
     caller,
     reconciliation,
+    ledgerCredential,
+    orphanClaims: executor.orphanClaims,
     store,
     readiness,
     config,

@@ -310,6 +310,27 @@ describe('providers', () => {
   });
 });
 
+describe('orphan claims', () => {
+  it('releases claims without an execution after 300 s unless set, and bounds the setting well above the admission\'s ledger timeout', () => {
+    const parsed = parseExecutorConfig(sandboxConfig());
+    if (!parsed.ok) throw new Error('the sandbox example must parse');
+    expect(parsed.value.orphan_claims).toEqual({ release_after_seconds: 300 });
+    const set = parseExecutorConfig(mutate(sandboxConfig(), (c) => (c.orphan_claims = { release_after_seconds: 15 })));
+    expect(set.ok && set.value.orphan_claims.release_after_seconds).toBe(15);
+    for (const [value, message] of [
+      [14, 'must be at least 15 (three times the admission\'s ledger timeout)'],
+      [86_401, 'must be at most 86400 (one day)'],
+      [30.5, 'must be a whole number of seconds'],
+      ['300', 'must be a whole number of seconds'],
+    ] as const) {
+      const config = mutate(sandboxConfig(), (c) => (c.orphan_claims = { release_after_seconds: value }));
+      expect(issueAt(issuesOf(config), 'orphan_claims.release_after_seconds').message).toBe(message);
+    }
+    const unknown = mutate(sandboxConfig(), (c) => (c.orphan_claims = { release_after_seconds: 60, sweep_seconds: 5 }));
+    expect(issueAt(issuesOf(unknown), 'orphan_claims.sweep_seconds').message).toBe('unknown field');
+  });
+});
+
 describe('paths', () => {
   it.each(['database_path', 'artifact_root', 'catalog_path'])('storage.%s must be absolute and normalised', (field) => {
     for (const [value, message] of [

@@ -27,6 +27,8 @@ export interface ExecutionRow {
   state_reason: string | null;
   /** 1: its submission carries the correlation seed; 0: its target takes none (frozen at admission). */
   send_seed: bigint;
+  /** The evidence it was parked with (canonical JSON; migration 9); null unless parked since. */
+  reconciliation_evidence: string | null;
   created_at: bigint;
   updated_at: bigint;
 }
@@ -143,6 +145,12 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     artifact: db.prepare('SELECT * FROM artifacts WHERE execution_id = ? AND artifact_id = ?'),
     setRunning: db.prepare("UPDATE executions SET state = 'running', phase = ?, updated_at = ? WHERE execution_id = ? AND state IN ('pending', 'scheduled', 'running')"),
     setFinal: db.prepare("UPDATE executions SET state = ?, phase = NULL, state_reason = ?, updated_at = ? WHERE execution_id = ? AND state NOT IN ('succeeded', 'failed')"),
+    // One statement: the state and its evidence commit together. The first evidence is kept.
+    park: db.prepare(
+      `UPDATE executions SET state = 'reconciliation', phase = NULL, state_reason = @reason, updated_at = @at,
+         reconciliation_evidence = COALESCE(reconciliation_evidence, @evidence)
+       WHERE execution_id = @execution_id AND state NOT IN ('succeeded', 'failed')`,
+    ),
     latestAttempt: db.prepare('SELECT * FROM provider_attempts WHERE execution_id = ? ORDER BY attempt_number DESC LIMIT 1'),
     insertAttempt: db.prepare(
       "INSERT INTO provider_attempts (attempt_id, execution_id, attempt_number, state, currency, created_at, updated_at) VALUES (?, ?, ?, 'submitting', ?, ?, ?)",
@@ -267,6 +275,14 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     /** → succeeded | failed | reconciliation, with a reason code. A terminal state never changes. */
     setFinal(executionId: string, state: 'succeeded' | 'failed' | 'reconciliation', reason: string | null): void {
       if (statements.setFinal.run(state, reason, now(), executionId).changes > 0) onChange(executionId);
+    },
+
+    /**
+     * → reconciliation with its reason and the evidence its ledger record is opened with, in one
+     * commit (the evidence is what a restart reopens the record with). A terminal state never changes.
+     */
+    park(executionId: string, reason: string, evidence: Record<string, unknown>): void {
+      if (statements.park.run({ reason, at: now(), evidence: canonicalJson(evidence), execution_id: executionId }).changes > 0) onChange(executionId);
     },
 
     latestAttempt: (executionId: string) => statements.latestAttempt.get(executionId) as ProviderAttemptRow | undefined,

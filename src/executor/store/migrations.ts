@@ -329,6 +329,17 @@ const frozenSeedDecision = `
   ALTER TABLE executions ADD COLUMN send_seed INTEGER NOT NULL DEFAULT 1 CHECK (send_seed IN (0, 1));
 `;
 
+/**
+ * The evidence an execution was parked with (the JSON its ledger reconciliation record is opened
+ * with), written in the same statement as the `reconciliation` state: a restart between the park
+ * and the ledger record reopens the record with it, including what only the moment of parking
+ * knew (a mismatched request id, the receipt id and code of a rejected receipt). Executions
+ * parked before this column have none; their record is reopened from the attempt as before.
+ */
+const parkEvidence = `
+  ALTER TABLE executions ADD COLUMN reconciliation_evidence TEXT;
+`;
+
 export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'legacy_v4_3_whole_cents', up: legacySchema },
   { version: 2, name: 'micro_units', up: microUnits },
@@ -338,4 +349,5 @@ export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 6, name: 'execution_list_indexes', up: executionListIndexes },
   { version: 7, name: 'installation_identity', up: installationIdentity },
   { version: 8, name: 'frozen_seed_decision', up: frozenSeedDecision },
+  { version: 9, name: 'park_evidence', up: parkEvidence },
 ];

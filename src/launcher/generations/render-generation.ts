@@ -83,6 +83,8 @@ function executorConfig(profile: Profile, paths: ProfilePaths, build: BuildInfo)
         ? { mode: 'live', ...profile.live }
         : { mode: 'sandbox', base_url: loopback(profile.ports.sandbox ?? 0) },
     execution_targets: profile.execution_targets,
+    // Rendered only when the profile sets it, so a profile without it renders as before.
+    ...(profile.orphan_claims === undefined ? {} : { orphan_claims: profile.orphan_claims }),
     // A development build can only run with the allowance on; a release build never renders it.
     development_allowance: build.build_kind === 'development',
   };

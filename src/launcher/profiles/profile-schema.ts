@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { embeddedEngineSchema, executionTargetSchema, externalEngineSchema, liveProvidersSchema, managedLocalEngineFields } from '../../config/executor-config-schema.js';
+import {
+  embeddedEngineSchema,
+  executionTargetSchema,
+  externalEngineSchema,
+  liveProvidersSchema,
+  managedLocalEngineFields,
+  orphanClaimsSchema,
+} from '../../config/executor-config-schema.js';
 import { identifier } from '../../config/schema-parts.js';
 import { authorizationTtlSeconds, spendPolicySchema } from '../../ledger/ledger-config.js';
 
@@ -68,6 +75,8 @@ export const profileSchema = z
     agent,
     sandbox: sandbox.optional(),
     live: live.optional(),
+    /** When the executor releases a claim it never turned into an execution; the executor's default when absent. */
+    orphan_claims: orphanClaimsSchema.optional(),
     execution_targets: z
       .array(executionTargetSchema, { error: 'must be a list of execution targets ([[execution_targets]] tables)' })
       .min(1, 'must list at least one execution target')

@@ -8,6 +8,7 @@ import { createJsonServer, parseInput } from '../../http/json-server.js';
 import { credentialGuard } from '../../http/require-credential.js';
 import type { RejectionSummaryTiming } from '../../http/rejection-summariser.js';
 import { AUTHORIZATION_STATUSES } from '../authorization-rules.js';
+import type { ExecutorClaims } from '../executor-claims.js';
 import type { LedgerAdmin } from '../ledger-admin.js';
 import { spendPolicySchema, type LedgerContractLevel } from '../ledger-config.js';
 import type { LedgerService, Receipt } from '../ledger-service.js';
@@ -16,6 +17,7 @@ import {
   agentBody,
   authorizationRequestBody,
   claimBody,
+  claimsQuery,
   credentialBody,
   credentialId,
   decisionBody,
@@ -30,6 +32,8 @@ import {
 export interface LedgerAppDependencies {
   readonly service: LedgerService;
   readonly admin: LedgerAdmin;
+  /** An executor's own claims (the orphan-claim sweep's listing). */
+  readonly claims: ExecutorClaims;
   readonly buildInfo: BuildInfo;
   readonly contractLevel: LedgerContractLevel;
   readonly logger: Logger;
@@ -161,9 +165,18 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   });
 
   app.post('/executor/authorizations/:token_id/claim', { onRequest: auth.requires('executor') }, (request) => {
+    const principal = auth.principal(request);
     const { token_id: tokenId } = parseInput(tokenParams, request.params);
     const body = parseInput(claimBody, request.body);
-    return service.claim(tokenId, body.execution_id, body.require);
+    return service.claim(tokenId, body.execution_id, body.require, principal.credential_id);
+  });
+
+  // The calling executor's own claims older than an age: it releases those it never turned into
+  // an execution (docs/ledger.md "Orphan claims"). Another credential's claims are never listed.
+  app.get('/executor/claims', { onRequest: auth.requires('executor') }, (request) => {
+    const principal = auth.principal(request);
+    const query = parseInput(claimsQuery, request.query);
+    return deps.claims.claimedBy(principal.credential_id, { olderThanMs: query.older_than_seconds * 1000, limit: query.limit, after: query.after ?? null });
   });
 
   app.post('/executor/authorizations/:token_id/settle', { onRequest: auth.requires('executor') }, (request) => {
@@ -173,9 +186,10 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   });
 
   app.post('/executor/authorizations/:token_id/release', { onRequest: auth.requires('executor') }, (request) => {
+    const principal = auth.principal(request);
     const { token_id: tokenId } = parseInput(tokenParams, request.params);
     const body = parseInput(releaseBody, request.body);
-    return service.release(tokenId, body.execution_id, body.reason);
+    return service.release(tokenId, body.execution_id, body.reason, principal.credential_id);
   });
 
   app.post('/executor/authorizations/:token_id/reconciliation', { onRequest: auth.requires('executor') }, async (request, reply) => {

@@ -142,4 +142,19 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE authorizations ADD COLUMN policy_approval_threshold_units INTEGER;
     `,
   },
+  {
+    version: 4,
+    name: 'claims keep the credential that claimed them',
+    // The executor credential that claimed an authorization, so an executor can find (and
+    // release) its own claims that never became an execution. Claims made before this column:
+    // with exactly one executor credential registered they can only be its own and are attributed
+    // to it; with several, nobody can tell, and they stay unattributed for a human (the ledger
+    // logs how many at start; docs/ledger.md). The index serves the executor's claim listing.
+    up: `
+      ALTER TABLE authorizations ADD COLUMN claimed_by TEXT;
+      UPDATE authorizations SET claimed_by = (SELECT credential_id FROM credentials WHERE kind = 'executor')
+        WHERE execution_id IS NOT NULL AND (SELECT COUNT(*) FROM credentials WHERE kind = 'executor') = 1;
+      CREATE INDEX authorizations_claims_by_credential ON authorizations (claimed_by, token_id) WHERE status = 'claimed';
+    `,
+  },
 ];

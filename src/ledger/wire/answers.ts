@@ -134,6 +134,14 @@ export const resolutionSchema = z.object({
 });
 export type LedgerResolution = z.output<typeof resolutionSchema>;
 
+/** One of an executor's own claims (`GET /executor/claims`): still `claimed`, by the calling credential. */
+export const claimSchema = z.object({
+  token_id: z.string(),
+  execution_id: z.string(),
+  claimed_at: timestamp,
+});
+export type LedgerClaim = z.output<typeof claimSchema>;
+
 /* Envelopes: each route answers one of these. */
 export const agentAnswerSchema = z.object({ agent: agentSchema });
 export const agentsAnswerSchema = z.object({ agents: z.array(agentSchema) });
@@ -143,3 +151,5 @@ export const authorizationAnswerSchema = z.object({ authorization: authorization
 export const authorizationsAnswerSchema = z.object({ authorizations: z.array(authorizationSchema) });
 /** `GET /executor/authorizations/{id}` and the claim (which resolves). */
 export const resolutionAnswerSchema = z.object({ authorization: resolutionSchema });
+/** `GET /executor/claims`: one page of the caller's claims; `next_after` continues it (null: the last page). */
+export const claimsAnswerSchema = z.object({ claims: z.array(claimSchema), next_after: z.string().nullable() });

@@ -79,9 +79,27 @@ export const settleBody = z.strictObject({
 
 export const releaseBody = z.strictObject({
   execution_id: executionId,
-  reason: z.enum(['not_transmitted', 'provider_failed_before_charge', 'cancelled', 'reconciled_no_charge'], {
-    error: 'must be a release reason: not_transmitted, provider_failed_before_charge, cancelled or reconciled_no_charge',
+  reason: z.enum(['not_transmitted', 'provider_failed_before_charge', 'cancelled', 'reconciled_no_charge', 'claim_without_execution'], {
+    error: 'must be a release reason: not_transmitted, provider_failed_before_charge, cancelled, reconciled_no_charge or claim_without_execution',
   }),
+});
+
+/** Longest age `GET /executor/claims` takes: 30 days (an authorization expires long before). */
+export const MAX_CLAIM_AGE_SECONDS = 30 * 86_400;
+
+/** A whole number written as decimal digits only (a query value: no sign, exponent, blank or fraction). */
+const digits = (what: string, min: number, max: number) =>
+  z
+    .string({ error: `must be ${what}` })
+    .regex(/^\d{1,10}$/, `must be ${what} written in decimal digits`)
+    .transform(Number)
+    .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+/** The query of `GET /executor/claims`: the caller's claims at least this old, one bounded page at a time. */
+export const claimsQuery = z.strictObject({
+  older_than_seconds: digits('a number of seconds', 0, MAX_CLAIM_AGE_SECONDS),
+  limit: digits('a page size', 1, 500).optional().transform((limit) => limit ?? 100),
+  after: z.uuid({ error: 'must be a token id (the next_after of the previous page)' }).optional(),
 });
 
 export const reconciliationBody = z.strictObject({

@@ -56,6 +56,18 @@ describe('render', () => {
     expect(manifestSchema.safeParse(generation.manifest).success).toBe(true);
   });
 
+  it('renders [orphan_claims] into the executor configuration when the profile sets it, and nothing when it does not', async () => {
+    const unset = JSON.parse((await render('sandbox')).files['executor.json']) as Record<string, unknown>;
+    expect(unset).not.toHaveProperty('orphan_claims');
+    const table = exampleTable('sandbox');
+    table.orphan_claims = { release_after_seconds: 120 };
+    const executor = parseExecutorConfig(JSON.parse((await render(table)).files['executor.json']));
+    if (!executor.ok) throw new Error(JSON.stringify(executor.issues));
+    expect(executor.value.orphan_claims).toEqual({ release_after_seconds: 120 });
+    table.orphan_claims = { release_after_seconds: 5 };
+    await expect(render(table)).rejects.toMatchObject({ issues: [{ path: 'orphan_claims.release_after_seconds' }] });
+  });
+
   it('renders a managed Temporal with its data in state/temporal, its log in logs/ and its ports from [ports], recorded in the manifest', async () => {
     const generation = await render('managed-temporal', { name: 'temporal' });
     const executor = parseExecutorConfig(JSON.parse(generation.files['executor.json']));

@@ -3,7 +3,8 @@ import type { Fail } from './report.ts';
 
 /*
  * The ledger's authorizations: settle XOR release, once; the status says which; closed by the
- * execution that claimed it; and every claim names an execution the executor has.
+ * execution that claimed it; and every claim names an execution the executor has, or was released
+ * as claim_without_execution because it never had one.
  */
 
 export function checkAuthorizations(facts: Facts, fail: Fail): void {
@@ -31,11 +32,19 @@ export function checkAuthorizations(facts: Facts, fail: Fail): void {
   }
 
   // A claim at the ledger names an execution the executor has: otherwise the hold is stuck, with
-  // nothing to run it, settle it or release it (a lost money record).
+  // nothing to run it, settle it or release it (a lost money record) — unless the executor released
+  // it as `claim_without_execution`, which is right exactly when it never had that execution (an
+  // admission that died between the claim and the pending row). A claim still `claimed` with no
+  // execution at rest is a hold the executor's sweep should have given back.
   const executionIds = new Set(executions.map((execution) => execution.execution_id));
   for (const authorization of authorizations) {
-    if (authorization.execution_id !== null && !executionIds.has(authorization.execution_id)) {
-      fail('claim_has_execution', authorization.token_id, `claimed for ${authorization.execution_id}, which the executor does not have`);
+    const executionId = authorization.execution_id;
+    if (executionId === null) continue;
+    const orphanRelease = (releasesOfToken.get(authorization.token_id) ?? []).some((row) => row.reason === 'claim_without_execution');
+    if (orphanRelease && executionIds.has(executionId)) {
+      fail('claim_has_execution', authorization.token_id, `released as claim_without_execution, but the executor has execution ${executionId}`);
+    } else if (!executionIds.has(executionId) && !(orphanRelease && authorization.status === 'released')) {
+      fail('claim_has_execution', authorization.token_id, `claimed for ${executionId}, which the executor does not have`);
     }
   }
 }
