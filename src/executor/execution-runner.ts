@@ -116,14 +116,15 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
   async function openLedgerRecord(execution: ExecutionRow, reason: string, evidence: Record<string, unknown>): Promise<ActivityOutcome> {
     try {
       await ledger.openReconciliation(execution.spend_auth_token_id, execution.execution_id, reason, evidence);
-      return done;
     } catch (error) {
       if (error instanceof LedgerUnavailable) return later(5_000);
       // The ledger refused the record (e.g. the authorization is already final): the local
       // record and its evidence remain for the operator.
       log({ event: 'execution_reconciliation_not_recorded_at_ledger', execution_id: execution.execution_id, status: error instanceof LedgerRefused ? error.status : 'error' });
-      return done;
     }
+    // Answered either way: no run is needed for this execution any more.
+    store.markLedgerRecordAnswered(execution.execution_id);
+    return done;
   }
 
   /** Another request id a provider answer named: kept in the evidence, as every id received is. */
@@ -318,7 +319,9 @@ export function createExecutionRunner(options: ExecutionRunnerOptions) {
     if (execution === undefined) throw new ExecutionNotOwned();
     if (execution.state === 'succeeded' || execution.state === 'failed') return done;
     if (execution.state === 'reconciliation') {
-      // Parked before the ledger record was opened (a restart): the evidence kept with the park.
+      if (execution.ledger_record_at !== null) return done;
+      // Parked before the ledger record was opened (a restart, or a run an operator closed): the
+      // evidence kept with the park.
       return openLedgerRecord(execution, execution.state_reason ?? 'billing_ambiguous', parkedEvidence(execution) ?? evidenceOf(store.latestAttempt(executionId)));
     }
     const snapshot = frozenSnapshot(execution);

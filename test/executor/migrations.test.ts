@@ -65,10 +65,10 @@ const LARGEST = 922_337_203_685_477n;
 describe('executor migrations', () => {
   it('a new database gets every migration once; reopening changes nothing', () => {
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);
-    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     db.close();
     const again = openDatabase(path, EXECUTOR_MIGRATIONS);
-    expect(appliedVersions(again)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(appliedVersions(again)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     again.close();
   });
 
@@ -86,7 +86,7 @@ describe('executor migrations', () => {
     await fixtureAt(1);
     expect(headerJournal(path)).toBe('rollback');
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);
-    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(headerJournal(path)).toBe('wal');
     expect(db.prepare('SELECT execution_id, authorization_held_cents, authorization_held_units, units_scale FROM executions ORDER BY 1').all()).toEqual([
       { execution_id: 'exe_v43_failed', authorization_held_cents: 90n, authorization_held_units: 900_000n, units_scale: 6n },
@@ -99,6 +99,10 @@ describe('executor migrations', () => {
     ]);
     // Every execution admitted before the seed setting was submitted (or is to be) with the seed.
     expect(db.prepare('SELECT DISTINCT send_seed FROM executions').all()).toEqual([{ send_seed: 1n }]);
+    // An execution parked before migration 10 kept its run until the ledger answered its record:
+    // it counts as answered, so the closed-run rescheduler never starts a run for it.
+    expect(db.prepare('SELECT execution_id FROM executions WHERE ledger_record_at IS NOT NULL').all()).toEqual([{ execution_id: 'exe_v43_reconciliation' }]);
+    expect(db.prepare("SELECT COUNT(*) AS n FROM executions WHERE state = 'reconciliation' AND ledger_record_at IS NULL").get()).toEqual({ n: 0n });
     const projection = (estimate: string) => `{"estimated_price_cents":"${estimate}","model":"fal-ai/flux/schnell","provider":"fal"}`;
     const legacyReceipt = (id: string, settlement: string | null, cents: bigint, estimate: string) => ({
       receipt_id: id,
@@ -249,7 +253,7 @@ describe('executor migrations', () => {
   it('migrates a v0.2.4 (micro-unit) database to precise receipts', async () => {
     await fixtureAt(2);
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);
-    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(db.prepare("SELECT exact_amount, scale, amount_units, receipt_shape FROM receipts WHERE receipt_id = 'rcpt_v43_two_images'").get()).toEqual({
       exact_amount: 6n,
       scale: 2n,

@@ -159,6 +159,30 @@ describe.skipIf(cli === null)('executors sharing a Temporal server', () => {
     expect(await countRescheduledRuns(join(first.dir(), 'executor', 'executor.db'))).toMatchObject({ total: 1, last_24h: 1 });
   }, 180_000);
 
+  it('a run an operator terminates after the park but before the ledger record (the ledger away) is started again: the record is opened with the evidence, nothing submitted again', async () => {
+    const a = await first.stack({ ...onServer(), sandboxArgs: ['--complete-after-ms', '2500'] });
+    await a.sandbox.setFaults([{ kind: 'complete_with_error', times: 1 }]);
+    const tokenId = await a.approvedToken();
+    const executionId = await a.submit(tokenId, 1);
+    await a.waitFor(executionId, 'checkpointed', (execution) => execution.provider_attempts[0]?.checkpointed === true);
+    // The ledger goes away: the run parks the execution, then waits to open the ledger record.
+    await a.ledger.stop('SIGKILL');
+    await a.waitFor(executionId, 'parked', (execution) => execution.state === 'reconciliation', 60_000);
+    const handle = client.workflow.getHandle(`lexec-execution-${executionId}`);
+    await until('the run waits on the ledger', async () => ((await handle.describe()).status.name === 'RUNNING' ? true : undefined));
+    await handle.terminate('operator in the Temporal UI');
+    await a.upgradeLedger();
+
+    const records = async () =>
+      (await call<{ records: { execution_id: string; reason: string; evidence: { correlation?: unknown } }[] }>(a.ledger.url, 'GET', '/reconciliation-records', { token: a.reconciliation })).body.records;
+    const record = await until('the ledger record is opened', async () => (await records()).find((entry) => entry.execution_id === executionId), 60_000);
+    expect(record.reason).toBe('billing_ambiguous');
+    expect(record.evidence.correlation).toBeDefined();
+    expect(rescheduled(a)).toEqual([expect.objectContaining({ execution_id: executionId, reason: 'run_closed', closed_status: 'TERMINATED' })]);
+    expect(await a.sandbox.submissions()).toHaveLength(1);
+    expect((await a.execution(executionId)).state).toBe('reconciliation');
+  }, 180_000);
+
   it('a run terminated before its submission (its executor died at the submit phase) is started again at restart and submits once', async () => {
     const arm = join(first.dir(), 'crash-point');
     await writeFile(arm, 'run.before_attempt\n');

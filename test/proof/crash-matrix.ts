@@ -248,7 +248,10 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
         fired: () => existsSync(`${armFile}.fired`),
       });
 
-      // The point was reached, by the process expected, and the supervisor brought it back.
+      // The point was reached, by the process expected, and the supervisor brought it back. A
+      // point after the park (the ledger's record, opened by the parked run) may be reached only
+      // after `lexec run` was told of the park, so it is waited for rather than looked at once.
+      await eventually('the point was reached', () => Promise.resolve(existsSync(`${armFile}.fired`) ? true : undefined), 60_000);
       expect(existsSync(armFile), 'the point was never reached').toBe(false);
       expect((await readFile(`${armFile}.fired`, 'utf8')).trim()).toBe(point);
       crashes += 1;

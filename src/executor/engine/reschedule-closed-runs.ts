@@ -1,4 +1,4 @@
-import type { ExecutionStore } from '../store/execution-store.js';
+import type { ExecutionRow, ExecutionStore } from '../store/execution-store.js';
 import type { RescheduleRecord } from '../store/installation-store.js';
 import type { RunInspection, WorkflowRuns } from './workflow-engine.js';
 
@@ -9,9 +9,11 @@ import type { RunInspection, WorkflowRuns } from './workflow-engine.js';
  * although their run is closed (an operator terminated it, another installation's worker failed
  * it with `execution_not_owned`, it timed out), gone (the engine's retention removed it) or open
  * on a task queue this executor no longer polls (the queue was changed), and starts a new run at
- * the same workflow id. The new run decides from the database like any other: a checkpointed
- * attempt is polled, an attempt without checkpoint goes to reconciliation, and nothing is ever
- * submitted twice (execution-runner.ts, submit phase).
+ * the same workflow id. An execution parked for reconciliation whose ledger record was not
+ * answered yet still needs its run too (that run opens the record). The new run decides from the
+ * database like any other: a checkpointed attempt is polled, an attempt without checkpoint goes to
+ * reconciliation, a parked one opens its ledger record with the evidence kept with the park, and
+ * nothing is ever submitted twice (execution-runner.ts).
  */
 
 /** Time between the end of one sweep and the start of the next: a closed run is found within 60 s (one interval plus a sweep). */
@@ -47,8 +49,16 @@ function previousStatus(found: Exclude<RunInspection, { kind: 'open' }>): string
 
 const STILL_RUNNING = new Set(['scheduled', 'running']);
 
+/**
+ * Whether an execution still needs a run: under way, or parked before the ledger answered its
+ * reconciliation record (the run that parked it opens that record; closed, nobody would).
+ */
+function needsRun(execution: Pick<ExecutionRow, 'state' | 'ledger_record_at'>): boolean {
+  return STILL_RUNNING.has(execution.state) || (execution.state === 'reconciliation' && execution.ledger_record_at === null);
+}
+
 export function rescheduleClosedRuns(options: {
-  readonly store: Pick<ExecutionStore, 'nonTerminal' | 'execution'>;
+  readonly store: Pick<ExecutionStore, 'nonTerminal' | 'awaitingLedgerRecord' | 'execution'>;
   readonly runs: WorkflowRuns;
   readonly record: (record: RescheduleRecord) => void;
   readonly logger: SweepLogger;
@@ -66,7 +76,7 @@ export function rescheduleClosedRuns(options: {
     // Read again after the engine answered: a run closes only after its execution's final state
     // was committed, so an execution that is still under way now really has no run working on it.
     const execution = store.execution(executionId);
-    if (execution === undefined || !STILL_RUNNING.has(execution.state)) return false;
+    if (execution === undefined || !needsRun(execution)) return false;
     await runs.startAgain(executionId, workflowId, found.kind === 'elsewhere');
     const status = previousStatus(found);
     const from = found.kind === 'missing' ? null : found.taskQueue;
@@ -84,7 +94,7 @@ export function rescheduleClosedRuns(options: {
   }
 
   async function sweepOnce(): Promise<SweepResult> {
-    const live = store.nonTerminal().filter((execution) => STILL_RUNNING.has(execution.state));
+    const live = [...store.nonTerminal().filter((execution) => STILL_RUNNING.has(execution.state)), ...store.awaitingLedgerRecord()];
     let next = 0;
     let rescheduled = 0;
     let failed = 0;

@@ -29,6 +29,8 @@ export interface ExecutionRow {
   send_seed: bigint;
   /** The evidence it was parked with (canonical JSON; migration 9); null unless parked since. */
   reconciliation_evidence: string | null;
+  /** When the ledger answered its reconciliation record (migration 10); null while it has not. */
+  ledger_record_at: bigint | null;
   created_at: bigint;
   updated_at: bigint;
 }
@@ -179,6 +181,8 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       'INSERT INTO reconciliation_resolutions (execution_id, resolution, images_billed, amount_units, note, resolved_at) VALUES (?, ?, ?, ?, ?, ?)',
     ),
     nonTerminal: db.prepare("SELECT execution_id, workflow_id, state FROM executions WHERE state IN ('pending', 'scheduled', 'running') ORDER BY created_at"),
+    awaitingLedgerRecord: db.prepare("SELECT execution_id, workflow_id, state FROM executions WHERE state = 'reconciliation' AND ledger_record_at IS NULL ORDER BY created_at"),
+    ledgerRecordAnswered: db.prepare("UPDATE executions SET ledger_record_at = ? WHERE execution_id = ? AND ledger_record_at IS NULL"),
     // The list (GET /v1/executions): newest first, keyset-paged on (created_at, execution_id) so a
     // page never repeats or skips a row while new executions arrive. One statement per shape, so
     // each reads its index in order (executions_newest, executions_by_state_newest) with no sort;
@@ -384,6 +388,12 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     },
 
     nonTerminal: () => statements.nonTerminal.all() as { execution_id: string; workflow_id: string; state: ExecutionState }[],
+    /** Parked executions whose reconciliation record the ledger has not answered yet: they still need a run. */
+    awaitingLedgerRecord: () => statements.awaitingLedgerRecord.all() as { execution_id: string; workflow_id: string; state: ExecutionState }[],
+    /** The ledger answered the parked execution's reconciliation record (opened it, or refused it as final). */
+    markLedgerRecordAnswered(executionId: string): void {
+      statements.ledgerRecordAnswered.run(now(), executionId);
+    },
 
     insertArtifact(row: Omit<ArtifactRow, 'created_at'>): void {
       statements.insertArtifact.run({ ...row, created_at: now() });

@@ -340,6 +340,16 @@ const parkEvidence = `
   ALTER TABLE executions ADD COLUMN reconciliation_evidence TEXT;
 `;
 
+// When the ledger answered the reconciliation record of a parked execution (opened, or refused as
+// final). Until then the execution still needs a run, which the closed-run rescheduler provides
+// when an operator closed it (docs/executions.md "Rescheduling closed runs"). Executions parked
+// before this migration kept their run until the ledger answered: they count as answered.
+const ledgerRecordAnswered = `
+  ALTER TABLE executions ADD COLUMN ledger_record_at INTEGER;
+  UPDATE executions SET ledger_record_at = updated_at WHERE state = 'reconciliation';
+  CREATE INDEX executions_awaiting_ledger_record ON executions (state) WHERE state = 'reconciliation' AND ledger_record_at IS NULL;
+`;
+
 export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'legacy_v4_3_whole_cents', up: legacySchema },
   { version: 2, name: 'micro_units', up: microUnits },
@@ -350,4 +360,5 @@ export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 7, name: 'installation_identity', up: installationIdentity },
   { version: 8, name: 'frozen_seed_decision', up: frozenSeedDecision },
   { version: 9, name: 'park_evidence', up: parkEvidence },
+  { version: 10, name: 'ledger_record_answered', up: ledgerRecordAnswered },
 ];
