@@ -11,6 +11,7 @@ import { terminateProcess } from '../../src/launcher/supervisor/process-identity
 import { BIN, makeTempDir, removeDir, runLexec } from './cli.js';
 import { sandboxConfig, type JsonObject } from './config-fixtures.js';
 import { executionRequest } from './executor.js';
+import { freePorts } from './free-ports.js';
 import { collectJsonLines } from './json-lines.js';
 import { call, mintCredential } from './ledger.js';
 import { ledgerConfig, spawnLedger, type LedgerProcess } from './ledger-process.js';
@@ -135,7 +136,10 @@ export interface StackOptions {
 }
 
 async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options: StackOptions = {}): Promise<Stack> {
-  const ledger = await spawnLedger(join(dir), ledgerConfig(join(dir, 'ledger'), { contract_level: options.contractLevel ?? 'v4.5' }));
+  // A port of this worker's own, not 0: upgradeLedger() starts a ledger again on the same port,
+  // and a port the kernel gave out could be given to another process in between (free-ports.ts).
+  const [ledgerPort = 0] = await freePorts(1);
+  const ledger = await spawnLedger(join(dir), ledgerConfig(join(dir, 'ledger'), { contract_level: options.contractLevel ?? 'v4.5', http: { host: '127.0.0.1', port: ledgerPort } }));
   cleanups.push(() => ledger.stop('SIGKILL'));
   const sandbox = await spawnSandbox({ args: options.sandboxArgs ?? ['--complete-after-ms', '200'] });
   cleanups.push(() => sandbox.stop('SIGKILL'));
