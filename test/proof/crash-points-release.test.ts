@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CRASH_FILE_ENV } from '../../src/crash-points.js';
-import { PACKAGE_ROOT } from '../support/cli.js';
+import { makeTempDir, PACKAGE_ROOT, removeDir } from '../support/cli.js';
 import { durableHarness } from '../support/durable-stack.js';
 
 /*
@@ -26,9 +26,21 @@ async function releaseCopy(dir: string): Promise<string> {
   return join(root, 'bin', 'run.js');
 }
 
+// The copy of the whole build is made once, before the test and outside its timeout.
+let copyDir: string;
+let bin: string;
+
+beforeAll(async () => {
+  copyDir = await makeTempDir('lexec-crash-release-copy-');
+  bin = await releaseCopy(copyDir);
+}, 300_000);
+
+afterAll(async () => {
+  await removeDir(copyDir);
+});
+
 describe('crash points in a release build', () => {
   it('an armed point is passed: nothing dies, the arm file is never touched, the execution succeeds', async () => {
-    const bin = await releaseCopy(harness.dir());
     const released = execFileSync(process.execPath, [bin, 'version', '--json'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
     expect(JSON.parse(released)).toMatchObject({ result: { build_kind: 'release' } });
 

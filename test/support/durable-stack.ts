@@ -371,7 +371,8 @@ export function durableEngines(): [string, () => EngineChoice][] {
   let temporal: DevServer | undefined;
   beforeAll(async () => {
     if (cli !== null) temporal = await startDevServer(cli);
-  }, 60_000);
+    // Seconds idle; sized for a loaded 2-core machine (startDevServer's own bound is 90 s a try).
+  }, 300_000);
   afterAll(async () => {
     await temporal?.stop();
   });
