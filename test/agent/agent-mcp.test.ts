@@ -332,5 +332,5 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
     );
     expect(refused).toMatch(/The stack of profile "sandbox" is not running/);
     seen.push(refused);
-  }, 90_000);
+  }, 180_000);
 });

@@ -142,7 +142,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     expect(execution.provider_attempts).toMatchObject([{ state: 'deadline_expired' }]);
     expect(await s.sandbox.submissions()).toHaveLength(1);
     expect((await s.authorization(tokenId)).status).toBe('claimed');
-  }, 60_000);
+  }, 120_000);
 
   it('billing ambiguous: evidence kept, reconciliation, nothing repeated after a restart', async () => {
     const s = await stackOn();
@@ -161,7 +161,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     expect(JSON.stringify(records[0]?.evidence)).not.toMatch(/https?:\/\//);
     expect(await s.sandbox.submissions()).toHaveLength(1);
     expect((await s.authorization(tokenId)).status).toBe('claimed');
-  }, 60_000);
+  }, 120_000);
 
   it('an older ledger rejects the precise receipt: receipt kept, reconciliation, no provider retry, precision intact', async () => {
     const s = await stackOn({ contractLevel: 'v4.4' });

@@ -127,7 +127,7 @@ describe.skipIf(cli === null)('the workflow on a real Temporal server', () => {
     for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(run.runId);
     expect(runs).toEqual([firstRun]);
     expect(await s.sandbox.submissions()).toHaveLength(1);
-  }, 60_000);
+  }, 120_000);
 
   it('a workflow start that fails after the pending execution was created: 503 not_ready, then the identical retry schedules it, once', async () => {
     const s = await stackBehindProxy();
@@ -211,7 +211,7 @@ describe.skipIf(cli === null)('readiness on the real engine (spec §3), faults f
     await readyAgain(s);
     const later = await s.submit(await s.approvedToken(), 1);
     await s.waitFor(later, 'success', (e) => e.state === 'succeeded');
-  }, 90_000);
+  }, 180_000);
 
   it('a Cancelled answer gets one immediate confirmation; cancellation alone keeps readiness only until the 30 s grace boundary', async () => {
     const s = await stackBehindProxy();
@@ -241,7 +241,7 @@ describe.skipIf(cli === null)('readiness on the real engine (spec §3), faults f
     // Cancellation never restores readiness; an answered RPC does.
     proxy.clearFaults();
     await readyAgain(s);
-  }, 90_000);
+  }, 180_000);
 });
 
 describe.skipIf(cli === null)('an external engine: never started or stopped by the executor', () => {

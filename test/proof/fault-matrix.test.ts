@@ -168,7 +168,7 @@ describe.each(engines)('faults at the ledger on the %s engine', (_name, engine) 
     relay?.down(40_000);
     await expectDisposition(s, tokenId, executionId, { state: 'succeeded', authorization: 'settled', submissions: 1 }, 90_000);
     expect(relay?.refusedCount()).toBeGreaterThan(0);
-  }, 120_000);
+  }, 240_000);
 
   it('an older ledger refuses the precise receipt: receipt kept, reconciliation, no provider retry', async () => {
     const s = await faultStack(engine(), { contractLevel: 'v4.4' });
