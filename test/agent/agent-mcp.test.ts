@@ -313,6 +313,9 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
 
   it('a stack stopped mid-call ends the call with what stays and how to resume; a new session without a stack fails at start', async () => {
     const progress: Progress[] = [];
+    // The job never completes at the provider, so the call is still under way when the stack
+    // stops, however long `stack stop` takes to start on a loaded machine.
+    await stack.sandbox.setFaults([{ kind: 'never_complete', times: 1 }]);
     const pending = call('generate_images', { prompt: prompt('a slow sunset, agent test stop'), wait_seconds: 120 }, progress);
     const deadline = Date.now() + 30_000;
     while (!progress.some((entry) => /: running/.test(entry.message ?? '')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));

@@ -90,7 +90,8 @@ function spawnExecutor(configPath: string): ExecutorProcess {
   return { url, lines, exit, stop };
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+/** Polls `probe`; the deadline is a ceiling for a loaded 2-core machine (an executor start can take tens of seconds there). */
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
