@@ -113,7 +113,7 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
       for (const secret of secrets) expect(body).not.toContain(secret);
     }
     for (const run of runs) for (const secret of secrets) expect(run.stdout + run.stderr).not.toContain(secret);
-  }, 60_000);
+  }, 120_000);
 
   it('logs in with the printed link: the token leaves the address bar, the session stays in the tab (no cookie), links work', async () => {
     await page.goto(consoleProcess.loginUrl);
@@ -144,7 +144,7 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await second.goto(`${consoleProcess.origin}/executions`);
     await expect.poll(() => second.locator('#signed-out').textContent()).toContain('This tab is not signed in');
     await other.close();
-  }, 60_000);
+  }, 120_000);
 
   it('shows a new execution without a reload, then its detail with the timeline and the image', async () => {
     await page.goto(`${consoleProcess.origin}/executions`);
@@ -237,7 +237,7 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await page.goto(`${consoleProcess.origin}/`);
     await page.getByText('0.012000 USD').first().waitFor();
     await screenshot('overview');
-  }, 60_000);
+  }, 120_000);
 
   it('shows markup in a prompt, a purpose and a reconciliation note as text: no element is created, nothing runs', async () => {
     const dialogs: string[] = [];
@@ -301,7 +301,7 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     } finally {
       await new Promise((resolve) => evil.close(resolve));
     }
-  }, 60_000);
+  }, 120_000);
 
   it('signs out: the tab says so, and the secret it held is refused by the console', async () => {
     await page.goto(`${consoleProcess.origin}/agents`);
@@ -312,5 +312,5 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     expect(await page.evaluate(() => sessionStorage.getItem('lexec-console-session'))).toBeNull();
     const replay = await page.request.get(`${consoleProcess.origin}/api/agents`, { headers: { 'x-lexec-session': secret } });
     expect(replay.status()).toBe(401);
-  }, 60_000);
+  }, 120_000);
 });

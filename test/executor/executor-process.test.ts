@@ -170,11 +170,11 @@ describe('executor serve', () => {
     const [port = 0] = await freePorts(1);
     const { ledgerProcess, executor, caller } = await readyStack(port);
     await ledgerProcess.stop();
-    await until('withdrawn', async () => ((await readyz(executor.url())) === 503 ? true : undefined), 20_000);
+    await until('withdrawn', async () => ((await readyz(executor.url())) === 503 ? true : undefined));
     expect((await fetch(`${executor.url()}/livez`)).status).toBe(200);
     expect((await call(executor.url(), 'GET', '/v1/provider-catalog', { token: caller })).status).toBe(200);
     await startLedger(port);
-    await until('restored', async () => ((await readyz(executor.url())) === 200 ? true : undefined), 20_000);
+    await until('restored', async () => ((await readyz(executor.url())) === 200 ? true : undefined));
     const probes = executor.lines.flatMap((line) => {
       try {
         const event = JSON.parse(line) as Record<string, unknown>;
@@ -184,7 +184,7 @@ describe('executor serve', () => {
       }
     });
     expect(probes.some((event) => event.outcome !== 'ok')).toBe(true);
-  }, 60_000);
+  }, 120_000);
 
   it.each([
     ['a ledger version other than the pinned one', (config: JsonObject) => ((config.ledger as JsonObject).product_version = 'v9.9.9'), 'ledger_version_mismatch'],

@@ -69,14 +69,14 @@ describe('replay of recorded histories', () => {
     const results = await replay({ workflowBundle: { codePath: SHIPPED_BUNDLE } }, histories);
     expect([...results.keys()].sort()).toEqual(histories.map((history) => history.name));
     for (const [name, result] of results) expect(result.error, name).toBeUndefined();
-  }, 60_000);
+  }, 120_000);
 
   it('the histories from before the local-activity change do not replay on the workflow without that guard', async () => {
     const histories = await recorded((name) => name.endsWith('-v1.json'));
     const results = await replay({ workflowBundle: unguarded.localPhases }, histories);
     expect(results.size).toBe(histories.length);
     for (const [name, result] of results) expect(result.error?.name, name).toBe('DeterminismViolationError');
-  }, 60_000);
+  }, 120_000);
 
   it('the pre-patch histories do not replay on the same workflow without its patched() guard: the guard is what keeps them working', async () => {
     const histories = await recorded((name) => name.endsWith('-v0.json'));
@@ -85,5 +85,5 @@ describe('replay of recorded histories', () => {
     for (const [name, result] of results) {
       expect(result.error?.name, name).toBe('DeterminismViolationError');
     }
-  }, 60_000);
+  }, 120_000);
 });

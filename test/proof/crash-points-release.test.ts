@@ -55,5 +55,5 @@ describe('crash points in a release build', () => {
     expect(existsSync(`${armFile}.fired`)).toBe(false);
     expect(s.executor.events().some((event) => event.event === 'crash_points_enabled' || event.event === 'crash_point_fired')).toBe(false);
     expect((await s.authorization(tokenId)).status).toBe('settled');
-  }, 90_000);
+  }, 120_000);
 });

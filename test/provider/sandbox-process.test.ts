@@ -311,7 +311,7 @@ describe('sandbox provider process: jobs that survive a restart (--jobs-file)', 
     const third = await spawnSandbox({ args: ['--port', String(first.port)] });
     running.push(third);
     expect((await falCall(kept.body.status_url)).status).toBe(404);
-  }, 60_000);
+  }, 120_000);
 
   it('a torn last line (a crash mid-write) is ignored; any other unreadable line refuses the start', async () => {
     const jobsFile = join(dir, 'jobs.jsonl');
@@ -324,5 +324,5 @@ describe('sandbox provider process: jobs that survive a restart (--jobs-file)', 
     const refused = await runLexec(['provider', 'sandbox', 'serve', '--port', '0', '--jobs-file', jobsFile, '--json']);
     expect(refused.exitCode).toBe(1);
     expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, error: { code: 'jobs_file_invalid' } });
-  }, 60_000);
+  }, 120_000);
 });

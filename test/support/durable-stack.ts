@@ -100,8 +100,11 @@ class ExecutorExited extends Error {
 /** Bound of an executor start until ready (or listening). */
 const EXECUTOR_READY_TIMEOUT_MS = 120_000;
 
-/** Polls `probe` until it returns a value; a probe error counts as "not yet" unless `fatal` says otherwise. */
-export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000, fatal: (error: unknown) => boolean = () => false): Promise<T> {
+/**
+ * Polls `probe` until it returns a value; a probe error counts as "not yet" unless `fatal` says
+ * otherwise. The default deadline is a ceiling for a loaded 2-core machine, not an estimate.
+ */
+export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, fatal: (error: unknown) => boolean = () => false): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch((error: unknown) => {
