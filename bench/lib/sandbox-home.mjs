@@ -1,24 +1,20 @@
 // Set-up shared by the benchmarks that run a real stack through the launcher: loopback ports free
-// right now, and a fresh LEXEC_HOME holding the shipped sandbox profile on those ports.
+// right now (reserved for this process), and a fresh LEXEC_HOME holding the shipped sandbox profile on those ports.
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { reservePorts } from '../../test/support/port-block.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** `count` loopback ports free a moment ago (held together while picked, so they differ). */
-export async function freePorts(count) {
-  const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise((resolve, reject) => {
-      const server = createServer();
-      server.once('error', reject);
-      server.listen({ port: 0, host: '127.0.0.1' }, () => resolve(server));
-    })),
-  );
-  const ports = servers.map((server) => server.address().port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
+/**
+ * `count` loopback ports free right now, from this process's own block outside the kernel's
+ * ephemeral range (test/support/port-block.mjs; docs/testing.md "Ports"): the launcher's
+ * profiles and the Temporal CLI take fixed ports, and a port picked by binding 0 and closing it
+ * could be taken by another process before the child binds it.
+ */
+export function freePorts(count) {
+  return reservePorts(count);
 }
 
 /**

@@ -11,10 +11,29 @@ import { makeTempDir, PACKAGE_ROOT, removeDir } from '../support/cli.js';
  * a release build needs a clean tree and ships no source maps.
  */
 
-let copy: string;
+/**
+ * Five builds of the copy, in order, each with what it left. A build compiles the whole source
+ * (a minute on a loaded 2-core machine), so they run once, in beforeAll with a bound sized for
+ * that, never inside a test's 30 s; the tests read what they left.
+ */
+const BUILDS_TIMEOUT_MS = 900_000;
 
-async function build(...args: string[]) {
-  return execa(process.execPath, [join(copy, 'scripts', 'build.mjs'), ...args], { cwd: copy, reject: false });
+interface Build {
+  readonly exitCode: number;
+  readonly stderr: string;
+  /** `lexec version --json` of what it built; null when it failed. */
+  readonly version: Record<string, string> | null;
+  readonly sourceMaps: readonly string[];
+}
+
+let copy: string;
+let head: string;
+const builds = {} as Record<'unstamped' | 'releaseWithoutCommit' | 'stamped' | 'release' | 'releaseModified', Build>;
+
+async function build(...args: string[]): Promise<Build> {
+  const run = await execa(process.execPath, [join(copy, 'scripts', 'build.mjs'), ...args], { cwd: copy, reject: false });
+  const exitCode = run.exitCode ?? -1;
+  return { exitCode, stderr: run.stderr, version: exitCode === 0 ? await version() : null, sourceMaps: exitCode === 0 ? await sourceMaps() : [] };
 }
 
 async function version(): Promise<Record<string, string>> {
@@ -39,48 +58,48 @@ beforeAll(async () => {
     await cp(join(PACKAGE_ROOT, entry), join(copy, entry), { recursive: true });
   }
   await symlink(join(PACKAGE_ROOT, 'node_modules'), join(copy, 'node_modules'));
-});
+  builds.unstamped = await build();
+  builds.releaseWithoutCommit = await build('--release');
+  git('init', '-q');
+  git('add', '-A');
+  git('commit', '-qm', 'fixture');
+  head = git('rev-parse', 'HEAD');
+  builds.stamped = await build();
+  builds.release = await build('--release');
+  await writeFile(join(copy, 'src', 'uncommitted.ts'), 'export const x = 1;\n');
+  builds.releaseModified = await build('--release');
+}, BUILDS_TIMEOUT_MS);
 
 afterAll(async () => {
   await removeDir(copy);
 });
 
 describe('build stamp', () => {
-  it('outside a git checkout the build is unstamped: commit unknown, kind development', async () => {
-    const result = await build();
-    expect(result.exitCode).toBe(0);
-    expect(await version()).toMatchObject({ commit: 'unknown', build_kind: 'development' });
+  it('outside a git checkout the build is unstamped: commit unknown, kind development', () => {
+    expect(builds.unstamped.exitCode, builds.unstamped.stderr).toBe(0);
+    expect(builds.unstamped.version).toMatchObject({ commit: 'unknown', build_kind: 'development' });
   });
 
-  it('a release build refuses to run without a known commit', async () => {
-    const result = await build('--release');
-    expect(result.exitCode).toBe(1);
-    expect(result.stderr).toContain('a release build needs a git checkout');
+  it('a release build refuses to run without a known commit', () => {
+    expect(builds.releaseWithoutCommit.exitCode).toBe(1);
+    expect(builds.releaseWithoutCommit.stderr).toContain('a release build needs a git checkout');
   });
 
-  it('a build from a git checkout stamps the full commit as a development build', async () => {
-    git('init', '-q');
-    git('add', '-A');
-    git('commit', '-qm', 'fixture');
-    const head = git('rev-parse', 'HEAD');
-    expect((await build()).exitCode).toBe(0);
-    expect(await version()).toMatchObject({ commit: head, build_kind: 'development' });
-    expect(await sourceMaps()).not.toEqual([]);
+  it('a build from a git checkout stamps the full commit as a development build', () => {
+    expect(builds.stamped.exitCode, builds.stamped.stderr).toBe(0);
+    expect(builds.stamped.version).toMatchObject({ commit: head, build_kind: 'development' });
+    expect(builds.stamped.sourceMaps).not.toEqual([]);
   });
 
-  it('a release build from a clean tree says release', async () => {
-    const head = git('rev-parse', 'HEAD');
-    const result = await build('--release');
-    expect(result.exitCode).toBe(0);
-    expect(await version()).toMatchObject({ commit: head, build_kind: 'release' });
+  it('a release build from a clean tree says release', () => {
+    expect(builds.release.exitCode, builds.release.stderr).toBe(0);
+    expect(builds.release.version).toMatchObject({ commit: head, build_kind: 'release' });
     // Maps would point at src/, which a release does not ship.
-    expect(await sourceMaps()).toEqual([]);
+    expect(builds.release.sourceMaps).toEqual([]);
   });
 
-  it('a release build refuses a modified tree', async () => {
-    await writeFile(join(copy, 'src', 'uncommitted.ts'), 'export const x = 1;\n');
-    const result = await build('--release');
-    expect(result.exitCode).toBe(1);
-    expect(result.stderr).toContain('clean git tree');
+  it('a release build refuses a modified tree', () => {
+    expect(builds.releaseModified.exitCode).toBe(1);
+    expect(builds.releaseModified.stderr).toContain('clean git tree');
   });
 });

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, symlink, unlink, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCapability } from '../../src/credentials/capability.js';
 import { listTree, makeTempDir, removeDir, runLexec, type CliRun } from '../support/cli.js';
 import { readTemplate, type JsonObject } from '../support/config-fixtures.js';
+import { freePorts } from '../support/free-ports.js';
 import { startLedgerProcess, type TemporaryLedgerProcess } from '../support/ledger-process.js';
 
 /*
@@ -149,14 +149,10 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-/** A loopback port nobody listens on. */
+/** A loopback port nobody listens on: one of this worker's own (free-ports.ts), so nobody else takes it meanwhile. */
 async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => { resolve(); }));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
+  const [port = 0] = await freePorts(1);
+  return port;
 }
 
 describe('first and repeated bootstrap', () => {

@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCapability } from '../../src/credentials/capability.js';
 import { ANSI, makeTempDir, removeDir, runLexec, type CliOptions, type CliRun } from '../support/cli.js';
+import { freePorts } from '../support/free-ports.js';
 import { startLedgerProcess, type TemporaryLedgerProcess as LedgerProcess } from '../support/ledger-process.js';
 
 /*
@@ -390,12 +391,9 @@ describe('ledger verbs refuse bad input with a clear code and a non-zero exit', 
   });
 
   it('an unreachable URL is ledger_unreachable naming the URL', async () => {
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const address = closed.address();
-    if (address === null || typeof address === 'string') throw new Error('no port');
-    await new Promise((resolve) => closed.close(resolve));
-    const url = `http://127.0.0.1:${address.port}`;
+    // A port of this worker's own (free-ports.ts): nothing listens on it, and nobody takes it meanwhile.
+    const [port = 0] = await freePorts(1);
+    const url = `http://127.0.0.1:${port}`;
     const error = failed(await lexec(['ledger', 'agents', 'list', '--url', url, '--token-file', ledger.adminCapabilityPath, '--json']), 1, 'ledger_unreachable');
     expect(error.message).toBe(`The ledger at ${url} is unreachable (ECONNREFUSED).`);
   });

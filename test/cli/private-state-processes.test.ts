@@ -88,7 +88,7 @@ describe('ledger, sandbox and executor started with umask 000', () => {
     const servers = await serverChildren();
     expect(servers.map((server) => server.command.split(' ').slice(2, 4).join(' ')).sort()).toEqual(['executor serve', 'ledger serve', 'provider sandbox']);
     for (const server of servers) expect(await umaskOf(server.pid), server.command).toBe('0077');
-  }, 60_000);
+  }, 120_000);
 
   it('a ledger database an older release left 0644 is tightened at the next start, and the log says so without any content', async () => {
     const dir = harness.dir();
@@ -106,7 +106,7 @@ describe('ledger, sandbox and executor started with umask 000', () => {
     } finally {
       await second.stop();
     }
-  }, 60_000);
+  }, 120_000);
 
   it.skipIf(cli === null)("the managed Temporal server inherits umask 077: its temporal.db and everything in its data directory are private", async () => {
     const [port = 0, uiPort = 0] = await freePorts(2);

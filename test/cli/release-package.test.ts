@@ -16,6 +16,15 @@ import { addStackProfile, jsonResult, stopStack, storedCapabilities, type StackH
  * `version --json`, `stack start`, `stack doctor`, `run`, `stack stop`.
  */
 
+/**
+ * Packing builds lexec for release in a checkout of its own and runs `npm pack` (minutes on a
+ * loaded 2-core machine), so every `pack:release` of this file runs once, in the beforeAll below
+ * with a bound sized for that, never inside a test's timeout; the tests read what each left.
+ */
+const PACKS_TIMEOUT_MS = 1_200_000;
+/** `npm install -g` of the tarball, from a warm cache. */
+const INSTALL_TIMEOUT_MS = 600_000;
+
 let work: string;
 let clone: string;
 let head: string;
@@ -24,8 +33,33 @@ let tarball: string;
 let install: { exitCode: number; stderr: string };
 let lexecBin: string;
 
+interface Pack {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** Whether release/ (or the --out directory) existed once it had run. */
+  readonly outputExists: boolean;
+}
+
+/** Each pack:release of the file, in the order they ran. */
+const packs = {} as {
+  uncommitted: Pack;
+  lockMismatch: Pack & { readonly zodVersion: string };
+  docsNotShipped: Pack;
+  release: Pack;
+  again: Pack & { readonly tarballKept: boolean; readonly distInTree: boolean; readonly status: string };
+};
+
 function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
+}
+
+function commit(message: string): void {
+  git(clone, '-c', 'user.name=lexec test', '-c', 'user.email=test@lexec.invalid', 'commit', '-qam', message);
+}
+
+function backToHead(): void {
+  git(clone, '-c', 'advice.detachedHead=false', 'checkout', '-q', '--detach', head);
 }
 
 function tarList(): string[] {
@@ -36,8 +70,9 @@ function tarFile(name: string): string {
   return execFileSync('tar', ['-xzOf', tarball, `package/${name}`], { encoding: 'utf8' });
 }
 
-function packRelease() {
-  return execa(process.execPath, [join(clone, 'scripts', 'pack-release.mjs')], { cwd: clone, reject: false, timeout: 180_000 });
+async function packRelease(out?: string): Promise<Pack> {
+  const run = await execa(process.execPath, [join(clone, 'scripts', 'pack-release.mjs'), ...(out === undefined ? [] : ['--out', out])], { cwd: clone, reject: false, timeout: 600_000 });
+  return { exitCode: run.exitCode ?? -1, stdout: run.stdout, stderr: run.stderr, outputExists: existsSync(out ?? join(clone, 'release')) };
 }
 
 /** The installed `lexec`, through the bin link npm made, with a minimal environment. */
@@ -63,69 +98,79 @@ beforeAll(async () => {
   git(clone, '-c', 'advice.detachedHead=false', 'checkout', '-q', '--detach', 'FETCH_HEAD');
   await symlink(join(PACKAGE_ROOT, 'node_modules'), join(clone, 'node_modules'));
   version = (JSON.parse(await readFile(join(clone, 'package.json'), 'utf8')) as { version: string }).version;
-}, 60_000);
+
+  // A file that is not committed.
+  await writeFile(join(clone, 'notes.txt'), 'not committed\n');
+  packs.uncommitted = await packRelease();
+  await removeDir(join(clone, 'notes.txt'));
+
+  // A lock file that locks another zod than node_modules holds.
+  const lock = JSON.parse(await readFile(join(clone, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+  const zod = lock.packages['node_modules/zod'];
+  if (zod === undefined) throw new Error('the lock file locks no zod');
+  lock.packages['node_modules/zod'] = { ...zod, version: '0.0.1' };
+  await writeFile(join(clone, 'package-lock.json'), `${JSON.stringify(lock, null, 2)}\n`);
+  commit('another zod locked');
+  packs.lockMismatch = { ...(await packRelease()), zodVersion: zod.version };
+  backToHead();
+
+  // A package that would not ship what its README links to.
+  const manifest = JSON.parse(await readFile(join(clone, 'package.json'), 'utf8')) as { files: string[] };
+  await writeFile(join(clone, 'package.json'), `${JSON.stringify({ ...manifest, files: manifest.files.filter((entry) => entry !== 'docs') }, null, 2)}\n`);
+  commit('docs not shipped');
+  packs.docsNotShipped = await packRelease(join(work, 'refused'));
+  backToHead();
+
+  // HEAD as it is, then the same commit once more.
+  packs.release = await packRelease();
+  tarball = packs.release.stdout;
+  const again = await packRelease();
+  packs.again = { ...again, tarballKept: existsSync(tarball), distInTree: existsSync(join(clone, 'dist')), status: git(clone, 'status', '--porcelain', '--untracked-files=all') };
+}, PACKS_TIMEOUT_MS);
 
 afterAll(async () => {
   await removeDir(work);
 });
 
 describe('npm run pack:release', () => {
-  it('refuses a tree with uncommitted changes and names them', async () => {
-    await writeFile(join(clone, 'notes.txt'), 'not committed\n');
-    const run = await packRelease();
-    await removeDir(join(clone, 'notes.txt'));
+  it('refuses a tree with uncommitted changes and names them', () => {
+    const run = packs.uncommitted;
     expect(run.exitCode).toBe(1);
     expect(run.stdout).toBe('');
     expect(run.stderr).toContain('not committed');
     expect(run.stderr).toContain('?? notes.txt');
-    expect(existsSync(join(clone, 'release'))).toBe(false);
+    expect(run.outputExists).toBe(false);
   });
 
-  it('refuses a node_modules that is not what the committed lock file locks', async () => {
-    const lock = JSON.parse(await readFile(join(clone, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
-    const zod = lock.packages['node_modules/zod'];
-    expect(zod).toBeDefined();
-    lock.packages['node_modules/zod'] = { ...zod, version: '0.0.1' };
-    await writeFile(join(clone, 'package-lock.json'), `${JSON.stringify(lock, null, 2)}\n`);
-    git(clone, '-c', 'user.name=lexec test', '-c', 'user.email=test@lexec.invalid', 'commit', '-qam', 'another zod locked');
-    const run = await packRelease();
-    git(clone, '-c', 'advice.detachedHead=false', 'checkout', '-q', '--detach', head);
+  it('refuses a node_modules that is not what the committed lock file locks', () => {
+    const run = packs.lockMismatch;
     expect(run.exitCode).toBe(1);
-    expect(run.stderr).toContain(`node_modules/zod: locked 0.0.1, installed ${zod?.version ?? ''}`);
+    expect(run.stderr).toContain(`node_modules/zod: locked 0.0.1, installed ${run.zodVersion}`);
     expect(run.stderr).toContain('npm ci');
-    expect(existsSync(join(clone, 'release'))).toBe(false);
+    expect(run.outputExists).toBe(false);
   });
 
-  it('checks the packed tarball itself: a package that would not ship what its README links to is refused and deleted', async () => {
-    const manifest = JSON.parse(await readFile(join(clone, 'package.json'), 'utf8')) as { files: string[] };
-    await writeFile(join(clone, 'package.json'), `${JSON.stringify({ ...manifest, files: manifest.files.filter((entry) => entry !== 'docs') }, null, 2)}\n`);
-    git(clone, '-c', 'user.name=lexec test', '-c', 'user.email=test@lexec.invalid', 'commit', '-qam', 'docs not shipped');
-    const out = join(work, 'refused');
-    const run = await execa(process.execPath, [join(clone, 'scripts', 'pack-release.mjs'), '--out', out], { cwd: clone, reject: false, timeout: 180_000 });
-    git(clone, '-c', 'advice.detachedHead=false', 'checkout', '-q', '--detach', head);
+  it('checks the packed tarball itself: a package that would not ship what its README links to is refused and deleted', () => {
+    const run = packs.docsNotShipped;
     expect(run.exitCode).toBe(1);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/README\.md links to docs\/[a-z-]+\.md, which is not in the package/);
     expect(run.stderr).toContain('so it was deleted');
-    expect(existsSync(out)).toBe(false);
-  }, 200_000);
+    expect(run.outputExists).toBe(false);
+  });
 
-  it('packs a release of HEAD into release/, prints only its path on stdout, and leaves the tree as it was', async () => {
-    const run = await packRelease();
-    expect(run.exitCode, run.stderr).toBe(0);
-    tarball = run.stdout;
+  it('packs a release of HEAD into release/, prints only its path on stdout, and leaves the tree as it was', () => {
+    expect(packs.release.exitCode, packs.release.stderr).toBe(0);
     expect(tarball).toBe(join(clone, 'release', `lexec-${version}-${head.slice(0, 12)}.tgz`));
-    expect(existsSync(tarball)).toBe(true);
     // A release already packed is never replaced: packing the same commit again is refused.
-    const again = await packRelease();
-    expect(again.exitCode).toBe(1);
-    expect(again.stderr).toContain('already exists (this commit was packed before)');
-    expect(existsSync(tarball)).toBe(true);
+    expect(packs.again.exitCode).toBe(1);
+    expect(packs.again.stderr).toContain('already exists (this commit was packed before)');
+    expect(packs.again.tarballKept).toBe(true);
     // Built in a checkout of its own: this tree has no dist/, and release/ is ignored, so the
     // tree is still clean and the next release can be packed.
-    expect(existsSync(join(clone, 'dist'))).toBe(false);
-    expect(git(clone, 'status', '--porcelain', '--untracked-files=all')).toBe('');
-  }, 200_000);
+    expect(packs.again.distInTree).toBe(false);
+    expect(packs.again.status).toBe('');
+  });
 
   it('the tarball is release-stamped with the full commit and ships no lifecycle script', () => {
     expect(JSON.parse(tarFile('dist/build-stamp.json'))).toEqual({ commit: head, build_kind: 'release' });
@@ -167,12 +212,12 @@ describe('the release installed with npm install -g --ignore-scripts', () => {
     const run = await execa('npm', ['install', '-g', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--prefix', prefix, tarball], {
       cwd: outside,
       reject: false,
-      timeout: 240_000,
+      timeout: INSTALL_TIMEOUT_MS - 20_000,
     });
     install = { exitCode: run.exitCode ?? -1, stderr: run.stderr };
     lexecBin = join(prefix, 'bin', 'lexec');
     stack = await addStackProfile(await makeTempDir('lexec-release-home-'));
-  }, 260_000);
+  }, INSTALL_TIMEOUT_MS);
 
   afterAll(async () => {
     await stopStack(stack);

@@ -56,7 +56,7 @@ afterAll(async () => {
   for (const token of tokens) expect(stderr).not.toContain(token);
   expect(sessionSecrets.length).toBeGreaterThan(5);
   for (const secret of sessionSecrets) expect(stdout + stderr).not.toContain(secret);
-}, 60_000);
+}, 120_000);
 
 describe('lexec stack console over plain HTTP', () => {
   it('prints its loopback address and a login link whose token is in the fragment', () => {
@@ -248,7 +248,7 @@ describe('lexec stack console over plain HTTP', () => {
     } finally {
       runs.push(await stack.lexec(['stack', 'select', 'sandbox', '--json']));
     }
-  }, 60_000);
+  }, 120_000);
 
   it('answers 503 stack_unavailable while the stack is stopped, and serves it again once it is back', async () => {
     const session = await signIn();
@@ -278,7 +278,7 @@ describe('lexec stack console over plain HTTP', () => {
     expect(stdout.trim().split('\n')).toHaveLength(1);
     expect(stdout + stderr).not.toContain(session);
     expect(stderr).not.toContain(new URL(second.loginUrl).hash.slice(1));
-  }, 60_000);
+  }, 120_000);
 
   it('refuses to start for a profile that does not exist (the running one exits 0 on SIGTERM: afterAll)', async () => {
     const missing = await stack.lexec(['stack', 'console', '--profile', 'nowhere', '--json']);

@@ -60,7 +60,7 @@ describe('end to end', () => {
     expect(runs[0]).toMatchObject({ workflow_id: `lexec-execution-${executionId}`, execution_id: executionId, phase: 'settle', status: 'completed' });
     const persisted = JSON.stringify(runs);
     for (const forbidden of [s.caller, 'http', '/', 'lexec_', 'lighthouse', harness.dir()]) expect(persisted).not.toContain(forbidden);
-  }, 60_000);
+  }, 120_000);
 });
 
 describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and restart)', (name, engine) => {
@@ -85,7 +85,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     expect(submission?.seed).toEqual(expect.any(Number));
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await s.sandbox.submissions()).toHaveLength(1);
-  }, 60_000);
+  }, 120_000);
 
   it.runIf(name === 'embedded')('a power failure lost the unsynced engine hand-off: the pending execution is scheduled again at start and runs once', async () => {
     // Four submissions that are never answered hold the engine's four worker slots, so a fifth
@@ -112,7 +112,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     expect(execution.provider_attempts).toHaveLength(1);
     expect(await s.authorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '3000' } });
     expect(await s.sandbox.submissions()).toHaveLength(5);
-  }, 60_000);
+  }, 120_000);
 
   it('checkpoint committed: polling of the same operation resumes, one submission, one settlement', async () => {
     const s = await stackOn({ sandboxArgs: ['--complete-after-ms', '3000'] });
@@ -125,7 +125,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     expect(execution.provider_attempts).toHaveLength(1);
     expect(await s.sandbox.submissions()).toHaveLength(1);
     expect(await s.authorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '3000' } });
-  }, 60_000);
+  }, 120_000);
 
   it('original deadline expired: not refreshed, reconciliation, no re-inspection advice, no replacement operation', async () => {
     const s = await stackOn({ deadlineSeconds: 2 });
@@ -142,7 +142,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     expect(execution.provider_attempts).toMatchObject([{ state: 'deadline_expired' }]);
     expect(await s.sandbox.submissions()).toHaveLength(1);
     expect((await s.authorization(tokenId)).status).toBe('claimed');
-  }, 60_000);
+  }, 120_000);
 
   it('billing ambiguous: evidence kept, reconciliation, nothing repeated after a restart', async () => {
     const s = await stackOn();
@@ -161,7 +161,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     expect(JSON.stringify(records[0]?.evidence)).not.toMatch(/https?:\/\//);
     expect(await s.sandbox.submissions()).toHaveLength(1);
     expect((await s.authorization(tokenId)).status).toBe('claimed');
-  }, 60_000);
+  }, 120_000);
 
   it('an older ledger rejects the precise receipt: receipt kept, reconciliation, no provider retry, precision intact', async () => {
     const s = await stackOn({ contractLevel: 'v4.4' });
@@ -178,7 +178,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     expect(await s.sandbox.submissions()).toHaveLength(1);
     expect((await s.authorization(tokenId)).status).toBe('claimed');
     expect((await openRecords(s)).map((record) => record.reason)).toEqual(['receipt_rejected']);
-  }, 60_000);
+  }, 120_000);
 
   it('failure proven to precede transmission: killed before the release reached the ledger, released after the restart', async () => {
     let relay: Awaited<ReturnType<typeof harness.ledgerRelay>> | undefined;
@@ -204,7 +204,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     const execution = await s.waitFor(executionId, 'failure', (e) => e.state === 'failed');
     expect(execution).toMatchObject({ state_reason: 'not_transmitted', provider_attempts: [{ state: 'not_transmitted' }] });
     expect((await s.authorization(tokenId)).status).toBe('released');
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('the executor reconciliation route', () => {
@@ -251,7 +251,7 @@ describe('the executor reconciliation route', () => {
     expect((await resolve(s, executionId, { resolution: 'settle', images_billed: 1, note: 'again' })).body).toMatchObject({ replayed: true });
     expect((await resolve(s, executionId, { resolution: 'release', note: 'changed my mind' })).body).toEqual({ error: { code: 'conflict', reason_code: 'already_resolved' } });
     expect(await s.sandbox.submissions()).toHaveLength(1);
-  }, 60_000);
+  }, 120_000);
 
   it('releases when the provider proves no charge', async () => {
     const s = await stack();
@@ -261,7 +261,7 @@ describe('the executor reconciliation route', () => {
     expect(released.body).toMatchObject({ resolution: { resolution: 'released' }, execution: { state: 'failed', state_reason: 'reconciled_no_charge' } });
     expect((await s.authorization(tokenId)).status).toBe('released');
     expect(await openRecords(s)).toEqual([]);
-  }, 60_000);
+  }, 120_000);
 
   it('an older ledger still refuses the kept precise receipt: nothing is resolved until the upgrade', async () => {
     const s = await stack({ contractLevel: 'v4.4' });
@@ -272,7 +272,7 @@ describe('the executor reconciliation route', () => {
     expect(refused).toMatchObject({ status: 409, body: { error: { code: 'conflict', reason_code: 'ledger_precise_receipt_unsupported' } } });
     expect((await s.execution(executionId)).state).toBe('reconciliation');
     expect((await s.authorization(tokenId)).status).toBe('claimed');
-  }, 60_000);
+  }, 120_000);
 
   it('a kept receipt fixes the images billed: another count is refused, and the resolution records the receipt\'s', async () => {
     const s = await stack({ contractLevel: 'v4.4' });
@@ -287,7 +287,7 @@ describe('the executor reconciliation route', () => {
     const settled = await resolve(s, executionId, { resolution: 'settle', note: 'the kept receipt: two images' });
     expect(settled.body).toMatchObject({ resolution: { resolution: 'settled', images_billed: 2, amount_units: '6000' }, execution: { state: 'succeeded' } });
     expect(await s.authorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '6000' } });
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('provider hosts, answers and the disabled mode', () => {
@@ -311,7 +311,7 @@ describe('provider hosts, answers and the disabled mode', () => {
     const received = Date.parse(submissions[0]?.received_at ?? '');
     expect(Date.parse(window.from)).toBeLessThanOrEqual(received);
     expect(Date.parse(window.until)).toBeGreaterThanOrEqual(received);
-  }, 60_000);
+  }, 120_000);
 
   it('a status answer for another request id makes billing ambiguous', async () => {
     const s = await stack();
@@ -326,7 +326,7 @@ describe('provider hosts, answers and the disabled mode', () => {
     const [record] = await openRecords(s);
     expect(record?.evidence).toMatchObject({ provider_request_id: submissions[0]?.request_id, mismatched_request_id: expect.any(String) as unknown });
     expect(record?.evidence.mismatched_request_id).not.toBe(submissions[0]?.request_id);
-  }, 60_000);
+  }, 120_000);
 
   it('fewer images than asked are stored and billed as delivered', async () => {
     const s = await stack();
@@ -337,7 +337,7 @@ describe('provider hosts, answers and the disabled mode', () => {
     expect(execution.artifact_count).toBe(1);
     expect(execution.receipt?.exact_amount).toBe('3000');
     expect(await s.authorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '3000' } });
-  }, 60_000);
+  }, 120_000);
 
   it('{"mode":"disabled"} admits nothing and sends nothing', async () => {
     const s = await stack({ providersDisabled: true });
@@ -348,5 +348,5 @@ describe('provider hosts, answers and the disabled mode', () => {
     expect(targets.body.targets).toEqual([]);
     expect(await s.sandbox.submissions()).toHaveLength(0);
     expect((await s.authorization(tokenId)).status).toBe('approved');
-  }, 60_000);
+  }, 120_000);
 });

@@ -41,7 +41,7 @@ function engine(runActivity: (id: string, phase: ExecutionPhase) => Promise<Acti
   return created;
 }
 
-async function until(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+async function until(check: () => boolean, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error('condition not reached');

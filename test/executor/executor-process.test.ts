@@ -8,6 +8,7 @@ import { sandboxConfig, type JsonObject } from '../support/config-fixtures.js';
 import { call, mintCredential } from '../support/ledger.js';
 import { ledgerConfig, spawnLedger, type LedgerProcess } from '../support/ledger-process.js';
 import { executionRequest } from '../support/executor.js';
+import { freePorts } from '../support/free-ports.js';
 import { copyV43Fixture, fileDigest, headerJournal, injectIntoCopy } from '../support/executor-v43-fixture.js';
 
 let dir: string;
@@ -89,7 +90,8 @@ function spawnExecutor(configPath: string): ExecutorProcess {
   return { url, lines, exit, stop };
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+/** Polls `probe`; the deadline is a ceiling for a loaded 2-core machine (an executor start can take tens of seconds there). */
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -101,9 +103,12 @@ async function until<T>(what: string, probe: () => Promise<T | undefined> | T | 
 
 const readyz = async (url: string) => (url === '' ? 0 : (await fetch(`${url}/readyz`).catch(() => ({ status: 0 }))).status);
 
-/** A ledger and a bootstrapped executor, both real processes, the executor ready; plus a way to get approved tokens. */
-async function readyStack() {
-  const ledgerProcess = await startLedger();
+/**
+ * A ledger and a bootstrapped executor, both real processes, the executor ready; plus a way to
+ * get approved tokens. The ledger binds port 0 unless the test will start it again on its port.
+ */
+async function readyStack(ledgerPort = 0) {
+  const ledgerProcess = await startLedger(ledgerPort);
   const configPath = await executorConfigFile(ledgerProcess.url);
   const caller = await bootstrap(configPath);
   const executor = spawnExecutor(configPath);
@@ -146,10 +151,12 @@ describe('executor serve', () => {
   });
 
   it('stays up but not ready while the ledger is down, and becomes ready when it returns', async () => {
-    const first = await startLedger();
+    // A port of this worker's own (free-ports.ts): one the kernel gave out could be given to
+    // another process while the ledger is down.
+    const [port = 0] = await freePorts(1);
+    const first = await startLedger(port);
     const configPath = await executorConfigFile(first.url);
     await bootstrap(configPath);
-    const port = Number(new URL(first.url).port);
     await first.stop();
     const executor = spawnExecutor(configPath);
     await until('listening', () => (executor.url() === '' ? undefined : true));
@@ -160,14 +167,14 @@ describe('executor serve', () => {
   });
 
   it('withdraws readiness when the running ledger stops and restores it when it returns; reads stay up', async () => {
-    const { ledgerProcess, executor, caller } = await readyStack();
-    const port = Number(new URL(ledgerProcess.url).port);
+    const [port = 0] = await freePorts(1);
+    const { ledgerProcess, executor, caller } = await readyStack(port);
     await ledgerProcess.stop();
-    await until('withdrawn', async () => ((await readyz(executor.url())) === 503 ? true : undefined), 20_000);
+    await until('withdrawn', async () => ((await readyz(executor.url())) === 503 ? true : undefined));
     expect((await fetch(`${executor.url()}/livez`)).status).toBe(200);
     expect((await call(executor.url(), 'GET', '/v1/provider-catalog', { token: caller })).status).toBe(200);
     await startLedger(port);
-    await until('restored', async () => ((await readyz(executor.url())) === 200 ? true : undefined), 20_000);
+    await until('restored', async () => ((await readyz(executor.url())) === 200 ? true : undefined));
     const probes = executor.lines.flatMap((line) => {
       try {
         const event = JSON.parse(line) as Record<string, unknown>;
@@ -177,7 +184,7 @@ describe('executor serve', () => {
       }
     });
     expect(probes.some((event) => event.outcome !== 'ok')).toBe(true);
-  }, 60_000);
+  }, 120_000);
 
   it.each([
     ['a ledger version other than the pinned one', (config: JsonObject) => ((config.ledger as JsonObject).product_version = 'v9.9.9'), 'ledger_version_mismatch'],

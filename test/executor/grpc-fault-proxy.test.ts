@@ -35,7 +35,8 @@ beforeAll(async () => {
     startDevServer(cli),
     bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('../support/greeting-workflow.ts', import.meta.url)), logger: new DefaultLogger('WARN') }),
   ]);
-}, 60_000);
+  // A bundle (webpack) and a server start: seconds idle, minutes on a loaded 2-core machine.
+}, 300_000);
 
 afterAll(async () => {
   // Unset when the server did not start (beforeAll reports why).
@@ -83,7 +84,7 @@ async function statusOf(call: Promise<unknown>): Promise<number> {
   }
 }
 
-async function until(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+async function until(check: () => boolean, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error('condition not reached');

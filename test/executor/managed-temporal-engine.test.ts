@@ -38,7 +38,7 @@ async function closedStatus(port: number, workflowId: string): Promise<string> {
   const connection = await Connection.connect({ address: `127.0.0.1:${port}` });
   try {
     const handle = new Client({ connection }).workflow.getHandle(workflowId);
-    await connection.withDeadline(Date.now() + 20_000, () => handle.result());
+    await connection.withDeadline(Date.now() + 60_000, () => handle.result());
     return (await handle.describe()).status.name;
   } finally {
     await connection.close();
@@ -71,7 +71,7 @@ describe.skipIf(cli === null)('the executor runs its own Temporal server (manage
 
     await s.restart();
     expect(await closedStatus(s.port, `lexec-execution-${executionId}`)).toBe('COMPLETED');
-  }, 90_000);
+  }, 120_000);
 
   it('a SIGKILLed Temporal child withdraws readiness, is restarted, and the execution under way finishes once', async () => {
     const s = await managedStack({ sandboxArgs: ['--complete-after-ms', '5000'] });
@@ -91,7 +91,7 @@ describe.skipIf(cli === null)('the executor runs its own Temporal server (manage
     expect(execution.provider_attempts).toHaveLength(1);
     expect(await s.sandbox.submissions()).toHaveLength(1);
     expect((await s.authorization(tokenId)).status).toBe('settled');
-  }, 90_000);
+  }, 120_000);
 
   it('a SIGKILLed executor mid-poll: the next start stops the Temporal child left behind, and the same workflow finishes with one submission and one settlement', async () => {
     const s = await managedStack({ sandboxArgs: ['--complete-after-ms', '4000'] });
@@ -107,7 +107,7 @@ describe.skipIf(cli === null)('the executor runs its own Temporal server (manage
     expect(await s.sandbox.submissions()).toHaveLength(1);
     expect(await s.authorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '3000' } });
     expect(await closedStatus(s.port, `lexec-execution-${executionId}`)).toBe('COMPLETED');
-  }, 90_000);
+  }, 120_000);
 
   it('a CLI that does not report the pinned version is refused with the field to fix, and nothing is started', async () => {
     const s = await harness.stack();
@@ -123,5 +123,5 @@ describe.skipIf(cli === null)('the executor runs its own Temporal server (manage
     expect(error.issues.map((issue) => issue.path)).toEqual(['workflow_engine.temporal_cli.version']);
     expect(error.issues[0]?.message).toContain('1.5.1');
     expect(existsSync(join(harness.dir(), 'executor', 'temporal', 'temporal.db'))).toBe(false);
-  }, 60_000);
+  }, 120_000);
 });

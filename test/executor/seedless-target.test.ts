@@ -74,7 +74,7 @@ describe('the correlation seed goes only where the model takes it', () => {
       return open.length === 1 ? open : undefined;
     });
     expect(record?.evidence.correlation).toEqual({ field: 'seed', value: correlationOf(refused, true).value, sent: true });
-  }, 90_000);
+  }, 120_000);
 
   it('the evidence of an execution whose target sends no seed keeps the value and says it was not sent', async () => {
     const s = await harness.stack({ sandboxArgs, configure: withSeedlessTargets(false) });
@@ -91,7 +91,7 @@ describe('the correlation seed goes only where the model takes it', () => {
     const listed = await call<{ executions: { evidence: { correlation: unknown }[] }[] }>(s.executor.url(), 'GET', '/v1/reconciliation/executions', { token: s.resolver });
     expect(listed.body.executions[0]?.evidence[0]?.correlation).toEqual(expected);
     expect((await s.sandbox.submissions()).map((submission) => submission.seed)).toEqual([null]);
-  }, 90_000);
+  }, 120_000);
 
   it('the decision is frozen at admission: a configuration changed before the submission does not change what it sends', async () => {
     const armFile = join(harness.dir(), 'crash-point');
@@ -115,5 +115,5 @@ describe('the correlation seed goes only where the model takes it', () => {
     const later = await submitOn(s, SEEDLESS, await s.approvedToken());
     await s.waitFor(later, 'parked', (e) => e.state === 'reconciliation');
     expect((await s.sandbox.submissions()).map((record) => record.outcome)).toEqual(['accepted', 'invalid']);
-  }, 90_000);
+  }, 120_000);
 });

@@ -36,7 +36,7 @@ beforeAll(async () => {
   temporal = await startDevServer(cli);
   connection = await Connection.connect({ address: temporal.address });
   client = new Client({ connection });
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   if (cli === null) return;

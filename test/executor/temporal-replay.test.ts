@@ -1,6 +1,6 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DefaultLogger, Runtime, Worker, type ReplayResult } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type ReplayResult, type WorkflowBundle } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { workflowBundle } from '../../src/executor/engine/temporal/workflow-bundle.js';
 import { PACKAGE_ROOT } from '../support/cli.js';
@@ -42,10 +42,18 @@ async function replay(options: Parameters<typeof Worker.runReplayHistories>[0], 
   return results;
 }
 
-beforeAll(() => {
+/** The workflow without one of its guards, bundled from test/support/ (set in beforeAll). */
+const unguarded = {} as Record<'localPhases' | 'patch', WorkflowBundle>;
+
+beforeAll(async () => {
   // Replay failures are the point of one test; the SDK need not print them.
-  Runtime.install({ logger: new DefaultLogger('ERROR', () => undefined), shutdownSignals: [], telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
-});
+  const logger = new DefaultLogger('ERROR', () => undefined);
+  Runtime.install({ logger, shutdownSignals: [], telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  // Bundling (webpack) takes seconds, more on a loaded machine: done once here, not in a test.
+  const bundle = (name: string) => bundleWorkflowCode({ workflowsPath: join(PACKAGE_ROOT, 'test', 'support', name), logger });
+  unguarded.localPhases = await bundle('workflow-without-local-phases-guard.ts');
+  unguarded.patch = await bundle('workflow-without-patch-guard.ts');
+}, 300_000);
 
 describe('replay of recorded histories', () => {
   it('the build ships the bundle the built executor loads', async () => {
@@ -61,21 +69,21 @@ describe('replay of recorded histories', () => {
     const results = await replay({ workflowBundle: { codePath: SHIPPED_BUNDLE } }, histories);
     expect([...results.keys()].sort()).toEqual(histories.map((history) => history.name));
     for (const [name, result] of results) expect(result.error, name).toBeUndefined();
-  }, 60_000);
+  }, 120_000);
 
   it('the histories from before the local-activity change do not replay on the workflow without that guard', async () => {
     const histories = await recorded((name) => name.endsWith('-v1.json'));
-    const results = await replay({ workflowsPath: join(PACKAGE_ROOT, 'test', 'support', 'workflow-without-local-phases-guard.ts') }, histories);
+    const results = await replay({ workflowBundle: unguarded.localPhases }, histories);
     expect(results.size).toBe(histories.length);
     for (const [name, result] of results) expect(result.error?.name, name).toBe('DeterminismViolationError');
-  }, 60_000);
+  }, 120_000);
 
   it('the pre-patch histories do not replay on the same workflow without its patched() guard: the guard is what keeps them working', async () => {
     const histories = await recorded((name) => name.endsWith('-v0.json'));
-    const results = await replay({ workflowsPath: join(PACKAGE_ROOT, 'test', 'support', 'workflow-without-patch-guard.ts') }, histories);
+    const results = await replay({ workflowBundle: unguarded.patch }, histories);
     expect(results.size).toBe(histories.length);
     for (const [name, result] of results) {
       expect(result.error?.name, name).toBe('DeterminismViolationError');
     }
-  }, 60_000);
+  }, 120_000);
 });

@@ -248,7 +248,7 @@ beforeAll(async () => {
   ledger = await startTestLedger();
   actors = await setUpActors(ledger);
   executor = await startTestExecutor(ledger);
-}, 30_000);
+}, 120_000);
 
 afterAll(async () => {
   await executor.close();

@@ -54,7 +54,7 @@ describe('a real `lexec stack`, judged by its sandbox jobs file', () => {
   afterAll(async () => {
     await stack?.stop();
     if (home !== '') await removeDir(home);
-  }, 60_000);
+  }, 120_000);
 
   it('keeps every invariant after jobs ran (one with fewer images delivered than asked) and the stack stopped', async () => {
     home = await makeTempDir('lexec-proof-stack-');

@@ -66,14 +66,14 @@ describe('a flood of idle connections does not starve the probes', () => {
     cleanups.push(() => executor.close());
     const opened = await flood(executor.url);
     await expectProbesAnswered(executor.url, ['/readyz', '/livez'], opened);
-  }, 60_000);
+  }, 120_000);
 
   it('the ledger: /health and /version answer', async () => {
     const ledger = await startTestLedger();
     cleanups.push(() => ledger.close());
     const opened = await flood(ledger.url);
     await expectProbesAnswered(ledger.url, ['/health', '/version'], opened);
-  }, 60_000);
+  }, 120_000);
 
   it('the console: its login page answers', async () => {
     const home = await makeTempDir('lexec-console-flood-');
@@ -83,7 +83,7 @@ describe('a flood of idle connections does not starve the probes', () => {
     const origin = await served.listen(0);
     const opened = await flood(origin);
     await expectProbesAnswered(origin, ['/login'], opened);
-  }, 60_000);
+  }, 120_000);
 
   it('the sandbox provider (its own process): /__sandbox/health answers', async () => {
     const sandbox = await spawnSandbox();
@@ -92,7 +92,7 @@ describe('a flood of idle connections does not starve the probes', () => {
     const opened = await flood(url);
     await expectProbesAnswered(url, ['/__sandbox/health'], opened);
     expect(sandbox.events().some((event) => event.event === 'http_connections_shed')).toBe(true);
-  }, 60_000);
+  }, 120_000);
 
   it('the ledger process under a file-descriptor limit: descriptors never run out, so the probe is not refused', async () => {
     const dir = await makeTempDir('lexec-fd-limit-');
@@ -110,7 +110,7 @@ describe('a flood of idle connections does not starve the probes', () => {
     const opened = await flood(url, LIMIT + 150);
     await expectProbesAnswered(url, ['/health'], opened);
     expect(server.events().filter((event) => event.event === 'http_connections_shed')).toHaveLength(1);
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('a connection that does not send a complete request header is closed', () => {
@@ -149,5 +149,5 @@ describe('a connection that does not send a complete request header is closed', 
     }
     expect(kept.answer).toMatch(/^HTTP\/1\.1 200 /);
     expect(kept.open).toBe(true);
-  }, 60_000);
+  }, 120_000);
 });

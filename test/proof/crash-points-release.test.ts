@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CRASH_FILE_ENV } from '../../src/crash-points.js';
-import { PACKAGE_ROOT } from '../support/cli.js';
+import { makeTempDir, PACKAGE_ROOT, removeDir } from '../support/cli.js';
 import { durableHarness } from '../support/durable-stack.js';
 import { call, setUpActors } from '../support/ledger.js';
 import { ledgerConfig, spawnLedger } from '../support/ledger-process.js';
@@ -29,9 +29,21 @@ async function releaseCopy(dir: string): Promise<string> {
   return join(root, 'bin', 'run.js');
 }
 
+// The copy of the whole build is made once, before the test and outside its timeout.
+let copyDir: string;
+let bin: string;
+
+beforeAll(async () => {
+  copyDir = await makeTempDir('lexec-crash-release-copy-');
+  bin = await releaseCopy(copyDir);
+}, 300_000);
+
+afterAll(async () => {
+  await removeDir(copyDir);
+});
+
 describe('crash points in a release build', () => {
   it('an armed point is passed: nothing dies, the arm file is never touched, the execution succeeds', async () => {
-    const bin = await releaseCopy(harness.dir());
     const released = execFileSync(process.execPath, [bin, 'version', '--json'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
     expect(JSON.parse(released)).toMatchObject({ result: { build_kind: 'release' } });
 
@@ -46,13 +58,12 @@ describe('crash points in a release build', () => {
     expect(existsSync(`${armFile}.fired`)).toBe(false);
     expect(s.executor.events().some((event) => event.event === 'crash_points_enabled' || event.event === 'crash_point_fired')).toBe(false);
     expect((await s.authorization(tokenId)).status).toBe('settled');
-  }, 90_000);
+  }, 120_000);
 
   it('a release-built ledger passes its armed point: the claim is answered, the ledger lives on, the arm file is never touched', async () => {
-    const bin = await releaseCopy(harness.dir());
     const armFile = join(harness.dir(), 'crash-point');
     await writeFile(armFile, 'ledger.after_claim_commit\n');
-    const ledger = await spawnLedger(harness.dir(), ledgerConfig(join(harness.dir(), 'ledger')), 'ledger.json', 30_000, { bin, env: { [CRASH_FILE_ENV]: armFile } });
+    const ledger = await spawnLedger(harness.dir(), ledgerConfig(join(harness.dir(), 'ledger')), 'ledger.json', 60_000, { bin, env: { [CRASH_FILE_ENV]: armFile } });
     harness.cleanups.push(() => ledger.stop('SIGKILL'));
     const actors = await setUpActors({ url: ledger.url, adminToken: (await readFile(ledger.adminCapabilityPath, 'utf8')).trim() });
     const requested = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', { token: actors.agent, body: { amount_units: '900000', units_scale: 6, currency: 'USD' } });
@@ -66,5 +77,5 @@ describe('crash points in a release build', () => {
     expect(await readFile(armFile, 'utf8')).toBe('ledger.after_claim_commit\n');
     expect(existsSync(`${armFile}.fired`)).toBe(false);
     expect(ledger.events().some((event) => event.event === 'crash_points_enabled' || event.event === 'crash_point_fired')).toBe(false);
-  }, 90_000);
+  }, 120_000);
 });

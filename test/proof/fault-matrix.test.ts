@@ -66,21 +66,21 @@ describe.each(engines)('faults at the provider on the %s engine', (_name, engine
     expect({ state: execution.state, reason: execution.state_reason }).toEqual({ state: 'failed', reason: 'not_transmitted' });
     expect((await s.authorization(tokenId)).status).toBe('released');
     expectInvariants();
-  }, 60_000);
+  }, 120_000);
 
   it('the provider received the submission and the answer was lost: submission unconfirmed, never sent again', async () => {
     const s = await faultStack(engine());
     await setFaults(s, [{ kind: 'drop_after_receipt', times: 1 }]);
     const tokenId = await s.approvedToken();
     await expectDisposition(s, tokenId, await s.submit(tokenId, 1), { state: 'reconciliation', reason: 'submission_unconfirmed', authorization: 'claimed', submissions: 1, record: 'submission_unconfirmed' });
-  }, 60_000);
+  }, 120_000);
 
   it('a 5xx to the submission: it may have been received, so submission unconfirmed', async () => {
     const s = await faultStack(engine());
     await setFaults(s, [{ kind: 'http_error', route: 'submit', status: 503, times: 1 }]);
     const tokenId = await s.approvedToken();
     await expectDisposition(s, tokenId, await s.submit(tokenId, 1), { state: 'reconciliation', reason: 'submission_unconfirmed', authorization: 'claimed', submissions: 1, record: 'submission_unconfirmed' });
-  }, 60_000);
+  }, 120_000);
 
   it('a 422 to the submission: the provider read it, so it was transmitted — submission unconfirmed, never sent again', async () => {
     const s = await faultStack(engine());
@@ -88,7 +88,7 @@ describe.each(engines)('faults at the provider on the %s engine', (_name, engine
     const tokenId = await s.approvedToken();
     const execution = await expectDisposition(s, tokenId, await s.submit(tokenId, 1), { state: 'reconciliation', reason: 'submission_unconfirmed', authorization: 'claimed', submissions: 1, record: 'submission_unconfirmed' });
     expect(execution.provider_attempts).toMatchObject([{ state: 'ambiguous', checkpointed: false }]);
-  }, 60_000);
+  }, 120_000);
 
   it('no answer within the provider request timeout after the provider received the submission: submission unconfirmed, never sent again', async () => {
     const s = await faultStack(engine(), { requestTimeoutSeconds: 2 });
@@ -97,35 +97,35 @@ describe.each(engines)('faults at the provider on the %s engine', (_name, engine
     await expectDisposition(s, tokenId, await s.submit(tokenId, 1), { state: 'reconciliation', reason: 'submission_unconfirmed', authorization: 'claimed', submissions: 1, record: 'submission_unconfirmed' });
     const [record] = await openRecords(s);
     expect(record?.evidence.outcome_code).toBe('timeout');
-  }, 60_000);
+  }, 120_000);
 
   it('COMPLETED with an error: billing ambiguous', async () => {
     const s = await faultStack(engine());
     await setFaults(s, [{ kind: 'complete_with_error', times: 1 }]);
     const tokenId = await s.approvedToken();
     await expectDisposition(s, tokenId, await s.submit(tokenId, 1), { state: 'reconciliation', reason: 'billing_ambiguous', authorization: 'claimed', submissions: 1, record: 'billing_ambiguous' });
-  }, 60_000);
+  }, 120_000);
 
   it('a foreign polling host: never polled, submission unconfirmed', async () => {
     const s = await faultStack(engine());
     await setFaults(s, [{ kind: 'foreign_host', field: 'status_url' }]);
     const tokenId = await s.approvedToken();
     await expectDisposition(s, tokenId, await s.submit(tokenId, 1), { state: 'reconciliation', reason: 'submission_unconfirmed', authorization: 'claimed', submissions: 1, record: 'submission_unconfirmed' });
-  }, 60_000);
+  }, 120_000);
 
   it('a foreign media host: never fetched, billing ambiguous', async () => {
     const s = await faultStack(engine());
     await setFaults(s, [{ kind: 'foreign_host', field: 'image_url' }]);
     const tokenId = await s.approvedToken();
     await expectDisposition(s, tokenId, await s.submit(tokenId, 1), { state: 'reconciliation', reason: 'billing_ambiguous', authorization: 'claimed', submissions: 1, record: 'billing_ambiguous' });
-  }, 60_000);
+  }, 120_000);
 
   it('a result for another request id (x-fal-request-id): billing ambiguous, never stored or billed as this one', async () => {
     const s = await faultStack(engine());
     await setFaults(s, [{ kind: 'mismatched_request_id', route: 'result' }]);
     const tokenId = await s.approvedToken();
     await expectDisposition(s, tokenId, await s.submit(tokenId, 1), { state: 'reconciliation', reason: 'billing_ambiguous', authorization: 'claimed', submissions: 1, record: 'billing_ambiguous' });
-  }, 60_000);
+  }, 120_000);
 
   it('fewer images than asked: succeeded, settled for the images delivered', async () => {
     const s = await faultStack(engine());
@@ -134,7 +134,7 @@ describe.each(engines)('faults at the provider on the %s engine', (_name, engine
     const execution = await expectDisposition(s, tokenId, await s.submit(tokenId, 3), { state: 'succeeded', authorization: 'settled', submissions: 1 });
     expect(execution.artifact_count).toBe(2);
     expect((await s.authorization(tokenId)).settlement?.amount_units).toBe('6000');
-  }, 60_000);
+  }, 120_000);
 });
 
 describe.each(engines)('faults at the ledger on the %s engine', (_name, engine) => {
@@ -148,9 +148,9 @@ describe.each(engines)('faults at the ledger on the %s engine', (_name, engine) 
     });
     relay?.loseAnswers(/\/settle$/, 1);
     const tokenId = await s.approvedToken();
-    await expectDisposition(s, tokenId, await s.submit(tokenId, 1), { state: 'succeeded', authorization: 'settled', submissions: 1 }, 30_000);
+    await expectDisposition(s, tokenId, await s.submit(tokenId, 1), { state: 'succeeded', authorization: 'settled', submissions: 1 }, 60_000);
     expect(relay?.lostCount()).toBe(1);
-  }, 60_000);
+  }, 120_000);
 
   it('the ledger down for 40 s while the execution settles: it settles once the ledger is back, once', async () => {
     let relay: Awaited<ReturnType<typeof harness.ledgerRelay>> | undefined;
@@ -168,11 +168,11 @@ describe.each(engines)('faults at the ledger on the %s engine', (_name, engine) 
     relay?.down(40_000);
     await expectDisposition(s, tokenId, executionId, { state: 'succeeded', authorization: 'settled', submissions: 1 }, 90_000);
     expect(relay?.refusedCount()).toBeGreaterThan(0);
-  }, 120_000);
+  }, 240_000);
 
   it('an older ledger refuses the precise receipt: receipt kept, reconciliation, no provider retry', async () => {
     const s = await faultStack(engine(), { contractLevel: 'v4.4' });
     const tokenId = await s.approvedToken();
     await expectDisposition(s, tokenId, await s.submit(tokenId, 1), { state: 'reconciliation', reason: 'receipt_rejected', authorization: 'claimed', submissions: 1, record: 'receipt_rejected' });
-  }, 60_000);
+  }, 120_000);
 });

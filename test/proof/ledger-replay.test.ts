@@ -76,7 +76,7 @@ beforeAll(async () => {
   await startLedger();
   admin = (await readFile(ledger?.adminCapabilityPath ?? '', 'utf8')).trim();
   actors = await setUpActors({ url: url(), adminToken: admin });
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await ledger?.stop('SIGKILL');
@@ -99,7 +99,7 @@ describe('the ledger killed after a commit, asked again', () => {
     expect(replay.body.authorization).toEqual(resolved.body.authorization);
     expect(again.body).toEqual(replay.body);
     expect(after).toEqual(committed);
-  }, 60_000);
+  }, 120_000);
 
   it('a settle: answered with the one settlement committed, nothing written again', async () => {
     const token = await approvedToken();
@@ -120,7 +120,7 @@ describe('the ledger killed after a commit, asked again', () => {
     expect(replay.body.authorization).toEqual(shown.body.authorization);
     expect(again.body).toEqual(replay.body);
     expect(after).toEqual(committed);
-  }, 60_000);
+  }, 120_000);
 
   it('a release: answered with the one release committed, nothing written again', async () => {
     const token = await approvedToken();
@@ -139,7 +139,7 @@ describe('the ledger killed after a commit, asked again', () => {
     expect(replay.body.authorization).toEqual(shown.body.authorization);
     expect(again.body).toEqual(replay.body);
     expect(after).toEqual(committed);
-  }, 60_000);
+  }, 120_000);
 
   it('a reconciliation record, then a human\'s resolution of it: each answered with the one record committed, nothing written again', async () => {
     const token = await approvedToken();
@@ -173,5 +173,5 @@ describe('the ledger killed after a commit, asked again', () => {
     expect((resolved.committed.releases as { token_id: string; reason: string }[]).filter((row) => row.token_id === token).map((row) => row.reason)).toEqual(['reconciled_no_charge']);
     expect(resolved.again.body).toEqual(resolved.replay.body);
     expect(resolved.after).toEqual(resolved.committed);
-  }, 60_000);
+  }, 120_000);
 });

@@ -27,7 +27,7 @@ const homes: string[] = [];
 
 beforeAll(async () => {
   if (cli !== null) temporal = await startDevServer(cli);
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   for (const stack of stacks.splice(0)) await stack.stop();

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { IMAGE_SIZES } from '../../src/provider/image-sizes.js';
 import { makeTempDir, removeDir, runLexec } from '../support/cli.js';
+import { freePorts } from '../support/free-ports.js';
 import { decodePng } from '../support/png.js';
 import { falCall, falSubmit, pollUntilCompleted, SANDBOX_APP, SANDBOX_MODEL, spawnSandbox, type SandboxProcess } from '../support/sandbox-process.js';
 
@@ -192,7 +193,9 @@ describe('provider sandbox serve: the command', () => {
 
   it('keeps its state in memory only; --submissions-log keeps counting across a restart', async () => {
     const log = join(dir, 'submissions.jsonl');
-    const first = await start(['--submissions-log', log]);
+    // Restarted on its port below: a port of this worker's own, not one the kernel gave out (free-ports.ts).
+    const [port = 0] = await freePorts(1);
+    const first = await start(['--submissions-log', log, '--port', String(port)]);
     const accepted = await falSubmit(first.url, { prompt: 'one' });
     await first.setFaults([{ kind: 'drop_after_receipt' }]);
     await expect(falSubmit(first.url, { prompt: 'two' })).rejects.toThrow();
@@ -281,7 +284,8 @@ describe('sandbox provider process: jobs that survive a restart (--jobs-file)', 
 
   it('a SIGKILLed sandbox started again on the same port answers for its earlier requests: status on the same timeline, result, cancellation kept', async () => {
     const jobsFile = join(dir, 'jobs.jsonl');
-    const first = await spawnSandbox({ args: ['--complete-after-ms', '1500', '--jobs-file', jobsFile] });
+    const [port = 0] = await freePorts(1);
+    const first = await spawnSandbox({ args: ['--port', String(port), '--complete-after-ms', '1500', '--jobs-file', jobsFile] });
     running.push(first);
     const kept = await falSubmit(first.url, { prompt: 'kept across a restart', image_size: 'square', num_images: 2 });
     const cancelled = await falSubmit(first.url, { prompt: 'cancelled', image_size: 'square', num_images: 1 });
@@ -307,7 +311,7 @@ describe('sandbox provider process: jobs that survive a restart (--jobs-file)', 
     const third = await spawnSandbox({ args: ['--port', String(first.port)] });
     running.push(third);
     expect((await falCall(kept.body.status_url)).status).toBe(404);
-  }, 60_000);
+  }, 120_000);
 
   it('a torn last line (a crash mid-write) is ignored; any other unreadable line refuses the start', async () => {
     const jobsFile = join(dir, 'jobs.jsonl');
@@ -320,5 +324,5 @@ describe('sandbox provider process: jobs that survive a restart (--jobs-file)', 
     const refused = await runLexec(['provider', 'sandbox', 'serve', '--port', '0', '--jobs-file', jobsFile, '--json']);
     expect(refused.exitCode).toBe(1);
     expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, error: { code: 'jobs_file_invalid' } });
-  }, 60_000);
+  }, 120_000);
 });

@@ -101,7 +101,7 @@ afterAll(async () => {
     expect(run.stdout + run.stderr).not.toMatch(/lexec_[a-z]+_[A-Za-z0-9_-]{43}/);
     for (const secret of secrets) expect(run.stdout + run.stderr).not.toContain(secret);
   }
-}, 60_000);
+}, 120_000);
 
 describe('lexec run under a policy that wants a human approval', () => {
   it('says so, prints the exact approve command and waits; approving with it lets the run finish', async () => {

@@ -34,7 +34,7 @@ afterAll(async () => {
   await stack.stop();
   await rm(armFile, { force: true });
   await rm(`${armFile}.fired`, { force: true });
-}, 60_000);
+}, 120_000);
 
 /** Arms the download's crash point; returns the executor's restart count before it fires. */
 async function armDownloadCrash(): Promise<number> {

@@ -34,7 +34,7 @@ afterAll(async () => {
   const secret = await stack.capability('reconciliation');
   await stack.stop();
   for (const run of runs) expect(run.stdout + run.stderr).not.toContain(secret);
-}, 60_000);
+}, 120_000);
 
 describe('lexec executor reconciliation', () => {
   it('status counts the parked executions; list shows them with evidence; release and settle resolve them once', async () => {

@@ -68,7 +68,7 @@ afterAll(async () => {
     expect(run.stdout + run.stderr).not.toMatch(/lexec_[a-z]+_[A-Za-z0-9_-]{43}/);
     for (const secret of secrets) expect(run.stdout + run.stderr).not.toContain(secret);
   }
-}, 60_000);
+}, 120_000);
 
 describe('lexec run on a running sandbox stack', () => {
   it('produces real PNG files, prints the exact spend, and the ledger settled exactly that amount', async () => {

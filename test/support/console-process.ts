@@ -34,7 +34,7 @@ export async function startConsoleProcess(stack: RunningStack, args: readonly st
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => { resolve(code); }));
   const lines = async (count: number): Promise<string[]> => {
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 60_000;
     for (;;) {
       const complete = stdout.split('\n').slice(0, -1);
       if (complete.length >= count) return complete;

@@ -11,6 +11,7 @@ import { terminateProcess } from '../../src/launcher/supervisor/process-identity
 import { BIN, makeTempDir, removeDir, runLexec } from './cli.js';
 import { sandboxConfig, type JsonObject } from './config-fixtures.js';
 import { executionRequest } from './executor.js';
+import { freePorts } from './free-ports.js';
 import { collectJsonLines } from './json-lines.js';
 import { call, mintCredential } from './ledger.js';
 import { ledgerConfig, spawnLedger, type LedgerProcess } from './ledger-process.js';
@@ -73,7 +74,11 @@ export function spawnExecutor(configPath: string, dir: string, cleanups: (() => 
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const { lines, events } = collectJsonLines(child.stderr);
-  const exit = new Promise<number>((resolve) => child.once('exit', (code) => { resolve(code ?? 128); }));
+  let exited = false;
+  const exit = new Promise<number>((resolve) => child.once('exit', (code) => {
+    exited = true;
+    resolve(code ?? 128);
+  }));
   const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     return exit;
@@ -83,13 +88,30 @@ export function spawnExecutor(configPath: string, dir: string, cleanups: (() => 
     const started = events().find((event) => event.event === 'executor_started');
     return started === undefined ? '' : `http://127.0.0.1:${String(started.port)}`;
   };
-  return { url, lines, events, kill };
+  return { url, lines, events, kill, exited: () => exited };
 }
 
-export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+/** The executor process exited while a test waited for it. */
+class ExecutorExited extends Error {
+  constructor() {
+    super('the executor exited');
+  }
+}
+
+/** Bound of an executor start until ready (or listening). */
+const EXECUTOR_READY_TIMEOUT_MS = 120_000;
+
+/**
+ * Polls `probe` until it returns a value; a probe error counts as "not yet" unless `fatal` says
+ * otherwise. The default deadline is a ceiling for a loaded 2-core machine, not an estimate.
+ */
+export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, fatal: (error: unknown) => boolean = () => false): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = await probe().catch(() => undefined);
+    const value = await probe().catch((error: unknown) => {
+      if (fatal(error)) throw error;
+      return undefined;
+    });
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -138,7 +160,10 @@ export interface StackOptions {
 }
 
 async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options: StackOptions = {}): Promise<Stack> {
-  const ledger = await spawnLedger(join(dir), ledgerConfig(join(dir, 'ledger'), { contract_level: options.contractLevel ?? 'v4.5' }));
+  // A port of this worker's own, not 0: upgradeLedger() starts a ledger again on the same port,
+  // and a port the kernel gave out could be given to another process in between (free-ports.ts).
+  const [ledgerPort = 0] = await freePorts(1);
+  const ledger = await spawnLedger(join(dir), ledgerConfig(join(dir, 'ledger'), { contract_level: options.contractLevel ?? 'v4.5', http: { host: '127.0.0.1', port: ledgerPort } }));
   cleanups.push(() => ledger.stop('SIGKILL'));
   const sandbox = await spawnSandbox({ args: options.sandboxArgs ?? ['--complete-after-ms', '200'] });
   cleanups.push(() => sandbox.stop('SIGKILL'));
@@ -171,10 +196,25 @@ async function stack(dir: string, cleanups: (() => Promise<unknown>)[], options:
   const agent = await mintCredential({ url: ledger.url, adminToken: admin }, 'agent', created.body.agent.agent_id);
   const reconciliation = await mintCredential({ url: ledger.url, adminToken: admin }, 'reconciliation');
 
-  const ready = async (executor: ReturnType<typeof spawnExecutor>) =>
-    options.waitUntilReady === false
-      ? until('executor listening', () => Promise.resolve(executor.url() !== '' ? true : undefined))
-      : until('executor ready', async () => (executor.url() !== '' && (await fetch(`${executor.url()}/readyz`)).status === 200 ? true : undefined));
+  // A start takes 1-2 s idle and can take tens of seconds on a loaded 2-core machine (a managed
+  // Temporal server starts first): a generous ceiling, and no waiting on an executor that exited.
+  const ready = async (executor: ReturnType<typeof spawnExecutor>) => {
+    const what = options.waitUntilReady === false ? 'executor listening' : 'executor ready';
+    try {
+      await until(
+        what,
+        async () => {
+          if (executor.exited()) throw new ExecutorExited();
+          if (executor.url() === '') return undefined;
+          return options.waitUntilReady === false || (await fetch(`${executor.url()}/readyz`)).status === 200 ? true : undefined;
+        },
+        EXECUTOR_READY_TIMEOUT_MS,
+        (error) => error instanceof ExecutorExited,
+      );
+    } catch (error) {
+      throw new Error(`${String(error)}; executor log tail:\n${executor.lines.slice(-8).join('\n')}`, { cause: error });
+    }
+  };
 
   const executorProcess = { bin: options.executorBin, env: options.executorEnv };
   const engine = options.engine ?? { mode: 'embedded' };
@@ -371,7 +411,8 @@ export function durableEngines(): [string, () => EngineChoice][] {
   let temporal: DevServer | undefined;
   beforeAll(async () => {
     if (cli !== null) temporal = await startDevServer(cli);
-  }, 60_000);
+    // Seconds idle; sized for a loaded 2-core machine (startDevServer's own bound is 90 s a try).
+  }, 300_000);
   afterAll(async () => {
     await temporal?.stop();
   });

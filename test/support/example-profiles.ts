@@ -7,7 +7,9 @@ import { freePorts } from './free-ports.js';
 
 /*
  * The shipped example profiles (profiles.example/*.toml) as test input: their text, as mutable
- * tables, and written into a LEXEC_HOME on ports that are free right now.
+ * tables, and written into a LEXEC_HOME on ports that are free right now. A profile's ports are
+ * fixed by design (they cannot be 0), so they are ports reserved for this test worker
+ * (free-ports.ts): nothing else can take one before the stack binds it.
  */
 
 export const EXAMPLES_DIR = join(PACKAGE_ROOT, 'profiles.example');

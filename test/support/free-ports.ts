@@ -1,29 +1,14 @@
-import { createServer, type Server } from 'node:net';
+import { reservePorts } from './port-block.mjs';
+
+export { isBindConflict, portBlock, reservePorts } from './port-block.mjs';
 
 /**
- * `count` distinct loopback ports that were free a moment ago: the kernel picks them (never
- * fixed numbers, so test files can run side by side), and they are held together while picked,
- * so they differ.
+ * `count` distinct loopback ports, free right now, for a program that cannot bind port 0 and
+ * report the port it got (the Temporal CLI, a stack profile, a server restarted on its port).
+ * They come from this test worker's own block outside the kernel's ephemeral range
+ * (port-block.mjs, docs/testing.md "Ports"), so no other process can be given one in between.
+ * A server that can bind port 0 should: pass 0 and read the port back from it.
  */
 export async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<Server>((resolve, reject) => {
-          const server = createServer();
-          server.once('error', reject);
-          server.listen({ port: 0, host: '127.0.0.1' }, () => {
-            resolve(server);
-          });
-        }),
-    ),
-  );
-  const ports = servers.map((server) => {
-    const address = server.address();
-    if (address === null || typeof address === 'string') throw new Error('no port');
-    return address.port;
-  });
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
+  return reservePorts(count);
 }

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeTempDir, removeDir } from './cli.js';
-import { spawnServerProcess } from './server-process.js';
+import { SERVER_START_TIMEOUT_MS, spawnServerProcess } from './server-process.js';
 
 /** A real `lexec ledger serve` child process on loopback. */
 export interface LedgerProcess {
@@ -51,7 +51,7 @@ export async function spawnLedger(
   dir: string,
   config: Record<string, unknown> = ledgerConfig(dir),
   name = 'ledger.json',
-  startTimeoutMs = 15_000,
+  startTimeoutMs = SERVER_START_TIMEOUT_MS,
   options: LedgerProcessOptions = {},
 ): Promise<LedgerProcess> {
   const configPath = join(dir, name);

@@ -4,7 +4,8 @@ import type { ProfilePaths } from '../../src/launcher/home/stack-home.js';
 import { removeDir, runLexec, type CliOptions, type CliRun } from './cli.js';
 import type { TomlTable } from './example-profiles.js';
 import { sandboxControl, type SandboxControl } from './sandbox-process.js';
-import { addStackProfile, jsonResult, makeStackHome, stopStack, type StackHome } from './stack-home.js';
+import { isBindConflict } from './free-ports.js';
+import { addStackProfile, jsonResult, makeStackHome, renderAndActivate, stopStack, type StackHome } from './stack-home.js';
 
 /*
  * A profile's stack as the operator gets it: the sandbox example on free ports in a LEXEC_HOME,
@@ -49,10 +50,20 @@ export interface RunningStack {
   stop(): Promise<void>;
 }
 
+/** `lexec stack start` failed; the message carries its output (which names a port it could not bind). */
+class StackStartFailed extends Error {
+  constructor(run: CliRun) {
+    super(`lexec stack start failed (exit ${run.exitCode}): ${run.stdout}${run.stderr}`);
+  }
+}
+
+/** First starts tried on fresh ports after a bind conflict before giving up. */
+const START_ATTEMPTS = 3;
+
 export async function startRunningStack(options: RunningStackOptions = {}): Promise<RunningStack> {
   const ownHome = options.home === undefined;
   const profile = { profile: options.profile, edit: options.edit, example: options.example };
-  const stack: StackHome = options.home === undefined ? await makeStackHome({ prefix: 'lexec-stack-', ...profile }) : await addStackProfile(options.home, profile);
+  let stack: StackHome = options.home === undefined ? await makeStackHome({ prefix: 'lexec-stack-', ...profile }) : await addStackProfile(options.home, profile);
   const { home, paths } = stack;
   const stop = async () => {
     await stopStack(stack);
@@ -60,11 +71,28 @@ export async function startRunningStack(options: RunningStackOptions = {}): Prom
   };
   const start = async () => {
     const started = await runLexec(['stack', 'start', '--profile', paths.name, '--json'], { env: { ...options.env, LEXEC_HOME: home }, home, timeoutMs: 120_000 });
-    if (started.exitCode !== 0) throw new Error(`lexec stack start failed (exit ${started.exitCode}): ${started.stdout}${started.stderr}`);
+    if (started.exitCode !== 0) throw new StackStartFailed(started);
     jsonResult(started);
   };
+  /**
+   * The profile's ports are this worker's own (free-ports.ts), so nothing else should hold one;
+   * should something all the same, the profile gets fresh ports and a new generation, once more.
+   */
+  const firstStart = async () => {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await start();
+        return;
+      } catch (error) {
+        if (!(error instanceof StackStartFailed) || !isBindConflict(error.message) || attempt === START_ATTEMPTS) throw error;
+        await stopStack(stack);
+        stack = await addStackProfile(home, profile);
+        await renderAndActivate(home, paths.name);
+      }
+    }
+  };
   try {
-    await start();
+    await firstStart();
     const handoff = await readHandoff(paths);
     if (handoff === null) throw new Error('stack start left no handoff');
     const env = { LEXEC_HOME: home };

@@ -149,7 +149,7 @@ export async function falCall<T = Record<string, unknown>>(target: string, optio
 }
 
 /** Polls `statusUrl` until COMPLETED (or the timeout); returns every status seen, in order. */
-export async function pollUntilCompleted(statusUrl: string, timeoutMs = 5_000, intervalMs = 10): Promise<FalAnswer[]> {
+export async function pollUntilCompleted(statusUrl: string, timeoutMs = 30_000, intervalMs = 10): Promise<FalAnswer[]> {
   const seen: FalAnswer[] = [];
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -16,6 +16,9 @@ export interface ServerProcess {
   readonly stop: (signal?: NodeJS.Signals) => Promise<number>;
 }
 
+/** Bound of a server start: under a second idle, a ceiling for a loaded 2-core machine. */
+export const SERVER_START_TIMEOUT_MS = 60_000;
+
 /**
  * Starts `lexec <args>` and waits for the JSON log event named `startedEvent`. A process that
  * exits or does not start in time is killed and reported with its stderr.
@@ -55,7 +58,7 @@ export async function spawnServerProcess(
     }
     return exit;
   };
-  const timeoutMs = options.startTimeoutMs ?? 15_000;
+  const timeoutMs = options.startTimeoutMs ?? SERVER_START_TIMEOUT_MS;
   try {
     const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
       const deadline = Date.now() + timeoutMs;

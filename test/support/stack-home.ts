@@ -8,7 +8,8 @@ import { sandboxProfile, writeProfile, type StackPorts, type TomlTable } from '.
 
 /*
  * A temporary LEXEC_HOME with a sandbox profile written from the shipped example, its three
- * ports replaced by ports free right now, so test files can run stacks side by side.
+ * ports replaced by ports free right now and reserved for this test worker (free-ports.ts), so
+ * test files can run stacks side by side.
  */
 
 export interface StackHome {

@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { freePorts } from './free-ports.js';
+import { probeGrpcHealth } from '../../src/executor/engine/temporal/grpc-health-probe.js';
+import { freePorts, isBindConflict } from './free-ports.js';
 
 /*
  * The real Temporal server for tests (no fake: issue 11). scripts/test.sh obtains the pinned CLI
@@ -59,25 +60,36 @@ export interface DevServer {
   restart(): Promise<void>;
 }
 
+export interface DevServerOptions {
+  /** Keep its history in `<dir>/temporal.db` (it survives `stop`/`restart`); HOME is `dir` too. */
+  readonly dir?: string;
+  /** More namespaces created at start ("default" always is). */
+  readonly namespaces?: readonly string[];
+  /** The frontend port of the first attempt (default: one reserved for this worker, free-ports.ts). */
+  readonly port?: number;
+  /** Bound of one attempt until the frontend listens (default 90 s: a loaded 2-core machine). */
+  readonly startTimeoutMs?: number;
+}
+
+/** Attempts on fresh ports after a bind conflict before the start gives up. */
+const START_ATTEMPTS = 5;
+
+/** What one attempt came to: listening, or the child exited (with its output). */
+type LaunchOutcome = { readonly listening: true } | { readonly listening: false; readonly output: string };
+
 /**
  * A Temporal dev server started by the test itself: the stand-in for an external cluster, which
  * the executor must never start or stop. With `dir` its history is kept in `<dir>/temporal.db`.
+ *
+ * `start-dev` cannot bind port 0 and report, so its ports (frontend, UI, HTTP API, metrics) are
+ * reserved for this test worker outside the ephemeral range (free-ports.ts); should one be taken
+ * all the same, the child exits saying so and the start is tried again on fresh ports.
  */
-export async function startDevServer(cli: string, options: { dir?: string; namespaces?: readonly string[] } = {}): Promise<DevServer> {
-  const [port = 0, uiPort = 0] = await freePorts(2);
+export async function startDevServer(cli: string, options: DevServerOptions = {}): Promise<DevServer> {
+  const startTimeoutMs = options.startTimeoutMs ?? 90_000;
   let child: ChildProcess | undefined;
   let output = '';
-  const launch = async () => {
-    const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--ui-port', String(uiPort), '--headless', '--log-format', 'json', '--log-level', 'warn'];
-    args.push('--disable-config-env', '--disable-config-file');
-    if (options.dir !== undefined) args.push('--db-filename', join(options.dir, 'temporal.db'));
-    for (const namespace of options.namespaces ?? []) args.push('--namespace', namespace);
-    const started = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '', HOME: options.dir ?? process.env.HOME ?? '/tmp' } });
-    started.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    started.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child = started;
-    await untilPortOpen(port);
-  };
+  let ports = { port: 0, uiPort: 0, httpPort: 0, metricsPort: 0 };
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
     const running = child;
     child = undefined;
@@ -88,7 +100,47 @@ export async function startDevServer(cli: string, options: { dir?: string; names
     await exited;
     clearTimeout(kill);
   };
-  await launch();
+  const launch = async (): Promise<LaunchOutcome> => {
+    const { port, uiPort, httpPort, metricsPort } = ports;
+    const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--ui-port', String(uiPort), '--headless', '--log-format', 'json', '--log-level', 'warn'];
+    args.push('--http-port', String(httpPort), '--metrics-port', String(metricsPort), '--disable-config-env', '--disable-config-file');
+    if (options.dir !== undefined) args.push('--db-filename', join(options.dir, 'temporal.db'));
+    for (const namespace of options.namespaces ?? []) args.push('--namespace', namespace);
+    let attemptOutput = '';
+    const started = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '', HOME: options.dir ?? process.env.HOME ?? '/tmp' } });
+    const collect = (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      output += text;
+      attemptOutput += text;
+    };
+    started.stdout.on('data', collect);
+    started.stderr.on('data', collect);
+    child = started;
+    // Serving while our child lives: after it exited, whatever answers on the port is not it.
+    const alive = () => started.exitCode === null && started.signalCode === null;
+    const deadline = Date.now() + startTimeoutMs;
+    while (alive() && Date.now() < deadline) {
+      if ((await probeGrpcHealth(port, 1_000)).serving && alive()) return { listening: true };
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    if (alive()) {
+      await stop('SIGKILL');
+      return { listening: false, output: `${attemptOutput}\n(not serving after ${startTimeoutMs} ms; killed)` };
+    }
+    // Its last words arrive with the exit.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return { listening: false, output: attemptOutput };
+  };
+  for (let attempt = 1; ; attempt += 1) {
+    const [port = 0, uiPort = 0, httpPort = 0, metricsPort = 0] = await freePorts(4);
+    ports = { port: attempt === 1 ? (options.port ?? port) : port, uiPort, httpPort, metricsPort };
+    const outcome = await launch();
+    if (outcome.listening) break;
+    if (!isBindConflict(outcome.output) || attempt === START_ATTEMPTS) {
+      throw new Error(`temporal server start-dev exited before it listened on 127.0.0.1:${ports.port} (attempt ${attempt}):\n${outcome.output}`);
+    }
+  }
+  const { port, uiPort } = ports;
   return {
     port,
     address: `127.0.0.1:${port}`,
@@ -96,6 +148,10 @@ export async function startDevServer(cli: string, options: { dir?: string; names
     uiUrl: `http://127.0.0.1:${uiPort}`,
     output: () => output,
     stop,
-    restart: launch,
+    async restart() {
+      // The same ports (clients hold the address); they are this worker's, so nobody took them.
+      const outcome = await launch();
+      if (!outcome.listening) throw new Error(`temporal server start-dev did not start again on 127.0.0.1:${port}:\n${outcome.output}`);
+    },
   };
 }

@@ -83,5 +83,5 @@ describe('a database that cannot run in WAL is refused, naming its path and the 
     const db = openDatabase(path, []);
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     db.close();
-  }, 20_000);
+  }, 120_000);
 });

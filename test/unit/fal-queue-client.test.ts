@@ -13,7 +13,7 @@ let sandbox: SandboxProcess;
 
 beforeAll(async () => {
   sandbox = await spawnSandbox({ args: ['--complete-after-ms', '60000'] });
-}, 30_000);
+}, 120_000);
 
 afterAll(async () => {
   await sandbox.stop();

@@ -94,7 +94,7 @@ afterAll(async () => {
     expect(run.stdout + run.stderr).not.toMatch(/lexec_[a-z]+_[A-Za-z0-9_-]{43}/);
     for (const secret of secrets) expect(run.stdout + run.stderr).not.toContain(secret);
   }
-}, 60_000);
+}, 120_000);
 
 afterEach(() => {
   expect(decoyHits, 'the decoy received a request').toBe(0);
@@ -131,7 +131,7 @@ describe('server-bound ledger verbs on a profile with a running stack', () => {
     const ran = expectResult(run) as { execution: { state: string }; files: unknown[] };
     expect(ran.execution.state).toBe('succeeded');
     expect(ran.files).toHaveLength(1);
-  }, 60_000);
+  }, 120_000);
 
   it('--url selects manual mode: the stack reached by hand with its admin token file', async () => {
     const agents = expectResult(

@@ -97,7 +97,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack.stop();
   await removeDir(work);
-}, 60_000);
+}, 120_000);
 
 describe('a flood of rejected requests against a running stack', () => {
   it('leaves the start lines, both executions and the admission rejection in stack logs; the summaries count every request', async () => {

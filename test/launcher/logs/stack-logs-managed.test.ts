@@ -20,7 +20,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack.stop();
-}, 60_000);
+}, 120_000);
 
 describe('a managed stack\'s logs after a stop and a start', () => {
   it('hold only JSON lines, the stop results included', async () => {

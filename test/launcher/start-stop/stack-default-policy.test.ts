@@ -22,7 +22,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await destroyStackHome(stack);
-}, 60_000);
+}, 120_000);
 
 describe('a changed default spend policy', () => {
   it('is shown by render and holds after stop, activate and start for the agent that follows it', async () => {
@@ -65,5 +65,5 @@ describe('a changed default spend policy', () => {
     expect(start.stderr).toContain('warning: profile.toml no longer renders (profile_invalid)');
     expect(start.stderr).toContain('  ports.bogus: unknown field');
     await writeFile(stack.paths.source, source);
-  }, 60_000);
+  }, 120_000);
 });

@@ -113,11 +113,25 @@ describe('stack start guards', () => {
     cleanups.push(() => destroyStackHome(stack));
     const first = backgroundStart(stack.home);
     await eventually('the first start to take the launcher lock', async () => ((await lockOwner(stack.paths.commandLock)) === first.pid ? true : undefined), 30_000, 20);
+    // Frozen while it holds the lock: on a loaded machine it could otherwise finish (and release
+    // the lock) before the two commands below have even started.
+    const frozen = first.pid ?? 0;
+    let ended = false;
+    void first.finally(() => (ended = true));
+    process.kill(frozen, 'SIGSTOP');
+    const thaw = () => {
+      if (!ended) process.kill(frozen, 'SIGCONT');
+    };
+    cleanups.push(() => {
+      thaw();
+      return Promise.resolve();
+    });
     const second = await lexecIn(stack.home, ['stack', 'start', '--json']);
     expect(second.exitCode).toBe(5);
     expect(jsonError(second)).toMatchObject({ code: 'profile_locked' });
     const stop = await lexecIn(stack.home, ['stack', 'stop', '--json']);
     expect(stop.exitCode).toBe(5);
+    thaw();
     const done = await first;
     expect(done.exitCode, done.stderr).toBe(0);
     expect(jsonResult({ exitCode: 0, stdout: done.stdout, stderr: done.stderr })).toMatchObject({ outcome: 'started' });

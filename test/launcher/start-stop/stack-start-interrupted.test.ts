@@ -26,7 +26,7 @@ let stack: StackHome | undefined;
 afterEach(async () => {
   if (stack !== undefined) await destroyStackHome(stack);
   stack = undefined;
-}, 60_000);
+}, 120_000);
 
 /** `lexec stack start` as a child; resolves once the supervisor it spawned has published its state. */
 async function startUntilSupervisor(home: StackHome) {

@@ -20,7 +20,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await destroyStackHome(stack);
-}, 60_000);
+}, 120_000);
 
 describe('stack stop', () => {
   it('warns with the count of executions in flight and says what it waits for; --json carries the count', async () => {

@@ -24,7 +24,7 @@ async function childHome() {
 }
 
 async function until(what: string, condition: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 60_000;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -100,5 +100,5 @@ describe('a supervised child', () => {
     } finally {
       home.log.close();
     }
-  }, 60_000);
+  }, 120_000);
 });
