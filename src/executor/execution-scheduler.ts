@@ -6,4 +6,12 @@
  */
 export interface ExecutionScheduler {
   schedule(executionId: string, workflowId: string): Promise<void>;
+  /**
+   * Restart recovery's scheduling (engine/reschedule-non-terminal.ts): as `schedule`, for an
+   * execution a previous process may have been running. An engine that binds a run to the worker
+   * that last served it (Temporal's sticky queue) lets go of that binding here — that worker died
+   * with its process — so the run's next task goes where this process's worker polls. Without it,
+   * `schedule` is used.
+   */
+  reschedule?(executionId: string, workflowId: string): Promise<void>;
 }

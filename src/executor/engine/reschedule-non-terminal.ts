@@ -41,7 +41,8 @@ export function rescheduleNonTerminal(options: {
       const execution = queue[next];
       if (execution === undefined) break;
       try {
-        await scheduler.schedule(execution.execution_id, execution.workflow_id);
+        if (scheduler.reschedule === undefined) await scheduler.schedule(execution.execution_id, execution.workflow_id);
+        else await scheduler.reschedule(execution.execution_id, execution.workflow_id);
         if (execution.state === 'pending') store.markScheduled(execution.execution_id);
         next += 1;
         failures = 0;
