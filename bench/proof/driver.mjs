@@ -277,7 +277,7 @@ export async function proofRun({ seed, engine, workDir, temporalCli = null, log 
     const chaos = (async () => {
       const caused = [];
       for (const event of schedule.chaos) {
-        await sleep(event.at - clock());
+        await sleep(Math.max(0, event.at - clock()));
         if (registry.stopping) break;
         // Not awaited: a termination waits for its execution's run, which must not hold up the next event.
         caused.push(
@@ -335,8 +335,9 @@ export async function proofRun({ seed, engine, workDir, temporalCli = null, log 
       await run.server.stop();
       registry.servers.delete(run.server);
     }
-    // Kept when the run broke a rule, gave up on an execution, or could not be made.
-    const keep = result === null || result.violations.length > 0 || result.outcomes.some((outcome) => outcome.outcome.startsWith('gave_up'));
+    // Kept when the run broke a rule, gave up on an execution, or could not be made — unless it
+    // was interrupted (its stacks stopped under it: nothing to inspect).
+    const keep = !registry.stopping && (result === null || result.violations.length > 0 || result.outcomes.some((outcome) => outcome.outcome.startsWith('gave_up')));
     const kept = settleHome(first.home, { keep, keepDir });
     if (result !== null) result.keptHome = kept;
     if (kept !== null) log(`seed ${seed}: its stack home is kept at ${kept}`);

@@ -22,7 +22,7 @@ const FAULTS = [
   { kind: 'http_error', route: 'status', status: 503, times: 2 },
   { kind: 'complete_with_error', times: 1 },
   { kind: 'fewer_images', omit: 1, times: 1 },
-  { kind: 'latency', route: 'status', ms: 400, times: 3 },
+  { kind: 'latency', routes: ['status'], ms: 400, times: 3 },
 ];
 
 /**

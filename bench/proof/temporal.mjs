@@ -82,21 +82,22 @@ function workflowOfScheduled(executorDatabase, index) {
 
 /**
  * Terminates the current run of scheduled execution `index`, as an operator in the Temporal UI
- * would. Waits up to 3 s for the execution to be admitted and its run to be under way. Answers
- * the outcome — `terminated`; `no_execution` (none admitted in time); `not_running` (its run had
- * closed: the work was done); `unreachable` (the engine did not answer) — and `at`, the `clock()`
- * when the termination was asked.
+ * would. Waits up to 15 s for the execution to be admitted and its run started (kills of the
+ * ledger or the executor may hold its admission up). Answers the outcome — `terminated`;
+ * `no_execution` (none admitted in time); `not_running` (its run had closed: the work was done);
+ * `unreachable` (the engine did not answer) — and `at`, the `clock()` when it was asked.
  */
 export async function terminateScheduled({ address, executorDatabase, index, clock }) {
   const connection = Connection.lazy({ address });
   const client = new Client({ connection });
   try {
     let workflowId = null;
-    for (const deadline = Date.now() + 3_000; Date.now() < deadline; await sleep(100)) {
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline; await sleep(100)) {
       workflowId = workflowOfScheduled(executorDatabase, index);
       if (workflowId === null) continue;
+      // Under way, or closed already (then the termination finds nothing to end); not started yet, or the engine away: wait.
       const described = await connection.withDeadline(Date.now() + 5_000, () => client.workflow.getHandle(workflowId).describe()).catch(() => null);
-      if (described?.status.name === 'RUNNING') break;
+      if (described !== null) break;
     }
     const at = clock();
     if (workflowId === null) return { outcome: 'no_execution', workflowId: null, at };
