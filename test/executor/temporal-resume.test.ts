@@ -1,6 +1,10 @@
 import { Client, Connection } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CRASH_FILE_ENV } from '../../src/crash-points.js';
 import { RESCHEDULE_INTERVAL_ENV } from '../../src/executor/engine/development-reschedule-interval.js';
 import { durableHarness, until, type Stack } from '../support/durable-stack.js';
 import { startDevServer, temporalCli, type DevServer } from '../support/temporal.js';
@@ -11,8 +15,9 @@ import { startDevServer, temporalCli, type DevServer } from '../support/temporal
  * "Crash points", measured by bench/proof/resume.mjs — never asserted here): every run it starts
  * has a 3 s workflow task timeout (a dead worker's local phases are handed out again after 3 s,
  * not the default 10), the submission activity a 3 s heartbeat timeout, and restart recovery
- * releases each run from the dead worker's sticky queue, so the run's next workflow task goes to
- * the queue the new worker polls instead of waiting there for the sticky timeout.
+ * releases each run from the dead worker's sticky queue — a non-terminal execution's, and a parked
+ * one's whose run is still opening its ledger record — so the run's next workflow task goes to the
+ * queue the new worker polls instead of waiting there for the sticky timeout.
  */
 
 const cli = temporalCli();
@@ -37,6 +42,7 @@ afterAll(async () => {
 interface HistoryEvent {
   eventTime: string;
   eventType: string;
+  workflowTaskTimedOutEventAttributes?: { timeoutType: string };
   activityTaskScheduledEventAttributes?: { activityType: { name: string }; heartbeatTimeout?: string };
   workflowTaskScheduledEventAttributes?: { taskQueue: { name: string; kind: string } };
 }
@@ -113,5 +119,25 @@ describe.skipIf(cli === null)('resuming a killed executor\'s work on a real Temp
     expect(after.length).toBeGreaterThan(0);
     const onDeadQueue = after.filter((event) => sticky.has(event.workflowTaskScheduledEventAttributes?.taskQueue.name ?? ''));
     expect(onDeadQueue).toEqual([]);
+  }, 120_000);
+
+  it('a run parked by the killed executor before its ledger record was opened: the restarted executor releases it too, and no workflow task waits out the sticky timeout', async () => {
+    const arm = join(harness.dir(), 'crash-point');
+    await writeFile(arm, 'run.after_park\n');
+    const s = await harness.stack({ engine: { mode: 'external', url: temporal.url }, executorEnv: { [CRASH_FILE_ENV]: arm } });
+    // The provider's answer is lost: the submission phase parks the execution and dies before the ledger record.
+    await s.sandbox.setFaults([{ kind: 'drop_after_receipt', times: 1 }]);
+    const tokenId = await s.approvedToken();
+    const executionId = await s.submit(tokenId, 1);
+    await until('the executor died after parking', () => Promise.resolve(existsSync(`${arm}.fired`) ? true : undefined));
+    await s.executor.kill('SIGKILL');
+    await s.restart();
+    const workflowId = `lexec-execution-${executionId}`;
+    await until('the run completed', async () => ((await client.workflow.getHandle(workflowId).describe()).status.name === 'COMPLETED' ? true : undefined), 60_000);
+    expect((await s.execution(executionId)).state).toBe('reconciliation');
+    // The submission phase handed out again completed after the restart; its workflow task went
+    // to the shared queue, never to the dead worker's sticky queue to time out there.
+    const stickyTimeouts = (await history(workflowId)).filter((event) => event.workflowTaskTimedOutEventAttributes?.timeoutType === 'TIMEOUT_TYPE_SCHEDULE_TO_START');
+    expect(stickyTimeouts).toEqual([]);
   }, 120_000);
 });

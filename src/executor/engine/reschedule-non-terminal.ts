@@ -11,7 +11,8 @@ export interface RescheduleProgress {
 /**
  * Restart recovery (spec §1.3): every non-terminal execution is scheduled again at its stable
  * workflow id — a no-op for one whose run is still known to the engine, a new start for a
- * `pending` one whose hand-off was lost. Scheduling creates no provider or financial effect (every
+ * `pending` one whose hand-off was lost — and, on an engine that binds runs to a worker, released
+ * from the previous process's worker (as is the run of a parked one). Scheduling creates no provider or financial effect (every
  * phase decides from the database). An engine that cannot be reached yet (a Temporal server still
  * starting, or away) is retried with backoff until it answers or the executor stops; nothing is
  * dropped meanwhile, and the executions stay readable.
@@ -41,8 +42,8 @@ export function rescheduleNonTerminal(options: {
       const execution = queue[next];
       if (execution === undefined) break;
       try {
-        if (scheduler.reschedule === undefined) await scheduler.schedule(execution.execution_id, execution.workflow_id);
-        else await scheduler.reschedule(execution.execution_id, execution.workflow_id);
+        await scheduler.schedule(execution.execution_id, execution.workflow_id);
+        await scheduler.release?.(execution.workflow_id);
         if (execution.state === 'pending') store.markScheduled(execution.execution_id);
         next += 1;
         failures = 0;
@@ -50,6 +51,14 @@ export function rescheduleNonTerminal(options: {
         failures += 1;
         options.onRetry?.(failures, queue.length - next);
         await pause(Math.min(backoffMs(failures), 10_000));
+      }
+    }
+    // A parked execution's run may still be open, opening its ledger record for a phase the
+    // previous process left: let go of that process's worker too (a few rows: those awaiting a human).
+    if (scheduler.release !== undefined) {
+      for (const parked of store.underReconciliation()) {
+        if (stopped()) break;
+        await scheduler.release(parked.workflow_id);
       }
     }
     return { scheduled: next, stopped: stopped() };

@@ -210,8 +210,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
     identity,
     runs: createTemporalRuns({ client, connection, taskQueue }),
     schedule,
-    async reschedule(executionId, workflowId) {
-      await schedule(executionId, workflowId);
+    async release(workflowId) {
       // The run's workflow tasks go to the sticky queue of the worker that served it last — a
       // worker of the process that died, if it did — and wait there up to the sticky timeout
       // (3 s, below) before the engine gives them to the shared queue. Nothing of this process
