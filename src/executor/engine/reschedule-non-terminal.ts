@@ -12,10 +12,10 @@ export interface RescheduleProgress {
  * Restart recovery (spec §1.3): every non-terminal execution is scheduled again at its stable
  * workflow id — a no-op for one whose run is still known to the engine, a new start for a
  * `pending` one whose hand-off was lost — and, on an engine that binds runs to a worker, released
- * from the previous process's worker (as is the run of a parked one). Scheduling creates no provider or financial effect (every
- * phase decides from the database). An engine that cannot be reached yet (a Temporal server still
- * starting, or away) is retried with backoff until it answers or the executor stops; nothing is
- * dropped meanwhile, and the executions stay readable.
+ * from the previous process's worker (as is the run of a parked one). Scheduling creates no
+ * provider or financial effect (every phase decides from the database). An engine that cannot be
+ * reached yet (a Temporal server still starting, or away) is retried with backoff until it
+ * answers or the executor stops; nothing is dropped meanwhile, and the executions stay readable.
  */
 export function rescheduleNonTerminal(options: {
   readonly store: ExecutionStore;

@@ -214,7 +214,8 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
       // The run's workflow tasks go to the sticky queue of the worker that served it last — a
       // worker of the process that died, if it did — and wait there up to the sticky timeout
       // (3 s, below) before the engine gives them to the shared queue. Nothing of this process
-      // holds the run yet, so its binding is released now: its next task goes to the shared queue.
+      // holds the run yet, so its binding is released now: its next task goes to the shared queue
+      // (were this process's worker serving it already, the cost is one replay of its history).
       // Only a shortcut: a run that closed has nothing bound, and a release that fails leaves the
       // engine's own sticky timeout to do the same a little later — never a reason to hold up recovery.
       await connection
