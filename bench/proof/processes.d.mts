@@ -3,7 +3,11 @@ import type { ChildProcess } from 'node:child_process';
 
 export interface RunRegistry {
   readonly stacks: Map<string, { readonly env: Record<string, string>; readonly stateDir: string }>;
+  /** Temporal dev servers a run started itself (a two-stack run's shared engine). */
+  readonly servers: Set<{ stop(): Promise<boolean> }>;
   readonly commands: Set<ChildProcess>;
+  /** Set by stopAll: nothing more is started. */
+  stopping: boolean;
 }
 
 export function processStat(pid: number): { state: string; startTicks: number } | null;

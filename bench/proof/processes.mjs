@@ -1,7 +1,8 @@
 // The processes of the randomized proof runs (bench/proof/driver.mjs; docs/reliability.md
 // "Randomized runs"): killing a published pid only while it is still the process that was
-// published, the `lexec` commands a run starts, the stacks it has running (so an interrupted
-// runner stops them all), and what is kept of a run's stack home afterwards.
+// published, the `lexec` commands a run starts, the stacks and Temporal dev servers it has
+// running (so an interrupted runner stops them all), and what is kept of a run's stack home
+// afterwards.
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -75,9 +76,9 @@ function publishedProcesses(stateDir) {
   return found;
 }
 
-/** What a run has going: its stacks (by home) and its `lexec` commands in flight. */
+/** What a run has going: its stacks (by home), the Temporal dev servers it runs itself, and its `lexec` commands in flight. */
 export function createRunRegistry() {
-  return { stacks: new Map(), commands: new Set() };
+  return { stacks: new Map(), servers: new Set(), commands: new Set(), stopping: false };
 }
 
 /** `lexec <args>` as a child process (tracked in `registry` while it runs); answers its exit code and output. */
@@ -98,12 +99,17 @@ export async function stopStack({ env, stateDir }) {
   return { stopped: stopped.code === 0, output: stopped.stdout.slice(0, 500), killed: leftovers.length };
 }
 
-/** Stops everything `registry` has going: the commands in flight first (no agent keeps submitting), then every stack. */
+/** Stops everything `registry` has going: the commands in flight first (no agent keeps submitting), then every stack, then the dev servers they used. */
 export async function stopAll(registry) {
+  // A run's agents and chaos still waiting for their offset start nothing more.
+  registry.stopping = true;
   for (const child of registry.commands) child.kill('SIGTERM');
   const stacks = [...registry.stacks.values()];
   registry.stacks.clear();
   await Promise.all(stacks.map((stack) => stopStack(stack)));
+  const servers = [...registry.servers];
+  registry.servers.clear();
+  await Promise.all(servers.map((server) => server.stop()));
 }
 
 /**

@@ -12,6 +12,8 @@ import { eventually, readState } from '../support/stack-home.js';
 import { startDevServer, temporalCli, type DevServer } from '../support/temporal.js';
 import { checkInvariants } from './check-invariants.js';
 import { drive, ledgerAnswers, ledgerRows, query, submissionLines, tokenOf, type Scenario } from './crash-scenarios.js';
+import { recordResumeFigure, resumeFigure } from './resume-figures.js';
+import { executionWorkflows, isClosed, temporalRunStates, type RunState, type TemporalRunStates } from './temporal-run-states.js';
 
 /*
  * The crash-point matrix (issue 14 item 2, issue 24 item 10; docs/reliability.md "Crash points"):
@@ -193,6 +195,8 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
   const cli = engine === 'temporal' ? temporalCli() : null;
   const runs = engine === 'embedded' || cli !== null;
   let temporal: DevServer | undefined;
+  /** The engine's word on each case's workflow run (Temporal only). */
+  let runStates: TemporalRunStates | undefined;
   let stack: RunningStack | undefined;
   let armFile = '';
   let crashes = 0;
@@ -204,7 +208,10 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
 
   describe.skipIf(!runs)(`crash points on the ${engine} engine (real stack, SIGKILL at each point, supervisor restart)`, () => {
     beforeAll(async () => {
-      if (cli !== null) temporal = await startDevServer(cli);
+      if (cli !== null) {
+        temporal = await startDevServer(cli);
+        runStates = temporalRunStates(temporal.address);
+      }
       const edit = (profile: TomlTable) => {
         if (temporal !== undefined) {
           profile.workflow_engine = { mode: 'external', address: temporal.url, namespace: 'default', task_queue: `lexec-crash-${String(process.pid)}`, ui_url: temporal.uiUrl };
@@ -217,6 +224,7 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
 
     afterAll(async () => {
       await stack?.stop();
+      await runStates?.close();
       await temporal?.stop();
       await rm(armFile, { force: true });
       await rm(`${armFile}.fired`, { force: true });
@@ -226,7 +234,7 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
       expect(Object.keys(EXPECTED).sort()).toEqual(Object.keys(CRASH_POINTS).sort());
     });
 
-    it.each(matrixCases())('killed at $name', async ({ point, expected }) => {
+    it.each(matrixCases())('killed at $name', async ({ name, point, expected }) => {
       let s = running();
       if (crashes >= CRASHES_PER_STACK) {
         await s.restart();
@@ -274,11 +282,11 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
       if (expected.resolutionReplayed !== undefined) expect(driven.resolution?.replayed).toBe(expected.resolutionReplayed);
       expect((await submissionLines(s)) - submittedBefore).toBe(expected.submissions);
 
-      // At rest: the independent checker over everything this stack has written so far (`lexec
-      // run` reports a parked execution as soon as the executor parked it, while the ledger
-      // record is opened by the restarted activity — on Temporal once the engine has given up on
-      // the killed worker's heartbeat, 5-10 s later), and a replay the executor owes the ledger
-      // has been asked.
+      // At rest: the independent checker over everything this stack has written so far is quiet
+      // (`lexec run` reports a parked execution as soon as the executor parked it, while the
+      // ledger record is opened by the restarted activity), on Temporal the execution's workflow
+      // run has closed — a case never passes while its run could still act — and a replay the
+      // executor owes the ledger has been asked.
       const check = () =>
         checkInvariants({
           ledgerDatabase: s.paths.ledgerDatabase,
@@ -287,11 +295,22 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
           sandboxJobsFile: join(s.paths.stateDir, 'sandbox-jobs.jsonl'),
           artifactRoot: s.paths.artifactRoot,
         });
+      const workflows = executionWorkflows(s.paths.executorDatabase, [driven.executionId]);
       let report = check();
-      for (const deadline = Date.now() + 60_000; report.violations.length > 0 && Date.now() < deadline; report = check()) {
+      let runState: RunState | undefined;
+      const atRest = async () => {
+        report = check();
+        if (report.violations.length > 0) return false;
+        if (runStates === undefined) return true;
+        [runState] = await runStates.of(workflows.map((workflow) => workflow.workflowId));
+        return runState !== undefined && isClosed(runState);
+      };
+      for (const deadline = Date.now() + 60_000; !(await atRest()) && Date.now() < deadline; ) {
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
       expect(report.violations).toEqual([]);
+      // Every lexec run ends COMPLETED (the runner said done), whatever the execution's end.
+      if (runStates !== undefined) expect(runState, `the workflow run of ${driven.executionId}`).toMatchObject({ status: 'COMPLETED' });
       const route = expected.replayRoute;
       if (route !== undefined) await eventually(`the replay on ${route}`, async () => ((await ledgerAnswers(s, route, 200)) > repliesBefore ? true : undefined), 60_000);
 
@@ -313,6 +332,10 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
         releases: expected.ledger.release === null ? [] : [expected.ledger.release],
         records: expected.ledger.record === null ? [] : [expected.ledger.record],
       });
+
+      // How long it took to resume after the restart: printed and recorded, never asserted.
+      const figure = await resumeFigure({ caseName: name, engine, killed: expected.killed, point, paths: s.paths, executionId: driven.executionId, closedAtMs: runState?.closedAtMs ?? null });
+      if (figure !== null) console.error(recordResumeFigure(figure));
     }, 300_000);
   });
 }

@@ -1,7 +1,9 @@
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { durableEngines, durableHarness, openRecords, setFaults, type EngineChoice, type Execution, type Stack, type StackOptions } from '../support/durable-stack.js';
 import { checkInvariants } from './check-invariants.js';
+import { executionWorkflows, temporalRunStates, unsettledRuns, wronglyClosed } from './temporal-run-states.js';
 
 /*
  * The fault matrix (issue 14 item 3): one test per fault at the provider or the ledger, each with
@@ -22,12 +24,36 @@ function faultStack(engine: EngineChoice, options: StackOptions = {}): Promise<S
   return harness.stack({ engine, ...options, sandboxArgs: [...args, '--submissions-log', log] });
 }
 
-/** The independent checker over the stack's files: no violation of any money rule. */
-function expectInvariants(): void {
+/**
+ * On Temporal (the executor's configuration names the engine) the stack is at rest only once
+ * every execution's workflow run has closed — a case never passes while a run could still act —
+ * and each must have closed COMPLETED.
+ */
+async function expectRunsClosed(s: Stack, executorDatabase: string): Promise<void> {
+  const { workflow_engine: engine } = JSON.parse(await readFile(s.configPath, 'utf8')) as { workflow_engine: { mode: string; address?: string; namespace?: string } };
+  if (engine.mode !== 'external' || engine.address === undefined) return;
+  const runs = temporalRunStates(engine.address, engine.namespace);
+  try {
+    const executions = executionWorkflows(executorDatabase);
+    let open = await unsettledRuns(runs, executions);
+    for (const deadline = Date.now() + 60_000; open.length > 0 && Date.now() < deadline; open = await unsettledRuns(runs, executions)) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(open, 'workflow runs still open').toEqual([]);
+    expect(wronglyClosed(await runs.of(executions.map((execution) => execution.workflowId)), executions)).toEqual([]);
+  } finally {
+    await runs.close();
+  }
+}
+
+/** At rest, the independent checker over the stack's files: no violation of any money rule. */
+async function expectInvariants(s: Stack): Promise<void> {
   const dir = harness.dir();
+  const executorDatabase = join(dir, 'executor', 'executor.db');
+  await expectRunsClosed(s, executorDatabase);
   const report = checkInvariants({
     ledgerDatabase: join(dir, 'ledger', 'state', 'ledger.db'),
-    executorDatabase: join(dir, 'executor', 'executor.db'),
+    executorDatabase,
     submissionsLog: join(dir, 'submissions.jsonl'),
     artifactRoot: join(dir, 'executor', 'artifacts'),
   });
@@ -52,7 +78,7 @@ async function expectDisposition(s: Stack, tokenId: string, executionId: string,
   // Nothing is submitted again afterwards.
   await new Promise((resolve) => setTimeout(resolve, 300));
   expect(await s.sandbox.submissions()).toHaveLength(expected.submissions);
-  expectInvariants();
+  await expectInvariants(s);
   return execution;
 }
 
@@ -65,7 +91,7 @@ describe.each(engines)('faults at the provider on the %s engine', (_name, engine
     const execution = await s.waitFor(executionId, 'a terminal state', terminal);
     expect({ state: execution.state, reason: execution.state_reason }).toEqual({ state: 'failed', reason: 'not_transmitted' });
     expect((await s.authorization(tokenId)).status).toBe('released');
-    expectInvariants();
+    await expectInvariants(s);
   }, 120_000);
 
   it('the provider received the submission and the answer was lost: submission unconfirmed, never sent again', async () => {

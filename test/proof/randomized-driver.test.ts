@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeEvents } from '../../bench/proof/driver.mjs';
+import { describeEvents, MODES, scheduleOf } from '../../bench/proof/driver.mjs';
 import { killVerified, processStat, settleHome } from '../../bench/proof/processes.mjs';
 import { makeTempDir, PACKAGE_ROOT, removeDir } from '../support/cli.js';
 import { eventually } from '../support/stack-home.js';
@@ -76,6 +76,34 @@ describe('what a run records and keeps', () => {
         { kind: 'fault', fault: 'drop_after_receipt', scheduled_at: 3500, at: 3502, outcome: 'set', status: 200 },
       ]),
     ).toBe('kill executor +1203ms killed, kill ledger +2010ms no_process, fault latency +3001ms refused (503), fault drop_after_receipt +3502ms set');
+  });
+
+  it('in a two-stack run names the stack of each kill and fault; a termination names the scheduled execution whose run it ended', () => {
+    expect(
+      describeEvents([
+        { kind: 'kill', target: 'executor', stack: 'b', scheduled_at: 100, at: 101, outcome: 'killed', pid: 4242 },
+        { kind: 'kill', target: 'temporal', scheduled_at: 900, at: 902, outcome: 'killed', pid: 4343 },
+        { kind: 'fault', fault: 'latency', stack: 'a', scheduled_at: 1000, at: 1001, outcome: 'set', status: 200 },
+        { kind: 'terminate', execution: 2, scheduled_at: 1500, at: 2300, outcome: 'terminated', workflow_id: 'lexec-execution-exe_0' },
+      ]),
+    ).toBe('kill b:executor +101ms killed, kill temporal +902ms killed, fault a:latency +1001ms set, terminate #2 +2300ms terminated');
+  });
+
+  it('the seed chooses the mode; a single run\'s schedule is what its seed made before modes existed, and only Temporal runs have other modes', () => {
+    // Seed 11 on Temporal and seed 7 embedded, as CI has run them since before the modes.
+    expect(scheduleOf(11, 'temporal')).toMatchObject({ mode: 'single', executions: expect.any(Array) as unknown });
+    expect(scheduleOf(11, 'temporal').chaos.map((event) => [event.kind, event.at])).toEqual([['kill', 964], ['kill', 1656], ['fault', 2330], ['kill', 4021]]);
+    expect(scheduleOf(7, 'embedded').chaos.map((event) => [event.kind, event.at])).toEqual([['kill', 4378]]);
+    const modes = (engine: 'embedded' | 'temporal') => new Set(Array.from({ length: 200 }, (_, seed) => scheduleOf(seed, engine).mode));
+    expect(modes('embedded')).toEqual(new Set(['single']));
+    expect(modes('temporal')).toEqual(new Set(MODES));
+    // A two-stack run spreads its executions over both stacks; a terminations run ends runs of its own executions.
+    const shared = scheduleOf(29, 'temporal');
+    expect(shared.mode).toBe('two_executors');
+    expect(new Set(shared.executions.map((execution) => execution.stack))).toEqual(new Set([0, 1]));
+    const terminations = scheduleOf(51, 'temporal');
+    expect(terminations.mode).toBe('terminations');
+    for (const event of terminations.chaos) if (event.kind === 'terminate') expect(event.execution).toBeLessThan(terminations.executions.length);
   });
 
   it('removes a clean run\'s home; keeps a broken run\'s, moved under the directory given (or where it is)', async () => {

@@ -11,10 +11,11 @@ export interface RescheduleProgress {
 /**
  * Restart recovery (spec §1.3): every non-terminal execution is scheduled again at its stable
  * workflow id — a no-op for one whose run is still known to the engine, a new start for a
- * `pending` one whose hand-off was lost. Scheduling creates no provider or financial effect (every
- * phase decides from the database). An engine that cannot be reached yet (a Temporal server still
- * starting, or away) is retried with backoff until it answers or the executor stops; nothing is
- * dropped meanwhile, and the executions stay readable.
+ * `pending` one whose hand-off was lost — and, on an engine that binds runs to a worker, released
+ * from the previous process's worker (as is the run of a parked one). Scheduling creates no
+ * provider or financial effect (every phase decides from the database). An engine that cannot be
+ * reached yet (a Temporal server still starting, or away) is retried with backoff until it
+ * answers or the executor stops; nothing is dropped meanwhile, and the executions stay readable.
  */
 export function rescheduleNonTerminal(options: {
   readonly store: ExecutionStore;
@@ -42,6 +43,7 @@ export function rescheduleNonTerminal(options: {
       if (execution === undefined) break;
       try {
         await scheduler.schedule(execution.execution_id, execution.workflow_id);
+        await scheduler.release?.(execution.workflow_id);
         if (execution.state === 'pending') store.markScheduled(execution.execution_id);
         next += 1;
         failures = 0;
@@ -49,6 +51,14 @@ export function rescheduleNonTerminal(options: {
         failures += 1;
         options.onRetry?.(failures, queue.length - next);
         await pause(Math.min(backoffMs(failures), 10_000));
+      }
+    }
+    // A parked execution's run may still be open, opening its ledger record for a phase the
+    // previous process left: let go of that process's worker too (a few rows: those awaiting a human).
+    if (scheduler.release !== undefined) {
+      for (const parked of store.underReconciliation()) {
+        if (stopped()) break;
+        await scheduler.release(parked.workflow_id);
       }
     }
     return { scheduled: next, stopped: stopped() };

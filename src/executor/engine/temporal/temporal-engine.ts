@@ -10,7 +10,7 @@ import type { EngineSample } from '../../readiness-monitor.js';
 import { backoffMs } from '../embedded-engine.js';
 import type { RunActivity, WorkflowEngine } from '../workflow-engine.js';
 import { createPhaseActivities } from './activities.js';
-import { createTemporalRuns } from './temporal-runs.js';
+import { createTemporalRuns, WORKFLOW_TASK_TIMEOUT } from './temporal-runs.js';
 import { EXECUTION_WORKFLOW_TYPE, type ExecutionWorkflowInput } from './workflow.js';
 import { workflowBundle, type WorkflowBundle } from './workflow-bundle.js';
 
@@ -193,20 +193,34 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
     }
   }
 
+  async function schedule(executionId: string, workflowId: string): Promise<void> {
+    const input: ExecutionWorkflowInput = { execution_id: executionId, phase: 'submit_provider' };
+    try {
+      await connection.withDeadline(Date.now() + SCHEDULE_TIMEOUT_MS, () =>
+        client.workflow.start(EXECUTION_WORKFLOW_TYPE, { taskQueue, workflowId, args: [input], workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT, ...START_POLICIES }),
+      );
+    } catch (error) {
+      // A run that closed already: the rescheduler starts a new one if the execution is not done.
+      if (error instanceof WorkflowExecutionAlreadyStartedError) return;
+      throw error;
+    }
+  }
+
   return {
     identity,
     runs: createTemporalRuns({ client, connection, taskQueue }),
-    async schedule(executionId, workflowId) {
-      const input: ExecutionWorkflowInput = { execution_id: executionId, phase: 'submit_provider' };
-      try {
-        await connection.withDeadline(Date.now() + SCHEDULE_TIMEOUT_MS, () =>
-          client.workflow.start(EXECUTION_WORKFLOW_TYPE, { taskQueue, workflowId, args: [input], ...START_POLICIES }),
-        );
-      } catch (error) {
-        // A run that closed already: the rescheduler starts a new one if the execution is not done.
-        if (error instanceof WorkflowExecutionAlreadyStartedError) return;
-        throw error;
-      }
+    schedule,
+    async release(workflowId) {
+      // The run's workflow tasks go to the sticky queue of the worker that served it last — a
+      // worker of the process that died, if it did — and wait there up to the sticky timeout
+      // (3 s, below) before the engine gives them to the shared queue. Nothing of this process
+      // holds the run yet, so its binding is released now: its next task goes to the shared queue
+      // (were this process's worker serving it already, the cost is one replay of its history).
+      // Only a shortcut: a run that closed has nothing bound, and a release that fails leaves the
+      // engine's own sticky timeout to do the same a little later — never a reason to hold up recovery.
+      await connection
+        .withDeadline(Date.now() + SCHEDULE_TIMEOUT_MS, () => connection.workflowService.resetStickyTaskQueue({ namespace, execution: { workflowId } }))
+        .catch(() => undefined);
     },
     start() {
       if (life.running) return Promise.resolve();

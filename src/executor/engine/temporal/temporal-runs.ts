@@ -13,6 +13,16 @@ import { EXECUTION_WORKFLOW_TYPE, type ExecutionWorkflowInput } from './workflow
 /** Upper bound of one DescribeWorkflowExecution or start; a sweep moves on and asks again next time. */
 export const RUN_RPC_TIMEOUT_MS = 5_000;
 
+/**
+ * The workflow task timeout of every run this executor starts (a continued-as-new run inherits
+ * it). A workflow task is where the local phases run (poll, store, settle: workflow.ts); when its
+ * worker is SIGKILLed, the engine hands the task to the next worker only once this runs out
+ * (default 10 s). At 3 s a restarted executor finds the task waiting for it by the time its worker
+ * polls (docs/executions.md "The engine"). A phase longer than this is not cut short: the worker
+ * extends its task at 80 % of the timeout while a local activity runs.
+ */
+export const WORKFLOW_TASK_TIMEOUT = '3 seconds';
+
 /** The statuses of a run that will never run a phase again. */
 const CLOSED = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TERMINATED', 'TIMED_OUT']);
 
@@ -44,6 +54,7 @@ export function createTemporalRuns(options: { readonly client: Client; readonly 
           taskQueue,
           workflowId,
           args: [input],
+          workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
           // A closed id may be started again; a start racing another one finds it and keeps it.
           workflowIdReusePolicy: 'ALLOW_DUPLICATE',
           workflowIdConflictPolicy: replaceOpen ? 'TERMINATE_EXISTING' : 'USE_EXISTING',

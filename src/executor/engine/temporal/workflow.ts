@@ -23,20 +23,23 @@ export const EXECUTION_WORKFLOW_TYPE = 'lexecExecution';
 /*
  * Activity options (docs/executions.md "The engine"): a phase calls the provider or the ledger
  * with their own bounds (30 s, 5 s), so two minutes is a generous ceiling; a heartbeat every
- * second (activities.ts) with a 5 s timeout hands the phase of a killed executor to the next
- * worker within seconds. A phase that threw is retried with backoff 1 s doubling to 60 s, without
- * end: every phase decides from the database, so a retry never repeats a submission or a
- * financial effect. Polling and waiting are not retries: the runner answers "later" and the
- * workflow sleeps on a durable timer.
+ * second (activities.ts) with a 3 s timeout hands the phase of a killed executor to the next
+ * worker 3 s after the kill plus the first retry's 1 s — by the time a restarted executor polls.
+ * (Activity options are not part of the replay's determinism checks: histories recorded with the
+ * earlier 5 s replay unchanged, test/executor/temporal-replay.test.ts.) A phase that threw is
+ * retried with backoff 1 s doubling to 60 s, without end: every phase decides from the database,
+ * so a retry never repeats a submission or a financial effect. Polling and waiting are not
+ * retries: the runner answers "later" and the workflow sleeps on a durable timer.
  */
 const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' } as const;
-const phases = proxyActivities<PhaseActivities>({ startToCloseTimeout: '2 minutes', heartbeatTimeout: '5 seconds', retry: RETRY });
+const phases = proxyActivities<PhaseActivities>({ startToCloseTimeout: '2 minutes', heartbeatTimeout: '3 seconds', retry: RETRY });
 /**
  * The phases after the submission as local activities: run by this worker within the workflow task
  * that reaches them, so a phase costs no task-queue round trip and no workflow task of its own.
  * Their guarantees are the same at least once (a worker that dies mid-phase leaves the workflow
- * task to time out, and the next worker runs the phase again, deciding from the database); a
- * retry past 10 s waits on a durable timer rather than inside the workflow task.
+ * task to time out — 3 s, temporal-runs.ts — and the next worker runs the phase again, deciding
+ * from the database); a retry past 10 s waits on a durable timer rather than inside the workflow
+ * task.
  */
 const localPhases = proxyLocalActivities<PhaseActivities>({ startToCloseTimeout: '2 minutes', localRetryThreshold: '10 seconds', retry: RETRY });
 
