@@ -240,10 +240,10 @@ export async function proofRun({ seed, engine, workDir, temporalCli = null, log 
   let failure = null;
   try {
     if (schedule.mode === 'two_executors') {
-      const [port, uiPort] = await freePorts(2);
+      const [port, uiPort, httpPort, metricsPort] = await freePorts(4);
       const dir = join(first.home, 'temporal-server');
       mkdirSync(dir, { recursive: true });
-      run.server = await startDevServer({ cli: temporalCli, dir, port, uiPort });
+      run.server = await startDevServer({ cli: temporalCli, dir, port, uiPort, httpPort, metricsPort });
       registry.servers.add(run.server);
       run.address = run.server.address;
       for (const stack of stacks) useExternalTemporal(stack.profileDir, run.server);

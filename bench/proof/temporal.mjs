@@ -30,15 +30,17 @@ async function untilPortOpen(port, timeoutMs) {
 }
 
 /**
- * A `temporal server start-dev` on `port` (its UI on `uiPort`) keeping its history in
+ * A `temporal server start-dev` on `port` (its UI on `uiPort`, its HTTP API and metrics on
+ * `httpPort` and `metricsPort`: every port it binds is one the caller reserved, never a default
+ * another run's server may hold) keeping its history in
  * `<dir>/temporal.db`, so that a kill and a start again lose nothing. `kill()` SIGKILLs it (as a
  * crash would) and answers whether it was running; `start()` starts it again; `stop()` ends it.
  */
-export async function startDevServer({ cli, dir, port, uiPort }) {
+export async function startDevServer({ cli, dir, port, uiPort, httpPort, metricsPort }) {
   let child = null;
   const start = async () => {
     const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--ui-port', String(uiPort), '--headless', '--log-level', 'error'];
-    args.push('--disable-config-env', '--disable-config-file', '--db-filename', join(dir, 'temporal.db'));
+    args.push('--http-port', String(httpPort), '--metrics-port', String(metricsPort), '--disable-config-env', '--disable-config-file', '--db-filename', join(dir, 'temporal.db'));
     const started = spawn(cli, args, { stdio: 'ignore', env: { PATH: process.env.PATH ?? '', HOME: dir } });
     child = started;
     started.once('exit', () => {

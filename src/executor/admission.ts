@@ -122,7 +122,7 @@ export function createAdmission(deps: AdmissionDependencies) {
       if (error instanceof LedgerUnavailable) throw notReady('ledger_unavailable');
       if (error instanceof LedgerRefused) {
         if (error.status === 404) throw unprocessable('authorization_not_found', { fields: ['spend_auth_token_id'] });
-        if (error.status === 409) throw conflict(error.reasonCode === 'claimed_by_another_execution' ? 'authorization_claimed_elsewhere' : (error.reasonCode ?? 'authorization_conflict'), ['spend_auth_token_id']);
+        if (error.status === 409) throw conflict(error.reasonCode === 'claimed_by_another_execution' || error.reasonCode === 'claimed_by_another_credential' ? 'authorization_claimed_elsewhere' : (error.reasonCode ?? 'authorization_conflict'), ['spend_auth_token_id']);
         if (error.status === 422 && error.code === 'requirement_not_met') {
           if (error.reasonCode === 'currency_mismatch') throw unprocessable('authorization_currency_mismatch', { fields: ['spend_auth_token_id'] });
           if (error.reasonCode === 'hold_below_requirement') {

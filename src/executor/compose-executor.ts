@@ -126,6 +126,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     store,
     admission,
     releaseAfterSeconds: config.orphan_claims.release_after_seconds,
+    knownSince: installation.createdAt(),
     timers: systemTimers(),
     log: logger,
   });

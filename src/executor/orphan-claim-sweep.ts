@@ -18,6 +18,10 @@ import type { ExecutionStore } from './store/execution-store.js';
  * read again just before the release, and the ledger releases only a claim still held by the
  * execution it names (and claimed by this credential). After the release, an identical admission
  * is answered `409 conflict authorization_released` and creates nothing.
+ *
+ * "No execution" proves "never submitted" only for claims this database could know of: a claim
+ * made before it got its identity (a database recreated, or one upgraded since the claim) is never
+ * released by the sweep; each sweep names those still claimed in one warning, for a human.
  */
 
 /** How often a sweep runs: a third of the bound, and at least once a minute. */
@@ -33,6 +37,8 @@ export interface SweepOutcome {
   readonly released: number;
   /** Claims the executor has an execution for (or whose admission was under way). */
   readonly kept: number;
+  /** Claims made before this database got its identity: never released here, a human decides. */
+  readonly predating: number;
   /** The sweep stopped early: the ledger could not be asked or refused the listing. */
   readonly failed: boolean;
 }
@@ -43,6 +49,8 @@ export interface OrphanClaimSweepOptions {
   readonly admission: Pick<Admission, 'exclusively'>;
   /** A claim at least this old with no execution is released (`orphan_claims.release_after_seconds`). */
   readonly releaseAfterSeconds: number;
+  /** When this database got its identity (installation-store.ts createdAt): older claims are not judged. */
+  readonly knownSince: number;
   readonly timers: TimerPort;
   /** Structured events (token and execution ids, never amounts or secrets). */
   readonly log: { info(entry: Record<string, unknown>): void; warn(entry: Record<string, unknown>): void };
@@ -85,25 +93,33 @@ export function createOrphanClaimSweep(options: OrphanClaimSweepOptions): Orphan
   async function sweepOnce(): Promise<SweepOutcome> {
     let released = 0;
     let kept = 0;
+    const predating: string[] = [];
+    const outcome = (failed: boolean): SweepOutcome => {
+      if (predating.length > 0) {
+        log.warn({ event: 'orphan_claims_predate_database', claims: predating.length, token_ids: predating.slice(0, 10), known_since: new Date(options.knownSince).toISOString() });
+      }
+      return { released, kept, predating: predating.length, failed };
+    };
     try {
       let after: string | null = null;
       for (let page = 0; page < MAX_PAGES; page += 1) {
         const listed = await ledger.claims({ olderThanSeconds: options.releaseAfterSeconds, after });
         for (const claim of listed.claims) {
           // Shutting down: the claims left wait for the next start.
-          if (state === 'stopped') return { released, kept, failed: false };
-          if (await releaseIfOrphan(claim.token_id, claim.execution_id)) released += 1;
+          if (state === 'stopped') return outcome(false);
+          if (Date.parse(claim.claimed_at) < options.knownSince) predating.push(claim.token_id);
+          else if (await releaseIfOrphan(claim.token_id, claim.execution_id)) released += 1;
           else kept += 1;
         }
         if (listed.next === null || state === 'stopped') break;
         after = listed.next;
       }
-      return { released, kept, failed: false };
+      return outcome(false);
     } catch (error) {
       // The ledger away (or refusing the listing) ends this sweep only; the next one tries again.
       const reason = error instanceof LedgerUnavailable ? 'ledger_unavailable' : error instanceof LedgerRefused ? 'ledger_refused' : 'unexpected';
       log.warn({ event: 'orphan_claim_sweep_failed', reason, released });
-      return { released, kept, failed: true };
+      return outcome(true);
     }
   }
 

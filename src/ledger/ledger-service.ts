@@ -456,7 +456,13 @@ export function createLedgerService(options: LedgerServiceOptions) {
           if (row.currency !== requirement.currency) throw unprocessable('requirement_not_met', 'currency_mismatch', ['require.currency']);
           if (row.amount_units < requirement.min_held_units) throw unprocessable('requirement_not_met', 'hold_below_requirement', ['require.min_held_units']);
         }
-        if (row.execution_id === executionId) return { replayed: true, authorization: resolution(row) };
+        if (row.execution_id === executionId) {
+          // Execution ids come from the token: another executor on this ledger given the same
+          // token would name the same execution. Only its claimant may repeat a claim, or two
+          // executors would each submit it (docs/ledger.md).
+          if (row.claimed_by !== null && row.claimed_by !== credentialId) throw conflict('claimed_by_another_credential');
+          return { replayed: true, authorization: resolution(row) };
+        }
         statements.claim.run(executionId, now(), credentialId, tokenId);
         return { replayed: false, authorization: resolution(load(tokenId)) };
       });

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../src/config/executor-config-schema.js';
 import { executionIdFor } from '../../src/executor/domain/execution-states.js';
-import { call, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { call, mintCredential, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 import { executionRequest, startTestExecutor, unknownToken, withoutTargetId, type TestExecutor } from '../support/executor.js';
 
 interface ExecutionBody {
@@ -139,7 +139,7 @@ describe('admission of a new token', () => {
 
   it('repairs a crash between the ledger claim and the local insert: the retry claims again with the same id', async () => {
     const tokenId = await approvedToken();
-    await call(ledger.url, 'POST', `/executor/authorizations/${tokenId}/claim`, { token: actors.executor, body: { execution_id: executionIdFor(tokenId) } });
+    await call(ledger.url, 'POST', `/executor/authorizations/${tokenId}/claim`, { token: executor.ledgerCredential, body: { execution_id: executionIdFor(tokenId) } });
     expect((await submit(executionRequest(tokenId))).status).toBe(201);
   });
 
@@ -206,6 +206,15 @@ describe('admission refusals', () => {
     expect((await submit(executionRequest(elsewhere))).body).toEqual({
       error: { code: 'conflict', reason_code: 'authorization_claimed_elsewhere', fields: ['spend_auth_token_id'] },
     });
+    // Another executor on this ledger, given the same token, claimed it first: it names the same
+    // execution id (ids come from the token), yet this executor must not take it over.
+    const taken = await approvedToken();
+    const otherExecutor = await mintCredential(ledger, 'executor');
+    expect((await call(ledger.url, 'POST', `/executor/authorizations/${taken}/claim`, { token: otherExecutor, body: { execution_id: executionIdFor(taken) } })).status).toBe(200);
+    expect((await submit(executionRequest(taken))).body).toEqual({
+      error: { code: 'conflict', reason_code: 'authorization_claimed_elsewhere', fields: ['spend_auth_token_id'] },
+    });
+    expect(executor.store.execution(executionIdFor(taken))).toBeUndefined();
   });
 
   it('refuses work that would cost more than the hold, before claiming', async () => {

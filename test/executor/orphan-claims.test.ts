@@ -140,17 +140,17 @@ describe('the orphan-claim sweep', () => {
     const tokenId = await orphanClaim(s.ledgerCredential);
 
     // Younger than the bound: kept (an admission may still be on its way).
-    expect(await s.orphanClaims.sweep()).toEqual({ released: 0, kept: 0, failed: false });
+    expect(await s.orphanClaims.sweep()).toEqual({ released: 0, kept: 0, predating: 0, failed: false });
     expect((await atLedger(tokenId)).status).toBe('claimed');
 
     ledger.advance(BOUND_SECONDS * 1000 + 1_000);
-    expect(await s.orphanClaims.sweep()).toEqual({ released: 1, kept: 0, failed: false });
+    expect(await s.orphanClaims.sweep()).toEqual({ released: 1, kept: 0, predating: 0, failed: false });
     expect(await atLedger(tokenId)).toMatchObject({ status: 'released', execution_id: executionIdFor(tokenId), release: { reason: 'claim_without_execution' } });
     expect(s.logs().filter((line) => line.event === 'orphan_claim_released')).toEqual([
       expect.objectContaining({ token_id: tokenId, execution_id: executionIdFor(tokenId), reason: 'claim_without_execution' }),
     ]);
     // Idempotent: the next sweep finds nothing left to release.
-    expect(await s.orphanClaims.sweep()).toEqual({ released: 0, kept: 0, failed: false });
+    expect(await s.orphanClaims.sweep()).toEqual({ released: 0, kept: 0, predating: 0, failed: false });
 
     const retried = await submit(s, tokenId);
     expect(retried.status).toBe(409);
@@ -164,9 +164,47 @@ describe('the orphan-claim sweep', () => {
     expect((await submit(s, admitted)).status).toBe(201);
     const foreign = await orphanClaim(actors.executor);
     ledger.advance(BOUND_SECONDS * 1000 + 1_000);
-    expect(await s.orphanClaims.sweep()).toEqual({ released: 0, kept: 1, failed: false });
+    expect(await s.orphanClaims.sweep()).toEqual({ released: 0, kept: 1, predating: 0, failed: false });
     expect((await atLedger(admitted)).status).toBe('claimed');
     expect((await atLedger(foreign)).status).toBe('claimed');
+  });
+});
+
+describe('claims older than the executor database', () => {
+  it('are never released (the database cannot know of executions admitted before it existed): each sweep names them for a human; later ones are released', async () => {
+    const gateway = createLedgerGateway({ endpoint: ledger.url, credential: actors.executor });
+    const events: Record<string, unknown>[] = [];
+    const before = await orphanClaim(actors.executor);
+    const listed = await gateway.claims({ olderThanSeconds: 0, after: null });
+    const claimedAt = Date.parse(listed.claims.find((claim) => claim.token_id === before)?.claimed_at ?? '');
+    expect(Number.isNaN(claimedAt)).toBe(false);
+    // A database recreated (or upgraded) after that claim.
+    const knownSince = claimedAt + 1;
+    await until('the ledger clock past the database', () => Promise.resolve(Date.now() > knownSince ? true : undefined));
+    const after = await orphanClaim(actors.executor);
+    ledger.advance(BOUND_SECONDS * 1000 + 1_000);
+    const sweep = createOrphanClaimSweep({
+      ledger: gateway,
+      store: { admission: () => undefined, execution: () => undefined },
+      admission: { exclusively: async (_token, work) => ({ ran: true as const, value: await work() }) },
+      releaseAfterSeconds: BOUND_SECONDS,
+      knownSince,
+      timers: createFakeTime().timers,
+      log: { info: (entry) => events.push(entry), warn: (entry) => events.push(entry) },
+    });
+    try {
+      expect(await sweep.sweep()).toEqual({ released: 1, kept: 0, predating: 1, failed: false });
+      expect((await atLedger(before)).status).toBe('claimed');
+      expect(await atLedger(after)).toMatchObject({ status: 'released', release: { reason: 'claim_without_execution' } });
+      expect(events.filter((entry) => entry.event === 'orphan_claims_predate_database')).toEqual([
+        { event: 'orphan_claims_predate_database', claims: 1, token_ids: [before], known_since: new Date(knownSince).toISOString() },
+      ]);
+      // Told again on every sweep while it stays claimed.
+      expect(await sweep.sweep()).toEqual({ released: 0, kept: 0, predating: 1, failed: false });
+    } finally {
+      await sweep.stop();
+      gateway.close();
+    }
   });
 });
 
@@ -186,12 +224,12 @@ describe('the sweep and admission of one token never race', () => {
     await until('the claim committed at the ledger, its answer held', async () => ((await atLedger(tokenId)).status === 'claimed' && r.held() === 1 ? true : undefined));
     ledger.advance(BOUND_SECONDS * 1000 + 1_000);
 
-    expect(await s.orphanClaims.sweep()).toEqual({ released: 0, kept: 1, failed: false });
+    expect(await s.orphanClaims.sweep()).toEqual({ released: 0, kept: 1, predating: 0, failed: false });
     expect((await atLedger(tokenId)).status).toBe('claimed');
 
     r.letGo();
     expect((await admission).status).toBe(201);
-    expect(await s.orphanClaims.sweep()).toEqual({ released: 0, kept: 1, failed: false });
+    expect(await s.orphanClaims.sweep()).toEqual({ released: 0, kept: 1, predating: 0, failed: false });
     expect((await atLedger(tokenId)).status).toBe('claimed');
     expect(s.query('SELECT state FROM executions')).toEqual([{ state: 'scheduled' }]);
   });
@@ -215,7 +253,7 @@ describe('the sweep and admission of one token never race', () => {
     expect(r.held()).toBe(1);
 
     r.letGo();
-    expect(await sweeping).toEqual({ released: 1, kept: 0, failed: false });
+    expect(await sweeping).toEqual({ released: 1, kept: 0, predating: 0, failed: false });
     const answered = await admission;
     expect(answered.status).toBe(409);
     expect(answered.body.error).toEqual({ code: 'conflict', reason_code: 'authorization_released', fields: ['spend_auth_token_id'] });
@@ -278,6 +316,7 @@ describe('the sweep on its timer', () => {
       store: { admission: () => undefined, execution: () => undefined },
       admission: { exclusively: async (_token, work) => ({ ran: true as const, value: await work() }) },
       releaseAfterSeconds: 15,
+      knownSince: 0,
       timers: time.timers,
       log,
     });
@@ -287,7 +326,7 @@ describe('the sweep on its timer', () => {
       expect(listings).toBe(1);
       const joined = sweep.sweep();
       await until('the first sweep ended', () => Promise.resolve(events.length === 1 ? true : undefined));
-      expect(await joined).toEqual({ released: 0, kept: 0, failed: true });
+      expect(await joined).toEqual({ released: 0, kept: 0, predating: 0, failed: true });
       expect(listings).toBe(1);
       expect(events).toEqual([{ event: 'orphan_claim_sweep_failed', reason: 'ledger_unavailable', released: 0 }]);
       // Next one interval after the last ended: 15 s / 3.

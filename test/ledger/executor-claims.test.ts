@@ -116,6 +116,23 @@ describe('an executor lists its own claims', () => {
   });
 });
 
+describe('a repeated claim', () => {
+  it('is a replay for its claimant, and refused from another executor credential (two executors on one ledger given the same token)', async () => {
+    const other = await mintCredential(ledger, 'executor');
+    const claim = await claimedToken();
+    const again = (token: string) => call<{ replayed?: boolean; error?: { code: string; reason_code?: string } }>(ledger.url, 'POST', `/executor/authorizations/${claim.token}/claim`, { token, body: { execution_id: claim.execution } });
+    const foreign = await again(other);
+    expect(foreign.status).toBe(409);
+    expect(foreign.body.error).toMatchObject({ code: 'conflict', reason_code: 'claimed_by_another_credential' });
+    const replay = await again(actors.executor);
+    expect(replay.status).toBe(200);
+    expect(replay.body.replayed).toBe(true);
+    // The claim still belongs to the first credential: only its listing shows it.
+    expect((await claims('?older_than_seconds=0&limit=500')).body.claims.map((listed) => listed.token_id)).toContain(claim.token);
+    expect((await claims('?older_than_seconds=0&limit=500', other)).body.claims.map((listed) => listed.token_id)).not.toContain(claim.token);
+  });
+});
+
 describe('a claim_without_execution release', () => {
   it('is accepted from the claimant for the execution the claim names, once; a repeat is a replay', async () => {
     const claim = await claimedToken();

@@ -64,13 +64,3 @@ export function probe(url: string, path: string, timeoutMs = 10_000): Promise<{ 
   });
 }
 
-/** Resolves with `check()`'s value once it is not undefined; fails after `timeoutMs`. */
-export async function eventually<T>(what: string, check: () => T | undefined, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

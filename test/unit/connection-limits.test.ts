@@ -2,7 +2,8 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { limitConnections, type ConnectionLimits } from '../../src/http/connection-limits.js';
-import { eventually, openIdleConnections, probe, type IdleFlood } from '../support/connection-flood.js';
+import { openIdleConnections, probe, type IdleFlood } from '../support/connection-flood.js';
+import { eventually } from '../support/stack-home.js';
 
 /*
  * The shedding rule of limitConnections on a real loopback server, with a small limit so each

@@ -78,12 +78,12 @@ describe('secret-shaped text', () => {
     }
   });
 
-  it('answers at once on a long adversarial text (no catastrophic backtracking)', () => {
-    // Each 20,000 characters: quadratic matching took seconds here, linear takes milliseconds.
+  it('answers on long adversarial texts (how long it takes: bench/secret-text, linear in the length)', () => {
     const texts = [`Bearer ${'a'.repeat(20_000)}`, `Authorization: ${'1'.repeat(20_000)}`, 'sk-'.repeat(6700), `key ${'ab1.'.repeat(5000)}`];
-    const started = performance.now();
-    for (const text of texts) expect(containsSecretShape(text)).toBe(false);
-    expect(performance.now() - started).toBeLessThan(1000);
+    for (const text of texts) {
+      expect(containsSecretShape(text)).toBe(false);
+      expect(redactSecretShapes(text)).toBe(text);
+    }
   });
 
   it('is stateless across calls (global patterns do not carry a position)', () => {

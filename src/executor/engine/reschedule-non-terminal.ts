@@ -53,10 +53,11 @@ export function rescheduleNonTerminal(options: {
         await pause(Math.min(backoffMs(failures), 10_000));
       }
     }
-    // A parked execution's run may still be open, opening its ledger record for a phase the
-    // previous process left: let go of that process's worker too (a few rows: those awaiting a human).
+    // A parked execution whose ledger record was not answered yet may still have its run open,
+    // opening that record for a phase the previous process left: let go of that process's worker
+    // too (only those: the parked ones whose record is open wait on a human, not on a run).
     if (scheduler.release !== undefined) {
-      for (const parked of store.underReconciliation()) {
+      for (const parked of store.awaitingLedgerRecord()) {
         if (stopped()) break;
         await scheduler.release(parked.workflow_id);
       }

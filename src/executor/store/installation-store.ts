@@ -20,6 +20,7 @@ export interface RescheduleRecord {
 export function createInstallationStore(db: Database.Database, now: () => number = Date.now) {
   const statements = {
     installation: db.prepare('SELECT installation_id FROM installation WHERE singleton = 1'),
+    createdAt: db.prepare('SELECT created_at FROM installation WHERE singleton = 1'),
     record: db.prepare(
       'INSERT INTO workflow_reschedules (execution_id, previous_status, previous_task_queue, task_queue, rescheduled_at) VALUES (?, ?, ?, ?, ?)',
     ),
@@ -30,6 +31,15 @@ export function createInstallationStore(db: Database.Database, now: () => number
       const row = statements.installation.get() as { installation_id: string } | undefined;
       if (row === undefined || !INSTALLATION_ID.test(row.installation_id)) throw new Error('the executor database has no installation id');
       return row.installation_id;
+    },
+    /**
+     * When this database got its identity (ms since the epoch): a new database, or the upgrade
+     * that added the identity to an older one. It knows of no execution admitted before.
+     */
+    createdAt(): number {
+      const row = statements.createdAt.get() as { created_at: bigint } | undefined;
+      if (row === undefined) throw new Error('the executor database has no installation id');
+      return Number(row.created_at);
     },
     recordReschedule(record: RescheduleRecord): void {
       statements.record.run(record.executionId, record.previousStatus, record.previousTaskQueue, record.taskQueue, now());

@@ -343,11 +343,23 @@ const parkEvidence = `
 // When the ledger answered the reconciliation record of a parked execution (opened, or refused as
 // final). Until then the execution still needs a run, which the closed-run rescheduler provides
 // when an operator closed it (docs/executions.md "Rescheduling closed runs"). Executions parked
-// before this migration kept their run until the ledger answered: they count as answered.
+// before this migration were counted as answered — wrongly for some: migration 11 undoes it.
 const ledgerRecordAnswered = `
   ALTER TABLE executions ADD COLUMN ledger_record_at INTEGER;
   UPDATE executions SET ledger_record_at = updated_at WHERE state = 'reconciliation';
   CREATE INDEX executions_awaiting_ledger_record ON executions (state) WHERE state = 'reconciliation' AND ledger_record_at IS NULL;
+`;
+
+/**
+ * Migration 10 counted every execution parked before it as answered by the ledger. One parked
+ * while the ledger was away, or killed between the park and the record, was not: its run (or the
+ * run the closed-run rescheduler would start) then ended without opening the record, and the
+ * hold stayed claimed with nobody told at the ledger. The mark is cleared on every parked
+ * execution, so each is brought to the ledger once more: a record already open is answered as a
+ * replay, one refused as final is marked answered again (execution-runner.ts).
+ */
+const ledgerRecordRecheck = `
+  UPDATE executions SET ledger_record_at = NULL WHERE state = 'reconciliation';
 `;
 
 export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
@@ -361,4 +373,5 @@ export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 8, name: 'frozen_seed_decision', up: frozenSeedDecision },
   { version: 9, name: 'park_evidence', up: parkEvidence },
   { version: 10, name: 'ledger_record_answered', up: ledgerRecordAnswered },
+  { version: 11, name: 'ledger_record_recheck', up: ledgerRecordRecheck },
 ];
