@@ -65,5 +65,7 @@ export async function runBenchmark({ name, what = 'the services', parseArgs, mai
   await stop();
   if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
   if (outcome !== null) exitCode = Math.max(exitCode, report(options, outcome, workDir) ?? 0);
-  process.exit(exitCode);
+  // main() may come back while the signal's own stop is still under way (what it was waiting on
+  // failed as the services stopped): an interrupted run exits 130 whichever gets here first.
+  process.exit(interrupted ? 130 : exitCode);
 }
