@@ -136,8 +136,11 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
   const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
   const timeoutMs = endpoint.timeoutMs ?? 30_000;
 
-  /** One HTTP exchange; `connected` tells whether any byte could have reached the peer. */
-  function exchange(method: string, url: string, body: string | undefined, limit: number): Promise<Answer> {
+  /**
+   * One HTTP exchange; `connected` tells whether any byte could have reached the peer. `fresh`
+   * sends it on a connection of its own, closed after the answer, never on a kept-alive socket.
+   */
+  function exchange(method: string, url: string, body: string | undefined, limit: number, fresh = false): Promise<Answer> {
     return new Promise((resolve, reject) => {
       const secure = url.startsWith('https:');
       let connected = false;
@@ -146,7 +149,9 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
         headers['content-type'] = 'application/json';
         headers['content-length'] = String(Buffer.byteLength(body));
       }
-      const request = (secure ? https : http).request(url, { method, headers, agent: secure ? agents.https : agents.http }, (response) => {
+      if (fresh) headers.connection = 'close';
+      const agent = fresh ? false : secure ? agents.https : agents.http;
+      const request = (secure ? https : http).request(url, { method, headers, agent }, (response) => {
         const chunks: Buffer[] = [];
         let size = 0;
         response.on('data', (chunk: Buffer) => {
@@ -221,7 +226,11 @@ export function createFalQueueClient(endpoint: ProviderEndpoint) {
     async submit(model: string, input: { prompt: string; image_size: string; num_images: number; seed?: number }): Promise<SubmittedOperation> {
       let answer: Answer;
       try {
-        answer = await exchange('POST', `${endpoint.submitBase.replace(/\/+$/, '')}/${model}`, JSON.stringify(input), MAX_JSON_BYTES);
+        // On a connection of its own: a kept-alive socket the provider closed while it sat idle
+        // fails the write with a reset that cannot be told from one after the provider took the
+        // job — a submission that never left would be parked as ambiguous (money held for a
+        // human). On a fresh connection, a failure after it connected is truly ambiguous.
+        answer = await exchange('POST', `${endpoint.submitBase.replace(/\/+$/, '')}/${model}`, JSON.stringify(input), MAX_JSON_BYTES, true);
       } catch (error) {
         const connected = (error as { connected?: boolean }).connected === true;
         const detail = error instanceof Error && error.message === 'timeout' ? 'timeout' : 'connection failed';
