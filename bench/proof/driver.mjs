@@ -257,7 +257,7 @@ export async function proofRun({ seed, engine, workDir, temporalCli = null, log 
       editProfile(first.profileDir, (text) => text.replace(/^complete_after_ms = \d+/m, 'complete_after_ms = 1500'));
     }
     for (const stack of stacks) registry.stacks.set(stack.home, { env: stack.env, stateDir: stack.stateDir });
-    const starts = await Promise.all(stacks.map((stack) => lexec(['stack', 'start', '--json'], stack.env, 180_000, registry)));
+    const starts = await Promise.all(stacks.map((stack) => lexec(['stack', 'start', '--json'], stack.env, 180_000, registry, { finishOnStop: true })));
     starts.forEach((start, index) => {
       if (start.code !== 0) throw new Error(`stack ${stacks[index].name} start failed (seed ${seed}): ${start.stdout.slice(0, 2000)}${start.stderr.slice(-2000)}`);
     });

@@ -76,20 +76,39 @@ function publishedProcesses(stateDir) {
   return found;
 }
 
-/** What a run has going: its stacks (by home), the Temporal dev servers it runs itself, and its `lexec` commands in flight. */
+/**
+ * What a run has going: its stacks (by home), the Temporal dev servers it runs itself, and its
+ * `lexec` commands in flight (`finishing`: those a stop lets end by themselves).
+ */
 export function createRunRegistry() {
-  return { stacks: new Map(), servers: new Set(), commands: new Set(), stopping: false };
+  return { stacks: new Map(), servers: new Set(), commands: new Set(), finishing: new Set(), stopping: false };
 }
 
-/** `lexec <args>` as a child process (tracked in `registry` while it runs); answers its exit code and output. */
-export function lexec(args, env, timeoutMs, registry = null) {
+/**
+ * `lexec <args>` as a child process (tracked in `registry` while it runs); answers its exit code
+ * and output. `finishOnStop`: a stop waits for it to end instead of killing it — a `stack start`,
+ * whose detached supervisor would outlive a killed start and publish itself after the stop had
+ * looked (or find the start's launcher lock still held: `stack stop` exits 5).
+ */
+export function lexec(args, env, timeoutMs, registry = null, { finishOnStop = false } = {}) {
   return new Promise((done) => {
     const child = execFile(process.execPath, [BIN, ...args], { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      registry?.commands.delete(child);
       done({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
     });
-    registry?.commands.add(child);
+    if (registry === null) return;
+    registry.commands.add(child);
+    if (finishOnStop) registry.finishing.add(child);
+    child.once('exit', () => {
+      registry.commands.delete(child);
+      registry.finishing.delete(child);
+    });
   });
+}
+
+/** Resolves once `child` has exited (at once when it already has). */
+function exited(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
 /** `lexec stack stop`, then SIGKILL to whatever the stack published that is still running (the same process). */
@@ -99,11 +118,17 @@ export async function stopStack({ env, stateDir }) {
   return { stopped: stopped.code === 0, output: stopped.stdout.slice(0, 500), killed: leftovers.length };
 }
 
-/** Stops everything `registry` has going: the commands in flight first (no agent keeps submitting), then every stack, then the dev servers they used. */
+/**
+ * Stops everything `registry` has going: the commands in flight first (no agent keeps submitting;
+ * a `stack start` is let finish, so that its stack is all there to stop), then every stack, then
+ * the dev servers they used.
+ */
 export async function stopAll(registry) {
   // A run's agents and chaos still waiting for their offset start nothing more.
   registry.stopping = true;
-  for (const child of registry.commands) child.kill('SIGTERM');
+  const commands = [...registry.commands];
+  for (const child of commands) if (!registry.finishing.has(child)) child.kill('SIGTERM');
+  await Promise.all(commands.map(exited));
   const stacks = [...registry.stacks.values()];
   registry.stacks.clear();
   await Promise.all(stacks.map((stack) => stopStack(stack)));

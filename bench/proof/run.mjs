@@ -17,8 +17,9 @@
 // has that mode, until N runs (two_executors and terminations are Temporal modes); --parallel
 // (default 1) runs that many seeds at once. A run that broke a rule (or gave up on an execution,
 // or could not be made) keeps its stack home under --dir and says where; clean ones are removed.
-// SIGINT or SIGTERM stops every stack running (`lexec stack stop`, then SIGKILL to whatever is
-// left), the dev servers and the commands in flight, and exits 130.
+// SIGINT or SIGTERM stops the commands in flight (a `lexec stack start` is let finish), then every
+// stack running (`lexec stack stop`, then SIGKILL to whatever is left) and the dev servers, and
+// exits 130.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';

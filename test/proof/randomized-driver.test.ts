@@ -145,59 +145,96 @@ async function processesOfHome(home: string): Promise<number[]> {
   return found;
 }
 
+/** The launcher command `pid` runs: `start` for `lexec stack start …`, `supervise` for the supervisor; null for anything else. */
+async function stackCommand(pid: number): Promise<string | null> {
+  const argv = (await readFile(`/proc/${String(pid)}/cmdline`, 'utf8').catch(() => '')).split('\0');
+  const at = argv.indexOf('stack');
+  return at >= 0 ? (argv[at + 1] ?? null) : null;
+}
+
+/**
+ * Starts a one-run runner (seed 7, embedded) under `dir`, waits until `when` says the moment has
+ * come (given the run's stack home once it exists), sends SIGINT, and checks the interrupted
+ * runner's promise: exit 130, every process of the stack gone, its directory removed.
+ */
+async function interruptRunner(dir: string, when: (home: string) => Promise<boolean>): Promise<void> {
+  const runner = spawn(process.execPath, [join(PACKAGE_ROOT, 'bench', 'proof', 'run.mjs'), '--runs', '1', '--seed', '7', '--engine', 'embedded', '--dir', dir], {
+    env: { PATH: process.env.PATH ?? '', HOME: dir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  runner.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  runner.stdout.resume();
+  const exited = new Promise<number | null>((resolve) => runner.once('exit', (code) => { resolve(code); }));
+  // Set from inside the wait below: the home to clean up after a failure.
+  const seen: { home: string | null } = { home: null };
+  try {
+    const found = await eventually(
+      'the moment to interrupt',
+      async () => {
+        const [work] = (await readdir(dir)).filter((name) => name.startsWith('lexec-proof-'));
+        const [home] = work === undefined ? [] : (await readdir(join(dir, work))).filter((name) => name.startsWith('proof-embedded-7-'));
+        if (work === undefined || home === undefined) return undefined;
+        seen.home = join(dir, work, home);
+        return (await when(seen.home)) ? { work: join(dir, work), home: seen.home } : undefined;
+      },
+      90_000,
+      25,
+    );
+    runner.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(stderr).toContain('interrupted by SIGINT; stopping the stacks');
+    // Nothing of the stack is left: supervisor, ledger, executor, sandbox, any `lexec` command.
+    await eventually('every process of the stack gone', async () => ((await processesOfHome(found.home)).length === 0 ? true : undefined), 30_000, 100);
+    // And nothing comes up after the runner has gone (a supervisor the stop did not see).
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(await processesOfHome(found.home)).toEqual([]);
+    expect(existsSync(found.work)).toBe(false);
+  } finally {
+    if (runner.exitCode === null) runner.kill('SIGKILL');
+    // Whatever the runner left of its stack (when this test fails) is ended here.
+    for (const pid of seen.home === null ? [] : await processesOfHome(seen.home)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+}
+
 describe('an interrupted runner', () => {
   it('SIGINT stops the stack it started (stack stop, then whatever is left) and the commands in flight, removes its directory and exits 130', async () => {
     const dir = await makeTempDir('lexec-proof-interrupted-');
-    const runner = spawn(process.execPath, [join(PACKAGE_ROOT, 'bench', 'proof', 'run.mjs'), '--runs', '1', '--seed', '7', '--engine', 'embedded', '--dir', dir], {
-      env: { PATH: process.env.PATH ?? '', HOME: dir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    runner.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    runner.stdout.resume();
-    const exited = new Promise<number | null>((resolve) => runner.once('exit', (code) => { resolve(code); }));
-    let stackHome: string | null = null;
     try {
-      // The runner's stack is up, supervising its three children, and the agents are at work.
-      const found = await eventually(
-        'the runner\'s stack running',
-        async () => {
-          const [work] = (await readdir(dir)).filter((name) => name.startsWith('lexec-proof-'));
-          const [home] = work === undefined ? [] : (await readdir(join(dir, work))).filter((name) => name.startsWith('proof-embedded-7-'));
-          if (work === undefined || home === undefined) return undefined;
-          const path = join(dir, work, home);
-          const state = JSON.parse(await readFile(join(path, 'profiles', 'sandbox', 'state', 'supervisor.json'), 'utf8')) as {
-            phase: string;
-            supervisor_pid: number;
-            components: Record<string, { state: string; pid: number | null }>;
-          };
-          const running = state.phase === 'running' && ['ledger', 'executor', 'sandbox'].every((name) => state.components[name]?.state === 'running');
-          return running ? { work: join(dir, work), home: path, state } : undefined;
-        },
-        90_000,
-        100,
-      );
-      stackHome = found.home;
-      await eventually('an agent at work', async () => ((await processesOfHome(found.home)).length > 4 ? true : undefined), 30_000, 100);
-      const before = await processesOfHome(found.home);
-      expect(before).toContain(found.state.supervisor_pid);
-
-      runner.kill('SIGINT');
-      expect(await exited).toBe(130);
-      expect(stderr).toContain('interrupted by SIGINT; stopping the stacks');
-      // Nothing of the stack is left: supervisor, ledger, executor, sandbox, any `lexec run`.
-      await eventually('every process of the stack gone', async () => ((await processesOfHome(found.home)).length === 0 ? true : undefined), 30_000, 100);
-      expect(existsSync(found.work)).toBe(false);
+      await interruptRunner(dir, async (home) => {
+        // The runner's stack is up, supervising its three children, and an agent is at work.
+        const state = JSON.parse(await readFile(join(home, 'profiles', 'sandbox', 'state', 'supervisor.json'), 'utf8').catch(() => '{}')) as {
+          phase?: string;
+          supervisor_pid?: number;
+          components?: Record<string, { state: string }>;
+        };
+        const running = state.phase === 'running' && ['ledger', 'executor', 'sandbox'].every((name) => state.components?.[name]?.state === 'running');
+        if (!running || state.supervisor_pid === undefined) return false;
+        const processes = await processesOfHome(home);
+        return processes.includes(state.supervisor_pid) && processes.length > 4;
+      });
     } finally {
-      if (runner.exitCode === null) runner.kill('SIGKILL');
-      // Whatever the runner left of its stack (when this test fails) is ended here.
-      for (const pid of stackHome === null ? [] : await processesOfHome(stackHome)) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // gone meanwhile
-        }
-      }
+      await removeDir(dir);
+    }
+  }, 180_000);
+
+  it('SIGINT while its stack is still starting lets the start end, then stops that stack: nothing of it is left running', async () => {
+    const dir = await makeTempDir('lexec-proof-interrupted-start-');
+    try {
+      // `lexec stack start` in flight and the supervisor it spawned (detached) just started: before
+      // the fix the start was killed while it held the launcher lock (the stop exited 5), and the
+      // supervisor outlived both.
+      await interruptRunner(dir, async (home) => {
+        const commands = await Promise.all((await processesOfHome(home)).map(stackCommand));
+        return commands.includes('start') && commands.includes('supervise');
+      });
+    } finally {
       await removeDir(dir);
     }
   }, 180_000);
