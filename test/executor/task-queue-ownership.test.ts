@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CRASH_FILE_ENV } from '../../src/crash-points.js';
 import { correlationOf } from '../../src/executor/domain/correlation.js';
 import { executionIdFor } from '../../src/executor/domain/execution-states.js';
@@ -13,7 +13,7 @@ import { countRescheduledRuns } from '../../src/launcher/status/executor-databas
 import { executionRequest } from '../support/executor.js';
 import { durableHarness, until, type Stack } from '../support/durable-stack.js';
 import { call } from '../support/ledger.js';
-import { startDevServer, temporalCli, type DevServer } from '../support/temporal.js';
+import { connectedDevServer, temporalCli } from '../support/temporal.js';
 
 /*
  * Executors sharing one real Temporal server (issue 24 items 1 and 2): each polls a task queue of
@@ -27,25 +27,10 @@ import { startDevServer, temporalCli, type DevServer } from '../support/temporal
 const cli = temporalCli();
 const first = durableHarness('lexec-owner-a-');
 const second = durableHarness('lexec-owner-b-');
-let temporal: DevServer;
-let connection: Connection;
-let client: Client;
-
-beforeAll(async () => {
-  if (cli === null) return;
-  temporal = await startDevServer(cli);
-  connection = await Connection.connect({ address: temporal.address });
-  client = new Client({ connection });
-}, 120_000);
-
-afterAll(async () => {
-  if (cli === null) return;
-  await connection.close();
-  await temporal.stop();
-});
+const dev = connectedDevServer(cli);
 
 /** The executor's own (derived) task queue unless `taskQueue` names one; a rescheduler sweeping every 300 ms. */
-const onServer = (taskQueue: string | null = null) => ({ engine: { mode: 'external' as const, url: temporal.url, taskQueue }, executorEnv: { [RESCHEDULE_INTERVAL_ENV]: '300' } });
+const onServer = (taskQueue: string | null = null) => ({ engine: { mode: 'external' as const, url: dev.server.url, taskQueue }, executorEnv: { [RESCHEDULE_INTERVAL_ENV]: '300' } });
 
 const taskQueueOf = (s: Stack) => {
   const started = s.executor.events().find((event) => event.event === 'executor_started') as { workflow_engine: { task_queue: string } } | undefined;
@@ -83,7 +68,7 @@ describe.skipIf(cli === null)('executors sharing a Temporal server', () => {
     expect([...rescheduled(a), ...rescheduled(b)]).toEqual([]);
 
     // The history names the installation's worker that ran it.
-    const history = await client.workflow.getHandle(`lexec-execution-${ofA[0] ?? ''}`).fetchHistory();
+    const history = await dev.client.workflow.getHandle(`lexec-execution-${ofA[0] ?? ''}`).fetchHistory();
     const identities = (history.events ?? []).map((event) => event.workflowTaskCompletedEventAttributes?.identity).filter((identity) => identity != null);
     expect(identities.length).toBeGreaterThan(0);
     for (const identity of identities) expect(identity).toMatch(/^lexec-executor\/[0-9a-f]{12}@/);
@@ -102,7 +87,7 @@ describe.skipIf(cli === null)('executors sharing a Temporal server', () => {
     const refused = await call(a.executor.url(), 'POST', '/v2/executions', { token: a.caller, body: executionRequest(await a.approvedToken()) });
     expect(refused.status).toBe(503);
 
-    const foreign = await client.workflow.start('lexecExecution', {
+    const foreign = await dev.client.workflow.start('lexecExecution', {
       taskQueue: queue,
       workflowId: `lexec-execution-exe_${randomUUID().replaceAll('-', '')}`,
       args: [{ execution_id: `exe_${'0'.repeat(32)}`, phase: 'submit_provider' }],
@@ -124,7 +109,7 @@ describe.skipIf(cli === null)('executors sharing a Temporal server', () => {
     const [a, b] = await Promise.all([first.stack({ ...onServer(), sandboxArgs: ['--complete-after-ms', '2500'] }), second.stack(onServer())]);
     const executionId = await polling(a);
     // As if the other executor's worker had been handed this run: it is moved to b's queue.
-    const moved = await client.workflow.start('lexecExecution', {
+    const moved = await dev.client.workflow.start('lexecExecution', {
       taskQueue: taskQueueOf(b),
       workflowId: `lexec-execution-${executionId}`,
       args: [{ execution_id: executionId, phase: 'poll_provider_operation' }],
@@ -133,7 +118,7 @@ describe.skipIf(cli === null)('executors sharing a Temporal server', () => {
     await a.waitFor(executionId, 'success', (execution) => execution.state === 'succeeded', 60_000);
     expect(await a.sandbox.submissions()).toHaveLength(1);
     // b's worker failed it (or a moved it back first); it was never completed under a live execution.
-    const foreignRun = await client.workflow.getHandle(moved.workflowId, moved.firstExecutionRunId).describe();
+    const foreignRun = await dev.client.workflow.getHandle(moved.workflowId, moved.firstExecutionRunId).describe();
     expect(['FAILED', 'TERMINATED']).toContain(foreignRun.status.name);
     // a started it again once. It found the run closed by b's worker, or still open on b's queue:
     // then its start ended that run (TERMINATED) — unless b's worker failed it in between (FAILED,
@@ -151,7 +136,7 @@ describe.skipIf(cli === null)('executors sharing a Temporal server', () => {
   it('an operator terminates the run mid-poll: a new run polls the same operation to success, submitted once, logged and counted', async () => {
     const a = await first.stack({ ...onServer(), sandboxArgs: ['--complete-after-ms', '2500'] });
     const executionId = await polling(a);
-    const handle = client.workflow.getHandle(`lexec-execution-${executionId}`);
+    const handle = dev.client.workflow.getHandle(`lexec-execution-${executionId}`);
     const { runId: terminated } = await handle.describe();
     await handle.terminate('operator in the Temporal UI');
     const done = await a.waitFor(executionId, 'success', (execution) => execution.state === 'succeeded', 60_000);
@@ -173,7 +158,7 @@ describe.skipIf(cli === null)('executors sharing a Temporal server', () => {
     // The ledger goes away: the run parks the execution, then waits to open the ledger record.
     await a.ledger.stop('SIGKILL');
     await a.waitFor(executionId, 'parked', (execution) => execution.state === 'reconciliation', 60_000);
-    const handle = client.workflow.getHandle(`lexec-execution-${executionId}`);
+    const handle = dev.client.workflow.getHandle(`lexec-execution-${executionId}`);
     await until('the run waits on the ledger', async () => ((await handle.describe()).status.name === 'RUNNING' ? true : undefined));
     await handle.terminate('operator in the Temporal UI');
     await a.upgradeLedger();
@@ -198,7 +183,7 @@ describe.skipIf(cli === null)('executors sharing a Temporal server', () => {
     await call(a.executor.url(), 'POST', '/v2/executions', { token: a.caller, body: executionRequest(tokenId, { input: { prompt: 'a lighthouse', image_count: 1, image_size: 'square_hd' } }) }).catch(() => undefined);
     await until('the executor died at the submit phase', () => Promise.resolve(existsSync(`${arm}.fired`) ? true : undefined));
     await a.executor.kill();
-    await client.workflow.getHandle(`lexec-execution-${executionId}`).terminate('operator');
+    await dev.client.workflow.getHandle(`lexec-execution-${executionId}`).terminate('operator');
     expect(await a.sandbox.submissions()).toHaveLength(0);
 
     await rm(`${arm}.fired`);

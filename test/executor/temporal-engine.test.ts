@@ -1,13 +1,12 @@
-import { Client, Connection } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { call } from '../support/ledger.js';
 import { executionRequest } from '../support/executor.js';
 import { executionIdFor } from '../../src/executor/domain/execution-states.js';
 import { durableHarness, until, type Stack } from '../support/durable-stack.js';
 import { freePorts } from '../support/free-ports.js';
 import { startGrpcFaultProxy, type GrpcFaultProxy } from '../support/grpc-fault-proxy.js';
-import { startDevServer, temporalCli, untilPortOpen, type DevServer } from '../support/temporal.js';
+import { connectedDevServer, startDevServer, temporalCli, untilPortOpen } from '../support/temporal.js';
 
 /*
  * The executor on a real Temporal server (issue 11): a dev server started by the test stands in
@@ -21,24 +20,8 @@ import { startDevServer, temporalCli, untilPortOpen, type DevServer } from '../s
 
 const cli = temporalCli();
 const harness = durableHarness('lexec-temporal-');
-let temporal: DevServer;
 let proxy: GrpcFaultProxy;
-let client: Client;
-let connection: Connection;
-
-beforeAll(async () => {
-  if (cli === null) return;
-  temporal = await startDevServer(cli);
-  connection = await Connection.connect({ address: temporal.address });
-  client = new Client({ connection });
-  // Seconds idle; sized for a loaded 2-core machine (startDevServer's own bound is 90 s a try).
-}, 300_000);
-
-afterAll(async () => {
-  if (cli === null) return;
-  await connection.close();
-  await temporal.stop();
-});
+const dev = connectedDevServer(cli, 300_000);
 
 afterEach(async () => {
   if (cli !== null) await (proxy as GrpcFaultProxy | undefined)?.close();
@@ -46,7 +29,7 @@ afterEach(async () => {
 
 /** A stack whose executor reaches the dev server through a fresh fault proxy. */
 async function stackBehindProxy(options: Parameters<typeof harness.stack>[0] = {}): Promise<Stack> {
-  proxy = await startGrpcFaultProxy({ upstream: temporal.address });
+  proxy = await startGrpcFaultProxy({ upstream: dev.server.address });
   return harness.stack({ engine: { mode: 'external', url: `grpc://${proxy.address}` }, ...options });
 }
 
@@ -78,7 +61,7 @@ describe.skipIf(cli === null)('the workflow on a real Temporal server', () => {
     const s = await stackBehindProxy();
     const executionId = await s.submit(await s.approvedToken(), 2);
     await s.waitFor(executionId, 'success', (e) => e.state === 'succeeded');
-    const handle = client.workflow.getHandle(`lexec-execution-${executionId}`);
+    const handle = dev.client.workflow.getHandle(`lexec-execution-${executionId}`);
     await handle.result();
     expect((await handle.describe()).status.name).toBe('COMPLETED');
     const json = historyToJSON(await handle.fetchHistory());
@@ -117,14 +100,14 @@ describe.skipIf(cli === null)('the workflow on a real Temporal server', () => {
     const tokenId = await s.approvedToken();
     const executionId = await s.submit(tokenId, 1);
     const workflowId = `lexec-execution-${executionId}`;
-    const firstRun = (await client.workflow.getHandle(workflowId).describe()).runId;
+    const firstRun = (await dev.client.workflow.getHandle(workflowId).describe()).runId;
     const replay = await call(s.executor.url(), 'POST', '/v2/executions', { token: s.caller, body: executionRequest(tokenId, { input: { prompt: 'a lighthouse at dusk', image_count: 1, image_size: 'square_hd' } }) });
     expect(replay.status).toBe(200);
     await s.executor.kill('SIGKILL');
     await s.restart();
     await s.waitFor(executionId, 'success', (e) => e.state === 'succeeded');
     const runs = [];
-    for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(run.runId);
+    for await (const run of dev.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(run.runId);
     expect(runs).toEqual([firstRun]);
     expect(await s.sandbox.submissions()).toHaveLength(1);
   }, 120_000);
@@ -161,7 +144,7 @@ describe.skipIf(cli === null)('the workflow on a real Temporal server', () => {
     const executionId = executionIdFor(tokenId);
     await s.waitFor(executionId, 'success', (e) => e.state === 'succeeded');
     const runs = [];
-    for await (const run of client.workflow.list({ query: `WorkflowId = 'lexec-execution-${executionId}'` })) runs.push(run.runId);
+    for await (const run of dev.client.workflow.list({ query: `WorkflowId = 'lexec-execution-${executionId}'` })) runs.push(run.runId);
     expect(runs).toHaveLength(1);
     expect(await s.sandbox.submissions()).toHaveLength(1);
   }, 120_000);
@@ -267,7 +250,7 @@ describe.skipIf(cli === null)('an external engine: never started or stopped by t
   }, 120_000);
 
   it('an unknown namespace is never ready, and the log names workflow_engine.namespace', async () => {
-    const s = await harness.stack({ engine: { mode: 'external', url: temporal.url, namespace: 'no-such-namespace' }, waitUntilReady: false });
+    const s = await harness.stack({ engine: { mode: 'external', url: dev.server.url, namespace: 'no-such-namespace' }, waitUntilReady: false });
     const event = await until('the setting named', () => Promise.resolve(s.executor.events().find((entry) => entry.event === 'workflow_engine_setting_suspect')));
     expect(event).toMatchObject({ field: 'workflow_engine.namespace', grpc_status: 'NOT_FOUND' });
     expect((await readyz(s)).status).toBe(503);

@@ -1,13 +1,12 @@
-import { Client, Connection } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CRASH_FILE_ENV } from '../../src/crash-points.js';
 import { RESCHEDULE_INTERVAL_ENV } from '../../src/executor/engine/development-reschedule-interval.js';
 import { durableHarness, until, type Stack } from '../support/durable-stack.js';
-import { startDevServer, temporalCli, type DevServer } from '../support/temporal.js';
+import { connectedDevServer, temporalCli } from '../support/temporal.js';
 
 /*
  * What the executor tells a real Temporal server so that a SIGKILLed executor's work resumes as
@@ -22,22 +21,7 @@ import { startDevServer, temporalCli, type DevServer } from '../support/temporal
 
 const cli = temporalCli();
 const harness = durableHarness('lexec-resume-');
-let temporal: DevServer;
-let connection: Connection;
-let client: Client;
-
-beforeAll(async () => {
-  if (cli === null) return;
-  temporal = await startDevServer(cli);
-  connection = await Connection.connect({ address: temporal.address });
-  client = new Client({ connection });
-}, 120_000);
-
-afterAll(async () => {
-  if (cli === null) return;
-  await connection.close();
-  await temporal.stop();
-});
+const dev = connectedDevServer(cli);
 
 interface HistoryEvent {
   eventTime: string;
@@ -48,19 +32,19 @@ interface HistoryEvent {
 }
 
 async function history(workflowId: string): Promise<HistoryEvent[]> {
-  return (JSON.parse(historyToJSON(await client.workflow.getHandle(workflowId).fetchHistory())) as { events: HistoryEvent[] }).events;
+  return (JSON.parse(historyToJSON(await dev.client.workflow.getHandle(workflowId).fetchHistory())) as { events: HistoryEvent[] }).events;
 }
 
 /** The run's workflow task timeout in seconds, as the engine keeps it. */
 async function workflowTaskTimeoutSeconds(workflowId: string): Promise<number> {
-  const { raw } = await client.workflow.getHandle(workflowId).describe();
+  const { raw } = await dev.client.workflow.getHandle(workflowId).describe();
   return Number(String(raw.executionConfig?.defaultWorkflowTaskTimeout?.seconds ?? 0));
 }
 
 describe.skipIf(cli === null)('resuming a killed executor\'s work on a real Temporal server', () => {
   it('every run, the first and one the closed-run sweep starts again, has a 3 s workflow task timeout; the submission activity a 3 s heartbeat timeout', async () => {
     const s: Stack = await harness.stack({
-      engine: { mode: 'external', url: temporal.url },
+      engine: { mode: 'external', url: dev.server.url },
       executorEnv: { [RESCHEDULE_INTERVAL_ENV]: '300' },
       sandboxArgs: ['--complete-after-ms', '3000'],
     });
@@ -72,17 +56,17 @@ describe.skipIf(cli === null)('resuming a killed executor\'s work on a real Temp
     expect(submissions.map((scheduled) => [scheduled.activityType.name, scheduled.heartbeatTimeout])).toEqual([['submit_provider', '3s']]);
 
     // An operator terminates the run mid-poll; the sweep starts a new one, with the same timeout.
-    const { runId: terminated } = await client.workflow.getHandle(workflowId).describe();
-    await client.workflow.getHandle(workflowId).terminate('operator');
+    const { runId: terminated } = await dev.client.workflow.getHandle(workflowId).describe();
+    await dev.client.workflow.getHandle(workflowId).terminate('operator');
     await s.waitFor(executionId, 'success', (execution) => execution.state === 'succeeded', 60_000);
-    const latest = await client.workflow.getHandle(workflowId).describe();
+    const latest = await dev.client.workflow.getHandle(workflowId).describe();
     expect(latest.runId).not.toBe(terminated);
     expect(await workflowTaskTimeoutSeconds(workflowId)).toBe(3);
   }, 120_000);
 
   it('after a SIGKILL, no workflow task is put on the dead worker\'s sticky queue once the restarted executor has recovered its executions', async () => {
     const s = await harness.stack({
-      engine: { mode: 'external', url: temporal.url },
+      engine: { mode: 'external', url: dev.server.url },
       sandboxArgs: ['--complete-after-ms', '9000'],
       // Every status poll waits 6 s on a durable timer: the executor dies with the run waiting on
       // one, and its next workflow task comes once the timer fires — after the restart, while the
@@ -124,7 +108,7 @@ describe.skipIf(cli === null)('resuming a killed executor\'s work on a real Temp
   it('a run parked by the killed executor before its ledger record was opened: the restarted executor releases it too, and no workflow task waits out the sticky timeout', async () => {
     const arm = join(harness.dir(), 'crash-point');
     await writeFile(arm, 'run.after_park\n');
-    const s = await harness.stack({ engine: { mode: 'external', url: temporal.url }, executorEnv: { [CRASH_FILE_ENV]: arm } });
+    const s = await harness.stack({ engine: { mode: 'external', url: dev.server.url }, executorEnv: { [CRASH_FILE_ENV]: arm } });
     // The provider's answer is lost: the submission phase parks the execution and dies before the ledger record.
     await s.sandbox.setFaults([{ kind: 'drop_after_receipt', times: 1 }]);
     const tokenId = await s.approvedToken();
@@ -133,7 +117,7 @@ describe.skipIf(cli === null)('resuming a killed executor\'s work on a real Temp
     await s.executor.kill('SIGKILL');
     await s.restart();
     const workflowId = `lexec-execution-${executionId}`;
-    await until('the run completed', async () => ((await client.workflow.getHandle(workflowId).describe()).status.name === 'COMPLETED' ? true : undefined), 60_000);
+    await until('the run completed', async () => ((await dev.client.workflow.getHandle(workflowId).describe()).status.name === 'COMPLETED' ? true : undefined), 60_000);
     expect((await s.execution(executionId)).state).toBe('reconciliation');
     // The submission phase handed out again completed after the restart; its workflow task went
     // to the shared queue, never to the dead worker's sticky queue to time out there.

@@ -30,8 +30,6 @@ export interface TemporalRunStates {
 
 /** The statuses of a run that will never act again. */
 const CLOSED = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TERMINATED', 'TIMED_OUT', 'CONTINUED_AS_NEW']);
-/** The execution states a run ends on (terminal, or parked for a human). */
-const FINAL = new Set(['succeeded', 'failed', 'reconciliation']);
 /** Upper bound of one DescribeWorkflowExecution: an engine that is away (a killed Temporal child) is asked again later. */
 const DESCRIBE_TIMEOUT_MS = 5_000;
 
@@ -70,26 +68,34 @@ export interface ExecutionWorkflow {
   readonly executionId: string;
   readonly workflowId: string;
   readonly state: string;
-  /** When the execution row last changed (executor clock, ms): its final state, once terminal. */
-  readonly updatedAtMs: number;
+  /** When the ledger answered the reconciliation record of a parked execution (ms), or null. */
+  readonly ledgerRecordAt: number | null;
 }
 
 /** Every execution of an executor database (read-only), or those named. */
 export function executionWorkflows(executorDatabase: string, executionIds?: readonly string[]): ExecutionWorkflow[] {
   const db = new Database(executorDatabase, { readonly: true, fileMustExist: true });
   try {
-    const rows = db.prepare('SELECT execution_id, workflow_id, state, updated_at FROM executions ORDER BY created_at').all() as {
+    const rows = db.prepare('SELECT execution_id, workflow_id, state, ledger_record_at FROM executions ORDER BY created_at').all() as {
       execution_id: string;
       workflow_id: string;
       state: string;
-      updated_at: number;
+      ledger_record_at: number | null;
     }[];
     return rows
       .filter((row) => executionIds === undefined || executionIds.includes(row.execution_id))
-      .map((row) => ({ executionId: row.execution_id, workflowId: row.workflow_id, state: row.state, updatedAtMs: row.updated_at }));
+      .map((row) => ({ executionId: row.execution_id, workflowId: row.workflow_id, state: row.state, ledgerRecordAt: row.ledger_record_at }));
   } finally {
     db.close();
   }
+}
+
+/**
+ * Whether an execution needs no run any more: terminal, or parked with its reconciliation record
+ * answered by the ledger (until then the run that parked it must open that record).
+ */
+function needsNoRun(execution: ExecutionWorkflow): boolean {
+  return execution.state === 'succeeded' || execution.state === 'failed' || (execution.state === 'reconciliation' && execution.ledgerRecordAt !== null);
 }
 
 /**
@@ -104,16 +110,17 @@ export async function unsettledRuns(runs: TemporalRunStates, executions: readonl
 /**
  * The closed runs that closed in a wrong state. A lexec run ends `COMPLETED` (the runner said
  * done: the execution is terminal or parked); anything else is wrong — except a run the proof
- * itself terminated (`terminated`), which may stay `TERMINATED` only when its execution had reached
- * its final state before the run closed (the termination came after the work was done; had it
- * come before, the closed-run sweep must have started a newer, `COMPLETED` run).
+ * itself terminated (`terminated`), which may stay `TERMINATED` when its execution needs no run
+ * any more: terminal, or parked with its ledger record answered. Whenever the termination came:
+ * after the work was done, or while the run's last activity was still at work (a termination
+ * does not stop an activity under way: it finishes the execution after its run has closed).
+ * Otherwise the closed-run sweep must have started a newer run, and that one is judged.
  */
 export function wronglyClosed(states: readonly RunState[], executions: readonly ExecutionWorkflow[], terminated: ReadonlySet<string> = new Set()): RunState[] {
   const byWorkflow = new Map(executions.map((execution) => [execution.workflowId, execution]));
   return states.filter((state) => {
     if (!isClosed(state) || state.status === 'COMPLETED') return false;
     const execution = byWorkflow.get(state.workflowId);
-    const doneBeforeClose = execution !== undefined && FINAL.has(execution.state) && state.closedAtMs !== null && execution.updatedAtMs <= state.closedAtMs;
-    return !(state.status === 'TERMINATED' && terminated.has(state.workflowId) && doneBeforeClose);
+    return !(state.status === 'TERMINATED' && terminated.has(state.workflowId) && execution !== undefined && needsNoRun(execution));
   });
 }

@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll } from 'vitest';
 import { probeGrpcHealth } from '../../src/executor/engine/temporal/grpc-health-probe.js';
 import { freePorts, isBindConflict } from './free-ports.js';
 
@@ -152,6 +154,43 @@ export async function startDevServer(cli: string, options: DevServerOptions = {}
       // The same ports (clients hold the address); they are this worker's, so nobody took them.
       const outcome = await launch();
       if (!outcome.listening) throw new Error(`temporal server start-dev did not start again on 127.0.0.1:${port}:\n${outcome.output}`);
+    },
+  };
+}
+
+/** A test file's dev server and a client connected to it (read inside tests, once started). */
+export interface ConnectedDevServer {
+  readonly server: DevServer;
+  readonly client: Client;
+}
+
+/**
+ * One dev server and a client connected to it for the whole test file: started in `beforeAll`
+ * (within `timeoutMs`), the connection closed and the server stopped in `afterAll`. Nothing is
+ * started when `cli` is null (the file's Temporal tests skip).
+ */
+export function connectedDevServer(cli: string | null, timeoutMs = 120_000): ConnectedDevServer {
+  const started: { server?: DevServer; connection?: Connection; client?: Client } = {};
+  beforeAll(async () => {
+    if (cli === null) return;
+    started.server = await startDevServer(cli);
+    started.connection = await Connection.connect({ address: started.server.address });
+    started.client = new Client({ connection: started.connection });
+  }, timeoutMs);
+  afterAll(async () => {
+    await started.connection?.close();
+    await started.server?.stop();
+  });
+  const ready = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the dev server is not started (connectedDevServer starts it in beforeAll)');
+    return value;
+  };
+  return {
+    get server() {
+      return ready(started.server);
+    },
+    get client() {
+      return ready(started.client);
     },
   };
 }
