@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { formatUnits } from '../cli/format-amount.js';
+import { formatUnits } from '../domain/money.js';
 import { IMAGE_SIZE_PRESETS } from '../config/executor-config-schema.js';
 import { UNITS_SCALE } from '../domain/money.js';
 import { containsSecretShape, SECRET_TEXT_MESSAGE } from '../domain/secret-text.js';

@@ -1,9 +1,9 @@
 import { Command, Flags } from '@oclif/core';
 import { describeCommandError } from './describe-command-error.js';
-import { COLOR_CHOICES, type ColorChoice } from './color.js';
+import { COLOR_CHOICES, type ColorChoice } from '../terminal/color.js';
 import { ExitCode, type ExitCodeValue } from '../errors.js';
 import { jsonFailure, jsonSuccess } from './json-envelope.js';
-import { createOutput, type Output } from './output.js';
+import { createOutput, type Output } from '../terminal/output.js';
 
 /**
  * Base of every lexec command. A command parses its flags, calls one service and returns a typed

@@ -1,21 +1,14 @@
 import type { LedgerAgent, LedgerAuthorization, LedgerPolicy } from '../ledger/wire/answers.js';
 import type { IssuedCredential } from '../ledger/client/ledger-credentials.js';
-import { formatUnits } from './format-amount.js';
-import type { Output } from './output.js';
+import { formatUnits } from '../domain/money.js';
+import type { Output } from '../terminal/output.js';
+import { plain } from '../terminal/plain-text.js';
 
 /*
  * Human rendering of ledger records, shared by the ledger commands. Free text that came from the
- * ledger (an agent's purpose, names) is printed without control characters: an agent must not
- * be able to write terminal escapes into an operator's terminal through a purpose string.
+ * ledger (an agent's purpose, names) is printed through `plain`: an agent must not be able to
+ * write terminal escapes into an operator's terminal through a purpose string.
  */
-
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
-
-/** Text from the ledger made safe for a terminal. */
-export function plain(text: string): string {
-  return text.replace(CONTROL, '');
-}
 
 function statusStyle(output: Output, status: string): string {
   if (status === 'approved' || status === 'settled') return output.style.ok(status);

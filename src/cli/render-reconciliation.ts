@@ -1,7 +1,7 @@
 import type { ReconciliationList, ReconciliationResolveResult } from '../executor/client/executor-reconciliation.js';
-import { formatUnits } from './format-amount.js';
-import type { Output } from './output.js';
-import { plain } from './render-ledger.js';
+import { formatUnits } from '../domain/money.js';
+import type { Output } from '../terminal/output.js';
+import { plain } from '../terminal/plain-text.js';
 
 /** Human text of `lexec executor reconciliation list`. */
 export function renderReconciliationList(result: ReconciliationList, output: Output): void {

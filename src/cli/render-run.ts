@@ -1,7 +1,7 @@
 import type { RunProgress, RunResult } from '../run/run-job.js';
-import { formatUnits } from './format-amount.js';
-import type { Output } from './output.js';
-import { plain } from './render-ledger.js';
+import { formatUnits } from '../domain/money.js';
+import type { Output } from '../terminal/output.js';
+import { plain } from '../terminal/plain-text.js';
 
 /*
  * Human text of `lexec run`: progress lines on stderr while it works, and the summary at the end

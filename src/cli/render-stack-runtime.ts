@@ -2,7 +2,7 @@ import type { StartResult } from '../launcher/start-stop/stack-start.js';
 import type { StatusResult } from '../launcher/status/stack-status.js';
 import type { StopResult } from '../launcher/start-stop/stack-stop.js';
 import { describeBusyPort } from '../launcher/probes/port-probe.js';
-import type { Output } from './output.js';
+import type { Output } from '../terminal/output.js';
 
 /*
  * Human lines for `stack start`, `stack stop` and `stack status` (stderr). Only type imports from

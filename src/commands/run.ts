@@ -6,7 +6,7 @@ import { UsageError } from '../errors.js';
 import { MAX_PROMPT_CHARS } from '../executor/domain/execution-request.js';
 import { tokenIdArgument, wholeNumberFlag } from '../cli/flag-values.js';
 import { LexecCommand } from '../cli/lexec-command.js';
-import type { Output } from '../cli/output.js';
+import type { Output } from '../terminal/output.js';
 import { profileFlags } from '../cli/profile-flags.js';
 import { renderRunProgress, renderRunResult } from '../cli/render-run.js';
 import { runJob, type RunResult } from '../run/run-job.js';

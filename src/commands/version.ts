@@ -1,6 +1,6 @@
 import { readBuildInfo, type BuildInfo } from '../build-info.js';
 import { LexecCommand } from '../cli/lexec-command.js';
-import type { Output } from '../cli/output.js';
+import type { Output } from '../terminal/output.js';
 
 export default class Version extends LexecCommand<BuildInfo> {
   static override summary = 'Show the product version, executor contract version, source commit and build kind.';

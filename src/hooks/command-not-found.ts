@@ -1,7 +1,7 @@
 import type { Hook } from '@oclif/core';
 import { UsageError } from '../errors.js';
 import { reportCommandError, scanGlobalFlags } from '../cli/lexec-command.js';
-import { createOutput } from '../cli/output.js';
+import { createOutput } from '../terminal/output.js';
 
 /** Commands people try that lexec deliberately does not have, and what to run instead. */
 const INSTEAD: Readonly<Record<string, string>> = {

@@ -1,5 +1,5 @@
 import { mkdir } from 'node:fs/promises';
-import { formatUnits } from '../cli/format-amount.js';
+import { formatUnits } from '../domain/money.js';
 import { UNITS_SCALE } from '../domain/money.js';
 import { UserError } from '../errors.js';
 import type { ExecutionView, ExecutorClient } from '../executor/client/executor-client.js';

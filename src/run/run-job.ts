@@ -1,4 +1,4 @@
-import { formatUnits } from '../cli/format-amount.js';
+import { formatUnits } from '../domain/money.js';
 import { ExitCode, UserError } from '../errors.js';
 import { createExecutorClient, type ExecutionView } from '../executor/client/executor-client.js';
 import type { LedgerClient } from '../ledger/client/ledger-client.js';

@@ -1,4 +1,4 @@
-import { plain } from '../cli/render-ledger.js';
+import { plain } from '../terminal/plain-text.js';
 import { UserError } from '../errors.js';
 import type { LedgerAuthorization } from '../ledger/wire/answers.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { colorLevel, resolveColor, type ColorChoice } from '../../src/cli/color.js';
+import { colorLevel, resolveColor, type ColorChoice } from '../../src/terminal/color.js';
 
 type Case = [choice: ColorChoice, env: Record<string, string>, isTTY: boolean, expected: boolean, why: string];
 

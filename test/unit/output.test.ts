@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createOutput, serializeJsonDocument } from '../../src/cli/output.js';
+import { createOutput, serializeJsonDocument } from '../../src/terminal/output.js';
 import { BugError } from '../../src/errors.js';
 
 function streams(isTTY: boolean, stdoutIsTTY = isTTY) {

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../cli/lexec-command.js';
-import type { Output } from '../../cli/output.js';
+import type { Output } from '../../terminal/output.js';
 import type { ExecutorStopped } from '../../executor/serve-executor.js';
 
 export default class ExecutorServe extends LexecCommand<ExecutorStopped> {

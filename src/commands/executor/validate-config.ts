@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../cli/lexec-command.js';
-import type { Output } from '../../cli/output.js';
+import type { Output } from '../../terminal/output.js';
 import { validateExecutorConfig, type ValidateConfigResult } from '../../config/validate-executor-config.js';
 
 export default class ExecutorValidateConfig extends LexecCommand<ValidateConfigResult> {

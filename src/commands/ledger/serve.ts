@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { readBuildInfo, type BuildInfo } from '../../build-info.js';
 import { LexecCommand } from '../../cli/lexec-command.js';
-import type { Output } from '../../cli/output.js';
+import type { Output } from '../../terminal/output.js';
 import { UsageError } from '../../errors.js';
 import type { LedgerStopped } from '../../ledger/serve-ledger.js';
 

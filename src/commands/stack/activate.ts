@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../cli/lexec-command.js';
-import type { Output } from '../../cli/output.js';
+import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderActivation } from '../../cli/render-stack.js';
 import { activateStackGeneration, type ActivateResult } from '../../launcher/generations/stack-generations.js';

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { wholeNumberFlag } from '../../cli/flag-values.js';
 import { jsonSuccess } from '../../cli/json-envelope.js';
 import { LexecCommand } from '../../cli/lexec-command.js';
-import type { Output } from '../../cli/output.js';
+import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { serveConsole, type ConsoleAddress, type ConsoleStopped } from '../../console/serve-console.js';
 

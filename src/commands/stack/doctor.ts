@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../cli/lexec-command.js';
-import type { Output } from '../../cli/output.js';
+import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderDoctorReport } from '../../cli/render-doctor.js';
 import { ExitCode, type ExitCodeValue } from '../../errors.js';

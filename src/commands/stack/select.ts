@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
 import { LexecCommand } from '../../cli/lexec-command.js';
-import type { Output } from '../../cli/output.js';
+import type { Output } from '../../terminal/output.js';
 import { selectStackProfile, type SelectResult } from '../../launcher/profiles/stack-profiles.js';
 
 export default class StackSelect extends LexecCommand<SelectResult> {

@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { wholeNumberFlag } from '../../cli/flag-values.js';
 import { LexecCommand } from '../../cli/lexec-command.js';
-import type { Output } from '../../cli/output.js';
+import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderStartResult } from '../../cli/render-stack-runtime.js';
 import { createStartProgress } from '../../cli/start-progress.js';

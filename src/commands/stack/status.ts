@@ -1,5 +1,5 @@
 import { LexecCommand } from '../../cli/lexec-command.js';
-import type { Output } from '../../cli/output.js';
+import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderStatusResult } from '../../cli/render-stack-runtime.js';
 import { stackStatus, type StatusResult } from '../../launcher/status/stack-status.js';

@@ -1,5 +1,5 @@
 import { LexecCommand } from '../../cli/lexec-command.js';
-import type { Output } from '../../cli/output.js';
+import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderStopResult } from '../../cli/render-stack-runtime.js';
 import { stopStack, type StopResult } from '../../launcher/start-stop/stack-stop.js';

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../../cli/lexec-command.js';
-import type { Output } from '../../../cli/output.js';
+import type { Output } from '../../../terminal/output.js';
 import { bootstrapManagedCredentials, type BootstrapManagedResult } from '../../../executor/bootstrap-managed-credentials.js';
 
 export default class ExecutorCredentialsBootstrapManaged extends LexecCommand<BootstrapManagedResult> {

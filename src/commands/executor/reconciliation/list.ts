@@ -1,5 +1,5 @@
 import { LexecCommand } from '../../../cli/lexec-command.js';
-import type { Output } from '../../../cli/output.js';
+import type { Output } from '../../../terminal/output.js';
 import { profileFlags } from '../../../cli/profile-flags.js';
 import { renderReconciliationList } from '../../../cli/render-reconciliation.js';
 import { listReconciliations, type ReconciliationList } from '../../../executor/client/executor-reconciliation.js';

@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { wholeNumberFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
-import type { Output } from '../../../cli/output.js';
+import type { Output } from '../../../terminal/output.js';
 import { profileFlags } from '../../../cli/profile-flags.js';
 import { renderReconciliationResolved } from '../../../cli/render-reconciliation.js';
 import { UsageError } from '../../../errors.js';

@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
-import type { Output } from '../../../cli/output.js';
+import type { Output } from '../../../terminal/output.js';
 import { renderAgent, renderCredential } from '../../../cli/render-ledger.js';
 import { addLedgerAgent, type AddAgentResult } from '../../../ledger/client/ledger-agents.js';
 

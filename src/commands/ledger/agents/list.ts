@@ -1,6 +1,6 @@
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
-import type { Output } from '../../../cli/output.js';
+import type { Output } from '../../../terminal/output.js';
 import { renderAgent } from '../../../cli/render-ledger.js';
 import { listLedgerAgents, type ListAgentsResult } from '../../../ledger/client/ledger-agents.js';
 

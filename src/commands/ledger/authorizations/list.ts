@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { agentIdFlag, wholeNumberFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
-import type { Output } from '../../../cli/output.js';
+import type { Output } from '../../../terminal/output.js';
 import { renderAuthorizationRow } from '../../../cli/render-ledger.js';
 import { AUTHORIZATION_STATUSES } from '../../../ledger/authorization-rules.js';
 import { listLedgerAuthorizations, type AuthorizationListResult } from '../../../ledger/client/ledger-authorizations.js';

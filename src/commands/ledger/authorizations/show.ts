@@ -2,7 +2,7 @@ import { Args } from '@oclif/core';
 import { tokenIdArgument } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
-import type { Output } from '../../../cli/output.js';
+import type { Output } from '../../../terminal/output.js';
 import { renderAuthorization } from '../../../cli/render-ledger.js';
 import { showLedgerAuthorization, type AuthorizationResult } from '../../../ledger/client/ledger-authorizations.js';
 

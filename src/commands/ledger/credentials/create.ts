@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { agentIdFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
-import type { Output } from '../../../cli/output.js';
+import type { Output } from '../../../terminal/output.js';
 import { renderCredential } from '../../../cli/render-ledger.js';
 import { createLedgerCredential, type CreateCredentialResult } from '../../../ledger/client/ledger-credentials.js';
 

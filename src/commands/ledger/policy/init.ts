@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
-import { formatUnits } from '../../../cli/format-amount.js';
+import { formatUnits } from '../../../domain/money.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
-import type { Output } from '../../../cli/output.js';
+import type { Output } from '../../../terminal/output.js';
 import { initPolicyFile, type PolicyInitResult } from '../../../ledger/client/ledger-policy.js';
 
 export default class LedgerPolicyInit extends LexecCommand<PolicyInitResult> {

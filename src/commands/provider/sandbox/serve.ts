@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { wholeNumberFlag } from '../../../cli/flag-values.js';
-import type { Output } from '../../../cli/output.js';
+import type { Output } from '../../../terminal/output.js';
 import { UsageError } from '../../../errors.js';
 import type { SandboxStopped } from '../../../provider/sandbox/serve-sandbox.js';
 
