@@ -1,20 +1,17 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { formatUnits } from '../domain/money.js';
 import { IMAGE_SIZE_PRESETS } from '../config/executor-config-schema.js';
-import { UNITS_SCALE } from '../domain/money.js';
-import { containsSecretShape, SECRET_TEXT_MESSAGE } from '../domain/secret-text.js';
+import { formatUnits, UNITS_SCALE } from '../domain/money.js';
 import { UserError } from '../errors.js';
 import type { ArtifactView, ExecutionView, ExecutorClient, OfferedTarget } from '../executor/client/executor-client.js';
 import { decideRequest } from '../ledger/authorization-rules.js';
-import type { LedgerAuthorization } from '../ledger/wire/answers.js';
-import { chooseTarget, quoteRun, type RunQuote } from '../run/quote-run.js';
-import { admitExecution, askThroughRestart, followExecution } from '../run/finish-execution.js';
-import { refuseIfUnusableAfterConflict, refuseUnusable } from '../run/usable-authorization.js';
-import type { AgentTarget } from './agent-connection.js';
+import type { AgentTarget } from '../stack-client/connect-agent.js';
+import { jobArtifacts, jobImage, type ReadAgain } from '../stack-client/paid-job/job-images.js';
+import { chooseTarget, quoteRun, type RunQuote } from '../stack-client/paid-job/quote.js';
 import type { AgentImage, Money, ToolInput, ToolOutput } from './agent-tools.js';
 
+
 /*
- * What each tool of `lexec agent mcp` does, over the stack's ledger (agent capability) and
+ * What the tools of `lexec agent mcp` do (generate_images: generate-images.ts), over the stack's ledger (agent capability) and
  * executor (caller capability). No MCP here: the server (mcp-server.ts) turns these answers into
  * tool results. The money rules are the stack's own: the cost is quoted with the executor's
  * pricing code, the ledger decides and holds atomically, the executor claims an authorization for
@@ -40,11 +37,9 @@ export interface ToolAnswer<R> {
   readonly images: readonly DeliveredImage[];
 }
 
-const DEFAULT_WAIT_SECONDS = 50;
 /** auto delivery inlines images up to these sizes; larger ones become resource links. */
 const INLINE_MAX_IMAGE_BYTES = 1024 * 1024;
 const INLINE_MAX_TOTAL_BYTES = 4 * 1024 * 1024;
-const NOT_READY_WINDOW_MS = 45_000;
 
 export function money(units: bigint, currency = 'USD'): Money {
   return { amount_units: units.toString(), units_scale: UNITS_SCALE, currency, display: formatUnits(units, currency) };
@@ -59,9 +54,6 @@ export function invalidArgument(message: string, fields: readonly string[], next
   return new UserError('invalid_argument', message, { nextStep, issues: fields.map((path) => ({ path, message })) });
 }
 
-export function approveCommand(tokenId: string, profile: string | null): string {
-  return `lexec ledger authorizations approve ${tokenId}${profile === null ? '' : ` --profile ${profile}`}`;
-}
 
 // ---------------------------------------------------------------------------------------------
 // list_targets, quote, spending
@@ -93,7 +85,7 @@ export async function listTargets(target: AgentTarget): Promise<ToolAnswer<ToolO
 }
 
 /** The target and price of an intent, with errors naming the tool's fields. */
-function quoteIntent(offered: readonly OfferedTarget[], intent: { target_id?: string | undefined; image_size?: string | undefined; image_count?: number | undefined }): RunQuote {
+export function quoteIntent(offered: readonly OfferedTarget[], intent: { target_id?: string | undefined; image_size?: string | undefined; image_count?: number | undefined }): RunQuote {
   let entry: OfferedTarget;
   try {
     entry = chooseTarget(offered, intent.target_id);
@@ -150,7 +142,7 @@ export async function spending(target: AgentTarget): Promise<ToolAnswer<ToolOutp
 // ---------------------------------------------------------------------------------------------
 // get_execution, get_images
 
-function spentOf(execution: ExecutionView): Money | null {
+export function spentOf(execution: ExecutionView): Money | null {
   return execution.receipt === null ? null : money(execution.receipt.amount_units, execution.receipt.currency);
 }
 
@@ -171,10 +163,10 @@ export async function getExecution(target: AgentTarget, input: ToolInput<'get_ex
 }
 
 /**
- * Reads the images again while the executor restarts, as `lexec run` does (askThroughRestart):
- * a call the host cancels ends the wait.
+ * Reads the images again while the executor restarts, as `lexec run` does (job-images.ts): a
+ * call the host cancels ends the wait.
  */
-function throughRestart(signal?: AbortSignal) {
+function throughRestart(signal?: AbortSignal): ReadAgain {
   const pause = async (ms: number) => {
     try {
       await delay(ms, undefined, signal === undefined ? {} : { signal });
@@ -182,13 +174,13 @@ function throughRestart(signal?: AbortSignal) {
       throw cancelled();
     }
   };
-  return <T>(ask: () => Promise<T>) => askThroughRestart(ask, { now: Date.now, pause });
+  return { now: Date.now, pause };
 }
 
 /** The images of a succeeded execution, inline or as links. */
-async function deliverImages(executor: ExecutorClient, executionId: string, delivery: 'auto' | 'inline' | 'links', context: ToolContext): Promise<DeliveredImage[]> {
+export async function deliverImages(executor: ExecutorClient, executionId: string, delivery: 'auto' | 'inline' | 'links', context: ToolContext): Promise<DeliveredImage[]> {
   const again = throughRestart(context.signal);
-  const artifacts = (await again(() => executor.artifacts(executionId))).sort((a, b) => a.ordinal - b.ordinal);
+  const artifacts = await jobArtifacts(executor, executionId, again);
   const total = artifacts.reduce((sum, artifact) => sum + artifact.size_bytes, 0n);
   const inline =
     delivery === 'inline' ||
@@ -201,7 +193,7 @@ async function deliverImages(executor: ExecutorClient, executionId: string, deli
       continue;
     }
     if (context.signal.aborted) throw cancelled();
-    images.push({ view, bytes: await again(() => executor.content(executionId, artifact)) });
+    images.push({ view, bytes: await jobImage(executor, executionId, artifact, again) });
   }
   return images;
 }
@@ -227,12 +219,12 @@ export async function getImages(target: AgentTarget, input: ToolInput<'get_image
 /** The bytes of one image, for resources/read of its lexec:// URI. */
 export async function readImage(target: AgentTarget, executionId: string, ordinal: number): Promise<{ bytes: Buffer; mediaType: string }> {
   const again = throughRestart();
-  const artifact = (await again(() => target.executor.artifacts(executionId))).find((candidate) => candidate.ordinal === ordinal);
+  const artifact = (await jobArtifacts(target.executor, executionId, again)).find((candidate) => candidate.ordinal === ordinal);
   if (artifact === undefined) throw new UserError('image_not_found', `Execution ${executionId} has no image ${ordinal}.`, { nextStep: 'get_images lists the images of an execution.' });
-  return { bytes: await again(() => target.executor.content(executionId, artifact)), mediaType: artifact.media_type };
+  return { bytes: await jobImage(target.executor, executionId, artifact, again), mediaType: artifact.media_type };
 }
 
-function notSucceeded(execution: ExecutionView): UserError {
+export function notSucceeded(execution: ExecutionView): UserError {
   const id = execution.execution_id;
   const reason = execution.state_reason ?? 'no reason given';
   if (execution.state === 'failed') {
@@ -250,231 +242,6 @@ function notSucceeded(execution: ExecutionView): UserError {
   });
 }
 
-// ---------------------------------------------------------------------------------------------
-// generate_images
-
-function cancelled(): UserError {
+export function cancelled(): UserError {
   return new UserError('cancelled', 'The call was cancelled by the host.', { nextStep: 'Call again to resume; nothing is spent twice.' });
-}
-
-/** Thrown inside a wait when wait_seconds has passed: the call answers "running". */
-class StillRunning extends Error {}
-
-export async function generateImages(target: AgentTarget, input: ToolInput<'generate_images'>, context: ToolContext): Promise<ToolAnswer<ToolOutput<'generate_images'>>> {
-  const deadline = Date.now() + (input.wait_seconds ?? DEFAULT_WAIT_SECONDS) * 1000;
-  const delivery = input.delivery ?? 'auto';
-  const pause = async (ms: number) => {
-    const left = deadline - Date.now();
-    if (left <= 0) throw new StillRunning();
-    try {
-      await delay(Math.min(ms, left), undefined, { signal: context.signal });
-    } catch {
-      throw cancelled();
-    }
-    if (Date.now() >= deadline) throw new StillRunning();
-  };
-
-  const answer = (fields: Partial<ToolOutput<'generate_images'>> & Pick<ToolOutput<'generate_images'>, 'status'>, images: DeliveredImage[] = []): ToolAnswer<ToolOutput<'generate_images'>> => ({
-    result: {
-      authorization_id: null,
-      authorization_status: null,
-      approve_command: null,
-      execution_id: null,
-      execution_state: null,
-      quoted: null,
-      spent: null,
-      images: images.map((image) => image.view),
-      next_step: null,
-      ...fields,
-    },
-    images,
-  });
-
-  /** Follows an admitted execution to the end (or to wait_seconds) and collects its images. */
-  const finish = async (admitted: ExecutionView, base: Partial<ToolOutput<'generate_images'>>, admit: () => Promise<ExecutionView>) => {
-    // The same follow as `lexec run` (polling schedule, re-admission of a pending one).
-    let latest: { execution_id: string; state: string } = admitted;
-    let execution: ExecutionView;
-    try {
-      execution = await followExecution(target.executor, admitted, {
-        progress: (event) => {
-          if (event.kind !== 'execution') return;
-          latest = event;
-          context.progress(`execution ${event.execution_id}: ${event.state}${event.phase === null ? '' : ` (${event.phase})`}`);
-        },
-        pause,
-        admit,
-        now: Date.now,
-        remainingMs: () => deadline - Date.now(),
-        signal: context.signal,
-      });
-    } catch (error) {
-      if (!(error instanceof StillRunning)) throw error;
-      return answer({
-        ...base,
-        status: 'running',
-        execution_id: latest.execution_id,
-        execution_state: latest.state,
-        next_step: `Call generate_images with execution_id ${latest.execution_id} to keep waiting; nothing is spent twice.`,
-      });
-    }
-    if (execution.state !== 'succeeded') throw notSucceeded(execution);
-    const images = await deliverImages(target.executor, execution.execution_id, delivery, context);
-    context.progress(`execution ${execution.execution_id}: ${images.length} image${images.length === 1 ? '' : 's'} ready`);
-    return answer({ ...base, status: 'succeeded', execution_id: execution.execution_id, execution_state: execution.state, spent: spentOf(execution) }, images);
-  };
-
-  // Resume by execution id: the execution says everything; nothing new is requested.
-  if (input.execution_id !== undefined) {
-    const execution = await target.executor.execution(input.execution_id);
-    const again = () => target.executor.execution(execution.execution_id);
-    return finish(execution, {}, again);
-  }
-
-  if (input.prompt === undefined || input.prompt.trim() === '') {
-    throw invalidArgument('prompt is required (1 or more non-blank characters) unless execution_id is given.', ['prompt']);
-  }
-  // Before any authorization is requested: the executor would refuse it anyway, leaving a hold.
-  if (containsSecretShape(input.prompt)) throw invalidArgument(`prompt ${SECRET_TEXT_MESSAGE}; remove it and call again.`, ['prompt']);
-  const priced = quoteIntent(await target.executor.targets(), input);
-  const quoted = money(priced.amountUnits, priced.snapshot.currency);
-  context.progress(`quoted ${priced.imageCount} x ${priced.imageSize} on ${priced.target.target_id}: ${quoted.display}`);
-
-  let authorization = await obtainAuthorization(target, input.authorization_id, priced);
-  context.progress(`authorization ${authorization.token_id}: ${authorization.status}`);
-  const base = { authorization_id: authorization.token_id, authorization_status: authorization.status, quoted };
-  if (authorization.status === 'requested') {
-    const command = approveCommand(authorization.token_id, target.profile);
-    return answer({
-      ...base,
-      status: 'awaiting_approval',
-      approve_command: command,
-      next_step: `A human must approve this spend: ask the operator to run \`${command}\`. Once approved, call generate_images again with authorization_id ${authorization.token_id} and the same prompt, image_size and image_count. The agent cannot approve its own spend.`,
-    });
-  }
-  const again = 'Call generate_images without authorization_id to request a new authorization.';
-  refuseUnusable(authorization, again);
-
-  const body = {
-    schema_version: 2,
-    spend_auth_token_id: authorization.token_id,
-    input: { prompt: input.prompt, image_count: priced.imageCount, image_size: priced.imageSize },
-    input_schema_version: 1,
-    target_id: priced.target.target_id,
-  };
-  const admit = async (): Promise<ExecutionView> => {
-    try {
-      return await admitExecution(target.executor, body, {
-        until: Date.now() + NOT_READY_WINDOW_MS,
-        now: Date.now,
-        onNotReady: () => {
-          context.progress('the executor is not admitting executions right now; retrying');
-        },
-        wait: (ms) =>
-          delay(ms, undefined, { signal: context.signal }).catch(() => {
-            throw cancelled();
-          }),
-      });
-    } catch (error) {
-      // Released or expired since it was read (e.g. released as an orphan claim while retrying), else used by another job.
-      await refuseIfUnusableAfterConflict(error, () => target.ledger.showAuthorization(authorization.token_id), again);
-      if (error instanceof UserError && error.code === 'executor_conflict') throw alreadyUsed(authorization);
-      throw error;
-    }
-  };
-  let executionId: string | null = null;
-  try {
-    const admitted = await admit();
-    executionId = admitted.execution_id;
-    const done = await finish(admitted, { ...base, authorization_status: 'claimed' }, admit);
-    if (done.result.status !== 'succeeded') return done;
-    // The ledger's own word on the authorization once the receipt is in (settled).
-    authorization = await target.ledger.showAuthorization(authorization.token_id);
-    return { ...done, result: { ...done.result, authorization_status: authorization.status } };
-  } catch (error) {
-    throw withWhatStays(error, authorization.token_id, executionId);
-  }
-}
-
-/** Failures of the stack itself (not of the job): the call can be resumed once the stack answers. */
-const TRANSIENT = new Set(['executor_unreachable', 'executor_not_ready', 'executor_server_error', 'executor_bad_response', 'ledger_unreachable', 'ledger_server_error', 'ledger_bad_response']);
-
-const STACK_MESSAGES: Readonly<Record<string, string>> = {
-  executor_unreachable: "The stack's executor does not answer.",
-  ledger_unreachable: "The stack's ledger does not answer.",
-  executor_not_ready: "The stack's executor is not admitting executions right now.",
-  executor_server_error: "The stack's executor failed to answer.",
-  ledger_server_error: "The stack's ledger failed to answer.",
-  executor_bad_response: "The stack's executor answered with something lexec cannot read (a version mismatch?).",
-  ledger_bad_response: "The stack's ledger answered with something lexec cannot read (a version mismatch?).",
-  executor_unauthorized: "The stack's executor refused this agent's caller credential.",
-  ledger_unauthorized: "The stack's ledger refused this agent's credential.",
-};
-
-/** An error already worded for the agent (what stays, how to resume): shown as it is. */
-class AgentWorded extends UserError {}
-
-/**
- * The agent's words for a failure of the stack: what happened without the endpoint, and what to
- * tell the operator. Other errors keep their own message.
- */
-export function agentWording(error: UserError): { message: string; nextStep: string } {
-  // The executor's own words name its URL, which the agent never sees (it read "<url>").
-  if (error.code === 'executor_not_found' && !(error instanceof AgentWorded)) {
-    return { message: "The stack's executor has no execution with that id.", nextStep: 'Use an execution_id a generate_images call returned.' };
-  }
-  const message = error instanceof AgentWorded ? undefined : STACK_MESSAGES[error.code];
-  if (message === undefined) return { message: error.message, nextStep: error.nextStep };
-  return { message, nextStep: 'Ask the operator to check the stack (`lexec stack status`), then call again.' };
-}
-
-/** A stack failure after the authorization exists: say what stays and how to resume. */
-function withWhatStays(error: unknown, tokenId: string, executionId: string | null): unknown {
-  if (!(error instanceof UserError) || !TRANSIENT.has(error.code)) return error;
-  const { message } = agentWording(error);
-  const stays =
-    executionId === null
-      ? `Authorization ${tokenId} stays approved and may not have been used yet; nothing was spent twice.`
-      : `Execution ${executionId} continues in the stack (authorization ${tokenId} is claimed for it).`;
-  const resume =
-    executionId === null
-      ? `Once the stack answers again, call generate_images with authorization_id ${tokenId} and the same prompt, image_size and image_count.`
-      : `Once the stack answers again, call generate_images with execution_id ${executionId}; nothing is spent twice.`;
-  return new AgentWorded(error.code, `${message} ${stays}`, { nextStep: resume, issues: error.issues });
-}
-
-async function obtainAuthorization(target: AgentTarget, authorizationId: string | undefined, priced: RunQuote): Promise<LedgerAuthorization> {
-  if (authorizationId === undefined) {
-    const label = priced.target.label ?? priced.target.target_id;
-    const purpose = `lexec agent: ${priced.imageCount} x ${priced.imageSize} image${priced.imageCount === 1 ? '' : 's'}, ${label}`.slice(0, 200);
-    return target.ledger.requestAuthorization({ amountUnits: priced.amountUnits, purpose });
-  }
-  let existing: LedgerAuthorization;
-  try {
-    existing = await target.ledger.showAuthorization(authorizationId);
-  } catch (error) {
-    if (error instanceof UserError && error.code === 'ledger_not_found') {
-      throw invalidArgument('authorization_id names no authorization of this agent.', ['authorization_id'], 'Use the authorization_id a generate_images call returned, or leave it out to request a new one.');
-    }
-    throw error;
-  }
-  if ((existing.status === 'approved' || existing.status === 'requested') && existing.amount_units < priced.amountUnits) {
-    throw invalidArgument(
-      `authorization ${existing.token_id} holds ${formatUnits(existing.amount_units, existing.currency)}, less than this job costs (${formatUnits(priced.amountUnits, 'USD')}).`,
-      ['authorization_id'],
-      'Call with the same prompt, image_size and image_count as the call that requested it, or without authorization_id to request a new one.',
-    );
-  }
-  return existing;
-}
-
-function alreadyUsed(authorization: LedgerAuthorization): UserError {
-  const used = authorization.execution_id === null ? '' : ` by execution ${authorization.execution_id}`;
-  return new UserError('authorization_already_used', `Authorization ${authorization.token_id} was already used${used} for a different job; one authorization pays for one execution only.`, {
-    nextStep:
-      authorization.execution_id === null
-        ? 'Call generate_images without authorization_id to request a new authorization.'
-        : `Call generate_images with execution_id ${authorization.execution_id} for that job's images, or without authorization_id for a new job.`,
-    issues: [{ path: 'authorization_id', message: 'already used for another execution' }],
-  });
 }

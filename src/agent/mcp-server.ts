@@ -5,8 +5,10 @@ import type { z } from 'zod';
 import type { BuildInfo } from '../build-info.js';
 import { UserError } from '../errors.js';
 import { formatFieldPath } from '../config/field-path.js';
-import type { AgentTarget, ConnectAgent } from './agent-connection.js';
-import { agentWording, generateImages, getExecution, getImages, listTargets, quote, readImage, spending, type ToolAnswer, type ToolContext } from './agent-service.js';
+import type { AgentTarget, ConnectAgent } from '../stack-client/connect-agent.js';
+import { getExecution, getImages, listTargets, quote, readImage, spending, type ToolAnswer, type ToolContext } from './agent-service.js';
+import { agentWording } from './agent-wording.js';
+import { generateImages } from './generate-images.js';
 import { TOOLS, type ToolInput, type ToolName } from './agent-tools.js';
 import { IMAGE_URI_TEMPLATE, parseImageUri, RESOURCE_NOT_FOUND, resourceNotFound, resourceReadError } from './image-resource.js';
 

@@ -1,6 +1,6 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { readBuildInfo } from '../build-info.js';
-import { prepareAgentConnection, type AgentConnectionRequest } from './agent-connection.js';
+import { prepareAgentConnection, type AgentConnectionRequest } from '../stack-client/connect-agent.js';
 import { UsageError, UserError } from '../errors.js';
 import { createAgentMcpServer, safeText } from './mcp-server.js';
 

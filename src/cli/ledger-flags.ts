@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
-import type { LedgerTarget } from '../ledger/client/ledger-connection.js';
+import type { LedgerConnector } from '../ledger/client/ledger-connector.js';
+import { ledgerConnector } from '../stack-client/connect-ledger.js';
 import { profileFlags } from './profile-flags.js';
 
 /**
@@ -7,7 +8,7 @@ import { profileFlags } from './profile-flags.js';
  * profile's running stack (`--profile`, else `lexec stack select`, else "sandbox"): its handoff
  * names the ledger and the credential file to present. `--url` opts into manual mode, which needs
  * `--token-file`. There is deliberately no flag or environment variable that takes the
- * capability itself. Resolution: src/launcher/handoff/server-target.ts.
+ * capability itself. Resolution: src/stack-client/locate-stack.ts.
  */
 export const ledgerTargetFlags = {
   ...profileFlags,
@@ -21,7 +22,7 @@ export const ledgerTargetFlags = {
   }),
 };
 
-/** The service-side view of the flags. */
-export function ledgerTarget(flags: { profile?: string | undefined; url?: string | undefined; 'token-file'?: string | undefined }): LedgerTarget {
-  return { env: process.env, profile: flags.profile, url: flags.url, tokenFile: flags['token-file'] };
+/** The service-side view of the flags: how the verb connects to the ledger they name. */
+export function ledgerTarget(flags: { profile?: string | undefined; url?: string | undefined; 'token-file'?: string | undefined }): LedgerConnector {
+  return ledgerConnector({ env: process.env, profile: flags.profile, url: flags.url, tokenFile: flags['token-file'] });
 }

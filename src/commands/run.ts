@@ -1,15 +1,16 @@
 import { resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { IMAGE_SIZE_PRESETS, MAX_IMAGES_PER_EXECUTION } from '../config/executor-config-schema.js';
-import { containsSecretShape, SECRET_TEXT_MESSAGE } from '../domain/secret-text.js';
+import { SECRET_TEXT_MESSAGE } from '../domain/secret-text.js';
 import { UsageError } from '../errors.js';
 import { MAX_PROMPT_CHARS } from '../executor/domain/execution-request.js';
 import { tokenIdArgument, wholeNumberFlag } from '../cli/flag-values.js';
 import { LexecCommand } from '../cli/lexec-command.js';
 import type { Output } from '../terminal/output.js';
 import { profileFlags } from '../cli/profile-flags.js';
-import { renderRunProgress, renderRunResult } from '../cli/render-run.js';
+import { renderRunProgress, renderRunResult } from '../run/render-run.js';
 import { runJob, type RunResult } from '../run/run-job.js';
+import { promptProblem } from '../stack-client/paid-job/job-request.js';
 
 export default class Run extends LexecCommand<RunResult> {
   static override summary = 'Generate images on the selected profile: authorize the exact cost, run it, save the files, report the spend.';
@@ -35,11 +36,12 @@ export default class Run extends LexecCommand<RunResult> {
 
   protected override async execute(output: Output): Promise<RunResult> {
     const { args, flags } = await this.parse(Run);
-    if (args.prompt.trim() === '' || args.prompt.length > MAX_PROMPT_CHARS) {
+    // The stack client's prompt checks (src/stack-client/paid-job/job-request.ts), in the command's words.
+    const problem = promptProblem(args.prompt);
+    if (problem === 'blank' || problem === 'too_long') {
       throw new UsageError('invalid_argument', `PROMPT must be 1-${MAX_PROMPT_CHARS} characters and not blank.`, { nextStep: 'Run `lexec run --help` to see its arguments.' });
     }
-    // Before any authorization is requested: the executor would refuse it anyway, leaving a hold.
-    if (containsSecretShape(args.prompt)) {
+    if (problem === 'secret') {
       throw new UsageError('invalid_argument', `PROMPT ${SECRET_TEXT_MESSAGE}.`, { nextStep: 'Remove the secret from the prompt and run again.' });
     }
     const count = wholeNumberFlag(flags.count, '--count', 1, MAX_IMAGES_PER_EXECUTION);

@@ -1,11 +1,12 @@
 import { z } from 'zod';
-import { createExecutorClient, type ExecutorClient } from '../executor/client/executor-client.js';
+import type { ExecutorClient } from '../executor/client/executor-client.js';
 import { listReconciliations, resolveReconciliation, type Resolution } from '../executor/client/executor-reconciliation.js';
 import { readGenerationFile } from '../launcher/generations/generation-store.js';
-import { activeStack, readHandoffCredential, type ActiveStack } from '../launcher/handoff/server-target.js';
+import { activeStack, type ActiveStack } from '../stack-client/locate-stack.js';
 import { stackStatus } from '../launcher/status/stack-status.js';
 import { decideLedgerAuthorization } from '../ledger/client/ledger-authorizations.js';
-import { connectStackLedger } from '../ledger/client/ledger-connection.js';
+import { connectStackLedger, ledgerConnector } from '../stack-client/connect-ledger.js';
+import { connectStackExecutor, reconciliationConnector, type ExecutorRole } from '../stack-client/connect-executor.js';
 import type { LedgerAgent } from '../ledger/wire/answers.js';
 import { agentView, approvalView, executionDetailView, executionRowView, overviewView, reconciliationView, type EngineView } from './console-views.js';
 
@@ -44,10 +45,8 @@ export type ConsoleStack = ReturnType<typeof createConsoleStack>;
 export function createConsoleStack(options: ConsoleStackOptions) {
   const { env, profile } = options;
   const stack = () => activeStack(env, profile);
-  const executor = async (role: 'caller' | 'reconciliation'): Promise<ExecutorClient> => {
-    const running = await stack();
-    return createExecutorClient({ url: running.handoff.executor.endpoint, token: await readHandoffCredential(running, role) });
-  };
+  const executor = async (role: ExecutorRole): Promise<ExecutorClient> => connectStackExecutor(await stack(), role);
+  const reconciliation = reconciliationConnector(env, profile);
 
   async function agentsWithSpending(running: ActiveStack) {
     const admin = await connectStackLedger(running, 'admin');
@@ -103,19 +102,19 @@ export function createConsoleStack(options: ConsoleStackOptions) {
 
     /** `lexec ledger authorizations approve|deny`, with the stack's approver capability. */
     async decide(tokenId: string, decision: 'approve' | 'deny', reason: string | undefined) {
-      const target = { env, profile, url: undefined, tokenFile: undefined };
+      const target = ledgerConnector({ env, profile, url: undefined, tokenFile: undefined });
       const { authorization } = await decideLedgerAuthorization({ target, tokenId, decision, reason });
       return { token_id: authorization.token_id, status: authorization.status };
     },
 
     async reconciliations() {
-      const { executions } = await listReconciliations({ env, profile });
+      const { executions } = await listReconciliations({ connect: reconciliation });
       return { executions: executions.map(reconciliationView) };
     },
 
     /** `lexec executor reconciliation resolve`, with the stack's reconciliation capability. */
     async resolve(executionId: string, resolution: Resolution) {
-      const resolved = await resolveReconciliation({ env, profile, executionId, resolution });
+      const resolved = await resolveReconciliation({ connect: reconciliation, executionId, resolution });
       return {
         replayed: resolved.replayed,
         resolution: resolved.resolution.resolution,

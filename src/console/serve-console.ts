@@ -1,6 +1,6 @@
 import { execa } from 'execa';
 import pino from 'pino';
-import { activeStack } from '../launcher/handoff/server-target.js';
+import { activeStack } from '../stack-client/locate-stack.js';
 import { composeConsole } from './compose-console.js';
 import type { ConsoleClock } from './console-sessions.js';
 

@@ -1,14 +1,18 @@
 import { formatUnits } from '../domain/money.js';
 import { ExitCode, UserError } from '../errors.js';
-import { createExecutorClient, type ExecutionView } from '../executor/client/executor-client.js';
-import type { LedgerClient } from '../ledger/client/ledger-client.js';
-import type { LedgerAuthorization } from '../ledger/wire/answers.js';
-import { chooseTarget, quoteRun, type RunQuote } from './quote-run.js';
-import { admitExecution, collectExecution, followExecution, type RunProgress, type Spent } from './finish-execution.js';
+import type { ExecutionView } from '../executor/client/executor-client.js';
+import { connectStackExecutor } from '../stack-client/connect-executor.js';
+import { connectStackLedger } from '../stack-client/connect-ledger.js';
+import { activeStack } from '../stack-client/locate-stack.js';
+import { admitJob, NOT_READY_WINDOW_MS } from '../stack-client/paid-job/admission.js';
+import { followExecution } from '../stack-client/paid-job/follow-execution.js';
+import { approveCommand, denyCommand, obtainAuthorization, waitForDecision } from '../stack-client/paid-job/job-authorization.js';
+import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
+import { executionRequestBody } from '../stack-client/paid-job/job-request.js';
+import { chooseTarget, quoteRun } from '../stack-client/paid-job/quote.js';
+import { refuseUnusable } from '../stack-client/paid-job/usable-authorization.js';
+import { collectExecution, type RunProgress, type Spent } from './collect-execution.js';
 import { prepareOutputDir } from './prepare-output-dir.js';
-import { refuseIfUnusableAfterConflict, refuseUnusable } from './usable-authorization.js';
-import { connectStackLedger } from '../ledger/client/ledger-connection.js';
-import { activeStack, readHandoffCredential } from '../launcher/handoff/server-target.js';
 
 /*
  * `lexec run` (docs/run.md): on the selected profile's running stack, quote the request with the
@@ -74,8 +78,6 @@ const defaultDependencies: RunDependencies = {
 };
 
 const APPROVAL_POLL_MS = 1_000;
-/** How long a 503 not_ready admission is retried ("briefly"): readiness grace is 30 s. */
-const NOT_READY_WINDOW_MS = 45_000;
 
 /** Where a run stands, for what an interruption or a timeout leaves behind. */
 type Stage =
@@ -114,10 +116,6 @@ function leftBehind(stage: Stage, profile: string): { what: string; next: string
   }
 }
 
-export function approveCommand(tokenId: string, profile: string): string {
-  return `lexec ledger authorizations approve ${tokenId} --profile ${profile}`;
-}
-
 /** Runs one job end to end. */
 export async function runJob(request: RunRequest, deps: RunDependencies = defaultDependencies): Promise<RunResult> {
   // Where the images go is checked before anything is requested or spent.
@@ -125,7 +123,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
   const stack = await activeStack(request.env, request.profile);
   const profile = stack.paths.name;
   const ledger = await connectStackLedger(stack, 'agent');
-  const executor = createExecutorClient({ url: stack.handoff.executor.endpoint, token: await readHandoffCredential(stack, 'caller') });
+  const executor = await connectStackExecutor(stack, 'caller');
   const deadline = deps.now() + request.timeoutMs;
   let stage: Stage = { at: 'preparing' };
 
@@ -155,7 +153,14 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
   });
   checkpoint();
 
-  let authorization = await obtainAuthorization(ledger, request, quote);
+  let authorization = await obtainAuthorization(ledger, quote, {
+    existingId: request.authorization,
+    client: 'lexec run',
+    insufficient: (existing) =>
+      new UserError('authorization_insufficient', `Authorization ${existing.token_id} holds ${formatUnits(existing.amount_units, existing.currency)}, less than this request costs (${formatUnits(quote.amountUnits, 'USD')}).`, {
+        nextStep: 'Run the command with the same prompt, size and count as the run that requested it, or without --authorization to request a new one.',
+      }),
+  });
   stage = { at: 'approval', tokenId: authorization.token_id };
   request.progress({ kind: 'authorization', token_id: authorization.token_id, status: authorization.status, amount_units: authorization.amount_units, reused: request.authorization !== undefined });
   const pending = (status: string, execution: RunResult['execution'] = null): RunResult => ({
@@ -175,15 +180,12 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
         kind: 'approval_needed',
         token_id: authorization.token_id,
         approve_command: approveCommand(authorization.token_id, profile),
-        deny_command: `lexec ledger authorizations deny ${authorization.token_id} --profile ${profile}`,
+        deny_command: denyCommand(authorization.token_id, profile),
         expires_at: authorization.expires_at,
         waiting: request.wait,
       });
       if (!request.wait) return pending('requested');
-      while (authorization.status === 'requested') {
-        await pause(APPROVAL_POLL_MS);
-        authorization = await ledger.showAuthorization(authorization.token_id);
-      }
+      authorization = await waitForDecision(ledger, authorization, pause, APPROVAL_POLL_MS);
       request.progress({ kind: 'authorization', token_id: authorization.token_id, status: authorization.status, amount_units: authorization.amount_units, reused: false });
     }
     const again = 'Run `lexec run` again without --authorization to request a new authorization.';
@@ -191,29 +193,18 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     stage = { at: 'approved', tokenId: authorization.token_id };
     checkpoint();
 
-    const body = {
-      schema_version: 2,
-      spend_auth_token_id: authorization.token_id,
-      input: { prompt: request.prompt, image_count: quote.imageCount, image_size: quote.imageSize },
-      input_schema_version: 1,
-      target_id: quote.target.target_id,
-    };
-    const admit = async (): Promise<ExecutionView> => {
-      try {
-        return await admitExecution(executor, body, {
-          until: Math.min(deadline, deps.now() + NOT_READY_WINDOW_MS),
-          now: deps.now,
-          onNotReady: () => {
-            request.progress({ kind: 'executor_not_ready' });
-          },
-          wait: pause,
-        });
-      } catch (error) {
-        // Released or expired since it was read (e.g. released as an orphan claim while retrying).
-        await refuseIfUnusableAfterConflict(error, () => ledger.showAuthorization(authorization.token_id), again);
-        throw error;
-      }
-    };
+    const body = executionRequestBody({ tokenId: authorization.token_id, prompt: request.prompt, targetId: quote.target.target_id, imageSize: quote.imageSize, imageCount: quote.imageCount });
+    const admit = (): Promise<ExecutionView> =>
+      admitJob(executor, body, {
+        until: Math.min(deadline, deps.now() + NOT_READY_WINDOW_MS),
+        now: deps.now,
+        onNotReady: () => {
+          request.progress({ kind: 'executor_not_ready' });
+        },
+        wait: pause,
+        reread: () => ledger.showAuthorization(authorization.token_id),
+        again,
+      });
     stage = { at: 'admitting', tokenId: authorization.token_id };
     let execution = await admit();
     stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };
@@ -249,25 +240,8 @@ function afterSettlement(error: unknown, tokenId: string): UserError | null {
   return new UserError(error.code, error.message, { nextStep, issues: error.issues, exitCode: error.exitCode });
 }
 
-/** Failures that leave the run's authorization or execution in place get what stays and how to continue. */
-const TRANSIENT = new Set(['executor_unreachable', 'executor_not_ready', 'executor_server_error', 'executor_bad_response', 'ledger_unreachable', 'ledger_server_error']);
-
+/** Failures of the stack leave the run's authorization or execution in place: say what stays and how to continue. */
 function withWhatStays(error: unknown, left: { what: string; next: string }): unknown {
-  if (!(error instanceof UserError) || !TRANSIENT.has(error.code)) return error;
+  if (!isStackFailure(error)) return error;
   return new UserError(error.code, `${error.message} ${left.what}`, { nextStep: `${error.nextStep} Then ${left.next.charAt(0).toLowerCase()}${left.next.slice(1)}`, issues: error.issues, exitCode: error.exitCode });
-}
-
-async function obtainAuthorization(ledger: LedgerClient, request: RunRequest, quote: RunQuote): Promise<LedgerAuthorization> {
-  if (request.authorization === undefined) {
-    const label = quote.target.label ?? quote.target.target_id;
-    const purpose = `lexec run: ${quote.imageCount} x ${quote.imageSize} image${quote.imageCount === 1 ? '' : 's'}, ${label}`.slice(0, 200);
-    return ledger.requestAuthorization({ amountUnits: quote.amountUnits, purpose });
-  }
-  const existing = await ledger.showAuthorization(request.authorization);
-  if ((existing.status === 'approved' || existing.status === 'requested') && existing.amount_units < quote.amountUnits) {
-    throw new UserError('authorization_insufficient', `Authorization ${existing.token_id} holds ${formatUnits(existing.amount_units, existing.currency)}, less than this request costs (${formatUnits(quote.amountUnits, 'USD')}).`, {
-      nextStep: 'Run the command with the same prompt, size and count as the run that requested it, or without --authorization to request a new one.',
-    });
-  }
-  return existing;
 }

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { generateImages } from '../../src/agent/agent-service.js';
+import { generateImages } from '../../src/agent/generate-images.js';
 import { UserError } from '../../src/errors.js';
 import { createExecutorClient } from '../../src/executor/client/executor-client.js';
 import { executionIdFor } from '../../src/executor/domain/execution-states.js';

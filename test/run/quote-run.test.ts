@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.js';
 import type { OfferedTarget } from '../../src/executor/client/executor-client.js';
-import { chooseTarget, quoteRun } from '../../src/run/quote-run.js';
+import { chooseTarget, quoteRun } from '../../src/stack-client/paid-job/quote.js';
 
 /*
  * What `lexec run` asks the ledger to authorize: the executor's own quote of the request

@@ -13,6 +13,7 @@ import type { OrphanClaimSweep } from '../../src/executor/orphan-claim-sweep.js'
 import type { Readiness } from '../../src/executor/readiness.js';
 import type { ExecutionStore } from '../../src/executor/store/execution-store.js';
 import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { executionRequestBody } from '../../src/stack-client/paid-job/job-request.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from './cli.js';
 import { sandboxConfig, type JsonObject } from './config-fixtures.js';
@@ -108,14 +109,10 @@ export async function startTestExecutor(
   };
 }
 
-/** A complete, valid execution request for `tokenId`. */
+/** A complete, valid execution request for `tokenId`, built as every lexec client builds one (the stack client's paid job). */
 export function executionRequest(tokenId: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    schema_version: 2,
-    spend_auth_token_id: tokenId,
-    input: { prompt: 'a lighthouse at dusk', image_count: 2, image_size: 'square_hd' },
-    input_schema_version: 1,
-    target_id: 'lexec:target:v1:flux-schnell',
+    ...executionRequestBody({ tokenId, prompt: 'a lighthouse at dusk', targetId: 'lexec:target:v1:flux-schnell', imageSize: 'square_hd', imageCount: 2 }),
     ...overrides,
   };
 }

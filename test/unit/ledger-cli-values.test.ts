@@ -8,7 +8,7 @@ import { plain } from '../../src/terminal/plain-text.js';
 import { UsageError } from '../../src/errors.js';
 import { STARTER_POLICY, policyFileDocument } from '../../src/ledger/policy-file.js';
 import { spendPolicySchema } from '../../src/ledger/ledger-config.js';
-import { ledgerBaseUrl } from '../../src/ledger/client/ledger-connection.js';
+import { ledgerBaseUrl } from '../../src/stack-client/connect-ledger.js';
 import { writeNewFile } from '../../src/storage/write-new-file.js';
 
 function usageCode(fn: () => unknown): string | undefined {

@@ -1,5 +1,4 @@
-import { createExecutorClient, type ReconciliationEntry, type ReconciliationResolved } from './executor-client.js';
-import { activeStack, readHandoffCredential } from '../../launcher/handoff/server-target.js';
+import type { ExecutorClient, ReconciliationEntry, ReconciliationResolved } from './executor-client.js';
 
 /*
  * `lexec executor reconciliation list | resolve` (docs/executions.md "Resolving a
@@ -9,9 +8,11 @@ import { activeStack, readHandoffCredential } from '../../launcher/handoff/serve
  * ever sent in the Authorization header.
  */
 
+/** The executor to reconcile on and the profile it belongs to (src/stack-client/connect-executor.ts builds it). */
+export type ReconciliationConnector = () => Promise<{ readonly profile: string; readonly client: ExecutorClient }>;
+
 export interface ReconciliationRequest {
-  readonly env: NodeJS.ProcessEnv;
-  readonly profile: string | undefined;
+  readonly connect: ReconciliationConnector;
 }
 
 export interface ReconciliationList {
@@ -25,18 +26,12 @@ export interface ReconciliationResolveResult extends ReconciliationResolved {
   readonly profile: string;
 }
 
-async function reconciliationClient(request: ReconciliationRequest) {
-  const stack = await activeStack(request.env, request.profile);
-  const token = await readHandoffCredential(stack, 'reconciliation');
-  return { profile: stack.paths.name, client: createExecutorClient({ url: stack.handoff.executor.endpoint, token }) };
-}
-
 export async function listReconciliations(request: ReconciliationRequest): Promise<ReconciliationList> {
-  const { profile, client } = await reconciliationClient(request);
+  const { profile, client } = await request.connect();
   return { profile, executions: await client.reconciliations() };
 }
 
 export async function resolveReconciliation(request: ReconciliationRequest & { readonly executionId: string; readonly resolution: Resolution }): Promise<ReconciliationResolveResult> {
-  const { profile, client } = await reconciliationClient(request);
+  const { profile, client } = await request.connect();
   return { profile, ...(await client.resolveReconciliation(request.executionId, request.resolution)) };
 }

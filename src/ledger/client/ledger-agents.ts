@@ -1,10 +1,10 @@
 import { UserError } from '../../errors.js';
 import type { LedgerAgent } from '../wire/answers.js';
-import { connectLedger, type LedgerTarget } from './ledger-connection.js';
+import type { LedgerConnector } from './ledger-connector.js';
 import { discardPendingCredential, registerPendingCredential, writePendingCredential, type IssuedCredential } from './ledger-credentials.js';
 
 export interface AddAgentRequest {
-  readonly target: LedgerTarget;
+  readonly target: LedgerConnector;
   readonly name: string;
   /** Where to write the agent's new capability; null adds the agent without one. */
   readonly credentialFile: string | null;
@@ -24,7 +24,7 @@ export interface ListAgentsResult {
  * file is written before the agent is added, so a bad path changes nothing at the ledger.
  */
 export async function addLedgerAgent(request: AddAgentRequest): Promise<AddAgentResult> {
-  const client = await connectLedger(request.target, 'admin');
+  const client = await request.target('admin');
   const pending = request.credentialFile === null ? null : await writePendingCredential(request.credentialFile, 'agent');
   let agent: LedgerAgent;
   try {
@@ -48,7 +48,7 @@ export async function addLedgerAgent(request: AddAgentRequest): Promise<AddAgent
 }
 
 /** `ledger agents list` (admin token). */
-export async function listLedgerAgents(target: LedgerTarget): Promise<ListAgentsResult> {
-  const client = await connectLedger(target, 'admin');
+export async function listLedgerAgents(target: LedgerConnector): Promise<ListAgentsResult> {
+  const client = await target('admin');
   return { agents: await client.listAgents() };
 }

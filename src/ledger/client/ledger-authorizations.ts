@@ -1,6 +1,6 @@
 import type { AuthorizationStatus } from '../authorization-rules.js';
 import type { LedgerAuthorization } from '../wire/answers.js';
-import { connectLedger, type LedgerTarget } from './ledger-connection.js';
+import type { LedgerConnector } from './ledger-connector.js';
 
 export interface AuthorizationResult {
   readonly authorization: LedgerAuthorization;
@@ -12,38 +12,38 @@ export interface AuthorizationListResult {
 
 /** `ledger authorizations request` (agent token): USD micro-units, scale 6. */
 export async function requestLedgerAuthorization(request: {
-  readonly target: LedgerTarget;
+  readonly target: LedgerConnector;
   readonly amountUnits: bigint;
   readonly purpose?: string | undefined;
 }): Promise<AuthorizationResult> {
-  const client = await connectLedger(request.target, 'agent');
+  const client = await request.target('agent');
   return { authorization: await client.requestAuthorization({ amountUnits: request.amountUnits, purpose: request.purpose }) };
 }
 
 /** `ledger authorizations list` (admin token): newest first, filtered by the ledger. */
 export async function listLedgerAuthorizations(request: {
-  readonly target: LedgerTarget;
+  readonly target: LedgerConnector;
   readonly agentId?: string | undefined;
   readonly status?: AuthorizationStatus | undefined;
   readonly limit?: number | undefined;
 }): Promise<AuthorizationListResult> {
-  const client = await connectLedger(request.target, 'admin');
+  const client = await request.target('admin');
   return { authorizations: await client.listAuthorizations({ agentId: request.agentId, status: request.status, limit: request.limit }) };
 }
 
 /** `ledger authorizations show` (admin, approver or the owning agent's token). */
-export async function showLedgerAuthorization(request: { readonly target: LedgerTarget; readonly tokenId: string }): Promise<AuthorizationResult> {
-  const client = await connectLedger(request.target, 'admin');
+export async function showLedgerAuthorization(request: { readonly target: LedgerConnector; readonly tokenId: string }): Promise<AuthorizationResult> {
+  const client = await request.target('admin');
   return { authorization: await client.showAuthorization(request.tokenId) };
 }
 
 /** `ledger authorizations approve|deny` (approver token). Repeating the same decision is a no-op. */
 export async function decideLedgerAuthorization(request: {
-  readonly target: LedgerTarget;
+  readonly target: LedgerConnector;
   readonly tokenId: string;
   readonly decision: 'approve' | 'deny';
   readonly reason?: string | undefined;
 }): Promise<AuthorizationResult> {
-  const client = await connectLedger(request.target, 'approver');
+  const client = await request.target('approver');
   return { authorization: await client.decideAuthorization(request.tokenId, request.decision, request.reason) };
 }

@@ -6,7 +6,7 @@ import { ensurePrivateDirectory } from '../../credentials/private-file.js';
 import { errorCode, UsageError, UserError } from '../../errors.js';
 import type { IssuableCredentialKind, LedgerClient } from './ledger-client.js';
 import { writeNewFile } from '../../storage/write-new-file.js';
-import { connectLedger, type LedgerTarget } from './ledger-connection.js';
+import type { LedgerConnector } from './ledger-connector.js';
 
 /** A credential this CLI generated, wrote and registered. Never holds the capability itself. */
 export interface IssuedCredential {
@@ -76,7 +76,7 @@ export async function discardPendingCredential(pending: PendingCredential): Prom
 }
 
 export interface CreateCredentialRequest {
-  readonly target: LedgerTarget;
+  readonly target: LedgerConnector;
   readonly kind: IssuableCredentialKind;
   readonly agentId: string | null;
   readonly credentialFile: string;
@@ -93,7 +93,7 @@ export async function createLedgerCredential(request: CreateCredentialRequest): 
       nextStep: 'An agent credential belongs to one agent (--agent-id agt_…); approver, executor and reconciliation credentials belong to none.',
     });
   }
-  const client = await connectLedger(request.target, 'admin');
+  const client = await request.target('admin');
   const pending = await writePendingCredential(request.credentialFile, request.kind);
   return { credential: await registerPendingCredential(client, pending, request.agentId) };
 }

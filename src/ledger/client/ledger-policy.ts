@@ -1,7 +1,7 @@
 import type { SpendPolicy } from '../authorization-rules.js';
 import type { LedgerPolicy } from '../wire/answers.js';
 import { policyFileDocument, readPolicyFile, STARTER_POLICY, writePolicyFile } from '../policy-file.js';
-import { connectLedger, type LedgerTarget } from './ledger-connection.js';
+import type { LedgerConnector } from './ledger-connector.js';
 
 export interface PolicyShowResult {
   readonly policy: LedgerPolicy;
@@ -20,8 +20,8 @@ export interface PolicyInitResult {
 }
 
 /** `ledger policy show` (admin token); with an export path, also writes it as a policy file. */
-export async function showLedgerPolicy(request: { readonly target: LedgerTarget; readonly agentId: string; readonly exportTo: string | null }): Promise<PolicyShowResult> {
-  const client = await connectLedger(request.target, 'admin');
+export async function showLedgerPolicy(request: { readonly target: LedgerConnector; readonly agentId: string; readonly exportTo: string | null }): Promise<PolicyShowResult> {
+  const client = await request.target('admin');
   const policy = await client.policy(request.agentId);
   if (request.exportTo !== null) await writePolicyFile(request.exportTo, policy);
   return { policy, exported_to: request.exportTo };
@@ -31,8 +31,8 @@ export async function showLedgerPolicy(request: { readonly target: LedgerTarget;
  * `ledger policy set` (admin token): the file is validated locally before anything is sent,
  * so a mistake is reported with every field path; then it replaces the agent's policy.
  */
-export async function setLedgerPolicy(request: { readonly target: LedgerTarget; readonly agentId: string; readonly file: string }): Promise<PolicySetResult> {
-  const client = await connectLedger(request.target, 'admin');
+export async function setLedgerPolicy(request: { readonly target: LedgerConnector; readonly agentId: string; readonly file: string }): Promise<PolicySetResult> {
+  const client = await request.target('admin');
   const policy = await readPolicyFile(request.file);
   return { policy: await client.setPolicy(request.agentId, policy), policy_file: request.file };
 }

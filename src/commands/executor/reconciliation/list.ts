@@ -1,7 +1,8 @@
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import type { Output } from '../../../terminal/output.js';
 import { profileFlags } from '../../../cli/profile-flags.js';
-import { renderReconciliationList } from '../../../cli/render-reconciliation.js';
+import { reconciliationConnector } from '../../../stack-client/connect-executor.js';
+import { renderReconciliationList } from '../../../executor/client/render-reconciliation.js';
 import { listReconciliations, type ReconciliationList } from '../../../executor/client/executor-reconciliation.js';
 
 export default class ExecutorReconciliationList extends LexecCommand<ReconciliationList> {
@@ -13,7 +14,7 @@ export default class ExecutorReconciliationList extends LexecCommand<Reconciliat
 
   protected override async execute(): Promise<ReconciliationList> {
     const { flags } = await this.parse(ExecutorReconciliationList);
-    return listReconciliations({ env: process.env, profile: flags.profile });
+    return listReconciliations({ connect: reconciliationConnector(process.env, flags.profile) });
   }
 
   protected override renderHuman(result: ReconciliationList, output: Output): void {

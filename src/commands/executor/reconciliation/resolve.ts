@@ -3,7 +3,8 @@ import { wholeNumberFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import type { Output } from '../../../terminal/output.js';
 import { profileFlags } from '../../../cli/profile-flags.js';
-import { renderReconciliationResolved } from '../../../cli/render-reconciliation.js';
+import { reconciliationConnector } from '../../../stack-client/connect-executor.js';
+import { renderReconciliationResolved } from '../../../executor/client/render-reconciliation.js';
 import { UsageError } from '../../../errors.js';
 import { resolveReconciliation, type ReconciliationResolveResult, type Resolution } from '../../../executor/client/executor-reconciliation.js';
 
@@ -38,7 +39,7 @@ export default class ExecutorReconciliationResolve extends LexecCommand<Reconcil
     const resolution: Resolution = flags.settle
       ? { resolution: 'settle', note: flags.note, ...(imagesBilled === undefined ? {} : { images_billed: imagesBilled }) }
       : { resolution: 'release', note: flags.note };
-    return resolveReconciliation({ env: process.env, profile: flags.profile, executionId: args.execution_id, resolution });
+    return resolveReconciliation({ connect: reconciliationConnector(process.env, flags.profile), executionId: args.execution_id, resolution });
   }
 
   protected override renderHuman(result: ReconciliationResolveResult, output: Output): void {

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../terminal/output.js';
-import { renderAgent, renderCredential } from '../../../cli/render-ledger.js';
+import { renderAgentAdded } from '../../../ledger/client/render-ledger.js';
 import { addLedgerAgent, type AddAgentResult } from '../../../ledger/client/ledger-agents.js';
 
 export default class LedgerAgentsAdd extends LexecCommand<AddAgentResult> {
@@ -25,8 +25,6 @@ export default class LedgerAgentsAdd extends LexecCommand<AddAgentResult> {
   }
 
   protected override renderHuman(result: AddAgentResult, output: Output): void {
-    output.line(`${output.style.ok('✔')} agent added:`);
-    renderAgent(result.agent, output);
-    if (result.credential !== null) renderCredential(result.credential, output);
+    renderAgentAdded(result, output);
   }
 }

@@ -1,7 +1,7 @@
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../terminal/output.js';
-import { renderAgent } from '../../../cli/render-ledger.js';
+import { renderAgentList } from '../../../ledger/client/render-ledger.js';
 import { listLedgerAgents, type ListAgentsResult } from '../../../ledger/client/ledger-agents.js';
 
 export default class LedgerAgentsList extends LexecCommand<ListAgentsResult> {
@@ -19,7 +19,6 @@ export default class LedgerAgentsList extends LexecCommand<ListAgentsResult> {
   }
 
   protected override renderHuman(result: ListAgentsResult, output: Output): void {
-    if (result.agents.length === 0) output.line('No agents yet (add one with `lexec ledger agents add`).');
-    for (const agent of result.agents) renderAgent(agent, output);
+    renderAgentList(result, output);
   }
 }

@@ -3,7 +3,7 @@ import { agentIdFlag, wholeNumberFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../terminal/output.js';
-import { renderAuthorizationRow } from '../../../cli/render-ledger.js';
+import { renderAuthorizationList } from '../../../ledger/client/render-ledger.js';
 import { AUTHORIZATION_STATUSES } from '../../../ledger/authorization-rules.js';
 import { listLedgerAuthorizations, type AuthorizationListResult } from '../../../ledger/client/ledger-authorizations.js';
 
@@ -31,7 +31,6 @@ export default class LedgerAuthorizationsList extends LexecCommand<Authorization
   }
 
   protected override renderHuman(result: AuthorizationListResult, output: Output): void {
-    if (result.authorizations.length === 0) output.line('No authorizations match.');
-    for (const authorization of result.authorizations) renderAuthorizationRow(authorization, output);
+    renderAuthorizationList(result, output);
   }
 }

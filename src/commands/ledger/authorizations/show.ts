@@ -3,7 +3,7 @@ import { tokenIdArgument } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../terminal/output.js';
-import { renderAuthorization } from '../../../cli/render-ledger.js';
+import { renderAuthorization } from '../../../ledger/client/render-ledger.js';
 import { showLedgerAuthorization, type AuthorizationResult } from '../../../ledger/client/ledger-authorizations.js';
 
 export default class LedgerAuthorizationsShow extends LexecCommand<AuthorizationResult> {

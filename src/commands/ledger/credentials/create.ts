@@ -3,7 +3,7 @@ import { agentIdFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../terminal/output.js';
-import { renderCredential } from '../../../cli/render-ledger.js';
+import { renderCredential } from '../../../ledger/client/render-ledger.js';
 import { createLedgerCredential, type CreateCredentialResult } from '../../../ledger/client/ledger-credentials.js';
 
 export default class LedgerCredentialsCreate extends LexecCommand<CreateCredentialResult> {

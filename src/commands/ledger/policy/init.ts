@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
-import { formatUnits } from '../../../domain/money.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import type { Output } from '../../../terminal/output.js';
+import { renderPolicyInit } from '../../../ledger/client/render-ledger.js';
 import { initPolicyFile, type PolicyInitResult } from '../../../ledger/client/ledger-policy.js';
 
 export default class LedgerPolicyInit extends LexecCommand<PolicyInitResult> {
@@ -18,11 +18,6 @@ export default class LedgerPolicyInit extends LexecCommand<PolicyInitResult> {
   }
 
   protected override renderHuman(result: PolicyInitResult, output: Output): void {
-    const { policy } = result;
-    output.line(`${output.style.ok('✔')} starter policy written to ${result.policy_file}`);
-    output.line(`  per authorization   ${formatUnits(BigInt(policy.per_authorization_cap_units), policy.currency)}`);
-    output.line(`  daily (rolling 24h) ${formatUnits(BigInt(policy.daily_cap_units), policy.currency)}`);
-    output.line(`  approval above      ${formatUnits(BigInt(policy.approval_threshold_units), policy.currency)}`);
-    output.line(output.style.dim('  edit it, then: lexec ledger policy set --agent-id <id> --file <path>'));
+    renderPolicyInit(result, output);
   }
 }

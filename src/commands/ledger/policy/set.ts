@@ -3,7 +3,7 @@ import { agentIdFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../terminal/output.js';
-import { renderPolicy } from '../../../cli/render-ledger.js';
+import { renderPolicySet } from '../../../ledger/client/render-ledger.js';
 import { setLedgerPolicy, type PolicySetResult } from '../../../ledger/client/ledger-policy.js';
 
 export default class LedgerPolicySet extends LexecCommand<PolicySetResult> {
@@ -26,7 +26,6 @@ export default class LedgerPolicySet extends LexecCommand<PolicySetResult> {
   }
 
   protected override renderHuman(result: PolicySetResult, output: Output): void {
-    output.line(`${output.style.ok('✔')} policy set from ${result.policy_file}`);
-    renderPolicy(result.policy, output);
+    renderPolicySet(result, output);
   }
 }

@@ -3,7 +3,7 @@ import { agentIdFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../terminal/output.js';
-import { renderPolicy } from '../../../cli/render-ledger.js';
+import { renderPolicyShown } from '../../../ledger/client/render-ledger.js';
 import { showLedgerPolicy, type PolicyShowResult } from '../../../ledger/client/ledger-policy.js';
 
 export default class LedgerPolicyShow extends LexecCommand<PolicyShowResult> {
@@ -26,7 +26,6 @@ export default class LedgerPolicyShow extends LexecCommand<PolicyShowResult> {
   }
 
   protected override renderHuman(result: PolicyShowResult, output: Output): void {
-    renderPolicy(result.policy, output);
-    if (result.exported_to !== null) output.line(`${output.style.ok('✔')} exported to ${result.exported_to}`);
+    renderPolicyShown(result, output);
   }
 }

@@ -1,11 +1,11 @@
 import { stat } from 'node:fs/promises';
-import { capabilityKind } from '../../credentials/capability.js';
-import { readPrivateFile } from '../../credentials/private-file.js';
-import { UsageError, UserError } from '../../errors.js';
-import { readHandoff, type Handoff } from './handoff.js';
-import { profileMissing, resolveProfileName } from '../profiles/profile-store.js';
-import { lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';
-import { runningSupervisorPid } from '../home/stack-locks.js';
+import { capabilityKind } from '../credentials/capability.js';
+import { readPrivateFile } from '../credentials/private-file.js';
+import { UsageError, UserError } from '../errors.js';
+import { readHandoff, type Handoff } from '../launcher/handoff/handoff.js';
+import { profileMissing, resolveProfileName } from '../launcher/profiles/profile-store.js';
+import { lexecHome, profilePaths, type ProfilePaths } from '../launcher/home/stack-home.js';
+import { runningSupervisorPid } from '../launcher/home/stack-locks.js';
 
 /*
  * How a server-bound command finds its server (spec §5.6, §7 rule 6; docs/run.md "Handoff").

@@ -1,4 +1,4 @@
-import type { RunProgress, RunResult } from '../run/run-job.js';
+import type { RunProgress, RunResult } from './run-job.js';
 import { formatUnits } from '../domain/money.js';
 import type { Output } from '../terminal/output.js';
 import { plain } from '../terminal/plain-text.js';

@@ -1,8 +1,11 @@
-import type { LedgerAgent, LedgerAuthorization, LedgerPolicy } from '../ledger/wire/answers.js';
-import type { IssuedCredential } from '../ledger/client/ledger-credentials.js';
-import { formatUnits } from '../domain/money.js';
-import type { Output } from '../terminal/output.js';
-import { plain } from '../terminal/plain-text.js';
+import type { LedgerAgent, LedgerAuthorization, LedgerPolicy } from '../wire/answers.js';
+import type { AddAgentResult, ListAgentsResult } from './ledger-agents.js';
+import type { AuthorizationListResult } from './ledger-authorizations.js';
+import type { IssuedCredential } from './ledger-credentials.js';
+import type { PolicyInitResult, PolicySetResult, PolicyShowResult } from './ledger-policy.js';
+import { formatUnits } from '../../domain/money.js';
+import type { Output } from '../../terminal/output.js';
+import { plain } from '../../terminal/plain-text.js';
 
 /*
  * Human rendering of ledger records, shared by the ledger commands. Free text that came from the
@@ -60,4 +63,39 @@ export function renderPolicy(policy: LedgerPolicy, output: Output): void {
       ? '  source              the default policy of the stack\'s configuration ([ledger.default_policy]; a change applies at the next start)'
       : '  source              set for this agent (`lexec ledger policy set`); changes of the default policy do not apply',
   );
+}
+
+export function renderAgentAdded(result: AddAgentResult, output: Output): void {
+  output.line(`${output.style.ok('✔')} agent added:`);
+  renderAgent(result.agent, output);
+  if (result.credential !== null) renderCredential(result.credential, output);
+}
+
+export function renderAgentList(result: ListAgentsResult, output: Output): void {
+  if (result.agents.length === 0) output.line('No agents yet (add one with `lexec ledger agents add`).');
+  for (const agent of result.agents) renderAgent(agent, output);
+}
+
+export function renderAuthorizationList(result: AuthorizationListResult, output: Output): void {
+  if (result.authorizations.length === 0) output.line('No authorizations match.');
+  for (const authorization of result.authorizations) renderAuthorizationRow(authorization, output);
+}
+
+export function renderPolicyInit(result: PolicyInitResult, output: Output): void {
+  const { policy } = result;
+  output.line(`${output.style.ok('✔')} starter policy written to ${result.policy_file}`);
+  output.line(`  per authorization   ${formatUnits(BigInt(policy.per_authorization_cap_units), policy.currency)}`);
+  output.line(`  daily (rolling 24h) ${formatUnits(BigInt(policy.daily_cap_units), policy.currency)}`);
+  output.line(`  approval above      ${formatUnits(BigInt(policy.approval_threshold_units), policy.currency)}`);
+  output.line(output.style.dim('  edit it, then: lexec ledger policy set --agent-id <id> --file <path>'));
+}
+
+export function renderPolicySet(result: PolicySetResult, output: Output): void {
+  output.line(`${output.style.ok('✔')} policy set from ${result.policy_file}`);
+  renderPolicy(result.policy, output);
+}
+
+export function renderPolicyShown(result: PolicyShowResult, output: Output): void {
+  renderPolicy(result.policy, output);
+  if (result.exported_to !== null) output.line(`${output.style.ok('✔')} exported to ${result.exported_to}`);
 }

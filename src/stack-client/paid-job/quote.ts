@@ -1,8 +1,8 @@
-import { executionTargetSchema, type ExecutionTarget, type ImageSizePreset } from '../config/executor-config-schema.js';
-import type { PriceModelSnapshot } from '../domain/price-model-snapshot.js';
-import { UsageError, UserError } from '../errors.js';
-import type { OfferedTarget } from '../executor/client/executor-client.js';
-import { costUnits, pricingSnapshot, selectTarget } from '../executor/domain/pricing.js';
+import { executionTargetSchema, type ExecutionTarget, type ImageSizePreset } from '../../config/executor-config-schema.js';
+import type { PriceModelSnapshot } from '../../domain/price-model-snapshot.js';
+import { UsageError, UserError } from '../../errors.js';
+import type { OfferedTarget } from '../../executor/client/executor-client.js';
+import { costUnits, pricingSnapshot, selectTarget } from '../../executor/domain/pricing.js';
 
 /*
  * What `lexec run` asks the ledger for: the exact cost of the request under the target's price,

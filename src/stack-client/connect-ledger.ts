@@ -1,10 +1,11 @@
 import { isAbsolute } from 'node:path';
-import { isLoopbackHost } from '../../config/schema-parts.js';
-import { capabilityKind } from '../../credentials/capability.js';
-import { readPrivateFile } from '../../credentials/private-file.js';
-import { UsageError, UserError } from '../../errors.js';
-import { createLedgerClient, type LedgerClient } from './ledger-client.js';
-import { chooseLedgerTarget, readHandoffCredential, type ActiveStack, type ServerTargetRequest } from '../../launcher/handoff/server-target.js';
+import { isLoopbackHost } from '../config/schema-parts.js';
+import { capabilityKind } from '../credentials/capability.js';
+import { readPrivateFile } from '../credentials/private-file.js';
+import { UsageError, UserError } from '../errors.js';
+import { createLedgerClient, type LedgerClient } from '../ledger/client/ledger-client.js';
+import type { LedgerConnector, LedgerRole } from '../ledger/client/ledger-connector.js';
+import { chooseLedgerTarget, readHandoffCredential, type ActiveStack, type ServerTargetRequest } from './locate-stack.js';
 
 /**
  * What a server-bound ledger command was told about its ledger: the selected profile (its
@@ -15,8 +16,7 @@ import { chooseLedgerTarget, readHandoffCredential, type ActiveStack, type Serve
  */
 export type LedgerTarget = ServerTargetRequest;
 
-/** The credential a ledger verb presents; in profile mode it picks the handoff's file. */
-export type LedgerRole = 'admin' | 'agent' | 'approver';
+export type { LedgerRole };
 
 /**
  * Checks a ledger base URL and returns it without a trailing slash. http is allowed only to a
@@ -75,6 +75,11 @@ export async function connectLedger(target: LedgerTarget, role: LedgerRole): Pro
     return createLedgerClient({ url, token });
   }
   return connectStackLedger(choice.stack, role);
+}
+
+/** What the ledger verbs are given: connects for the role a verb asks for, when it asks. */
+export function ledgerConnector(target: LedgerTarget): LedgerConnector {
+  return (role) => connectLedger(target, role);
 }
 
 /** A client of a running stack's ledger, presenting the handoff's credential for `role`. */

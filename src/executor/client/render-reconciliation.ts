@@ -1,7 +1,7 @@
-import type { ReconciliationList, ReconciliationResolveResult } from '../executor/client/executor-reconciliation.js';
-import { formatUnits } from '../domain/money.js';
-import type { Output } from '../terminal/output.js';
-import { plain } from '../terminal/plain-text.js';
+import type { ReconciliationList, ReconciliationResolveResult } from './executor-reconciliation.js';
+import { formatUnits } from '../../domain/money.js';
+import type { Output } from '../../terminal/output.js';
+import { plain } from '../../terminal/plain-text.js';
 
 /** Human text of `lexec executor reconciliation list`. */
 export function renderReconciliationList(result: ReconciliationList, output: Output): void {

@@ -2,8 +2,9 @@ import { capabilityKind } from '../credentials/capability.js';
 import { UsageError, UserError } from '../errors.js';
 import { createExecutorClient, type ExecutorClient } from '../executor/client/executor-client.js';
 import type { LedgerClient } from '../ledger/client/ledger-client.js';
-import { connectStackLedger, ledgerBaseUrl, readLedgerToken } from '../ledger/client/ledger-connection.js';
-import { activeStack, readHandoffCredential } from '../launcher/handoff/server-target.js';
+import { connectStackLedger, ledgerBaseUrl, readLedgerToken } from './connect-ledger.js';
+import { activeStack } from './locate-stack.js';
+import { connectStackExecutor } from './connect-executor.js';
 import { createLedgerClient } from '../ledger/client/ledger-client.js';
 import { resolveProfileName } from '../launcher/profiles/profile-store.js';
 import { lexecHome } from '../launcher/home/stack-home.js';
@@ -82,7 +83,7 @@ export async function prepareAgentConnection(request: AgentConnectionRequest): P
     const stack = await activeStack(request.env, name);
     return {
       ledger: await connectStackLedger(stack, 'agent'),
-      executor: createExecutorClient({ url: stack.handoff.executor.endpoint, token: await readHandoffCredential(stack, 'caller') }),
+      executor: await connectStackExecutor(stack, 'caller'),
       profile: name,
     };
   };

@@ -1,6 +1,6 @@
-import { plain } from '../terminal/plain-text.js';
-import { UserError } from '../errors.js';
-import type { LedgerAuthorization } from '../ledger/wire/answers.js';
+import { plain } from '../../terminal/plain-text.js';
+import { UserError } from '../../errors.js';
+import type { LedgerAuthorization } from '../../ledger/wire/answers.js';
 
 /**
  * An authorization the executor will not run on ends the job here, with the reason — for

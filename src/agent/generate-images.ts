@@ -1,0 +1,198 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { formatUnits } from '../domain/money.js';
+import { SECRET_TEXT_MESSAGE } from '../domain/secret-text.js';
+import { MAX_PROMPT_CHARS } from '../executor/domain/execution-request.js';
+import { UserError } from '../errors.js';
+import type { ExecutionView } from '../executor/client/executor-client.js';
+import type { LedgerAuthorization } from '../ledger/wire/answers.js';
+import type { AgentTarget } from '../stack-client/connect-agent.js';
+import { admitJob, NOT_READY_WINDOW_MS } from '../stack-client/paid-job/admission.js';
+import { followExecution } from '../stack-client/paid-job/follow-execution.js';
+import { approveCommand, obtainAuthorization } from '../stack-client/paid-job/job-authorization.js';
+import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
+import { executionRequestBody, promptProblem } from '../stack-client/paid-job/job-request.js';
+import type { RunQuote } from '../stack-client/paid-job/quote.js';
+import { refuseUnusable } from '../stack-client/paid-job/usable-authorization.js';
+import { cancelled, deliverImages, invalidArgument, money, notSucceeded, quoteIntent, spentOf, type DeliveredImage, type ToolAnswer, type ToolContext } from './agent-service.js';
+import type { ToolInput, ToolOutput } from './agent-tools.js';
+import { AgentWorded, agentWording } from './agent-wording.js';
+
+/*
+ * generate_images: the paid job of the stack client (src/stack-client/paid-job/), as an agent
+ * calls it — quote, authorization, admission, follow and images in one call that answers
+ * `awaiting_approval` or `running` instead of waiting past wait_seconds, and resumes by
+ * authorization_id or execution_id without ever spending twice.
+ */
+
+const DEFAULT_WAIT_SECONDS = 50;
+
+/** Thrown inside a wait when wait_seconds has passed: the call answers "running". */
+class StillRunning extends Error {}
+
+export async function generateImages(target: AgentTarget, input: ToolInput<'generate_images'>, context: ToolContext): Promise<ToolAnswer<ToolOutput<'generate_images'>>> {
+  const deadline = Date.now() + (input.wait_seconds ?? DEFAULT_WAIT_SECONDS) * 1000;
+  const delivery = input.delivery ?? 'auto';
+  const pause = async (ms: number) => {
+    const left = deadline - Date.now();
+    if (left <= 0) throw new StillRunning();
+    try {
+      await delay(Math.min(ms, left), undefined, { signal: context.signal });
+    } catch {
+      throw cancelled();
+    }
+    if (Date.now() >= deadline) throw new StillRunning();
+  };
+
+  const answer = (fields: Partial<ToolOutput<'generate_images'>> & Pick<ToolOutput<'generate_images'>, 'status'>, images: DeliveredImage[] = []): ToolAnswer<ToolOutput<'generate_images'>> => ({
+    result: {
+      authorization_id: null,
+      authorization_status: null,
+      approve_command: null,
+      execution_id: null,
+      execution_state: null,
+      quoted: null,
+      spent: null,
+      images: images.map((image) => image.view),
+      next_step: null,
+      ...fields,
+    },
+    images,
+  });
+
+  /** Follows an admitted execution to the end (or to wait_seconds) and collects its images. */
+  const finish = async (admitted: ExecutionView, base: Partial<ToolOutput<'generate_images'>>, admit: () => Promise<ExecutionView>) => {
+    // The same follow as `lexec run` (polling schedule, re-admission of a pending one).
+    let latest: { execution_id: string; state: string } = admitted;
+    let execution: ExecutionView;
+    try {
+      execution = await followExecution(target.executor, admitted, {
+        progress: (event) => {
+          latest = event;
+          context.progress(`execution ${event.execution_id}: ${event.state}${event.phase === null ? '' : ` (${event.phase})`}`);
+        },
+        pause,
+        admit,
+        now: Date.now,
+        remainingMs: () => deadline - Date.now(),
+        signal: context.signal,
+      });
+    } catch (error) {
+      if (!(error instanceof StillRunning)) throw error;
+      return answer({
+        ...base,
+        status: 'running',
+        execution_id: latest.execution_id,
+        execution_state: latest.state,
+        next_step: `Call generate_images with execution_id ${latest.execution_id} to keep waiting; nothing is spent twice.`,
+      });
+    }
+    if (execution.state !== 'succeeded') throw notSucceeded(execution);
+    const images = await deliverImages(target.executor, execution.execution_id, delivery, context);
+    context.progress(`execution ${execution.execution_id}: ${images.length} image${images.length === 1 ? '' : 's'} ready`);
+    return answer({ ...base, status: 'succeeded', execution_id: execution.execution_id, execution_state: execution.state, spent: spentOf(execution) }, images);
+  };
+
+  // Resume by execution id: the execution says everything; nothing new is requested.
+  if (input.execution_id !== undefined) {
+    const execution = await target.executor.execution(input.execution_id);
+    const again = () => target.executor.execution(execution.execution_id);
+    return finish(execution, {}, again);
+  }
+
+  const problem = input.prompt === undefined ? 'blank' : promptProblem(input.prompt);
+  if (problem === 'blank' || input.prompt === undefined) throw invalidArgument('prompt is required (1 or more non-blank characters) unless execution_id is given.', ['prompt']);
+  if (problem === 'too_long') throw invalidArgument(`prompt must be at most ${MAX_PROMPT_CHARS} characters.`, ['prompt']);
+  if (problem === 'secret') throw invalidArgument(`prompt ${SECRET_TEXT_MESSAGE}; remove it and call again.`, ['prompt']);
+  const priced = quoteIntent(await target.executor.targets(), input);
+  const quoted = money(priced.amountUnits, priced.snapshot.currency);
+  context.progress(`quoted ${priced.imageCount} x ${priced.imageSize} on ${priced.target.target_id}: ${quoted.display}`);
+
+  let authorization = await obtainAuthorization(target.ledger, priced, {
+    existingId: input.authorization_id,
+    client: 'lexec agent',
+    unknown: () => invalidArgument('authorization_id names no authorization of this agent.', ['authorization_id'], 'Use the authorization_id a generate_images call returned, or leave it out to request a new one.'),
+    insufficient: (existing) => insufficient(existing, priced),
+  });
+  context.progress(`authorization ${authorization.token_id}: ${authorization.status}`);
+  const base = { authorization_id: authorization.token_id, authorization_status: authorization.status, quoted };
+  if (authorization.status === 'requested') {
+    const command = approveCommand(authorization.token_id, target.profile);
+    return answer({
+      ...base,
+      status: 'awaiting_approval',
+      approve_command: command,
+      next_step: `A human must approve this spend: ask the operator to run \`${command}\`. Once approved, call generate_images again with authorization_id ${authorization.token_id} and the same prompt, image_size and image_count. The agent cannot approve its own spend.`,
+    });
+  }
+  const again = 'Call generate_images without authorization_id to request a new authorization.';
+  refuseUnusable(authorization, again);
+
+  const body = executionRequestBody({ tokenId: authorization.token_id, prompt: input.prompt, targetId: priced.target.target_id, imageSize: priced.imageSize, imageCount: priced.imageCount });
+  const admit = async (): Promise<ExecutionView> => {
+    try {
+      return await admitJob(target.executor, body, {
+        until: Date.now() + NOT_READY_WINDOW_MS,
+        now: Date.now,
+        onNotReady: () => {
+          context.progress('the executor is not admitting executions right now; retrying');
+        },
+        wait: (ms) =>
+          delay(ms, undefined, { signal: context.signal }).catch(() => {
+            throw cancelled();
+          }),
+        reread: () => target.ledger.showAuthorization(authorization.token_id),
+        again,
+      });
+    } catch (error) {
+      // Still usable after a conflict: used by another job.
+      if (error instanceof UserError && error.code === 'executor_conflict') throw alreadyUsed(authorization);
+      throw error;
+    }
+  };
+  let executionId: string | null = null;
+  try {
+    const admitted = await admit();
+    executionId = admitted.execution_id;
+    const done = await finish(admitted, { ...base, authorization_status: 'claimed' }, admit);
+    if (done.result.status !== 'succeeded') return done;
+    // The ledger's own word on the authorization once the receipt is in (settled).
+    authorization = await target.ledger.showAuthorization(authorization.token_id);
+    return { ...done, result: { ...done.result, authorization_status: authorization.status } };
+  } catch (error) {
+    throw withWhatStays(error, authorization.token_id, executionId);
+  }
+}
+
+/** A stack failure after the authorization exists: say what stays and how to resume. */
+function withWhatStays(error: unknown, tokenId: string, executionId: string | null): unknown {
+  if (!isStackFailure(error)) return error;
+  const { message } = agentWording(error);
+  const stays =
+    executionId === null
+      ? `Authorization ${tokenId} stays approved and may not have been used yet; nothing was spent twice.`
+      : `Execution ${executionId} continues in the stack (authorization ${tokenId} is claimed for it).`;
+  const resume =
+    executionId === null
+      ? `Once the stack answers again, call generate_images with authorization_id ${tokenId} and the same prompt, image_size and image_count.`
+      : `Once the stack answers again, call generate_images with execution_id ${executionId}; nothing is spent twice.`;
+  return new AgentWorded(error.code, `${message} ${stays}`, { nextStep: resume, issues: error.issues });
+}
+
+function insufficient(existing: LedgerAuthorization, priced: RunQuote): UserError {
+  return invalidArgument(
+    `authorization ${existing.token_id} holds ${formatUnits(existing.amount_units, existing.currency)}, less than this job costs (${formatUnits(priced.amountUnits, 'USD')}).`,
+    ['authorization_id'],
+    'Call with the same prompt, image_size and image_count as the call that requested it, or without authorization_id to request a new one.',
+  );
+}
+
+function alreadyUsed(authorization: LedgerAuthorization): UserError {
+  const used = authorization.execution_id === null ? '' : ` by execution ${authorization.execution_id}`;
+  return new UserError('authorization_already_used', `Authorization ${authorization.token_id} was already used${used} for a different job; one authorization pays for one execution only.`, {
+    nextStep:
+      authorization.execution_id === null
+        ? 'Call generate_images without authorization_id to request a new authorization.'
+        : `Call generate_images with execution_id ${authorization.execution_id} for that job's images, or without authorization_id for a new job.`,
+    issues: [{ path: 'authorization_id', message: 'already used for another execution' }],
+  });
+}
