@@ -6,7 +6,7 @@ import type { ArtifactView, ExecutionView, ExecutorClient, OfferedTarget } from 
 import { decideRequest } from '../ledger/authorization-rules.js';
 import type { AgentTarget } from '../stack-client/connect-agent.js';
 import { jobArtifacts, jobImage, type ReadAgain } from '../stack-client/paid-job/job-images.js';
-import { chooseTarget, quoteRun, type RunQuote } from '../stack-client/paid-job/quote.js';
+import { chooseTarget, IntentRefused, quoteJob, type IntentProblem, type JobQuote } from '../stack-client/paid-job/quote.js';
 import type { AgentImage, Money, ToolInput, ToolOutput } from './agent-tools.js';
 
 
@@ -71,7 +71,7 @@ export async function listTargets(target: AgentTarget): Promise<ToolAnswer<ToolO
       default_image_size: entry.default_image_size,
       image_count: { min: 1, max: entry.max_image_count },
       image_sizes: sizes.map((size) => {
-        const quote = quoteRun(entry, size, 1);
+        const quote = quoteJob(entry, size, 1);
         const price = quote.snapshot.unit_price;
         return {
           image_size: size,
@@ -84,23 +84,30 @@ export async function listTargets(target: AgentTarget): Promise<ToolAnswer<ToolO
   return { result: { targets }, images: [] };
 }
 
-/** The target and price of an intent, with errors naming the tool's fields. */
-export function quoteIntent(offered: readonly OfferedTarget[], intent: { target_id?: string | undefined; image_size?: string | undefined; image_count?: number | undefined }): RunQuote {
-  let entry: OfferedTarget;
+/** A job the stack does not offer, in terms of the tool's arguments. */
+function inArguments(problem: IntentProblem): UserError {
+  switch (problem.field) {
+    case 'target':
+      return invalidArgument(`target_id must be one of the targets this stack offers: ${problem.offered.join(', ')}.`, ['target_id']);
+    case 'size':
+      return invalidArgument(`image_size must be one of the sizes target ${problem.targetId} prices: ${problem.priced.join(', ')}.`, ['image_size']);
+    case 'count':
+      return invalidArgument(`image_count must be at most ${problem.max} on target ${problem.targetId}.`, ['image_count']);
+  }
+}
+
+/** The target and price of an intent (the stack client's quote), with errors naming the tool's fields. */
+export function quoteIntent(offered: readonly OfferedTarget[], intent: { target_id?: string | undefined; image_size?: string | undefined; image_count?: number | undefined }): JobQuote {
   try {
-    entry = chooseTarget(offered, intent.target_id);
+    const entry = chooseTarget(offered, intent.target_id);
+    const count = intent.image_count ?? 1;
+    // The count is told before the size, as the tool's arguments are ordered.
+    if (count > entry.max_image_count) throw new IntentRefused({ field: 'count', targetId: entry.target_id, max: entry.max_image_count });
+    return quoteJob(entry, intent.image_size, count);
   } catch (error) {
-    if (!(error instanceof UserError) || error.code === 'no_execution_targets') throw error;
-    const ids = offered.map((candidate) => candidate.target_id).join(', ');
-    throw invalidArgument(`target_id must be one of the targets this stack offers: ${ids}.`, ['target_id']);
+    if (error instanceof IntentRefused) throw inArguments(error.problem);
+    throw error;
   }
-  const count = intent.image_count ?? 1;
-  if (count > entry.max_image_count) throw invalidArgument(`image_count must be at most ${entry.max_image_count} on target ${entry.target_id}.`, ['image_count']);
-  const priced = entry.presets.filter((size) => entry.pricing.by_image_size[size] !== undefined);
-  if (intent.image_size !== undefined && !priced.includes(intent.image_size)) {
-    throw invalidArgument(`image_size must be one of the sizes target ${entry.target_id} prices: ${priced.join(', ')}.`, ['image_size']);
-  }
-  return quoteRun(entry, intent.image_size, count);
 }
 
 export async function quote(target: AgentTarget, input: ToolInput<'quote'>): Promise<ToolAnswer<ToolOutput<'quote'>>> {

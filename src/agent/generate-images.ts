@@ -11,7 +11,7 @@ import { followExecution } from '../stack-client/paid-job/follow-execution.js';
 import { approveCommand, obtainAuthorization } from '../stack-client/paid-job/job-authorization.js';
 import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
 import { executionRequestBody, promptProblem } from '../stack-client/paid-job/job-request.js';
-import type { RunQuote } from '../stack-client/paid-job/quote.js';
+import type { JobQuote } from '../stack-client/paid-job/quote.js';
 import { refuseUnusable } from '../stack-client/paid-job/usable-authorization.js';
 import { cancelled, deliverImages, invalidArgument, money, notSucceeded, quoteIntent, spentOf, type DeliveredImage, type ToolAnswer, type ToolContext } from './agent-service.js';
 import type { ToolInput, ToolOutput } from './agent-tools.js';
@@ -178,7 +178,7 @@ function withWhatStays(error: unknown, tokenId: string, executionId: string | nu
   return new AgentWorded(error.code, `${message} ${stays}`, { nextStep: resume, issues: error.issues });
 }
 
-function insufficient(existing: LedgerAuthorization, priced: RunQuote): UserError {
+function insufficient(existing: LedgerAuthorization, priced: JobQuote): UserError {
   return invalidArgument(
     `authorization ${existing.token_id} holds ${formatUnits(existing.amount_units, existing.currency)}, less than this job costs (${formatUnits(priced.amountUnits, 'USD')}).`,
     ['authorization_id'],

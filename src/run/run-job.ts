@@ -9,10 +9,10 @@ import { followExecution } from '../stack-client/paid-job/follow-execution.js';
 import { approveCommand, denyCommand, obtainAuthorization, waitForDecision } from '../stack-client/paid-job/job-authorization.js';
 import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
 import { executionRequestBody } from '../stack-client/paid-job/job-request.js';
-import { chooseTarget, quoteRun } from '../stack-client/paid-job/quote.js';
 import { refuseUnusable } from '../stack-client/paid-job/usable-authorization.js';
 import { collectExecution, type RunProgress, type Spent } from './collect-execution.js';
 import { prepareOutputDir } from './prepare-output-dir.js';
+import { quoteForRun } from './quote-for-run.js';
 
 /*
  * `lexec run` (docs/run.md): on the selected profile's running stack, quote the request with the
@@ -142,7 +142,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     checkpoint();
   };
 
-  const quote = quoteRun(chooseTarget(await executor.targets(), request.target), request.size, request.count);
+  const quote = quoteForRun(await executor.targets(), request.target, request.size, request.count);
   request.progress({
     kind: 'quoted',
     target_id: quote.target.target_id,

@@ -1,7 +1,7 @@
 import { UserError } from '../../errors.js';
 import type { LedgerClient } from '../../ledger/client/ledger-client.js';
 import type { LedgerAuthorization } from '../../ledger/wire/answers.js';
-import type { RunQuote } from './quote.js';
+import type { JobQuote } from './quote.js';
 
 /*
  * The authorization that pays for a paid job: a new one for the quoted cost, or an existing one
@@ -29,7 +29,7 @@ export interface AuthorizationChoice {
   readonly unknown?: () => UserError;
 }
 
-export async function obtainAuthorization(ledger: LedgerClient, quote: RunQuote, choice: AuthorizationChoice): Promise<LedgerAuthorization> {
+export async function obtainAuthorization(ledger: LedgerClient, quote: JobQuote, choice: AuthorizationChoice): Promise<LedgerAuthorization> {
   if (choice.existingId === undefined) {
     const label = quote.target.label ?? quote.target.target_id;
     const purpose = `${choice.client}: ${quote.imageCount} x ${quote.imageSize} image${quote.imageCount === 1 ? '' : 's'}, ${label}`.slice(0, 200);

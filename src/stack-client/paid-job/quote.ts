@@ -1,17 +1,17 @@
 import { executionTargetSchema, type ExecutionTarget, type ImageSizePreset } from '../../config/executor-config-schema.js';
 import type { PriceModelSnapshot } from '../../domain/price-model-snapshot.js';
-import { UsageError, UserError } from '../../errors.js';
+import { UserError } from '../../errors.js';
 import type { OfferedTarget } from '../../executor/client/executor-client.js';
 import { costUnits, pricingSnapshot, selectTarget } from '../../executor/domain/pricing.js';
 
 /*
- * What `lexec run` asks the ledger for: the exact cost of the request under the target's price,
+ * What a paid job asks the ledger for: the exact cost of the request under the target's price,
  * computed by the executor's own pricing code (`pricingSnapshot` + `costUnits`: images x
  * rational unit price, rounded up to a micro-unit). The executor quotes the same request the same
  * way at admission, so the authorization always covers it exactly. Pure: no I/O.
  */
 
-export interface RunQuote {
+export interface JobQuote {
   readonly target: ExecutionTarget;
   readonly imageSize: ImageSizePreset;
   readonly imageCount: number;
@@ -19,11 +19,24 @@ export interface RunQuote {
   readonly amountUnits: bigint;
 }
 
-const HELP = 'Run `lexec run --help` to see its flags.';
+/**
+ * A job the stack does not offer, as data: each client words it for its own surface (`lexec
+ * run`: flags; the agent: tool arguments).
+ */
+export type IntentProblem =
+  | { readonly field: 'target'; readonly reason: 'unknown' | 'ambiguous'; readonly offered: readonly string[] }
+  | { readonly field: 'size'; readonly targetId: string; readonly priced: readonly string[] }
+  | { readonly field: 'count'; readonly targetId: string; readonly max: number };
 
-/** The target to run on: the only one offered, or the one `--target` names. */
+export class IntentRefused extends Error {
+  constructor(readonly problem: IntentProblem) {
+    super(`the stack does not offer this ${problem.field}`);
+  }
+}
+
+/** The target to run on: the only one offered, or the one `wanted` names. */
 export function chooseTarget(offered: readonly OfferedTarget[], wanted: string | undefined): OfferedTarget {
-  const ids = offered.map((target) => target.target_id).join(', ');
+  const ids = offered.map((target) => target.target_id);
   if (offered.length === 0) {
     throw new UserError('no_execution_targets', 'The executor of this stack offers no execution target (its providers are disabled or no target is configured).', {
       nextStep: 'Add an [[execution_targets]] table to the profile, then `lexec stack render`, stop, activate and start the stack.',
@@ -31,12 +44,12 @@ export function chooseTarget(offered: readonly OfferedTarget[], wanted: string |
   }
   if (wanted !== undefined) {
     const target = offered.find((candidate) => candidate.target_id === wanted);
-    if (target === undefined) throw new UsageError('invalid_flag_value', `--target must be one of the targets this stack offers: ${ids}.`, { nextStep: HELP });
+    if (target === undefined) throw new IntentRefused({ field: 'target', reason: 'unknown', offered: ids });
     return target;
   }
   const [only] = offered;
   if (offered.length > 1 || only === undefined) {
-    throw new UsageError('target_required', `This stack offers ${offered.length} execution targets; choose one with --target: ${ids}.`, { nextStep: HELP });
+    throw new IntentRefused({ field: 'target', reason: 'ambiguous', offered: ids });
   }
   return only;
 }
@@ -62,21 +75,19 @@ function asExecutionTarget(offered: OfferedTarget): ExecutionTarget {
 
 /**
  * Quotes `count` images of `size` (default: the target's default size when priced, else its
- * first priced one) on the target. Sizes and counts the target does not offer are usage errors
- * found before anything is requested from the ledger.
+ * first priced one) on the target. A size or a count the target does not offer is refused
+ * (IntentRefused) before anything is requested from the ledger.
  */
-export function quoteRun(offered: OfferedTarget, size: string | undefined, count: number): RunQuote {
+export function quoteJob(offered: OfferedTarget, size: string | undefined, count: number): JobQuote {
   const target = asExecutionTarget(offered);
   const priced = target.presets.filter((preset) => target.pricing.by_image_size[preset] !== undefined);
   const wanted = size ?? (priced.includes(offered.default_image_size as ImageSizePreset) ? offered.default_image_size : priced[0]);
   const selection = selectTarget([target], { kind: 'target_id', targetId: target.target_id }, wanted);
   if (!selection.ok) {
-    throw new UsageError('invalid_flag_value', `--size must be one of the sizes target ${target.target_id} prices: ${priced.join(', ')}.`, { nextStep: HELP });
+    throw new IntentRefused({ field: 'size', targetId: target.target_id, priced });
   }
   if (!Number.isInteger(count) || count < 1 || count > target.max_image_count) {
-    throw new UsageError('invalid_flag_value', `--count must be a whole number from 1 to ${target.max_image_count} (the limit of target ${target.target_id}).`, {
-      nextStep: HELP,
-    });
+    throw new IntentRefused({ field: 'count', targetId: target.target_id, max: target.max_image_count });
   }
   const snapshot = pricingSnapshot(target, selection.imageSize, count);
   return { target, imageSize: selection.imageSize, imageCount: count, snapshot, amountUnits: costUnits(snapshot, count) };
