@@ -5,7 +5,7 @@ export { centsCeil, unitsFromCents } from '../domain/money.js';
  *   requested → approved (by policy or an approver) | denied
  *   approved → claimed (by exactly one execution) | expired
  *   claimed → settled | released
- * No I/O here: the store calls these inside its transactions.
+ * No I/O here: the use cases (src/ledger/use-cases/) call these inside the store's transactions.
  */
 
 export const AUTHORIZATION_STATUSES = ['requested', 'approved', 'denied', 'claimed', 'settled', 'released', 'expired'] as const;

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { LedgerClaim } from './wire/answers.js';
+import { createClaimsStore } from './store/claims-store.js';
 
 /*
  * An executor's own claims, as the ledger recorded them (migration 4: `claimed_by`). The executor
@@ -17,14 +18,7 @@ export interface ClaimsPage {
 export type ExecutorClaims = ReturnType<typeof createExecutorClaims>;
 
 export function createExecutorClaims({ db, now }: { db: Database.Database; now: () => number }) {
-  // Keyset-paged by token id over the partial index (claimed_by, token_id) WHERE status = 'claimed':
-  // a page never repeats or skips a claim while others are released between pages.
-  const page = db.prepare(
-    `SELECT token_id, execution_id, claimed_at FROM authorizations
-     WHERE status = 'claimed' AND claimed_by = @credential AND token_id > @after AND claimed_at <= @before
-     ORDER BY token_id LIMIT @limit`,
-  );
-  const unattributed = db.prepare("SELECT COUNT(*) AS count FROM authorizations WHERE status = 'claimed' AND claimed_by IS NULL");
+  const store = createClaimsStore(db);
 
   return {
     /**
@@ -32,11 +26,7 @@ export function createExecutorClaims({ db, now }: { db: Database.Database; now: 
      * ago, in token id order after `after` (exclusive; null: from the first).
      */
     claimedBy(credentialId: string, query: { olderThanMs: number; limit: number; after: string | null }): ClaimsPage {
-      const rows = page.all({ credential: credentialId, after: query.after ?? '', before: now() - query.olderThanMs, limit: query.limit + 1 }) as {
-        token_id: string;
-        execution_id: string;
-        claimed_at: bigint;
-      }[];
+      const rows = store.claimedBy({ credential: credentialId, after: query.after ?? '', before: now() - query.olderThanMs, limit: query.limit + 1 });
       const shown = rows.slice(0, query.limit);
       return {
         claims: shown.map((row) => ({ token_id: row.token_id, execution_id: row.execution_id, claimed_at: new Date(Number(row.claimed_at)).toISOString() })),
@@ -45,6 +35,6 @@ export function createExecutorClaims({ db, now }: { db: Database.Database; now: 
     },
 
     /** Claims with no recorded claimant (made before migration 4 with several executor credentials): a human's to settle or release. */
-    unattributedCount: () => Number((unattributed.get() as { count: bigint }).count),
+    unattributedCount: () => Number(store.unattributedCount()),
   };
 }

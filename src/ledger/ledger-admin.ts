@@ -2,9 +2,9 @@ import type { LedgerAgent, LedgerPolicy } from './wire/answers.js';
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { capabilityDigest, digestLookup, digestsEqual, type CredentialKind } from '../credentials/capability.js';
-import { UNITS_SCALE } from '../domain/money.js';
 import { conflict, notFound, unprocessable } from './ledger-error.js';
 import type { SpendPolicy } from './authorization-rules.js';
+import { agentView, createAdminStore, policyView, type AgentRow } from './store/admin-store.js';
 
 /** The identity a request authenticated as. */
 export interface Principal {
@@ -15,49 +15,14 @@ export interface Principal {
 
 export type RegisterOutcome = 'created' | 'unchanged';
 
-interface PolicyRow extends SpendPolicy {
-  agent_id: string;
-  version: bigint;
-  updated_at: bigint;
-  follows_default: bigint;
-}
-
 export type LedgerAdmin = ReturnType<typeof createLedgerAdmin>;
 
+/** The admin's use cases: credentials, agents and their policies (SQL: store/admin-store.ts). */
 export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Database; now: () => number; defaultPolicy: SpendPolicy }) {
-  const credentialByLookup = db.prepare('SELECT credential_id, kind, agent_id, digest FROM credentials WHERE lookup = ?');
-  const immediate = <T>(fn: () => T): T => db.transaction(fn).immediate();
+  const store = createAdminStore(db);
 
-  const agentView = (row: { agent_id: string; name: string; status: string; created_at: bigint }): LedgerAgent => ({
-    agent_id: row.agent_id,
-    name: row.name,
-    status: row.status,
-    created_at: new Date(Number(row.created_at)).toISOString(),
-  });
-
-  const policyView = (row: PolicyRow): LedgerPolicy => ({
-    agent_id: row.agent_id,
-    per_authorization_cap_units: row.per_authorization_cap_units,
-    daily_cap_units: row.daily_cap_units,
-    approval_threshold_units: row.approval_threshold_units,
-    units_scale: UNITS_SCALE,
-    currency: 'USD',
-    version: row.version,
-    updated_at: new Date(Number(row.updated_at)).toISOString(),
-    /** `default`: the configured default, applied again at every ledger start; `operator`: set with `ledger policy set`. */
-    source: row.follows_default === 1n ? ('default' as const) : ('operator' as const),
-  });
-
-  const defaultParameters = () => ({
-    cap: defaultPolicy.per_authorization_cap_units,
-    daily: defaultPolicy.daily_cap_units,
-    threshold: defaultPolicy.approval_threshold_units,
-  });
-
-  function requireAgent(agentId: string) {
-    const row = db.prepare('SELECT * FROM agents WHERE agent_id = ?').get(agentId) as
-      | { agent_id: string; name: string; status: string; created_at: bigint }
-      | undefined;
+  function requireAgent(agentId: string): AgentRow {
+    const row = store.agent(agentId);
     if (!row) throw notFound();
     return row;
   }
@@ -66,9 +31,7 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
     /** Finds the credential a presented capability belongs to; constant-time on the digest. */
     authenticate(token: string): Principal | null {
       const digest = capabilityDigest(token);
-      const row = credentialByLookup.get(digestLookup(digest)) as
-        | { credential_id: string; kind: CredentialKind; agent_id: string | null; digest: Buffer }
-        | undefined;
+      const row = store.credentialByLookup(digestLookup(digest));
       if (!row || !digestsEqual(row.digest, digest)) return null;
       return { credential_id: row.credential_id, kind: row.kind, agent_id: row.agent_id };
     },
@@ -79,45 +42,32 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
      * difference is a conflict (fail closed), never an overwrite.
      */
     registerCredential(credentialId: string, kind: CredentialKind, agentId: string | null, digest: Buffer): RegisterOutcome {
-      return immediate(() => {
+      return store.immediate(() => {
         if ((kind === 'agent') !== (agentId !== null)) throw unprocessable('invalid_credential', 'agent_id_required_for_agent_kind_only', ['agent_id']);
         if (agentId !== null) requireAgent(agentId);
-        const existing = db.prepare('SELECT kind, agent_id, digest FROM credentials WHERE credential_id = ?').get(credentialId) as
-          | { kind: string; agent_id: string | null; digest: Buffer }
-          | undefined;
+        const existing = store.credentialById(credentialId);
         if (existing) {
           if (existing.kind === kind && existing.agent_id === agentId && digestsEqual(existing.digest, digest)) return 'unchanged';
           throw conflict('credential_exists');
         }
-        if (credentialByLookup.get(digestLookup(digest))) throw conflict('credential_exists');
-        db.prepare('INSERT INTO credentials (credential_id, kind, agent_id, lookup, digest, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(
-          credentialId,
-          kind,
-          agentId,
-          digestLookup(digest),
-          digest,
-          now(),
-        );
+        if (store.credentialByLookup(digestLookup(digest))) throw conflict('credential_exists');
+        store.insertCredential({ credentialId, kind, agentId, lookup: digestLookup(digest), digest, at: now() });
         return 'created';
       });
     },
 
     /** The digest stored for the admin credential, if any. */
     adminDigest(): Buffer | null {
-      const row = db.prepare("SELECT digest FROM credentials WHERE credential_id = 'admin'").get() as { digest: Buffer } | undefined;
-      return row?.digest ?? null;
+      return store.adminDigest() ?? null;
     },
 
-    addAgent(name: string) {
-      return immediate(() => {
-        if (db.prepare('SELECT 1 FROM agents WHERE name = ?').get(name)) throw conflict('agent_exists', ['name']);
+    addAgent(name: string): LedgerAgent {
+      return store.immediate(() => {
+        if (store.agentNamed(name)) throw conflict('agent_exists', ['name']);
         const agentId = `agt_${randomUUID()}`;
         const at = now();
-        db.prepare("INSERT INTO agents (agent_id, name, status, created_at) VALUES (?, ?, 'active', ?)").run(agentId, name, at);
-        db.prepare(
-          `INSERT INTO policies (agent_id, per_authorization_cap_units, daily_cap_units, approval_threshold_units, units_scale, currency, version, updated_at, follows_default)
-           VALUES (?, ?, ?, ?, 6, 'USD', 1, ?, 1)`,
-        ).run(agentId, defaultPolicy.per_authorization_cap_units, defaultPolicy.daily_cap_units, defaultPolicy.approval_threshold_units, at);
+        store.insertAgent(agentId, name, at);
+        store.insertDefaultPolicy(agentId, defaultPolicy, at);
         return agentView(requireAgent(agentId));
       });
     },
@@ -129,43 +79,27 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
      * changes gets a new version. Returns the agents changed.
      */
     applyDefaultPolicy(): string[] {
-      return immediate(() => {
-        const changed = db
-          .prepare(
-            `SELECT agent_id FROM policies WHERE follows_default = 1
-               AND (per_authorization_cap_units != @cap OR daily_cap_units != @daily OR approval_threshold_units != @threshold)
-             ORDER BY agent_id`,
-          )
-          .all(defaultParameters()) as { agent_id: string }[];
-        db.prepare(
-          `UPDATE policies SET per_authorization_cap_units = @cap, daily_cap_units = @daily, approval_threshold_units = @threshold,
-             version = version + 1, updated_at = @now
-           WHERE follows_default = 1
-             AND (per_authorization_cap_units != @cap OR daily_cap_units != @daily OR approval_threshold_units != @threshold)`,
-        ).run({ ...defaultParameters(), now: now() });
-        return changed.map((row) => row.agent_id);
+      return store.immediate(() => {
+        const changed = store.followersToChange(defaultPolicy);
+        store.applyDefault(defaultPolicy, now());
+        return changed;
       });
     },
 
-    listAgents() {
-      const rows = db.prepare('SELECT * FROM agents ORDER BY created_at, name').all() as { agent_id: string; name: string; status: string; created_at: bigint }[];
-      return rows.map(agentView);
+    listAgents(): LedgerAgent[] {
+      return store.agents().map(agentView);
     },
 
-    policy(agentId: string) {
+    policy(agentId: string): LedgerPolicy {
       requireAgent(agentId);
-      return policyView(db.prepare('SELECT * FROM policies WHERE agent_id = ?').get(agentId) as PolicyRow);
+      return policyView(store.policy(agentId));
     },
 
-    setPolicy(agentId: string, policy: SpendPolicy) {
-      return immediate(() => {
+    setPolicy(agentId: string, policy: SpendPolicy): LedgerPolicy {
+      return store.immediate(() => {
         requireAgent(agentId);
-        db.prepare(
-          `UPDATE policies SET per_authorization_cap_units = ?, daily_cap_units = ?, approval_threshold_units = ?, version = version + 1, updated_at = ?,
-             follows_default = 0
-           WHERE agent_id = ?`,
-        ).run(policy.per_authorization_cap_units, policy.daily_cap_units, policy.approval_threshold_units, now(), agentId);
-        return policyView(db.prepare('SELECT * FROM policies WHERE agent_id = ?').get(agentId) as PolicyRow);
+        store.setPolicy(agentId, policy, now());
+        return policyView(store.policy(agentId));
       });
     },
   };

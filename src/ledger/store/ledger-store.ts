@@ -1,0 +1,249 @@
+import type Database from 'better-sqlite3';
+import type { LedgerAuthorization } from '../wire/answers.js';
+import type { AuthorizationStatus, SpendPolicy } from '../authorization-rules.js';
+import { immediateTransaction } from './immediate-transaction.js';
+import {
+  authorizationView,
+  recordView,
+  type AuthorizationRow,
+  type ReconciliationRecordRow,
+  type ReconciliationRecordView,
+  type ReleaseRow,
+  type SettlementRow,
+} from './ledger-rows.js';
+
+/*
+ * The ledger's SQL for authorizations, their settlements and releases, reconciliation records
+ * and the owner account: prepared statements, the transaction the use cases run in
+ * (`immediate`), and rows mapped to the API's views. It decides nothing: which status an
+ * authorization may move to, and what is refused, is the use cases' (src/ledger/use-cases/).
+ */
+
+/** A new authorization, as its use case decided it. */
+export interface NewAuthorization {
+  readonly tokenId: string;
+  readonly accountId: string;
+  readonly agentId: string;
+  readonly amountUnits: bigint;
+  readonly currency: string;
+  readonly amountCents: bigint;
+  readonly status: 'approved' | 'requested';
+  readonly purpose: string | null;
+  readonly decidedBy: string | null;
+  readonly decidedAt: number | null;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly policyVersion: bigint | null;
+  readonly policy: SpendPolicy;
+}
+
+/** An approver's decision on a requested authorization (`closedAt`: set for a denial). */
+export interface Decision {
+  readonly status: 'approved' | 'denied';
+  readonly decidedBy: string;
+  readonly reason: string | null;
+  readonly decidedAt: number;
+  readonly closedAt: number | null;
+}
+
+/** A settlement of a claimed authorization by a receipt (amounts in micro-units, cents rounded up). */
+export interface NewSettlement {
+  readonly settlementId: string;
+  readonly tokenId: string;
+  readonly receiptId: string;
+  readonly executionId: string;
+  readonly receiptShape: 'precise' | 'legacy_cents';
+  readonly amountUnits: bigint;
+  readonly currency: string;
+  readonly amountCents: bigint;
+  readonly providerRequestId: string | null;
+  readonly priceModelSnapshot: string;
+  readonly receiptFingerprint: string;
+  readonly at: number;
+}
+
+/** An agent's amounts in a window: `since` exclusive, holds still live at `now`. */
+export interface AgentWindow {
+  readonly agentId: string;
+  readonly now: number;
+  readonly since: number;
+}
+
+export type LedgerStore = ReturnType<typeof createLedgerStore>;
+
+export function createLedgerStore(db: Database.Database) {
+  // Every statement is prepared once: preparing costs about 10 µs a time, on every request.
+  const statements = {
+    authorizationById: db.prepare('SELECT * FROM authorizations WHERE token_id = ?'),
+    settlementByToken: db.prepare('SELECT * FROM settlements WHERE token_id = ?'),
+    settlementByReceipt: db.prepare('SELECT * FROM settlements WHERE receipt_id = ?'),
+    releaseByToken: db.prepare('SELECT * FROM releases WHERE token_id = ?'),
+    policyOf: db.prepare('SELECT * FROM policies WHERE agent_id = ?'),
+    committedUnits: db.prepare(`
+    SELECT COALESCE(SUM(CASE
+      WHEN a.status IN ('requested', 'approved') AND a.expires_at > @now THEN a.amount_units
+      WHEN a.status = 'claimed' THEN a.amount_units
+      WHEN a.status = 'settled' THEN s.amount_units
+      ELSE 0 END), 0) AS units
+    FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id
+    WHERE a.agent_id = @agent_id AND a.created_at > @since`),
+    // What `spending` reports: the same rolling window and the same statuses as the daily cap.
+    windowUnits: db.prepare(`
+    SELECT
+      COALESCE(SUM(CASE WHEN a.status = 'settled' THEN s.amount_units ELSE 0 END), 0) AS spent,
+      COALESCE(SUM(CASE
+        WHEN a.status IN ('requested', 'approved') AND a.expires_at > @now THEN a.amount_units
+        WHEN a.status = 'claimed' THEN a.amount_units
+        ELSE 0 END), 0) AS held
+    FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id
+    WHERE a.agent_id = @agent_id AND a.created_at > @since`),
+    expire: db.prepare("UPDATE authorizations SET status = 'expired', closed_at = ? WHERE token_id = ?"),
+    sweepExpired: db.prepare("UPDATE authorizations SET status = 'expired', closed_at = @now WHERE status IN ('requested', 'approved') AND expires_at <= @now"),
+    owner: db.prepare('SELECT account_id FROM owner'),
+    insertOwner: db.prepare('INSERT INTO owner (account_id, created_at) VALUES (?, ?)'),
+    closeOpenRecord: db.prepare(
+      "UPDATE reconciliation_records SET status = 'resolved', resolution = ?, resolved_by = 'executor', resolved_at = ? WHERE token_id = ? AND status = 'open'",
+    ),
+    insertSettlement: db.prepare(
+      `INSERT INTO settlements (settlement_id, token_id, receipt_id, execution_id, receipt_shape, amount_units, units_scale, currency,
+         amount_cents, provider_request_id, price_model_snapshot, receipt_fingerprint, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, 6, ?, ?, ?, ?, ?, ?)`,
+    ),
+    markSettled: db.prepare("UPDATE authorizations SET status = 'settled', closed_at = ? WHERE token_id = ?"),
+    insertRelease: db.prepare('INSERT INTO releases (release_id, token_id, execution_id, reason, created_at) VALUES (?, ?, ?, ?, ?)'),
+    markReleased: db.prepare("UPDATE authorizations SET status = 'released', closed_at = ? WHERE token_id = ?"),
+    insertAuthorization: db.prepare(
+      `INSERT INTO authorizations (token_id, account_id, agent_id, amount_units, units_scale, currency, amount_cents, status, purpose,
+         decided_by, decided_at, created_at, expires_at,
+         policy_version, policy_per_authorization_cap_units, policy_daily_cap_units, policy_approval_threshold_units)
+       VALUES (?, ?, ?, ?, 6, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    decide: db.prepare('UPDATE authorizations SET status = ?, decided_by = ?, decision_reason = ?, decided_at = ?, closed_at = ? WHERE token_id = ?'),
+    pendingApprovals: db.prepare("SELECT * FROM authorizations WHERE status = 'requested' ORDER BY created_at"),
+    list: db.prepare(
+      `SELECT * FROM authorizations WHERE (@agent_id IS NULL OR agent_id = @agent_id) AND (@status IS NULL OR status = @status)
+       ORDER BY created_at DESC LIMIT @limit`,
+    ),
+    claim: db.prepare("UPDATE authorizations SET status = 'claimed', execution_id = ?, claimed_at = ?, claimed_by = ? WHERE token_id = ?"),
+    openRecordOf: db.prepare("SELECT record_id FROM reconciliation_records WHERE token_id = ? AND status = 'open'"),
+    insertRecord: db.prepare(
+      "INSERT INTO reconciliation_records (record_id, token_id, execution_id, reason, evidence, status, created_at) VALUES (?, ?, ?, ?, ?, 'open', ?)",
+    ),
+    recordIds: db.prepare('SELECT record_id FROM reconciliation_records WHERE (@status IS NULL OR status = @status) ORDER BY created_at'),
+    recordById: db.prepare('SELECT * FROM reconciliation_records WHERE record_id = ?'),
+    resolveRecord: db.prepare(
+      "UPDATE reconciliation_records SET status = 'resolved', resolution = ?, resolved_by = ?, resolution_note = ?, resolved_at = ? WHERE record_id = ?",
+    ),
+  };
+
+  return {
+    /** Runs `fn` in one IMMEDIATE transaction: what it reads, checks and writes commits together. */
+    immediate: immediateTransaction(db),
+
+    authorization: (tokenId: string) => statements.authorizationById.get(tokenId) as AuthorizationRow | undefined,
+    expire(tokenId: string, at: number): void {
+      statements.expire.run(at, tokenId);
+    },
+    /** Every unclaimed authorization whose expiry `now` has reached becomes `expired`. */
+    sweepExpired(now: number): void {
+      statements.sweepExpired.run({ now });
+    },
+
+    ownerAccountId: () => (statements.owner.get() as { account_id: string } | undefined)?.account_id,
+    insertOwner(accountId: string, at: number): void {
+      statements.insertOwner.run(accountId, at);
+    },
+
+    /** The agent's own policy row (with its `version`), if it has one. */
+    policy: (agentId: string) => statements.policyOf.get(agentId) as SpendPolicy | undefined,
+    /** What counts against the daily cap in the window: live holds, claims and settled amounts. */
+    committedUnits: (window: AgentWindow) =>
+      (statements.committedUnits.get({ agent_id: window.agentId, now: window.now, since: window.since }) as { units: bigint }).units,
+    /** Settled amounts and live holds in the window. */
+    windowUnits: (window: AgentWindow) =>
+      statements.windowUnits.get({ agent_id: window.agentId, now: window.now, since: window.since }) as { spent: bigint; held: bigint },
+
+    insertAuthorization(row: NewAuthorization): void {
+      statements.insertAuthorization.run(
+        row.tokenId,
+        row.accountId,
+        row.agentId,
+        row.amountUnits,
+        row.currency,
+        row.amountCents,
+        row.status,
+        row.purpose,
+        row.decidedBy,
+        row.decidedAt,
+        row.createdAt,
+        row.expiresAt,
+        row.policyVersion,
+        row.policy.per_authorization_cap_units,
+        row.policy.daily_cap_units,
+        row.policy.approval_threshold_units,
+      );
+    },
+    decide(tokenId: string, decision: Decision): void {
+      statements.decide.run(decision.status, decision.decidedBy, decision.reason, decision.decidedAt, decision.closedAt, tokenId);
+    },
+    pendingApprovals: () => statements.pendingApprovals.all() as AuthorizationRow[],
+    list: (filter: { agentId: string | null; status: AuthorizationStatus | null; limit: number }) =>
+      statements.list.all({ agent_id: filter.agentId, status: filter.status, limit: filter.limit }) as AuthorizationRow[],
+    claim(tokenId: string, executionId: string, at: number, credentialId: string): void {
+      statements.claim.run(executionId, at, credentialId, tokenId);
+    },
+
+    settlementByReceipt: (receiptId: string) => statements.settlementByReceipt.get(receiptId) as SettlementRow | undefined,
+    insertSettlement(settlement: NewSettlement): void {
+      statements.insertSettlement.run(
+        settlement.settlementId,
+        settlement.tokenId,
+        settlement.receiptId,
+        settlement.executionId,
+        settlement.receiptShape,
+        settlement.amountUnits,
+        settlement.currency,
+        settlement.amountCents,
+        settlement.providerRequestId,
+        settlement.priceModelSnapshot,
+        settlement.receiptFingerprint,
+        settlement.at,
+      );
+    },
+    markSettled(tokenId: string, at: number): void {
+      statements.markSettled.run(at, tokenId);
+    },
+    insertRelease(release: { releaseId: string; tokenId: string; executionId: string; reason: string; at: number }): void {
+      statements.insertRelease.run(release.releaseId, release.tokenId, release.executionId, release.reason, release.at);
+    },
+    markReleased(tokenId: string, at: number): void {
+      statements.markReleased.run(at, tokenId);
+    },
+
+    /**
+     * An authorization that becomes final closes its open reconciliation record, so ledger and
+     * executor agree: resolved by the executor unless the reconciliation route records its own.
+     */
+    closeOpenRecord(tokenId: string, resolution: 'settled' | 'released', at: number): void {
+      statements.closeOpenRecord.run(resolution, at, tokenId);
+    },
+    openRecordId: (tokenId: string) => (statements.openRecordOf.get(tokenId) as { record_id: string } | undefined)?.record_id,
+    insertRecord(record: { recordId: string; tokenId: string; executionId: string; reason: string; evidence: string; at: number }): void {
+      statements.insertRecord.run(record.recordId, record.tokenId, record.executionId, record.reason, record.evidence, record.at);
+    },
+    recordIds: (status: 'open' | 'resolved' | null) => (statements.recordIds.all({ status }) as { record_id: string }[]).map((row) => row.record_id),
+    record: (recordId: string) => statements.recordById.get(recordId) as ReconciliationRecordRow | undefined,
+    resolveRecord(recordId: string, resolution: { resolution: string; resolvedBy: string; note: string | null; at: number }): void {
+      statements.resolveRecord.run(resolution.resolution, resolution.resolvedBy, resolution.note, resolution.at, recordId);
+    },
+
+    /** The authorization's view, with its settlement or release read now. */
+    authorizationView(row: AuthorizationRow): LedgerAuthorization {
+      const settlement = statements.settlementByToken.get(row.token_id) as SettlementRow | undefined;
+      const release = statements.releaseByToken.get(row.token_id) as ReleaseRow | undefined;
+      return authorizationView(row, settlement, release);
+    },
+    /** The view of a record known to exist. */
+    recordView: (recordId: string): ReconciliationRecordView => recordView(statements.recordById.get(recordId) as ReconciliationRecordRow),
+  };
+}

@@ -1,0 +1,27 @@
+import type { LedgerSpending } from '../wire/answers.js';
+import { UNITS_SCALE } from '../../domain/money.js';
+import { ROLLING_WINDOW_MS, type SpendPolicy } from '../authorization-rules.js';
+import type { LedgerContext } from './current-authorization.js';
+
+/**
+ * An agent's own standing against its daily cap, read in one transaction: settled amounts
+ * and live holds in the rolling window the cap uses (exactly what `requestAuthorization`
+ * counts), and what is left. `remaining_units` never goes below zero.
+ */
+export function agentSpending({ store, now }: LedgerContext, agentId: string, policy: SpendPolicy): Omit<LedgerSpending, 'policy'> {
+  return store.immediate(() => {
+    const at = now();
+    const { spent, held } = store.windowUnits({ agentId, now: at, since: at - ROLLING_WINDOW_MS });
+    const left = policy.daily_cap_units - spent - held;
+    return {
+      agent_id: agentId,
+      window: 'rolling_24h' as const,
+      spent_units: spent,
+      held_units: held,
+      remaining_units: left > 0n ? left : 0n,
+      units_scale: UNITS_SCALE,
+      currency: 'USD',
+      as_of: new Date(at).toISOString(),
+    };
+  });
+}

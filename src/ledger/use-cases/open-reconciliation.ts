@@ -1,0 +1,23 @@
+import { randomUUID } from 'node:crypto';
+import { canonicalJson } from '../../domain/canonical-json.js';
+import type { ReconciliationRecordView } from '../store/ledger-rows.js';
+import { commitThenReach, currentAuthorization, requireClaimedBy, type CommitContext } from './current-authorization.js';
+
+/** The executor parks a claimed authorization whose billing is ambiguous; the hold stays. */
+export function openReconciliation(
+  context: CommitContext,
+  tokenId: string,
+  executionId: string,
+  reason: string,
+  evidence: Record<string, unknown>,
+): { replayed: boolean; record: ReconciliationRecordView } {
+  const { store, now } = context;
+  return commitThenReach(context, 'ledger.after_reconciliation_commit', () => {
+    const row = currentAuthorization(context, tokenId);
+    requireClaimedBy(row, executionId);
+    const open = store.openRecordId(tokenId);
+    const recordId = open ?? `rec_${randomUUID()}`;
+    if (open === undefined) store.insertRecord({ recordId, tokenId, executionId, reason, evidence: canonicalJson(evidence), at: now() });
+    return { replayed: open !== undefined, record: store.recordView(recordId) };
+  });
+}

@@ -1,0 +1,36 @@
+import type { ReconciliationRecordView } from '../store/ledger-rows.js';
+import { conflict, notFound } from '../ledger-error.js';
+import { commitThenReach, type CommitContext, type LedgerContext } from './current-authorization.js';
+import { releaseWithin } from './release-authorization.js';
+import { settleWithin, type Receipt, type SettleContext } from './settle-authorization.js';
+
+/** The records, oldest first: all of them, or those open or resolved. */
+export function reconciliationRecords({ store }: LedgerContext, status: 'open' | 'resolved' | undefined): ReconciliationRecordView[] {
+  return store.recordIds(status ?? null).map((recordId) => store.recordView(recordId));
+}
+
+/** How a human resolves a record: settle its authorization by a receipt, or release it. */
+export type RecordResolution = { kind: 'settle'; receipt: Receipt } | { kind: 'release'; reason: string };
+
+/** Resolves a record by settling or releasing its authorization, in the same transaction. */
+export function resolveReconciliation(
+  context: SettleContext & CommitContext,
+  recordId: string,
+  credentialId: string,
+  resolution: RecordResolution,
+): { replayed: boolean; record: ReconciliationRecordView } {
+  const { store, now } = context;
+  return commitThenReach(context, 'ledger.after_resolve_commit', () => {
+    const record = store.record(recordId);
+    if (!record) throw notFound();
+    const wanted = resolution.kind === 'settle' ? 'settled' : 'released';
+    if (record.status === 'resolved') {
+      if (record.resolution === wanted) return { replayed: true, record: store.recordView(recordId) };
+      throw conflict('record_resolved');
+    }
+    if (resolution.kind === 'settle') settleWithin(context, record.token_id, record.execution_id, resolution.receipt);
+    else releaseWithin(context, record.token_id, record.execution_id, 'reconciled_no_charge');
+    store.resolveRecord(recordId, { resolution: wanted, resolvedBy: credentialId, note: resolution.kind === 'release' ? resolution.reason : null, at: now() });
+    return { replayed: false, record: store.recordView(recordId) };
+  });
+}
