@@ -3,7 +3,7 @@ import { wholeNumberFlag } from '../../cli/flag-values.js';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { renderLogLines, renderLogsHeader, renderLogsJsonLines } from '../../cli/render-stack-logs.js';
+import { renderLogLines, renderLogsHeader, renderLogsJsonLines } from '../../launcher/logs/render-logs.js';
 import { followStackLogs, LOG_LEVELS, parseSince, LOG_COMPONENT_CHOICES, MAX_LOG_LINES, MIN_LOG_LINES, readStackLogs, type LogsRequest, type LogsResult } from '../../launcher/logs/stack-logs.js';
 
 export default class StackLogs extends LexecCommand<LogsResult> {

@@ -3,8 +3,8 @@ import { wholeNumberFlag } from '../../cli/flag-values.js';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { renderStartResult } from '../../cli/render-stack-runtime.js';
-import { createStartProgress } from '../../cli/start-progress.js';
+import { renderStartResult } from '../../launcher/start-stop/render-start-stop.js';
+import { createStartProgress } from '../../launcher/start-stop/render-start-progress.js';
 import { holdInForeground, type ForegroundEnd } from '../../launcher/start-stop/stack-foreground.js';
 import { startStack, type StartResult } from '../../launcher/start-stop/stack-start.js';
 

@@ -29,7 +29,7 @@ import { activeManifest, renderProfile } from '../generations/stack-generations.
 const TAKEDOWN_BOUND_MS = 30_000;
 const ORPHAN_GRACE_MS = 5_000;
 
-/** How the command shows progress; services know nothing of terminals (src/cli/start-progress.ts). */
+/** How the command shows progress; services know nothing of terminals (render-start-progress.ts). */
 export interface StartProgress {
   step<T>(title: string, work: () => Promise<T>, done?: (value: T) => string): Promise<T>;
   note(text: string): void;

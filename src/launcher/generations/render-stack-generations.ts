@@ -1,5 +1,5 @@
-import type { ActivateResult } from '../launcher/generations/stack-generations.js';
-import type { Output } from '../terminal/output.js';
+import type { ActivateResult } from './stack-generations.js';
+import type { Output } from '../../terminal/output.js';
 
 /** Human lines for activate and rollback. */
 export function renderActivation(result: ActivateResult, output: Output): void {

@@ -1,5 +1,5 @@
-import type { StartProgress } from '../launcher/start-stop/stack-start.js';
-import type { Output } from '../terminal/output.js';
+import type { StartProgress } from './stack-start.js';
+import type { Output } from '../../terminal/output.js';
 
 /*
  * Progress of `stack start` on stderr: listr2's animated task list when stderr is a terminal

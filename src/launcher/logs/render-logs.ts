@@ -1,6 +1,6 @@
-import type { LogEntry, LogsResult } from '../launcher/logs/stack-logs.js';
-import type { AdmissionRejection } from '../launcher/logs/log-lines.js';
-import type { Output } from '../terminal/output.js';
+import type { LogEntry, LogsResult } from './stack-logs.js';
+import type { AdmissionRejection } from './log-lines.js';
+import type { Output } from '../../terminal/output.js';
 
 /*
  * Human output of `stack logs` (docs/stack-logs.md "Output"). Colour, when on, touches only what
