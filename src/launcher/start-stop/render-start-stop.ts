@@ -1,3 +1,4 @@
+import type { ForegroundEnd } from './stack-foreground.js';
 import type { StartResult } from './stack-start.js';
 import type { StopResult } from './stack-stop.js';
 import { describeBusyPort } from '../probes/port-probe.js';
@@ -20,6 +21,12 @@ export function renderStartResult(result: StartResult, output: Output): void {
   for (const line of table(result.components.map((component) => [component.name, component.endpoint, `pid ${component.pid ?? '-'}`]))) output.line(line);
   if (result.agent !== null) output.line(`  agent ${result.agent.name} (${result.agent.agent_id})`);
   output.line(style.dim(`handoff ${result.handoff_file}; \`lexec stack status\` shows the stack, \`lexec stack stop\` stops it`));
+}
+
+/** `stack start` in human form; with --foreground the start was printed when ready, and this says how the wait ended. */
+export function renderStartOutcome(result: StartResult & { readonly foreground: ForegroundEnd | null }, output: Output): void {
+  if (result.foreground === null) renderStartResult(result, output);
+  else output.line(`stack of profile ${result.profile} stopped (${result.foreground.ended_by})`);
 }
 
 export function renderStopResult(result: StopResult, output: Output): void {
