@@ -1,6 +1,6 @@
 import type { ForegroundEnd } from './stack-foreground.js';
 import type { StartResult } from './stack-start.js';
-import type { StopResult } from './stack-stop.js';
+import type { StopEvent, StopResult } from './stack-stop.js';
 import { describeBusyPort } from '../probes/port-probe.js';
 import type { Output } from '../../terminal/output.js';
 import { table } from '../../terminal/table.js';
@@ -42,4 +42,22 @@ export function renderStopResult(result: StopResult, output: Output): void {
   }
   const busy = result.ports_busy.map((port) => describeBusyPort({ port: port.port, free: false, holder: port.holder }));
   for (const line of busy) output.diagnostics.line(output.diagnostics.style.warn(`warning: ${line} (not a process of this stack)`));
+}
+
+/** One line of a stop's progress, on stderr (a warning styled as one). */
+export function renderStopEvent(event: StopEvent, output: Output): void {
+  const { diagnostics } = output;
+  switch (event.kind) {
+    case 'executions_in_flight': {
+      const one = event.count === 1;
+      diagnostics.line(diagnostics.style.warn(`warning: ${event.count} execution${one ? ' is' : 's are'} still in flight; ${one ? 'it resumes' : 'they resume'} at the next \`lexec stack start\` (nothing is submitted or charged twice)`));
+      return;
+    }
+    case 'stopping_supervisor':
+      diagnostics.line(`stopping supervisor pid ${event.supervisor_pid} (${event.components.join(', ') || 'its children'}; the executor drains first): waiting up to ${event.bound_ms / 1000} s, then SIGKILL`);
+      return;
+    case 'supervisor_killed':
+      diagnostics.line(`supervisor pid ${String(event.supervisor_pid)} did not stop within ${event.bound_ms / 1000} s: killed (SIGKILL) with its process group`);
+      return;
+  }
 }
