@@ -2,6 +2,7 @@ import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { validateExecutorConfig, type ValidateConfigResult } from '../../config/validate-executor-config.js';
+import { renderValidateExecutorConfig } from '../../config/render-validate-executor-config.js';
 
 export default class ExecutorValidateConfig extends LexecCommand<ValidateConfigResult> {
   static override summary = 'Validate an executor configuration file (schema version 3) without touching anything else.';
@@ -21,14 +22,6 @@ export default class ExecutorValidateConfig extends LexecCommand<ValidateConfigR
   }
 
   protected override renderHuman(result: ValidateConfigResult, output: Output): void {
-    const { summary } = result;
-    output.line(`${output.style.ok('✔')} ${result.config_path} is a valid executor configuration (schema version ${result.schema_version}).`);
-    output.line(`  listen            ${summary.http_listen}`);
-    output.line(`  ledger version    ${summary.ledger_product_version}`);
-    output.line(`  credentials       ${summary.credentials_mode}`);
-    output.line(`  workflow engine   ${summary.workflow_engine_mode}`);
-    output.line(`  providers         ${summary.providers_mode}`);
-    output.line(`  targets           ${summary.execution_target_ids.length === 0 ? '(none)' : summary.execution_target_ids.join(', ')}`);
-    if (summary.development_allowance) output.line(output.style.warn('  development builds are allowed (development_allowance: true)'));
+    renderValidateExecutorConfig(result, output);
   }
 }

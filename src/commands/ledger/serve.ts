@@ -4,6 +4,7 @@ import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { UsageError } from '../../errors.js';
 import type { LedgerStopped } from '../../ledger/serve-ledger.js';
+import { renderLedgerServe } from '../../ledger/render-serve.js';
 
 type Result = LedgerStopped | BuildInfo;
 
@@ -28,10 +29,6 @@ export default class LedgerServe extends LexecCommand<Result> {
   }
 
   protected override renderHuman(result: Result, output: Output): void {
-    if ('product_version' in result) {
-      output.line(`lexec ledger ${result.product_version} (contract ${result.contract_version}, commit ${result.commit}, ${result.build_kind} build)`);
-    } else {
-      output.line(`ledger stopped (${result.signal})`);
-    }
+    renderLedgerServe(result, output);
   }
 }

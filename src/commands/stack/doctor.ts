@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { renderDoctorReport } from '../../cli/render-doctor.js';
+import { renderDoctorReport } from '../../launcher/doctor/render-doctor.js';
 import { ExitCode, type ExitCodeValue } from '../../errors.js';
 import { doctorStack } from '../../launcher/doctor/stack-doctor.js';
 import type { DoctorReport } from '../../launcher/doctor/doctor-report.js';

@@ -3,7 +3,7 @@ import { wholeNumberFlag } from '../../cli/flag-values.js';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { renderLogLines, renderLogsHeader, renderLogsJsonLines } from '../../cli/render-stack-logs.js';
+import { renderFollowedLines, renderFollowedTail, renderLogsJsonLines, renderLogsResult } from '../../launcher/logs/render-logs.js';
 import { followStackLogs, LOG_LEVELS, parseSince, LOG_COMPONENT_CHOICES, MAX_LOG_LINES, MIN_LOG_LINES, readStackLogs, type LogsRequest, type LogsResult } from '../../launcher/logs/stack-logs.js';
 
 export default class StackLogs extends LexecCommand<LogsResult> {
@@ -55,17 +55,10 @@ export default class StackLogs extends LexecCommand<LogsResult> {
       return await followStackLogs(request, {
         signal: stop.signal,
         onTail: (result) => {
-          if (output.jsonMode) {
-            renderLogsJsonLines(result, result.lines, output);
-            return;
-          }
-          renderLogsHeader(result, output);
-          renderLogLines(result, result.lines, output, this.raw);
-          output.diagnostics.line(output.diagnostics.style.dim('Following (Ctrl-C to stop)…'));
+          renderFollowedTail(result, output, this.raw);
         },
         onLines: (lines) => {
-          if (output.jsonMode) renderLogsJsonLines(null, lines, output);
-          else renderLogLines(request, lines, output, this.raw);
+          renderFollowedLines(request, lines, output, this.raw);
         },
       });
     } finally {
@@ -80,11 +73,6 @@ export default class StackLogs extends LexecCommand<LogsResult> {
   }
 
   protected override renderHuman(result: LogsResult, output: Output): void {
-    if (this.followed) {
-      output.diagnostics.line(output.diagnostics.style.dim('Stopped following.'));
-      return;
-    }
-    renderLogsHeader(result, output);
-    renderLogLines(result, result.lines, output, this.raw);
+    renderLogsResult(result, output, { raw: this.raw, followed: this.followed });
   }
 }

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { renderActivation } from '../../cli/render-stack.js';
+import { renderActivation } from '../../launcher/generations/render-stack-generations.js';
 import { activateStackGeneration, type ActivateResult } from '../../launcher/generations/stack-generations.js';
 
 export default class StackRollback extends LexecCommand<ActivateResult> {

@@ -2,6 +2,7 @@ import { Args } from '@oclif/core';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { selectStackProfile, type SelectResult } from '../../launcher/profiles/stack-profiles.js';
+import { renderSelection } from '../../launcher/profiles/render-profiles.js';
 
 export default class StackSelect extends LexecCommand<SelectResult> {
   static override summary = 'Select the profile later commands act on (saved under $LEXEC_HOME).';
@@ -15,6 +16,6 @@ export default class StackSelect extends LexecCommand<SelectResult> {
   }
 
   protected override renderHuman(result: SelectResult, output: Output): void {
-    output.line(`${output.style.ok('✔')} selected profile ${output.style.bold(result.selected)}${result.previous !== null && result.previous !== result.selected ? ` (was ${result.previous})` : ''}`);
+    renderSelection(result, output);
   }
 }

@@ -3,8 +3,8 @@ import { wholeNumberFlag } from '../../cli/flag-values.js';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { renderStartResult } from '../../cli/render-stack-runtime.js';
-import { createStartProgress } from '../../cli/start-progress.js';
+import { renderStartOutcome, renderStartResult } from '../../launcher/start-stop/render-start-stop.js';
+import { createStartProgress } from '../../launcher/start-stop/render-start-progress.js';
 import { holdInForeground, type ForegroundEnd } from '../../launcher/start-stop/stack-foreground.js';
 import { startStack, type StartResult } from '../../launcher/start-stop/stack-start.js';
 
@@ -32,7 +32,6 @@ export default class StackStart extends LexecCommand<StartCommandResult> {
   }
 
   protected override renderHuman(result: StartCommandResult, output: Output): void {
-    if (result.foreground === null) renderStartResult(result, output);
-    else output.line(`stack of profile ${result.profile} stopped (${result.foreground.ended_by})`);
+    renderStartOutcome(result, output);
   }
 }

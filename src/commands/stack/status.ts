@@ -1,7 +1,7 @@
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { renderStatusResult } from '../../cli/render-stack-runtime.js';
+import { renderStatusResult } from '../../launcher/status/render-status.js';
 import { stackStatus, type StatusResult } from '../../launcher/status/stack-status.js';
 
 export default class StackStatus extends LexecCommand<StatusResult> {

@@ -1,7 +1,7 @@
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { renderStopResult } from '../../cli/render-stack-runtime.js';
+import { renderStopEvent, renderStopResult } from '../../launcher/start-stop/render-start-stop.js';
 import { stopStack, type StopResult } from '../../launcher/start-stop/stack-stop.js';
 
 export default class StackStop extends LexecCommand<StopResult> {
@@ -16,8 +16,8 @@ export default class StackStop extends LexecCommand<StopResult> {
     return stopStack({
       env: process.env,
       profileFlag: flags.profile,
-      progress: (line) => {
-        output.diagnostics.line(line.startsWith('warning:') ? output.diagnostics.style.warn(line) : line);
+      progress: (event) => {
+        renderStopEvent(event, output);
       },
     });
   }

@@ -1,5 +1,5 @@
 import { lexecHome, profilePaths } from '../home/stack-home.js';
-import type { StartProgress } from './stack-start.js';
+import type { StartProgress } from './start-events.js';
 import { stopStack, supervisorStillRunning } from './stack-stop.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -17,7 +17,7 @@ export interface ForegroundEnd {
  */
 export async function holdInForeground(request: { env: NodeJS.ProcessEnv; profile: string; progress: StartProgress }): Promise<ForegroundEnd> {
   const paths = profilePaths(lexecHome(request.env), request.profile);
-  request.progress.note(`running in the foreground: Ctrl-C stops the stack of profile "${paths.name}"`);
+  request.progress.event({ kind: 'foreground', profile: paths.name });
   const received: { signal: 'SIGINT' | 'SIGTERM' | null } = { signal: null };
   const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
     received.signal ??= signal;
@@ -34,7 +34,7 @@ export async function holdInForeground(request: { env: NodeJS.ProcessEnv; profil
     while (received.signal === null && (await supervisorStillRunning(paths))) await sleep(250);
     const signal = received.signal;
     if (signal === null) return { ended_by: 'supervisor_exited' };
-    await request.progress.step('stopping the stack', () => stopStack({ env: request.env, profileFlag: paths.name }));
+    await request.progress.step({ kind: 'stop_stack' }, () => stopStack({ env: request.env, profileFlag: paths.name }));
     return { ended_by: signal };
   } finally {
     process.removeListener('SIGINT', onInt);

@@ -7,7 +7,7 @@ import { generationComponents, type GenerationManifest, type StackComponent } fr
 import type { ProfilePaths } from '../home/stack-home.js';
 import { readStateLeniently } from '../supervisor/stack-processes.js';
 import type { SupervisorState } from '../supervisor/supervisor-state.js';
-import type { StartRequest } from './stack-start.js';
+import type { StartProgress } from './start-events.js';
 
 /*
  * How `stack start` waits for the stack it started (or found running): it follows what the
@@ -30,7 +30,7 @@ export async function waitUntilReady(options: {
   manifest: GenerationManifest;
   supervisorPid: number;
   deadline: number;
-  request: StartRequest;
+  request: { readonly progress: StartProgress; readonly timeoutMs: number };
   /** Whether a timeout stops the stack (this start started it) or leaves it running (it was running before). */
   onTimeout: 'stop' | 'leave';
 }): Promise<SupervisorState> {
@@ -39,7 +39,7 @@ export async function waitUntilReady(options: {
   for (const component of generationComponents(manifest)) {
     const port = manifest.components[component]?.port ?? 0;
     latest = await request.progress.step(
-      `${component} ready`,
+      { kind: 'component_ready', component, endpoint: `http://127.0.0.1:${port}` },
       async () => {
         for (;;) {
           const state = await readStateLeniently(paths);
@@ -50,7 +50,6 @@ export async function waitUntilReady(options: {
           await sleep(100);
         }
       },
-      () => `http://127.0.0.1:${port}`,
     );
   }
   if (latest === null) throw new Error('a generation without components');

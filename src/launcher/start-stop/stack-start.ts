@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { access } from 'node:fs/promises';
 import { readBuildInfo } from '../../build-info.js';
-import { UserError, type FieldIssue } from '../../errors.js';
+import { UserError } from '../../errors.js';
 import { readActiveId, writeActiveId } from '../generations/generation-store.js';
 import { readHandoff, stackHandoff, withdrawHandoff, writeHandoff, type Handoff } from '../handoff/handoff.js';
 import { terminateProcess } from '../supervisor/process-identity.js';
@@ -13,6 +13,7 @@ import { liveRecordedChildren, liveSupervisorPid, readStateLeniently, takeDownSt
 import { LEXEC_BIN } from '../supervisor/supervised-child.js';
 import type { SupervisorState } from '../supervisor/supervisor-state.js';
 import { preflightChecks } from './stack-preflight.js';
+import type { ProfileDrift, StartProgress } from './start-events.js';
 import { waitUntilReady } from './stack-readiness-wait.js';
 import { activeManifest, renderProfile } from '../generations/stack-generations.js';
 
@@ -29,12 +30,6 @@ import { activeManifest, renderProfile } from '../generations/stack-generations.
 const TAKEDOWN_BOUND_MS = 30_000;
 const ORPHAN_GRACE_MS = 5_000;
 
-/** How the command shows progress; services know nothing of terminals (src/cli/start-progress.ts). */
-export interface StartProgress {
-  step<T>(title: string, work: () => Promise<T>, done?: (value: T) => string): Promise<T>;
-  note(text: string): void;
-}
-
 export interface StartRequest {
   readonly env: NodeJS.ProcessEnv;
   readonly profileFlag: string | undefined;
@@ -49,11 +44,6 @@ export interface StartedComponent {
   readonly port: number;
   readonly endpoint: string;
 }
-
-/** The profile source renders a generation other than the active one (or no longer renders). */
-export type ProfileDrift =
-  | { readonly kind: 'renders_differently'; readonly rendered_generation_id: string; readonly changed_files: readonly string[]; readonly affected_components: readonly string[] }
-  | { readonly kind: 'does_not_render'; readonly code: string; readonly issues: readonly FieldIssue[] };
 
 export interface StartResult {
   readonly profile: string;
@@ -93,7 +83,7 @@ export async function startStack(request: StartRequest): Promise<StartResult> {
   try {
     // The main job needs no set-up: the default profile comes from the shipped example.
     const profileCreated = name === DEFAULT_PROFILE && (await createProfileFromExample(home, name, 'sandbox')) === 'created';
-    if (profileCreated) request.progress.note(`created profile "${name}" from profiles.example/sandbox.toml (${paths.source})`);
+    if (profileCreated) request.progress.event({ kind: 'profile_created', profile: name, source: paths.source });
 
     const state = await readStateLeniently(paths);
     const running = await liveSupervisorPid(paths, state);
@@ -101,34 +91,34 @@ export async function startStack(request: StartRequest): Promise<StartResult> {
 
     const orphans = await liveRecordedChildren(state, paths);
     if (orphans.length > 0) {
-      await request.progress.step(`stopping ${orphans.length} process(es) left by a killed supervisor`, () =>
+      await request.progress.step({ kind: 'stop_orphans', count: orphans.length }, () =>
         Promise.all(orphans.map((child) => terminateProcess(child.pid, child.startTicks, ORPHAN_GRACE_MS))),
       );
     }
     await withdrawHandoff(paths);
 
     const { manifest, activated, drift } = await request.progress.step(
-      'active generation',
+      { kind: 'active_generation' },
       () => ensureActiveGeneration(paths, home, request.now()),
-      (value) => `${value.manifest.generation_id}${value.activated ? ' (rendered and activated)' : ''}`,
+      (value) => ({ kind: 'generation', generation_id: value.manifest.generation_id, activated: value.activated }),
     );
     reportDrift(request.progress, manifest, drift);
     await request.progress.step(
-      'preflight: ports free, doctor',
+      { kind: 'preflight' },
       () => preflightChecks({ home, paths, manifest }),
-      (value) => (value.warnings.length === 0 ? 'no warning' : `warnings: ${value.warnings.join(', ')} (see \`lexec stack doctor\`)`),
+      (value) => ({ kind: 'preflight', warnings: value.warnings }),
     );
 
-    const supervisorPid = await request.progress.step('supervisor', () => spawnSupervisor(paths, request.env), (pid) => `pid ${pid}`);
+    const supervisorPid = await request.progress.step({ kind: 'supervisor' }, () => spawnSupervisor(paths, request.env), (pid) => ({ kind: 'supervisor', pid }));
     const deadline = started + request.timeoutMs;
     let ready: SupervisorState;
     try {
       ready = await waitUntilReady({ paths, manifest, supervisorPid, deadline, request, onTimeout: 'stop' });
     } catch (error) {
-      await request.progress.step('stopping what was started', () => takeDownStack(paths, supervisorPid, { boundMs: TAKEDOWN_BOUND_MS, orphanGraceMs: ORPHAN_GRACE_MS }));
+      await request.progress.step({ kind: 'take_down' }, () => takeDownStack(paths, supervisorPid, { boundMs: TAKEDOWN_BOUND_MS, orphanGraceMs: ORPHAN_GRACE_MS }));
       throw error;
     }
-    const handoff = await request.progress.step('handoff', () => supervisorHandoff(paths, ready, deadline, request.now), () => paths.handoffFile);
+    const handoff = await request.progress.step({ kind: 'handoff', handoff_file: paths.handoffFile }, () => supervisorHandoff(paths, ready, deadline, request.now));
     return result({ paths, state: ready, handoff, outcome: 'started', started, profileCreated, activated, drift, orphans: orphans.length });
   } finally {
     await release();
@@ -137,7 +127,7 @@ export async function startStack(request: StartRequest): Promise<StartResult> {
 
 /** A second start of a running stack: wait until it is ready (normally at once) and make sure its handoff is there. */
 async function joinRunningStack({ request, paths, supervisorPid, started }: { request: StartRequest; paths: ProfilePaths; supervisorPid: number; started: number }): Promise<StartResult> {
-  request.progress.note(`profile "${paths.name}" is already running (supervisor pid ${supervisorPid})`);
+  request.progress.event({ kind: 'already_running', profile: paths.name, supervisor_pid: supervisorPid });
   const manifest = await activeManifest(paths);
   if (manifest === null) throw new UserError('no_active_generation', `Profile "${paths.name}" runs but has no active generation.`, { nextStep: `Run \`lexec stack stop --profile ${paths.name}\`, then start again.` });
   const state = await waitUntilReady({ paths, manifest, supervisorPid, deadline: started + request.timeoutMs, request, onTimeout: 'leave' });
@@ -175,18 +165,7 @@ async function profileDrift(paths: ProfilePaths, home: string, now: Date, active
 }
 
 function reportDrift(progress: StartProgress, manifest: GenerationManifest, drift: ProfileDrift | null): void {
-  if (drift === null) return;
-  if (drift.kind === 'does_not_render') {
-    progress.note(`warning: profile.toml no longer renders (${drift.code}); starting the active generation ${manifest.generation_id} as it is`);
-    for (const issue of drift.issues) progress.note(`  ${issue.path}: ${issue.message}`);
-  } else {
-    // No file changed but components are affected: the manifest's ports or sandbox settings, or
-    // the lexec build itself (its lineage is part of every generation).
-    const what = `changed files: ${drift.changed_files.join(', ') || 'none'}; components affected: ${drift.affected_components.join(', ') || 'none'}`;
-    progress.note(
-      `warning: profile.toml now renders generation ${drift.rendered_generation_id} (${what}), not the active ${manifest.generation_id}, which is started as it is. To apply the change: \`lexec stack render\`, \`lexec stack stop\`, \`lexec stack activate --generation ${drift.rendered_generation_id}\`, \`lexec stack start\``,
-    );
-  }
+  if (drift !== null) progress.event({ kind: 'profile_drift', active_generation_id: manifest.generation_id, drift });
 }
 
 /** Starts `lexec stack supervise` in its own session, detached from this process and its terminal. */

@@ -23,11 +23,18 @@ const ORPHAN_GRACE_MS = 5_000;
 /** A port can stay busy for a moment after its listener exits. */
 const PORT_RELEASE_WAIT_MS = 3_000;
 
+/** What a stop reports while it works (what it waits for, and how long); the stop renderer words it. */
+export type StopEvent =
+  /** Executions not yet terminal when the stop began: they resume at the next start. */
+  | { readonly kind: 'executions_in_flight'; readonly count: number }
+  | { readonly kind: 'stopping_supervisor'; readonly supervisor_pid: number; readonly components: readonly string[]; readonly bound_ms: number }
+  /** The supervisor did not stop within its bound: killed (SIGKILL) with its process group. */
+  | { readonly kind: 'supervisor_killed'; readonly supervisor_pid: number | null; readonly bound_ms: number };
+
 export interface StopRequest {
   readonly env: NodeJS.ProcessEnv;
   readonly profileFlag: string | undefined;
-  /** One line of progress (what the stop waits for, and how long), for stderr. */
-  readonly progress?: (line: string) => void;
+  readonly progress?: (event: StopEvent) => void;
 }
 
 export interface StopResult {
@@ -76,21 +83,20 @@ export async function stopStack(request: StopRequest): Promise<StopResult> {
   }
 }
 
-async function stopProfile(paths: ProfilePaths, started: number, progress: (line: string) => void): Promise<StopResult> {
+async function stopProfile(paths: ProfilePaths, started: number, progress: (event: StopEvent) => void): Promise<StopResult> {
   const handoffExisted = await fileExists(paths.handoffFile);
   await withdrawHandoff(paths);
   const before = await readStateLeniently(paths);
   const supervisorPid = await liveSupervisorPid(paths, before);
   const inFlight = supervisorPid === null ? null : await countExecutions(paths.executorDatabase, ['pending', 'scheduled', 'running']);
   if (inFlight !== null && inFlight > 0) {
-    progress(`warning: ${inFlight} execution${inFlight === 1 ? ' is' : 's are'} still in flight; ${inFlight === 1 ? 'it resumes' : 'they resume'} at the next \`lexec stack start\` (nothing is submitted or charged twice)`);
+    progress({ kind: 'executions_in_flight', count: inFlight });
   }
   if (supervisorPid !== null) {
-    const components = Object.keys(before?.components ?? {}).join(', ') || 'its children';
-    progress(`stopping supervisor pid ${supervisorPid} (${components}; the executor drains first): waiting up to ${SUPERVISOR_STOP_BOUND_MS / 1000} s, then SIGKILL`);
+    progress({ kind: 'stopping_supervisor', supervisor_pid: supervisorPid, components: Object.keys(before?.components ?? {}), bound_ms: SUPERVISOR_STOP_BOUND_MS });
   }
   const takedown = await takeDownStack(paths, supervisorPid, { boundMs: SUPERVISOR_STOP_BOUND_MS, orphanGraceMs: ORPHAN_GRACE_MS });
-  if (takedown.forced) progress(`supervisor pid ${String(supervisorPid)} did not stop within ${SUPERVISOR_STOP_BOUND_MS / 1000} s: killed (SIGKILL) with its process group`);
+  if (takedown.forced) progress({ kind: 'supervisor_killed', supervisor_pid: supervisorPid, bound_ms: SUPERVISOR_STOP_BOUND_MS });
   if (takedown.survivors.length > 0) {
     throw new UserError('stack_stop_incomplete', `Some processes of profile "${paths.name}" survived SIGKILL: ${takedown.survivors.map((child) => `${child.component} pid ${child.pid}`).join(', ')}.`, {
       nextStep: 'They are probably blocked in the kernel (uninterruptible I/O); wait, then run `lexec stack stop` again.',

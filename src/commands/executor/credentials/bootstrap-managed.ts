@@ -2,6 +2,7 @@ import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import type { Output } from '../../../terminal/output.js';
 import { bootstrapManagedCredentials, type BootstrapManagedResult } from '../../../executor/bootstrap-managed-credentials.js';
+import { renderBootstrapManagedCredentials } from '../../../executor/render-bootstrap-managed-credentials.js';
 
 export default class ExecutorCredentialsBootstrapManaged extends LexecCommand<BootstrapManagedResult> {
   // Launcher-internal (spec §1): run by `stack start` after the ledger is ready. Documented in
@@ -27,9 +28,6 @@ export default class ExecutorCredentialsBootstrapManaged extends LexecCommand<Bo
   }
 
   protected override renderHuman(result: BootstrapManagedResult, output: Output): void {
-    output.line(`${output.style.ok('✔')} managed credentials ready in ${result.state_dir}`);
-    output.line(`  caller capability           ${result.caller_capability}`);
-    output.line(`  reconciliation capability   ${result.reconciliation_capability}`);
-    output.line(`  ledger credential           ${result.ledger_credential} (at ${result.ledger_endpoint})`);
+    renderBootstrapManagedCredentials(result, output);
   }
 }

@@ -4,6 +4,7 @@ import { wholeNumberFlag } from '../../../cli/flag-values.js';
 import type { Output } from '../../../terminal/output.js';
 import { UsageError } from '../../../errors.js';
 import type { SandboxStopped } from '../../../provider/sandbox/serve-sandbox.js';
+import { renderSandboxStopped } from '../../../provider/sandbox/render-serve-sandbox.js';
 
 function absolutePathFlag(value: string | undefined, name: string): string | undefined {
   if (value !== undefined && !value.startsWith('/')) {
@@ -59,6 +60,6 @@ export default class ProviderSandboxServe extends LexecCommand<SandboxStopped> {
   }
 
   protected override renderHuman(result: SandboxStopped, output: Output): void {
-    output.line(`sandbox provider stopped (${result.signal}; ${result.submissions} submission${result.submissions === 1 ? '' : 's'} received)`);
+    renderSandboxStopped(result, output);
   }
 }

@@ -1,17 +1,11 @@
-import type { StartResult } from '../launcher/start-stop/stack-start.js';
-import type { StatusResult } from '../launcher/status/stack-status.js';
-import type { StopResult } from '../launcher/start-stop/stack-stop.js';
-import { describeBusyPort } from '../launcher/probes/port-probe.js';
-import type { Output } from '../terminal/output.js';
+import type { StatusResult } from './stack-status.js';
+import type { Output } from '../../terminal/output.js';
+import { table } from '../../terminal/table.js';
 
 /*
- * Human lines for `stack start`, `stack stop` and `stack status` (stderr). Only type imports from
- * the services: `stack status` loads this module and must not load what start and stop need.
+ * Human lines for `stack status` (stdout). Only type imports from the service: `stack status`
+ * loads this module and must not load what start and stop need.
  */
-
-function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)} s`;
-}
 
 function duration(ms: number | null): string {
   if (ms === null) return '-';
@@ -24,38 +18,6 @@ function bytes(count: number): string {
   if (count < 1024) return `${count} B`;
   if (count < 1024 * 1024) return `${(count / 1024).toFixed(1)} KiB`;
   return `${(count / (1024 * 1024)).toFixed(1)} MiB`;
-}
-
-function table(rows: readonly (readonly string[])[]): string[] {
-  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length))) ?? [];
-  return rows.map((row) => `  ${row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ')}`.trimEnd());
-}
-
-export function renderStartResult(result: StartResult, output: Output): void {
-  const { style } = output;
-  if (result.outcome === 'already_running') {
-    output.line(`profile ${result.profile} is already running (generation ${result.generation_id}, supervisor pid ${result.supervisor_pid}): nothing to do`);
-  } else {
-    output.line(`${style.ok('✔')} profile ${style.bold(result.profile)} is ready: generation ${result.generation_id}, supervisor pid ${result.supervisor_pid} (${seconds(result.elapsed_ms)})`);
-  }
-  for (const line of table(result.components.map((component) => [component.name, component.endpoint, `pid ${component.pid ?? '-'}`]))) output.line(line);
-  if (result.agent !== null) output.line(`  agent ${result.agent.name} (${result.agent.agent_id})`);
-  output.line(style.dim(`handoff ${result.handoff_file}; \`lexec stack status\` shows the stack, \`lexec stack stop\` stops it`));
-}
-
-export function renderStopResult(result: StopResult, output: Output): void {
-  const { style } = output;
-  if (result.outcome === 'already_stopped') {
-    output.line(`profile ${result.profile} was not running: nothing to stop`);
-  } else {
-    const by = result.supervisor_pid === null ? 'no supervisor was running' : `supervisor pid ${result.supervisor_pid}${result.forced ? ', killed after it did not stop in time' : ''}`;
-    output.line(`${style.ok('✔')} profile ${style.bold(result.profile)} stopped (${by}; ${seconds(result.elapsed_ms)})`);
-  }
-  if (result.orphans_stopped.length > 0) {
-    output.line(`stopped ${result.orphans_stopped.length} process(es) left by a killed supervisor: ${result.orphans_stopped.map((orphan) => `${orphan.component} pid ${orphan.pid}`).join(', ')}`);
-  }
-  const busy = result.ports_busy.map((port) => describeBusyPort({ port: port.port, free: false, holder: port.holder }));
-  for (const line of busy) output.diagnostics.line(output.diagnostics.style.warn(`warning: ${line} (not a process of this stack)`));
 }
 
 export function renderStatusResult(result: StatusResult, output: Output): void {

@@ -1,6 +1,6 @@
-import type { LogEntry, LogsResult } from '../launcher/logs/stack-logs.js';
-import type { AdmissionRejection } from '../launcher/logs/log-lines.js';
-import type { Output } from '../terminal/output.js';
+import type { LogEntry, LogsResult } from './stack-logs.js';
+import type { AdmissionRejection } from './log-lines.js';
+import type { Output } from '../../terminal/output.js';
 
 /*
  * Human output of `stack logs` (docs/stack-logs.md "Output"). Colour, when on, touches only what
@@ -107,4 +107,31 @@ export function renderLogLines(result: Pick<LogsResult, 'component'>, lines: rea
 export function renderLogsJsonLines(result: Pick<LogsResult, 'admission_rejections'> | null, lines: readonly LogEntry[], output: Output): void {
   for (const rejection of result?.admission_rejections ?? []) output.jsonLine({ type: 'admission_rejection', ...rejection });
   for (const entry of lines) output.jsonLine({ type: 'line', ...entry });
+}
+
+/** `stack logs` in human form: the header and the lines read; once followed, only the closing note (the rest was printed as it came). */
+export function renderLogsResult(result: LogsResult, output: Output, options: { readonly raw: boolean; readonly followed: boolean }): void {
+  if (options.followed) {
+    output.diagnostics.line(output.diagnostics.style.dim('Stopped following.'));
+    return;
+  }
+  renderLogsHeader(result, output);
+  renderLogLines(result, result.lines, output, options.raw);
+}
+
+/** `stack logs --follow`: what was read before following (human or JSON Lines), then a note on stderr. */
+export function renderFollowedTail(result: LogsResult, output: Output, raw: boolean): void {
+  if (output.jsonMode) {
+    renderLogsJsonLines(result, result.lines, output);
+    return;
+  }
+  renderLogsHeader(result, output);
+  renderLogLines(result, result.lines, output, raw);
+  output.diagnostics.line(output.diagnostics.style.dim('Following (Ctrl-C to stop)…'));
+}
+
+/** `stack logs --follow`: lines written since, as they come. */
+export function renderFollowedLines(result: Pick<LogsResult, 'component'>, lines: readonly LogEntry[], output: Output, raw: boolean): void {
+  if (output.jsonMode) renderLogsJsonLines(null, lines, output);
+  else renderLogLines(result, lines, output, raw);
 }

@@ -1,5 +1,5 @@
-import type { CheckStatus, DoctorReport } from '../launcher/doctor/doctor-report.js';
-import type { Output } from '../terminal/output.js';
+import type { CheckStatus, DoctorReport } from './doctor-report.js';
+import type { Output } from '../../terminal/output.js';
 
 const MARKS: Record<CheckStatus, string> = { pass: '✔', warn: '!', fail: '✖', skip: '-' };
 
