@@ -25,8 +25,14 @@ export interface ConsoleServeRequest {
   onReady(address: ConsoleAddress): void;
   /** Called with each new login link (SIGUSR1). */
   onNewLogin(loginUrl: string): void;
-  /** Diagnostics for stderr. */
-  warn(text: string): void;
+  /** The platform's browser opener (--open) failed or is missing: the operator opens the link. */
+  onOpenFailed(failure: OpenFailed): void;
+}
+
+export interface OpenFailed {
+  /** The opener run: xdg-open, open or explorer. */
+  readonly opener: string;
+  readonly reason: 'failed' | 'missing';
 }
 
 export interface ConsoleAddress {
@@ -66,10 +72,10 @@ export async function serveConsole(request: ConsoleServeRequest): Promise<Consol
     if (request.open) {
       await execa(opener(), [loginUrl], { stdio: 'ignore', detached: true, reject: false, timeout: 10_000 }).then(
         (result) => {
-          if (result.failed) request.warn(`Could not open a browser (${opener()} failed); open the login link yourself.`);
+          if (result.failed) request.onOpenFailed({ opener: opener(), reason: 'failed' });
         },
         () => {
-          request.warn(`Could not open a browser (${opener()} is missing); open the login link yourself.`);
+          request.onOpenFailed({ opener: opener(), reason: 'missing' });
         },
       );
     }

@@ -16,8 +16,8 @@ const SRC = join(ROOT, 'src');
 /** Floors, highest first. A folder imports only from folders on a lower floor. */
 export const FLOORS: readonly (readonly string[])[] = [
   ['commands', 'hooks'],
-  ['cli'],
   ['run', 'agent', 'console'],
+  ['cli'],
   ['stack-client'],
   ['launcher'],
   ['executor'],

@@ -1,10 +1,10 @@
 import { Flags } from '@oclif/core';
 import { wholeNumberFlag } from '../../cli/flag-values.js';
-import { jsonSuccess } from '../../cli/json-envelope.js';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
-import { serveConsole, type ConsoleAddress, type ConsoleStopped } from '../../console/serve-console.js';
+import { renderConsoleReady, renderConsoleStopped, renderNewLogin, renderOpenFailed } from '../../console/render-console.js';
+import { serveConsole, type ConsoleStopped } from '../../console/serve-console.js';
 
 export default class StackConsole extends LexecCommand<ConsoleStopped> {
   static override summary = "Serve the operator console for the profile's running stack on 127.0.0.1: executions, images, spend, approvals, reconciliations.";
@@ -30,16 +30,6 @@ export default class StackConsole extends LexecCommand<ConsoleStopped> {
     // SIGHUP too: the terminal went away, and nobody is left to read a new login link.
     const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
     for (const signal of signals) process.once(signal, onSignal);
-    const loginLine = (loginUrl: string) => {
-      output.line(`Log in (works once, within 10 minutes): ${loginUrl}`);
-    };
-    const print = (address: ConsoleAddress) => {
-      if (output.jsonMode) output.jsonLine(jsonSuccess('stack console', address));
-      else {
-        output.line(`Console of profile "${address.profile}": ${address.address}`);
-        loginLine(address.login_url);
-      }
-    };
     try {
       return await serveConsole({
         env: process.env,
@@ -48,15 +38,13 @@ export default class StackConsole extends LexecCommand<ConsoleStopped> {
         open: flags.open,
         signal: stop.signal,
         onReady: (address) => {
-          print(address);
-          output.diagnostics.line(output.diagnostics.style.dim(`Serving until Ctrl-C; \`kill -USR1 ${String(process.pid)}\` prints a new login link.`));
+          renderConsoleReady(address, process.pid, output);
         },
         onNewLogin: (loginUrl) => {
-          if (output.jsonMode) output.jsonLine(jsonSuccess('stack console', { login_url: loginUrl }));
-          else loginLine(loginUrl);
+          renderNewLogin(loginUrl, output);
         },
-        warn: (text) => {
-          output.diagnostics.line(output.diagnostics.style.warn(`Warning: ${text}`));
+        onOpenFailed: (failure) => {
+          renderOpenFailed(failure, output);
         },
       });
     } finally {
@@ -70,6 +58,6 @@ export default class StackConsole extends LexecCommand<ConsoleStopped> {
   }
 
   protected override renderHuman(result: ConsoleStopped, output: Output): void {
-    output.diagnostics.line(output.diagnostics.style.dim(`Console at ${result.address} stopped.`));
+    renderConsoleStopped(result, output);
   }
 }
