@@ -1,7 +1,7 @@
 import type { StartResult } from '../launcher/start-stop/stack-start.js';
 import type { StatusResult } from '../launcher/status/stack-status.js';
 import type { StopResult } from '../launcher/start-stop/stack-stop.js';
-import { describeBusyPort } from '../launcher/probes/port-probe.js';
+import { describeBusyPort } from '../process/port-probe.js';
 import type { Output } from '../terminal/output.js';
 
 /*

@@ -37,8 +37,8 @@ import {
 } from './doctor-report.js';
 import { inspectActiveGeneration, type ActiveGeneration } from './doctor-generation.js';
 import { inspectStatePermissions, stateScope, tightenStatePermissions, type PermissionFix } from './state-permissions.js';
-import { probeTcp } from '../probes/loopback-probe.js';
-import { probePort } from '../probes/port-probe.js';
+import { probeTcp } from '../../process/loopback-probe.js';
+import { probePort } from '../../process/port-probe.js';
 import { loadProfile, resolveProfileName } from '../profiles/profile-store.js';
 import { compareGenerations, renderGeneration, STACK_COMPONENTS, type GenerationManifest, type RenderedGeneration } from '../generations/render-generation.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';

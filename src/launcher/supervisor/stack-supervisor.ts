@@ -3,13 +3,13 @@ import { performance } from 'node:perf_hooks';
 import { errorCode, UserError } from '../../errors.js';
 import { restrictProcessUmask } from '../../storage/private-state.js';
 import { generationDir } from '../generations/generation-store.js';
-import { probeComponent } from '../probes/loopback-probe.js';
-import { processStartTicks, terminateProcess } from './process-identity.js';
+import { probeComponent } from '../../process/loopback-probe.js';
+import { processStartTicks, terminateProcess } from '../../process/process-identity.js';
 import { liveTemporalChild } from './stack-processes.js';
 import { loadProfile, resolveProfileName } from '../profiles/profile-store.js';
 import { generationComponents, type GenerationManifest, type StackComponent } from '../generations/render-generation.js';
-import { nextStreak, restartDelayMs } from './restart-policy.js';
-import { openRotatingLog, type RotatingLog } from '../logs/rotating-log.js';
+import { nextStreak, restartDelayMs } from '../../process/restart-policy.js';
+import { openRotatingLog, type RotatingLog } from '../../process/rotating-log.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';
 import { acquireSupervisorLock } from '../home/stack-locks.js';
 import { spawnSupervisedChild, type ChildExit, type SupervisedChild } from './supervised-child.js';
@@ -30,7 +30,7 @@ import { readHandoff, stackHandoff, withdrawHandoff, writeHandoff } from '../han
  * starts the children in order — ledger, wait for /health; credential bootstrap and the local
  * agent and approver credentials (in this process: nothing else needs to run for a restart);
  * executor and sandbox provider, wait for /readyz — writes their output to the rotating logs,
- * restarts a child that exits on its own (restart-policy.ts), publishes everything in
+ * restarts a child that exits on its own (src/process/restart-policy.ts), publishes everything in
  * state/supervisor.json, and on SIGTERM or SIGINT stops the children in reverse order.
  */
 
