@@ -1,4 +1,4 @@
-import type { StartProgress } from '../launcher/start-stop/stack-start.js';
+import type { StartProgress } from '../launcher/start-stop/start-request.js';
 import type { Output } from '../terminal/output.js';
 
 /*

@@ -8,9 +8,9 @@ import { generationDir } from '../generations/generation-store.js';
 import { readHandoff } from '../handoff/handoff.js';
 import type { ProfilePaths } from '../home/stack-home.js';
 import { runningSupervisorPid } from '../home/stack-locks.js';
-import { existingProfilePaths } from '../profiles/existing-profile.js';
+import { existingProfilePaths, type ProfileRequest } from '../profiles/existing-profile.js';
 import { loadExecutorConfig } from '../../config/validate-executor-config.js';
-import { activeManifest, type ProfileRequest } from '../generations/stack-generations.js';
+import { activeManifest } from '../generations/stack-generations.js';
 
 /*
  * `lexec stack catalog` (docs/stack-logs.md "Catalog"): the sanitised provider catalog (spec §2,

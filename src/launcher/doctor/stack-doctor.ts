@@ -45,8 +45,7 @@ import { lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.j
 import { runningSupervisorPid } from '../home/stack-locks.js';
 import { liveTemporalChild } from '../supervisor/stack-processes.js';
 import { generationCatalog } from '../catalog/stack-catalog.js';
-import type { ProfileRequest } from '../generations/stack-generations.js';
-import { existingProfilePaths } from '../profiles/existing-profile.js';
+import { existingProfilePaths, type ProfileRequest } from '../profiles/existing-profile.js';
 import { countExecutions, countRescheduledRuns } from '../status/executor-database.js';
 
 /*

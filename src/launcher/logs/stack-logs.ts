@@ -5,8 +5,7 @@ import { LOG_COMPONENTS, type LogComponent } from '../../process/log-files.js';
 import { belongsToExecution, EXECUTION_ID, mergeByTime, parseLogLine, type AdmissionRejection, type LogLine } from './log-lines.js';
 import type { ProfilePaths } from '../home/stack-home.js';
 import { tailComponent, type ComponentTail } from './tail-log.js';
-import { existingProfilePaths } from '../profiles/existing-profile.js';
-import type { ProfileRequest } from '../generations/stack-generations.js';
+import { existingProfilePaths, type ProfileRequest } from '../profiles/existing-profile.js';
 
 /*
  * `lexec stack logs` (docs/stack-logs.md): the last lines of a component's managed log across its

@@ -1,5 +1,5 @@
 import { lexecHome, profilePaths } from '../home/stack-home.js';
-import type { StartProgress } from './stack-start.js';
+import type { StartProgress } from './start-request.js';
 import { stopStack, supervisorStillRunning } from './stack-stop.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -7,7 +7,7 @@ import { generationComponents, type GenerationManifest, type StackComponent } fr
 import type { ProfilePaths } from '../home/stack-home.js';
 import { readStateLeniently } from '../supervisor/stack-processes.js';
 import type { SupervisorState } from '../supervisor/supervisor-state.js';
-import type { StartRequest } from './stack-start.js';
+import type { StartRequest } from './start-request.js';
 
 /*
  * How `stack start` waits for the stack it started (or found running): it follows what the

@@ -14,6 +14,7 @@ import { LEXEC_BIN } from '../supervisor/supervised-child.js';
 import type { SupervisorState } from '../supervisor/supervisor-state.js';
 import { preflightChecks } from './stack-preflight.js';
 import { waitUntilReady } from './stack-readiness-wait.js';
+import type { StartProgress, StartRequest } from './start-request.js';
 import { activeManifest, renderProfile } from '../generations/stack-generations.js';
 
 /*
@@ -28,20 +29,6 @@ import { activeManifest, renderProfile } from '../generations/stack-generations.
 /** Bound on stopping what a failed start had started. */
 const TAKEDOWN_BOUND_MS = 30_000;
 const ORPHAN_GRACE_MS = 5_000;
-
-/** How the command shows progress; services know nothing of terminals (src/cli/start-progress.ts). */
-export interface StartProgress {
-  step<T>(title: string, work: () => Promise<T>, done?: (value: T) => string): Promise<T>;
-  note(text: string): void;
-}
-
-export interface StartRequest {
-  readonly env: NodeJS.ProcessEnv;
-  readonly profileFlag: string | undefined;
-  readonly timeoutMs: number;
-  readonly progress: StartProgress;
-  readonly now: () => Date;
-}
 
 export interface StartedComponent {
   readonly name: StackComponent;
