@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { formatUnits } from '../domain/money.js';
-import { IMAGE_SIZE_PRESETS } from '../config/executor-config-schema.js';
+import { IMAGE_SIZE_PRESETS } from '../executor/config/executor-config-schema.js';
 import { UNITS_SCALE } from '../domain/money.js';
 import { containsSecretShape, SECRET_TEXT_MESSAGE } from '../domain/secret-text.js';
 import { UserError } from '../errors.js';

@@ -1,4 +1,4 @@
-import type { ExecutionTarget } from '../config/executor-config-schema.js';
+import type { ExecutionTarget } from './config/executor-config-schema.js';
 import { hasSecretShapedText } from '../config/schema-parts.js';
 import { toFieldIssues } from '../config/zod-issues.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';

@@ -1,6 +1,6 @@
 import { readBuildInfo, type BuildInfo } from '../../build-info.js';
-import type { ExecutorConfig } from '../../config/executor-config-schema.js';
-import { parseExecutorConfig } from '../../config/parse-executor-config.js';
+import type { ExecutorConfig } from '../../executor/config/executor-config-schema.js';
+import { parseExecutorConfig } from '../../executor/config/parse-executor-config.js';
 import { UserError } from '../../errors.js';
 import { readTemporalCliVersion } from '../../executor/engine/temporal/temporal-cli-version.js';
 import {

@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { WorkflowEngineConfig } from '../../../config/executor-config-schema.js';
+import type { WorkflowEngineConfig } from '../../config/executor-config-schema.js';
 import { BugError, errorCode, UserError } from '../../../errors.js';
 import { processStartTicks, terminateProcess } from '../../../process/process-identity.js';
 import { nextStreak, restartDelayMs } from '../../../process/restart-policy.js';
