@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { IMAGE_SIZE_PRESETS } from '../config/executor-config-schema.js';
+import { IMAGE_SIZE_PRESETS } from '../executor/config/executor-config-schema.js';
 import { formatUnits, UNITS_SCALE } from '../domain/money.js';
 import { UserError } from '../errors.js';
 import type { ArtifactView, ExecutionView, ExecutorClient, OfferedTarget } from '../executor/client/executor-client.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IMAGE_SIZE_PRESETS, MAX_IMAGES_PER_EXECUTION } from '../config/executor-config-schema.js';
+import { IMAGE_SIZE_PRESETS, MAX_IMAGES_PER_EXECUTION } from '../executor/config/executor-config-schema.js';
 import { UNITS_SCALE } from '../domain/money.js';
 import { MAX_PROMPT_CHARS } from '../executor/domain/execution-request.js';
 

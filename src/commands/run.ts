@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
-import { IMAGE_SIZE_PRESETS, MAX_IMAGES_PER_EXECUTION } from '../config/executor-config-schema.js';
+import { IMAGE_SIZE_PRESETS, MAX_IMAGES_PER_EXECUTION } from '../executor/config/executor-config-schema.js';
 import { SECRET_TEXT_MESSAGE } from '../domain/secret-text.js';
 import { UsageError } from '../errors.js';
 import { MAX_PROMPT_CHARS } from '../executor/domain/execution-request.js';

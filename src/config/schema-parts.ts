@@ -1,8 +1,11 @@
 import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { z } from 'zod';
-import { MAX_AMOUNT_UNITS, parseWholeNumber } from '../domain/money.js';
+import { parseWholeNumber } from '../domain/money.js';
 import { containsSecretShape, SECRET_TEXT_MESSAGE, SECRET_TEXT_REASON } from '../domain/secret-text.js';
+
+/** Defined in domain (a price snapshot's amounts use it), offered here beside the other field types. */
+export { wholeNumber } from '../domain/whole-number.js';
 
 /*
  * Field types shared by lexec's JSON and TOML documents. Every message here names what is
@@ -131,28 +134,6 @@ export const httpListen = z
       });
     }
   });
-
-const WHOLE_NUMBER_MESSAGE = 'must be a whole number: a string of digits or a JSON integer (no decimals, signs or exponents)';
-
-/** An exact integer amount, read from a digit string (any size) or a safe JSON integer; never a float. */
-export function wholeNumber({ min, what }: { min: bigint; what: string }) {
-  return z.union([z.string(), z.number()], { error: WHOLE_NUMBER_MESSAGE }).transform((value, ctx) => {
-    const parsed = parseWholeNumber(value);
-    if (parsed === null) {
-      ctx.addIssue({ code: 'custom', message: WHOLE_NUMBER_MESSAGE });
-      return z.NEVER;
-    }
-    if (parsed < min) {
-      ctx.addIssue({ code: 'custom', message: `${what} must be at least ${min}` });
-      return z.NEVER;
-    }
-    if (parsed > MAX_AMOUNT_UNITS) {
-      ctx.addIssue({ code: 'custom', message: `${what} is beyond the largest storable amount (${MAX_AMOUNT_UNITS})` });
-      return z.NEVER;
-    }
-    return parsed;
-  });
-}
 
 /**
  * A whole number in a server's answer (the ledger's and the executor's amounts, counts, sizes):

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { wholeNumber } from '../config/schema-parts.js';
+import { wholeNumber } from './whole-number.js';
 
 /**
  * The complete frozen pricing snapshot an execution is billed by (spec §2 "Receipt"): what was

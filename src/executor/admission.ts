@@ -1,4 +1,4 @@
-import type { ExecutionTarget } from '../config/executor-config-schema.js';
+import type { ExecutionTarget } from './config/executor-config-schema.js';
 import { hasSecretShapedText } from '../config/schema-parts.js';
 import { toFieldIssues } from '../config/zod-issues.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
@@ -11,7 +11,8 @@ import type { ExecutionScheduler } from './execution-scheduler.js';
 import { conflict, internalError, invalidRequest, notReady, unprocessable } from './executor-error.js';
 import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
 import type { Readiness } from './readiness.js';
-import type { ExecutionRow, ExecutionStore } from './store/execution-store.js';
+import type { ExecutionRow } from './store/execution-reads.js';
+import type { ExecutionStore } from './store/execution-store.js';
 
 export const ROUTE_VERSION = 2;
 

@@ -6,7 +6,7 @@ import { errorCode, UsageError, UserError } from '../errors.js';
 import { LEDGER_CREDENTIAL_ID, managedCredentialPaths } from './managed-credentials.js';
 import { createLedgerClient, type LedgerClient } from '../ledger/client/ledger-client.js';
 import { writeNewFile } from '../storage/write-new-file.js';
-import { loadExecutorConfig } from '../config/validate-executor-config.js';
+import { loadExecutorConfig } from './config/validate-executor-config.js';
 
 /*
  * `executor credentials bootstrap-managed` (spec §1 process commands, §5.4; docs/credentials.md).

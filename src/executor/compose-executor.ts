@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { readBuildInfo, type BuildInfo } from '../build-info.js';
-import type { ExecutorConfig } from '../config/executor-config-schema.js';
+import type { ExecutorConfig } from './config/executor-config-schema.js';
 import { createCrashPoints, type CrashPoints } from '../crash-points.js';
 import { bigintAsString } from '../domain/canonical-json.js';
 import { UserError } from '../errors.js';

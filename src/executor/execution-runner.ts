@@ -18,7 +18,8 @@ import {
   type FalQueueClient,
   type SubmittedOperation,
 } from './provider/fal-queue-client.js';
-import type { ExecutionRow, ExecutionStore, ProviderAttemptRow } from './store/execution-store.js';
+import type { ExecutionRow, ProviderAttemptRow } from './store/execution-reads.js';
+import type { ExecutionStore } from './store/execution-store.js';
 
 /** Why an execution was parked for a human (also the ledger reconciliation reason). */
 export type ReconciliationReason = 'submission_unconfirmed' | 'billing_ambiguous' | 'deadline_expired' | 'receipt_rejected';

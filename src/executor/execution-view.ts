@@ -1,6 +1,7 @@
 import { redactSecretShapes } from '../domain/secret-text.js';
 import { recommendedAction } from './domain/execution-states.js';
-import type { ArtifactRow, ExecutionRow, ExecutionStore, ProviderAttemptRow, ReceiptRow } from './store/execution-store.js';
+import type { ArtifactRow, ExecutionRow, ProviderAttemptRow, ReceiptRow } from './store/execution-reads.js';
+import type { ExecutionStore } from './store/execution-store.js';
 
 const iso = (ms: bigint | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 

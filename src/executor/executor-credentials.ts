@@ -1,4 +1,4 @@
-import type { ExecutorConfig } from '../config/executor-config-schema.js';
+import type { ExecutorConfig } from './config/executor-config-schema.js';
 import type { SecretReference } from '../config/schema-parts.js';
 import { readPrivateFile } from '../credentials/private-file.js';
 import { UserError } from '../errors.js';

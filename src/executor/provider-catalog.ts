@@ -1,4 +1,4 @@
-import type { ExecutorConfig } from '../config/executor-config-schema.js';
+import type { ExecutorConfig } from './config/executor-config-schema.js';
 
 export const PROVIDER_CATALOG_SCHEMA_VERSION = 1;
 

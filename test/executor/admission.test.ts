@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../src/config/executor-config-schema.js';
+import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../src/executor/config/executor-config-schema.js';
 import { executionIdFor } from '../../src/executor/domain/execution-states.js';
 import { call, mintCredential, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 import { executionRequest, startTestExecutor, unknownToken, withoutTargetId, type TestExecutor } from '../support/executor.js';

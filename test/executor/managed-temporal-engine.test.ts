@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { readManagedTemporalState, type ManagedTemporalState } from '../../src/executor/engine/temporal/managed-temporal-state.js';
-import { isSameProcess } from '../../src/launcher/supervisor/process-identity.js';
+import { isSameProcess } from '../../src/process/process-identity.js';
 import { runLexec } from '../support/cli.js';
 import { durableHarness, engineSection, until, type Stack } from '../support/durable-stack.js';
 import { freePorts } from '../support/free-ports.js';

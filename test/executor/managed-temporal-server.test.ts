@@ -13,7 +13,7 @@ import {
   type ManagedTemporalServerOptions,
 } from '../../src/executor/engine/temporal/managed-temporal-server.js';
 import { managedTemporalStatePath, readManagedTemporalState, writeManagedTemporalState } from '../../src/executor/engine/temporal/managed-temporal-state.js';
-import { isRunning, processStartTicks, waitUntil } from '../../src/launcher/supervisor/process-identity.js';
+import { isRunning, processStartTicks, waitUntil } from '../../src/process/process-identity.js';
 import { makeTempDir, PACKAGE_ROOT, removeDir } from '../support/cli.js';
 import { freePorts } from '../support/free-ports.js';
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseExecutorConfig } from '../../src/config/parse-executor-config.js';
+import { parseExecutorConfig } from '../../src/executor/config/parse-executor-config.js';
 import type { CrashPoints } from '../../src/crash-points.js';
 import { createArtifactStore } from '../../src/executor/artifact-store.js';
 import { executionIdFor, workflowIdFor } from '../../src/executor/domain/execution-states.js';

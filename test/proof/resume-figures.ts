@@ -1,6 +1,6 @@
 import { appendFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { logFilePath, LOG_RETAINED } from '../../src/launcher/logs/log-files.js';
+import { logFilePath, LOG_RETAINED } from '../../src/process/log-files.js';
 import type { ProfilePaths } from '../../src/launcher/home/stack-home.js';
 import { query } from './crash-scenarios.js';
 

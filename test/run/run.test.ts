@@ -8,7 +8,7 @@ import { expectFailure, expectResult, makeTempDir, removeDir, type CliRun } from
 import { decodePng } from '../support/png.js';
 import { generateCapability } from '../../src/credentials/capability.js';
 import { writeHandoff } from '../../src/launcher/handoff/handoff.js';
-import { canListen } from '../../src/launcher/probes/port-probe.js';
+import { canListen } from '../../src/process/port-probe.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
 import { eventually, readState } from '../support/stack-home.js';
 

@@ -1,6 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../src/config/executor-config-schema.js';
+import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../src/executor/config/executor-config-schema.js';
 import { PACKAGE_ROOT } from './cli.js';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

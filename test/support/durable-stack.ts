@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { readManagedTemporalState } from '../../src/executor/engine/temporal/managed-temporal-state.js';
 import { managedCredentialPaths } from '../../src/executor/managed-credentials.js';
-import { terminateProcess } from '../../src/launcher/supervisor/process-identity.js';
+import { terminateProcess } from '../../src/process/process-identity.js';
 import { BIN, makeTempDir, removeDir, runLexec } from './cli.js';
 import { sandboxConfig, type JsonObject } from './config-fixtures.js';
 import { executionRequest } from './executor.js';

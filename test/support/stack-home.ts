@@ -1,6 +1,6 @@
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isSameProcess, sendSignal } from '../../src/launcher/supervisor/process-identity.js';
+import { isSameProcess, sendSignal } from '../../src/process/process-identity.js';
 import { profilePaths, type ProfilePaths } from '../../src/launcher/home/stack-home.js';
 import { readSupervisorState, type SupervisorState } from '../../src/launcher/supervisor/supervisor-state.js';
 import { makeTempDir, removeDir, runLexec, type CliRun } from './cli.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../src/config/executor-config-schema.js';
-import { parseExecutorConfig } from '../../src/config/parse-executor-config.js';
+import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../src/executor/config/executor-config-schema.js';
+import { parseExecutorConfig } from '../../src/executor/config/parse-executor-config.js';
 import type { FieldIssue } from '../../src/errors.js';
 import { distinctive, secretShapeExamples } from '../support/secret-shapes.js';
 import {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createArtifactStore } from '../../src/executor/artifact-store.js';
-import { openRotatingLog } from '../../src/launcher/logs/rotating-log.js';
+import { openRotatingLog } from '../../src/process/rotating-log.js';
 import { openJobJournal } from '../../src/provider/sandbox/job-journal.js';
 import { openDatabase, type Migration } from '../../src/storage/open-database.js';
 import { preparePrivateDatabase, tightenedEvent, tightenOpenFile, type TightenedFile } from '../../src/storage/private-state.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../src/config/executor-config-schema.js';
-import { parseExecutorConfig } from '../../src/config/parse-executor-config.js';
+import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../src/executor/config/executor-config-schema.js';
+import { parseExecutorConfig } from '../../src/executor/config/parse-executor-config.js';
 import { operationDeadlineMs, providerEndpoint } from '../../src/executor/provider/provider-endpoint.js';
 import { sandboxConfig, type JsonObject } from '../support/config-fixtures.js';
 

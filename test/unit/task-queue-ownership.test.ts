@@ -10,7 +10,7 @@ import { developmentRescheduleIntervalMs, RESCHEDULE_INTERVAL_ENV } from '../../
 import { createInstallationStore } from '../../src/executor/store/installation-store.js';
 import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
 import { rescheduledRunsCheck } from '../../src/launcher/doctor/doctor-checks.js';
-import { probeHttp } from '../../src/launcher/probes/loopback-probe.js';
+import { probeHttp } from '../../src/process/loopback-probe.js';
 import { countRescheduledRuns } from '../../src/launcher/status/executor-database.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';

@@ -1,8 +1,8 @@
 import { Flags } from '@oclif/core';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
-import { validateExecutorConfig, type ValidateConfigResult } from '../../config/validate-executor-config.js';
-import { renderValidateExecutorConfig } from '../../config/render-validate-executor-config.js';
+import { validateExecutorConfig, type ValidateConfigResult } from '../../executor/config/validate-executor-config.js';
+import { renderValidateExecutorConfig } from '../../executor/config/render-validate-executor-config.js';
 
 export default class ExecutorValidateConfig extends LexecCommand<ValidateConfigResult> {
   static override summary = 'Validate an executor configuration file (schema version 3) without touching anything else.';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_IMAGES_PER_EXECUTION } from '../../config/executor-config-schema.js';
+import { MAX_IMAGES_PER_EXECUTION } from '../config/executor-config-schema.js';
 import { freeText } from '../../config/schema-parts.js';
 
 /*

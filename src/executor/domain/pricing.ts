@@ -1,4 +1,4 @@
-import type { ExecutionTarget, ImageSizePreset } from '../../config/executor-config-schema.js';
+import type { ExecutionTarget, ImageSizePreset } from '../config/executor-config-schema.js';
 import type { PriceModelSnapshot } from '../../domain/price-model-snapshot.js';
 import type { TargetSelector } from './execution-request.js';
 

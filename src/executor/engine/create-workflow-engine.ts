@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { WorkflowEngineConfig } from '../../config/executor-config-schema.js';
+import type { WorkflowEngineConfig } from '../config/executor-config-schema.js';
 import type { ExecutionPhase } from '../domain/execution-states.js';
 import { derivedTaskQueue } from '../domain/installation.js';
 import type { ExecutionStore } from '../store/execution-store.js';

@@ -1,4 +1,5 @@
-import type { ExecutionRow, ExecutionStore } from '../store/execution-store.js';
+import type { ExecutionRow } from '../store/execution-reads.js';
+import type { ExecutionStore } from '../store/execution-store.js';
 import type { RescheduleRecord } from '../store/installation-store.js';
 import type { RunInspection, WorkflowRuns } from './workflow-engine.js';
 

@@ -18,7 +18,7 @@ import type { Readiness } from '../readiness.js';
 import type { ExecutionStore } from '../store/execution-store.js';
 import { resolutionBody, type createReconciliation } from '../reconciliation.js';
 import { toApiError } from '../../http/refusal-status.js';
-import type { ExecutionTarget } from '../../config/executor-config-schema.js';
+import type { ExecutionTarget } from '../config/executor-config-schema.js';
 
 export interface ExecutorAppDependencies {
   readonly store: ExecutionStore;

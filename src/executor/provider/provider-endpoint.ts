@@ -1,4 +1,4 @@
-import type { ExecutorConfig } from '../../config/executor-config-schema.js';
+import type { ExecutorConfig } from '../config/executor-config-schema.js';
 import { DEFAULT_POLLING, type PollingPolicy } from '../domain/provider-polling.js';
 import { LIVE_MEDIA_ORIGINS, LIVE_QUEUE_ORIGIN, type ProviderEndpoint } from './fal-queue-client.js';
 

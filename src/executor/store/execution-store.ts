@@ -2,92 +2,10 @@ import type Database from 'better-sqlite3';
 import { canonicalJson } from '../../domain/canonical-json.js';
 import type { PriceModelSnapshot } from '../../domain/price-model-snapshot.js';
 import { centsCeil } from '../../domain/money.js';
-import type { ExecutionPhase, ExecutionState } from '../domain/execution-states.js';
+import type { ExecutionPhase } from '../domain/execution-states.js';
 import { createGroupCommit } from '../../storage/group-commit.js';
 import { withoutOwnFsync } from '../../storage/open-database.js';
-
-/** The largest integer SQLite stores: above every `created_at`. */
-const MAX_SQLITE_INTEGER = 9_223_372_036_854_775_807n;
-
-export interface ExecutionRow {
-  execution_id: string;
-  workflow_id: string;
-  spend_auth_token_id: string;
-  account_id: string;
-  agent_id: string;
-  target_id: string;
-  request_json: string;
-  pricing_snapshot: string;
-  authorization_held_cents: bigint;
-  authorization_held_units: bigint | null;
-  units_scale: bigint | null;
-  currency: string;
-  state: ExecutionState;
-  phase: ExecutionPhase | null;
-  state_reason: string | null;
-  /** 1: its submission carries the correlation seed; 0: its target takes none (frozen at admission). */
-  send_seed: bigint;
-  /** The evidence it was parked with (canonical JSON; migration 9); null unless parked since. */
-  reconciliation_evidence: string | null;
-  /** When the ledger answered its reconciliation record (migration 10); null while it has not. */
-  ledger_record_at: bigint | null;
-  created_at: bigint;
-  updated_at: bigint;
-}
-
-export interface AdmissionRow {
-  spend_auth_token_id: string;
-  route_version: bigint;
-  fingerprint: string;
-  execution_id: string;
-}
-
-export interface ProviderAttemptRow {
-  attempt_id: string;
-  execution_id: string;
-  delivered_images: bigint | null;
-  outcome_code: string | null;
-  attempt_number: bigint;
-  state: string;
-  request_id: string | null;
-  operation_id: string | null;
-  polling_host: string | null;
-  deadline_at: bigint | null;
-  /** When the submission stopped being in flight (checkpoint or first outcome); null while submitting. */
-  submit_settled_at: bigint | null;
-  exact_amount: bigint | null;
-  scale: bigint | null;
-  currency: string | null;
-  created_at: bigint;
-  updated_at: bigint;
-}
-
-export interface ReceiptRow {
-  receipt_id: string;
-  amount_cents: bigint;
-  amount_units: bigint | null;
-  exact_amount: bigint | null;
-  scale: bigint | null;
-  currency: string;
-  provider_request_id: string | null;
-  price_model_snapshot: string | null;
-  receipt_shape: string | null;
-  ledger_settlement_id: string | null;
-  created_at: bigint;
-}
-
-export interface ArtifactRow {
-  artifact_id: string;
-  execution_id: string;
-  ordinal: bigint;
-  media_type: string;
-  size_bytes: bigint;
-  sha256: string;
-  storage_key: string;
-  width: bigint | null;
-  height: bigint | null;
-  created_at: bigint;
-}
+import { createExecutionReads, type ArtifactRow, type ExecutionRow } from './execution-reads.js';
 
 export interface NewExecution {
   readonly executionId: string;
@@ -112,21 +30,16 @@ export interface NewExecution {
 
 export type ExecutionStore = ReturnType<typeof createExecutionStore>;
 
-const byNumber = <K extends string>(key: K) => (a: Record<K, bigint>, b: Record<K, bigint>) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 0);
-const byAttemptNumber = byNumber('attempt_number');
-const byOrdinal = byNumber('ordinal');
-
 /** Typed access to the executor's database. Money columns are bigint; every write is one transaction. */
 /**
- * The executor's store. `onChange` hears of every write that can change an execution's state or
+ * The executor's store: its reads (execution-reads.ts) and its writes. `onChange` hears of every write that can change an execution's state or
  * phase (execution-changes.ts), after it is made (inside a caller's transaction: before its
  * commit, which finishes before any waiter runs).
  */
 export function createExecutionStore(db: Database.Database, now: () => number = Date.now, onChange: (executionId: string) => void = () => undefined) {
-  // Prepared once: admission and reads are the executor's hot paths.
+  const reads = createExecutionReads(db);
+  // Prepared once, as the reads are.
   const statements = {
-    admissionByToken: db.prepare('SELECT * FROM admission_fingerprints WHERE spend_auth_token_id = ?'),
-    executionById: db.prepare('SELECT * FROM executions WHERE execution_id = ?'),
     insertExecution: db.prepare(
       `INSERT INTO executions (execution_id, workflow_id, spend_auth_token_id, account_id, agent_id, target_id, request_json, pricing_snapshot,
          authorization_held_cents, authorization_held_units, units_scale, currency, state, quoted_units, provider_mode, send_seed, created_at, updated_at)
@@ -136,15 +49,6 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       'INSERT INTO admission_fingerprints (spend_auth_token_id, route_version, fingerprint, execution_id, created_at) VALUES (?, ?, ?, ?, ?)',
     ),
     markScheduled: db.prepare("UPDATE executions SET state = 'scheduled', updated_at = ? WHERE execution_id = ? AND state = 'pending'"),
-    // Sorted in JavaScript rather than by ORDER BY: with a bound execution id the ORDER BY form
-    // costs 15-20 µs per call against 3 µs without it (measured, bundled SQLite 3.54; with the id
-    // as a literal it is fast too, so the statement is likely re-planned for every new binding),
-    // and these run for every execution detail.
-    attempts: db.prepare('SELECT * FROM provider_attempts WHERE execution_id = ?'),
-    receipt: db.prepare('SELECT * FROM receipts WHERE execution_id = ?'),
-    artifacts: db.prepare('SELECT * FROM artifacts WHERE execution_id = ?'),
-    artifactTally: db.prepare('SELECT COUNT(*) AS count, MAX(created_at) AS last_at FROM artifacts WHERE execution_id = ?'),
-    artifact: db.prepare('SELECT * FROM artifacts WHERE execution_id = ? AND artifact_id = ?'),
     setRunning: db.prepare("UPDATE executions SET state = 'running', phase = ?, updated_at = ? WHERE execution_id = ? AND state IN ('pending', 'scheduled', 'running')"),
     setFinal: db.prepare("UPDATE executions SET state = ?, phase = NULL, state_reason = ?, updated_at = ? WHERE execution_id = ? AND state NOT IN ('succeeded', 'failed')"),
     // One statement: the state and its evidence commit together. The first evidence is kept.
@@ -153,7 +57,6 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
          reconciliation_evidence = COALESCE(reconciliation_evidence, @evidence)
        WHERE execution_id = @execution_id AND state NOT IN ('succeeded', 'failed')`,
     ),
-    latestAttempt: db.prepare('SELECT * FROM provider_attempts WHERE execution_id = ? ORDER BY attempt_number DESC LIMIT 1'),
     insertAttempt: db.prepare(
       "INSERT INTO provider_attempts (attempt_id, execution_id, attempt_number, state, currency, created_at, updated_at) VALUES (?, ?, ?, 'submitting', ?, ?, ?)",
     ),
@@ -174,27 +77,10 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
        ON CONFLICT (receipt_id) DO NOTHING`,
     ),
     settled: db.prepare('UPDATE receipts SET ledger_settlement_id = ? WHERE receipt_id = ? AND ledger_settlement_id IS NULL'),
-    liveCommitted: db.prepare("SELECT COALESCE(SUM(quoted_units), 0) AS units FROM executions WHERE provider_mode = 'live' AND state <> 'failed'"),
-    underReconciliation: db.prepare("SELECT * FROM executions WHERE state = 'reconciliation' ORDER BY created_at"),
-    resolution: db.prepare('SELECT * FROM reconciliation_resolutions WHERE execution_id = ?'),
     insertResolution: db.prepare(
       'INSERT INTO reconciliation_resolutions (execution_id, resolution, images_billed, amount_units, note, resolved_at) VALUES (?, ?, ?, ?, ?, ?)',
     ),
-    nonTerminal: db.prepare("SELECT execution_id, workflow_id, state FROM executions WHERE state IN ('pending', 'scheduled', 'running') ORDER BY created_at"),
-    awaitingLedgerRecord: db.prepare("SELECT execution_id, workflow_id, state FROM executions WHERE state = 'reconciliation' AND ledger_record_at IS NULL ORDER BY created_at"),
     ledgerRecordAnswered: db.prepare("UPDATE executions SET ledger_record_at = ? WHERE execution_id = ? AND ledger_record_at IS NULL"),
-    // The list (GET /v1/executions): newest first, keyset-paged on (created_at, execution_id) so a
-    // page never repeats or skips a row while new executions arrive. One statement per shape, so
-    // each reads its index in order (executions_newest, executions_by_state_newest) with no sort;
-    // a first page starts after the largest key there can be.
-    newest: db.prepare(
-      `SELECT * FROM executions WHERE (created_at, execution_id) < (@before_at, @before_id)
-       ORDER BY created_at DESC, execution_id DESC LIMIT @limit`,
-    ),
-    newestInState: db.prepare(
-      `SELECT * FROM executions WHERE state = @state AND (created_at, execution_id) < (@before_at, @before_id)
-       ORDER BY created_at DESC, execution_id DESC LIMIT @limit`,
-    ),
     insertArtifact: db.prepare(
       `INSERT INTO artifacts (artifact_id, execution_id, ordinal, media_type, size_bytes, sha256, storage_key, width, height, created_at)
        VALUES (@artifact_id, @execution_id, @ordinal, @media_type, @size_bytes, @sha256, @storage_key, @width, @height, @created_at)
@@ -222,12 +108,11 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       at,
     );
     statements.insertAdmission.run(execution.spendAuthTokenId, execution.routeVersion, execution.fingerprint, execution.executionId, at);
-    return statements.executionById.get(execution.executionId) as ExecutionRow;
+    return reads.execution(execution.executionId) as ExecutionRow;
   });
 
   return {
-    admission: (spendAuthTokenId: string) => statements.admissionByToken.get(spendAuthTokenId) as AdmissionRow | undefined,
-    execution: (executionId: string) => statements.executionById.get(executionId) as ExecutionRow | undefined,
+    ...reads,
 
     /**
      * Durably records a new pending execution and its admission fingerprint, together; settles
@@ -243,11 +128,11 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
      * which restart recovery schedules again at its stable id.
      */
     markScheduled(executionId: string): ExecutionRow {
-      const execution = statements.executionById.get(executionId) as ExecutionRow;
+      const execution = reads.execution(executionId) as ExecutionRow;
       if (execution.state !== 'pending') return execution;
       withoutOwnFsync(db, () => statements.markScheduled.run(now(), executionId));
       onChange(executionId);
-      return statements.executionById.get(executionId) as ExecutionRow;
+      return reads.execution(executionId) as ExecutionRow;
     },
 
     /**
@@ -258,18 +143,6 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       statements.markScheduled.run(now(), executionId);
       onChange(executionId);
     },
-
-    /** In attempt order. */
-    providerAttempts: (executionId: string) => (statements.attempts.all(executionId) as ProviderAttemptRow[]).sort(byAttemptNumber),
-    receipt: (executionId: string) => statements.receipt.get(executionId) as ReceiptRow | undefined,
-    /** In ordinal order. */
-    artifacts: (executionId: string) => (statements.artifacts.all(executionId) as ArtifactRow[]).sort(byOrdinal),
-    /** How many artifacts an execution has stored, and when the last one was (null: none yet). */
-    artifactTally(executionId: string): { count: number; lastAt: bigint | null } {
-      const row = statements.artifactTally.get(executionId) as { count: bigint; last_at: bigint | null };
-      return { count: Number(row.count), lastAt: row.last_at };
-    },
-    artifact: (executionId: string, artifactId: string) => statements.artifact.get(executionId, artifactId) as ArtifactRow | undefined,
 
     /** scheduled/running → running in `phase`. */
     setRunning(executionId: string, phase: ExecutionPhase): void {
@@ -288,8 +161,6 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
     park(executionId: string, reason: string, evidence: Record<string, unknown>): void {
       if (statements.park.run({ reason, at: now(), evidence: canonicalJson(evidence), execution_id: executionId }).changes > 0) onChange(executionId);
     },
-
-    latestAttempt: (executionId: string) => statements.latestAttempt.get(executionId) as ProviderAttemptRow | undefined,
 
     /** Durably records that a submission is about to be sent — before a single byte leaves. */
     createAttempt(attemptId: string, executionId: string, attemptNumber: number, currency: string): void {
@@ -349,14 +220,6 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       statements.settled.run(settlementId, receiptId);
     },
 
-    underReconciliation: () => statements.underReconciliation.all() as ExecutionRow[],
-    /** Live spend committed so far: the quoted cost of every live execution that has not failed. */
-    liveCommittedUnits: () => (statements.liveCommitted.get() as { units: bigint }).units,
-    resolution: (executionId: string) =>
-      statements.resolution.get(executionId) as
-        | { resolution: 'settled' | 'released'; images_billed: bigint | null; amount_units: bigint | null; note: string; resolved_at: bigint }
-        | undefined,
-
     /** Records a human's resolution and moves the execution to its final state, together. */
     recordResolution(executionId: string, resolution: { kind: 'settled' | 'released'; imagesBilled: number | null; amountUnits: bigint | null; note: string }): void {
       db.transaction(() => {
@@ -372,24 +235,6 @@ export function createExecutionStore(db: Database.Database, now: () => number = 
       onChange(executionId);
     },
 
-    /**
-     * Up to `limit` executions, newest first, optionally in one state and older than the
-     * execution `before` (the last row of the previous page; the route refuses an unknown one).
-     */
-    newestExecutions(filter: { state: ExecutionState | null; limit: number; before: ExecutionRow | null }): ExecutionRow[] {
-      const page = {
-        before_at: filter.before?.created_at ?? MAX_SQLITE_INTEGER,
-        // Above every execution id (`exe_` and hex digits): a first page starts at the newest.
-        before_id: filter.before?.execution_id ?? '~',
-        limit: filter.limit,
-      };
-      const rows = filter.state === null ? statements.newest.all(page) : statements.newestInState.all({ ...page, state: filter.state });
-      return rows as ExecutionRow[];
-    },
-
-    nonTerminal: () => statements.nonTerminal.all() as { execution_id: string; workflow_id: string; state: ExecutionState }[],
-    /** Parked executions whose reconciliation record the ledger has not answered yet: they still need a run. */
-    awaitingLedgerRecord: () => statements.awaitingLedgerRecord.all() as { execution_id: string; workflow_id: string; state: ExecutionState }[],
     /** The ledger answered the parked execution's reconciliation record (opened it, or refused it as final). */
     markLedgerRecordAnswered(executionId: string): void {
       statements.ledgerRecordAnswered.run(now(), executionId);

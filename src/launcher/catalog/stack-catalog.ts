@@ -1,16 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { ExecutorConfig } from '../../config/executor-config-schema.js';
+import type { ExecutorConfig } from '../../executor/config/executor-config-schema.js';
 import { UserError } from '../../errors.js';
 import { providerCatalog, type ProviderCatalog } from '../../executor/provider-catalog.js';
 import { generationDir } from '../generations/generation-store.js';
 import { readHandoff } from '../handoff/handoff.js';
 import type { ProfilePaths } from '../home/stack-home.js';
 import { runningSupervisorPid } from '../home/stack-locks.js';
-import { existingProfilePaths } from '../profiles/existing-profile.js';
-import { loadExecutorConfig } from '../../config/validate-executor-config.js';
-import { activeManifest, type ProfileRequest } from '../generations/stack-generations.js';
+import { existingProfilePaths, type ProfileRequest } from '../profiles/existing-profile.js';
+import { loadExecutorConfig } from '../../executor/config/validate-executor-config.js';
+import { activeManifest } from '../generations/stack-generations.js';
 
 /*
  * `lexec stack catalog` (docs/stack-logs.md "Catalog"): the sanitised provider catalog (spec §2,

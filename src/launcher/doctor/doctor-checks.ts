@@ -1,6 +1,6 @@
 import type { SecretReference } from '../../config/schema-parts.js';
 import { describeMissingVersion, versionSourceNote, type TemporalCliObservation } from '../../executor/engine/temporal/temporal-cli-observation.js';
-import { describeBusyPort, type PortProbe } from '../probes/port-probe.js';
+import { describeBusyPort, type PortProbe } from '../../process/port-probe.js';
 import type { StackComponent } from '../generations/render-generation.js';
 import type { StatePermissions } from './state-permissions.js';
 import { failed, passed, skipped, warned, type DoctorCheck, type DoctorCheckId, type Lineage } from './doctor-report.js';

@@ -1,5 +1,5 @@
-import type { ExecutorConfig } from '../../config/executor-config-schema.js';
-import { parseExecutorConfig } from '../../config/parse-executor-config.js';
+import type { ExecutorConfig } from '../../executor/config/executor-config-schema.js';
+import { parseExecutorConfig } from '../../executor/config/parse-executor-config.js';
 import { UserError } from '../../errors.js';
 import { failed, passed, warned, type DoctorCheck } from './doctor-report.js';
 import { readActiveId, readGenerationFile, readManifest, tamperedFiles } from '../generations/generation-store.js';

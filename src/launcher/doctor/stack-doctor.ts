@@ -1,6 +1,6 @@
 import { readBuildInfo, type BuildInfo } from '../../build-info.js';
-import type { ExecutorConfig } from '../../config/executor-config-schema.js';
-import { parseExecutorConfig } from '../../config/parse-executor-config.js';
+import type { ExecutorConfig } from '../../executor/config/executor-config-schema.js';
+import { parseExecutorConfig } from '../../executor/config/parse-executor-config.js';
 import { UserError } from '../../errors.js';
 import { readTemporalCliVersion } from '../../executor/engine/temporal/temporal-cli-version.js';
 import {
@@ -37,16 +37,15 @@ import {
 } from './doctor-report.js';
 import { inspectActiveGeneration, type ActiveGeneration } from './doctor-generation.js';
 import { inspectStatePermissions, stateScope, tightenStatePermissions, type PermissionFix } from './state-permissions.js';
-import { probeTcp } from '../probes/loopback-probe.js';
-import { probePort } from '../probes/port-probe.js';
+import { probeTcp } from '../../process/loopback-probe.js';
+import { probePort } from '../../process/port-probe.js';
 import { loadProfile, resolveProfileName } from '../profiles/profile-store.js';
 import { compareGenerations, renderGeneration, STACK_COMPONENTS, type GenerationManifest, type RenderedGeneration } from '../generations/render-generation.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';
 import { runningSupervisorPid } from '../home/stack-locks.js';
 import { liveTemporalChild } from '../supervisor/stack-processes.js';
 import { generationCatalog } from '../catalog/stack-catalog.js';
-import type { ProfileRequest } from '../generations/stack-generations.js';
-import { existingProfilePaths } from '../profiles/existing-profile.js';
+import { existingProfilePaths, type ProfileRequest } from '../profiles/existing-profile.js';
 import { countExecutions, countRescheduledRuns } from '../status/executor-database.js';
 
 /*

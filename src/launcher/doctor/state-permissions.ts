@@ -1,7 +1,7 @@
 import { constants, lstatSync, readdirSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
-import type { ExecutorConfig } from '../../config/executor-config-schema.js';
+import type { ExecutorConfig } from '../../executor/config/executor-config-schema.js';
 import { errorCode } from '../../errors.js';
 import { octalMode, OPEN_TO_OTHERS, SQLITE_COMPANION_SUFFIXES } from '../../storage/private-state.js';
 import type { ProfilePaths } from '../home/stack-home.js';

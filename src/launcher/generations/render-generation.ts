@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { BuildInfo } from '../../build-info.js';
-import { parseExecutorConfig } from '../../config/parse-executor-config.js';
+import { parseExecutorConfig } from '../../executor/config/parse-executor-config.js';
 import { bigintAsString, canonicalJson } from '../../domain/canonical-json.js';
 import { BugError, UserError } from '../../errors.js';
 import { ledgerConfigSchema, LEDGER_CONFIG_SCHEMA_VERSION } from '../../ledger/ledger-config.js';

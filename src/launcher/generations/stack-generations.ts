@@ -19,12 +19,7 @@ import { loadProfile, profileMissing, resolveProfileName } from '../profiles/pro
 import { compareGenerations, generationIdSchema, renderGeneration, RUNTIME_FILES, type GenerationChange, type GenerationManifest, type RuntimeFile } from './render-generation.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';
 import { acquireLauncherLock, assertStackStopped } from '../home/stack-locks.js';
-import { knownProfilePaths } from '../profiles/existing-profile.js';
-
-export interface ProfileRequest {
-  readonly env: NodeJS.ProcessEnv;
-  readonly profileFlag: string | undefined;
-}
+import { knownProfilePaths, type ProfileRequest } from '../profiles/existing-profile.js';
 
 export interface RenderResult extends GenerationChange {
   readonly profile: string;

@@ -1,7 +1,7 @@
 import { stat, type FileHandle } from 'node:fs/promises';
 import { errorCode } from '../../errors.js';
 import { fileIdentity, openIfPresent } from './log-chain.js';
-import { LOG_RETAINED, logFilePath, type LogComponent } from './log-files.js';
+import { LOG_RETAINED, logFilePath, type LogComponent } from '../../process/log-files.js';
 import { LOG_CHUNK_BYTES, LOG_MAX_LINE_BYTES } from './read-lines-backward.js';
 import type { FollowStart } from './tail-log.js';
 

@@ -1,9 +1,9 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { errorCode, UserError } from '../../errors.js';
-import { LOG_RETAINED, logFilePath, type LogComponent } from './log-files.js';
+import { LOG_RETAINED, logFilePath, type LogComponent } from '../../process/log-files.js';
 
 /*
- * A component's log chain (naming: log-files.ts): the active file and its retained generations,
+ * A component's log chain (naming: src/process/log-files.ts): the active file and its retained generations,
  * 1 the newest. Rotation renames .3→.4 … active→.1 and starts a new active file, so a file's
  * identity (device + inode) survives its renames.
  */

@@ -1,6 +1,6 @@
 import { stripVTControlCharacters } from 'node:util';
 import { z } from 'zod';
-import type { LogComponent } from './log-files.js';
+import type { LogComponent } from '../../process/log-files.js';
 
 /*
  * Pure handling of managed log lines (docs/stack-logs.md): what a line is, which execution it

@@ -1,12 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { UsageError } from '../../errors.js';
 import { createLogFollower, type LogFollower } from './follow-log.js';
-import { LOG_COMPONENTS, type LogComponent } from './log-files.js';
+import { LOG_COMPONENTS, type LogComponent } from '../../process/log-files.js';
 import { belongsToExecution, EXECUTION_ID, mergeByTime, parseLogLine, type AdmissionRejection, type LogLine } from './log-lines.js';
 import type { ProfilePaths } from '../home/stack-home.js';
 import { tailComponent, type ComponentTail } from './tail-log.js';
-import { existingProfilePaths } from '../profiles/existing-profile.js';
-import type { ProfileRequest } from '../generations/stack-generations.js';
+import { existingProfilePaths, type ProfileRequest } from '../profiles/existing-profile.js';
 
 /*
  * `lexec stack logs` (docs/stack-logs.md): the last lines of a component's managed log across its

@@ -1,6 +1,6 @@
 import type { FileHandle } from 'node:fs/promises';
 import { closeLogChain, openLogChain } from './log-chain.js';
-import type { LogComponent } from './log-files.js';
+import type { LogComponent } from '../../process/log-files.js';
 import { ADMISSION_REJECTED_EVENT, belongsToExecution, createAdmissionRejectionCollector, parseLogLine, type AdmissionRejection, type LogLine } from './log-lines.js';
 import { completeLinesEnd, linesBackward } from './read-lines-backward.js';
 import { scanLinesContaining } from './scan-lines-containing.js';

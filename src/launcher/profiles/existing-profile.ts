@@ -1,13 +1,18 @@
 import { stat } from 'node:fs/promises';
 import { profileMissing, resolveProfileName } from './profile-store.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';
-import type { ProfileRequest } from '../generations/stack-generations.js';
 
 /*
  * Which profile a command acts on (`--profile`, else the selection, else the default), checked
  * to exist: a mistyped `--profile sanbox` is `profile_not_found` (exit 1), never an empty answer
  * such as "nothing to stop" while the real stack keeps running.
  */
+
+/** A launcher command's profile choice: `--profile` (or none) and the environment it reads `$LEXEC_HOME` from. */
+export interface ProfileRequest {
+  readonly env: NodeJS.ProcessEnv;
+  readonly profileFlag: string | undefined;
+}
 
 const isFile = (path: string) =>
   stat(path).then(

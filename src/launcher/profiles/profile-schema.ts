@@ -6,7 +6,7 @@ import {
   liveProvidersSchema,
   managedLocalEngineFields,
   orphanClaimsSchema,
-} from '../../config/executor-config-schema.js';
+} from '../../executor/config/executor-config-schema.js';
 import { identifier } from '../../config/schema-parts.js';
 import { authorizationTtlSeconds, spendPolicySchema } from '../../ledger/ledger-config.js';
 

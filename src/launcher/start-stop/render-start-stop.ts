@@ -1,7 +1,7 @@
 import type { ForegroundEnd } from './stack-foreground.js';
 import type { StartResult } from './stack-start.js';
 import type { StopEvent, StopResult } from './stack-stop.js';
-import { describeBusyPort } from '../probes/port-probe.js';
+import { describeBusyPort } from '../../process/port-probe.js';
 import type { Output } from '../../terminal/output.js';
 import { table } from '../../terminal/table.js';
 

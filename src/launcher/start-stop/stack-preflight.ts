@@ -1,5 +1,5 @@
 import { ExitCode, UserError } from '../../errors.js';
-import { describeBusyPort, probePort } from '../probes/port-probe.js';
+import { describeBusyPort, probePort } from '../../process/port-probe.js';
 import { generationComponents, type GenerationManifest } from '../generations/render-generation.js';
 import type { ProfilePaths } from '../home/stack-home.js';
 import { runDoctor } from '../doctor/stack-doctor.js';

@@ -1,8 +1,8 @@
 import { ExitCode, UserError } from '../../errors.js';
-import { logFilePath } from '../logs/log-files.js';
+import { logFilePath } from '../../process/log-files.js';
 import { lastLogLines } from '../logs/tail-log.js';
-import { PROBE_DESCRIPTIONS } from '../probes/loopback-probe.js';
-import { isRunning } from '../supervisor/process-identity.js';
+import { PROBE_DESCRIPTIONS } from '../../process/loopback-probe.js';
+import { isRunning } from '../../process/process-identity.js';
 import { generationComponents, type GenerationManifest, type StackComponent } from '../generations/render-generation.js';
 import type { ProfilePaths } from '../home/stack-home.js';
 import { readStateLeniently } from '../supervisor/stack-processes.js';

@@ -4,7 +4,7 @@ import { readBuildInfo } from '../../build-info.js';
 import { UserError } from '../../errors.js';
 import { readActiveId, writeActiveId } from '../generations/generation-store.js';
 import { readHandoff, stackHandoff, withdrawHandoff, writeHandoff, type Handoff } from '../handoff/handoff.js';
-import { terminateProcess } from '../supervisor/process-identity.js';
+import { terminateProcess } from '../../process/process-identity.js';
 import { createProfileFromExample, loadProfile, profileMissing, resolveProfileName } from '../profiles/profile-store.js';
 import { compareGenerations, renderGeneration, type GenerationManifest, type StackComponent } from '../generations/render-generation.js';
 import { DEFAULT_PROFILE, lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';

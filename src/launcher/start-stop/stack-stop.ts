@@ -1,8 +1,8 @@
 import { access } from 'node:fs/promises';
 import { ExitCode, UserError } from '../../errors.js';
 import { withdrawHandoff } from '../handoff/handoff.js';
-import { probePort, type PortHolder } from '../probes/port-probe.js';
-import { waitUntil } from '../supervisor/process-identity.js';
+import { probePort, type PortHolder } from '../../process/port-probe.js';
+import { waitUntil } from '../../process/process-identity.js';
 import type { ProfilePaths } from '../home/stack-home.js';
 import { acquireLauncherLock } from '../home/stack-locks.js';
 import { liveSupervisorPid, readStateLeniently, takeDownStack } from '../supervisor/stack-processes.js';

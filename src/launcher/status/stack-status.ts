@@ -1,9 +1,9 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { logFilePath } from '../logs/log-files.js';
+import { logFilePath } from '../../process/log-files.js';
 import { readTemporalChild } from '../supervisor/managed-temporal-child.js';
-import { isSameProcess } from '../supervisor/process-identity.js';
-import { probeComponent, probeTcp, type ProbedComponent } from '../probes/loopback-probe.js';
+import { isSameProcess } from '../../process/process-identity.js';
+import { probeComponent, probeTcp, type ProbedComponent } from '../../process/loopback-probe.js';
 import type { ProfilePaths } from '../home/stack-home.js';
 import { liveRecordedChildren, liveSupervisorPid, readStateLeniently } from '../supervisor/stack-processes.js';
 import type { ComponentExit, ComponentState, SupervisorPhase } from '../supervisor/supervisor-state.js';

@@ -1,5 +1,5 @@
 import { readTemporalChild } from './managed-temporal-child.js';
-import { isRunning, isSameProcess, readProcessStat, sendSignal, terminateProcess, waitUntil } from './process-identity.js';
+import { isRunning, isSameProcess, readProcessStat, sendSignal, terminateProcess, waitUntil } from '../../process/process-identity.js';
 import type { ProfilePaths } from '../home/stack-home.js';
 import { runningSupervisorPid } from '../home/stack-locks.js';
 import { readSupervisorState, writeSupervisorState, type SupervisorState } from './supervisor-state.js';

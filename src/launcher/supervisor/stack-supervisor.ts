@@ -1,26 +1,16 @@
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { errorCode, UserError } from '../../errors.js';
 import { restrictProcessUmask } from '../../storage/private-state.js';
 import { generationDir } from '../generations/generation-store.js';
-import { probeComponent } from '../probes/loopback-probe.js';
-import { processStartTicks, terminateProcess } from './process-identity.js';
-import { liveTemporalChild } from './stack-processes.js';
+import { processStartTicks } from '../../process/process-identity.js';
 import { loadProfile, resolveProfileName } from '../profiles/profile-store.js';
-import { generationComponents, type GenerationManifest, type StackComponent } from '../generations/render-generation.js';
-import { nextStreak, restartDelayMs } from './restart-policy.js';
-import { openRotatingLog, type RotatingLog } from '../logs/rotating-log.js';
+import type { GenerationManifest } from '../generations/render-generation.js';
+import { restartDelayMs } from '../../process/restart-policy.js';
+import { openRotatingLog, type RotatingLog } from '../../process/rotating-log.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';
 import { acquireSupervisorLock } from '../home/stack-locks.js';
-import { spawnSupervisedChild, type ChildExit, type SupervisedChild } from './supervised-child.js';
-import {
-  SUPERVISOR_STATE_VERSION,
-  writeSupervisorState,
-  type ComponentStatus,
-  type SupervisorFailure,
-  type SupervisorPhase,
-  type SupervisorState,
-} from './supervisor-state.js';
+import { SupervisedChildren, type SupervisorEvent } from './supervisor-children.js';
+import { SUPERVISOR_STATE_VERSION, writeSupervisorState, type SupervisorFailure, type SupervisorPhase, type SupervisorState } from './supervisor-state.js';
 import { activeManifest } from '../generations/stack-generations.js';
 import { readHandoff, stackHandoff, withdrawHandoff, writeHandoff } from '../handoff/handoff.js';
 
@@ -30,20 +20,11 @@ import { readHandoff, stackHandoff, withdrawHandoff, writeHandoff } from '../han
  * starts the children in order — ledger, wait for /health; credential bootstrap and the local
  * agent and approver credentials (in this process: nothing else needs to run for a restart);
  * executor and sandbox provider, wait for /readyz — writes their output to the rotating logs,
- * restarts a child that exits on its own (restart-policy.ts), publishes everything in
- * state/supervisor.json, and on SIGTERM or SIGINT stops the children in reverse order.
+ * restarts a child that exits on its own (src/process/restart-policy.ts), publishes everything in
+ * state/supervisor.json, and on SIGTERM or SIGINT stops the children in reverse order. The
+ * children themselves (spawn, probe, restart, stop) are supervisor-children.ts's.
  */
 
-/** How often a starting child is probed. */
-const PROBE_INTERVAL_MS = 150;
-const PROBE_TIMEOUT_MS = 1_000;
-/**
- * SIGTERM → SIGKILL bound per child. The executor drains running work for up to 10 s, then stops
- * its managed Temporal server (2-3 s, at most 8 s).
- */
-const STOP_GRACE_MS: Readonly<Record<StackComponent, number>> = { executor: 20_000, sandbox: 5_000, ledger: 10_000 };
-/** SIGTERM → SIGKILL bound for a Temporal server an executor left behind. */
-const TEMPORAL_ORPHAN_GRACE_MS = 8_000;
 /** Ledger refusals during bootstrap that waiting can cure (the ledger restarting); anything else stops the stack. */
 const TRANSIENT_CODES = new Set(['ledger_unreachable', 'ledger_server_error']);
 
@@ -52,54 +33,11 @@ export interface SupervisorStopped {
   readonly signal: string | null;
 }
 
-interface Slot {
-  readonly component: StackComponent;
-  readonly args: readonly string[];
-  readonly log: RotatingLog;
-  status: ComponentStatus;
-  child: SupervisedChild | null;
-  /** Monotonic spawn time of the current child: uptime must not follow wall-clock steps. */
-  spawnedAt: number;
-  streak: number;
-  restartTimer: NodeJS.Timeout | null;
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const now = () => new Date().toISOString();
 
-/** Each component's `service`, as its own log lines name it. */
-const SERVICE_NAMES: Record<StackComponent, string> = { ledger: 'ledger', executor: 'executor', sandbox: 'sandbox-provider' };
-
-/** The sandbox's jobs file in the profile's state: a stop and start of the stack keeps its queue requests. */
-export const SANDBOX_JOBS_FILE = 'sandbox-jobs.jsonl';
-/** The sandbox's log of every submission it received (job or not): what reached the provider. */
-export const SANDBOX_SUBMISSIONS_FILE = 'sandbox-submissions.jsonl';
-
-function childArgs(component: StackComponent, manifest: GenerationManifest, dir: string, stateDir: string): string[] {
-  if (component === 'ledger') return ['ledger', 'serve', '--config', join(dir, 'ledger.json')];
-  if (component === 'executor') return ['executor', 'serve', '--config', join(dir, 'executor.json')];
-  const sandbox = manifest.components.sandbox;
-  return [
-    'provider',
-    'sandbox',
-    'serve',
-    '--port',
-    String(sandbox?.port ?? 0),
-    '--complete-after-ms',
-    String(sandbox?.complete_after_ms ?? 300),
-    '--jobs-file',
-    join(stateDir, SANDBOX_JOBS_FILE),
-    '--submissions-log',
-    join(stateDir, SANDBOX_SUBMISSIONS_FILE),
-  ];
-}
-
-function initialStatus(port: number): ComponentStatus {
-  return { state: 'stopped', pid: null, pid_start_ticks: null, port, started_at: null, ready_at: null, restarts: 0, last_exit: null, probe_error: null };
-}
-
 /** The supervisor's own JSON log lines, in the shape pino gives the servers' lines. */
-function eventLogger(log: RotatingLog) {
+function eventLogger(log: RotatingLog): SupervisorEvent {
   return (event: string, fields: Record<string, unknown> = {}, level: 'info' | 'warn' | 'error' = 'info') => {
     try {
       log.writeLine(JSON.stringify({ level: { info: 30, warn: 40, error: 50 }[level], time: now(), service: 'supervisor', pid: process.pid, event, ...fields }));
@@ -143,7 +81,6 @@ export async function superviseStack(request: { env: NodeJS.ProcessEnv; profileF
 }
 
 class Supervisor {
-  private readonly slots = new Map<StackComponent, Slot>();
   private phase: SupervisorPhase = 'starting';
   private step: string | null = 'ledger';
   private failure: SupervisorFailure | null = null;
@@ -157,34 +94,24 @@ class Supervisor {
     this.requestStop = resolve;
   });
   private writing: Promise<void> = Promise.resolve();
-  private readonly spawning = new Set<Promise<void>>();
+  private readonly children: SupervisedChildren;
 
-  private readonly env: NodeJS.ProcessEnv;
   private readonly agentName: string;
-  private readonly event: ReturnType<typeof eventLogger>;
+  private readonly event: SupervisorEvent;
 
   constructor(
     private readonly paths: ProfilePaths,
     private readonly manifest: GenerationManifest,
-    options: { env: NodeJS.ProcessEnv; agentName: string; event: ReturnType<typeof eventLogger> },
+    options: { env: NodeJS.ProcessEnv; agentName: string; event: SupervisorEvent },
   ) {
-    this.env = options.env;
     this.agentName = options.agentName;
     this.event = options.event;
-    const dir = generationDir(paths, manifest.generation_id);
-    for (const component of generationComponents(manifest)) {
-      const port = manifest.components[component]?.port ?? 0;
-      this.slots.set(component, {
-        component,
-        args: childArgs(component, manifest, dir, paths.stateDir),
-        log: openRotatingLog({ logsDir: paths.logsDir, component }),
-        status: initialStatus(port),
-        child: null,
-        spawnedAt: 0,
-        streak: 0,
-        restartTimer: null,
-      });
-    }
+    this.children = new SupervisedChildren(paths, manifest, {
+      env: options.env,
+      event: options.event,
+      publish: () => this.publish(),
+      stopping: () => this.stopping,
+    });
   }
 
   async run(): Promise<SupervisorStopped> {
@@ -199,7 +126,7 @@ class Supervisor {
     process.on('SIGINT', onSignal);
     // Detached, with no terminal: a hang-up is not a reason to stop the stack.
     process.on('SIGHUP', () => undefined);
-    this.event('supervisor_started', { profile: this.paths.name, generation_id: this.manifest.generation_id, components: [...this.slots.keys()] });
+    this.event('supervisor_started', { profile: this.paths.name, generation_id: this.manifest.generation_id, components: this.children.all().map((slot) => slot.component) });
     await this.publish();
     try {
       const sequence = this.startSequence();
@@ -227,11 +154,11 @@ class Supervisor {
       await this.withdrawOwnHandoff();
       await this.publish();
       this.event('supervisor_stopping', { signal: this.stopSignal, failure: this.failure?.code ?? null });
-      await this.stopAll();
+      await this.children.stopAll();
       this.phase = this.failure === null ? 'stopped' : 'failed';
       await this.publish();
       this.event('supervisor_stopped', { signal: this.stopSignal });
-      for (const slot of this.slots.values()) slot.log.close();
+      this.children.closeLogs();
       process.removeListener('SIGTERM', onSignal);
       process.removeListener('SIGINT', onSignal);
     }
@@ -243,9 +170,9 @@ class Supervisor {
 
   /** Ledger → bootstrap → local credentials → executor and sandbox, each waited for. */
   private async startSequence(): Promise<void> {
-    const ledger = this.slot('ledger');
-    await this.startChild(ledger);
-    await this.untilReady(ledger);
+    const ledger = this.children.slot('ledger');
+    await this.children.startChild(ledger);
+    await this.children.untilReady(ledger);
     const ledgerUrl = `http://127.0.0.1:${ledger.status.port}`;
 
     await this.setStep('credential bootstrap');
@@ -283,15 +210,9 @@ class Supervisor {
     });
 
     await this.setStep('executor');
-    const rest = [...this.slots.values()].filter((slot) => slot.component !== 'ledger');
-    for (const slot of rest) await this.startChild(slot);
-    for (const slot of rest) await this.untilReady(slot);
-  }
-
-  private slot(component: StackComponent): Slot {
-    const slot = this.slots.get(component);
-    if (slot === undefined) throw new Error(`generation has no ${component}`);
-    return slot;
+    const rest = this.children.all().filter((slot) => slot.component !== 'ledger');
+    for (const slot of rest) await this.children.startChild(slot);
+    for (const slot of rest) await this.children.untilReady(slot);
   }
 
   private async setStep(step: string): Promise<void> {
@@ -312,115 +233,6 @@ class Supervisor {
     }
   }
 
-  /** Starts a child; tracked, so a stop that begins meanwhile waits for it and then stops it too. */
-  private startChild(slot: Slot): Promise<void> {
-    if (this.stopping) return Promise.resolve();
-    const spawning = this.spawnInto(slot);
-    this.spawning.add(spawning);
-    return spawning.finally(() => this.spawning.delete(spawning));
-  }
-
-  private async spawnInto(slot: Slot): Promise<void> {
-    const child = await spawnSupervisedChild({
-      args: slot.args,
-      log: slot.log,
-      service: SERVICE_NAMES[slot.component],
-      env: this.env,
-      cwd: this.paths.dir,
-      stopGraceMs: STOP_GRACE_MS[slot.component],
-    });
-    slot.child = child;
-    slot.spawnedAt = performance.now();
-    slot.status = { ...slot.status, state: 'starting', pid: child.pid, pid_start_ticks: child.startTicks, started_at: now(), ready_at: null, probe_error: null };
-    this.event('child_started', { component: slot.component, child_pid: child.pid, restarts: slot.status.restarts });
-    await this.publish();
-    void child.exited.then((exit) => this.onExit(slot, child, exit));
-    void this.probeUntilReady(slot, child);
-  }
-
-  /** Probes a starting child until it is ready, exits, or the stack stops. */
-  private async probeUntilReady(slot: Slot, child: SupervisedChild): Promise<void> {
-    const spawnedAt = performance.now();
-    while (this.stillStarting(slot, child)) {
-      const result = await probeComponent(slot.component, slot.status.port, PROBE_TIMEOUT_MS);
-      // The child may have exited, or the stack begun to stop, while the probe was out.
-      if (!this.stillStarting(slot, child)) return;
-      if (result.ok) {
-        slot.status = { ...slot.status, state: 'running', ready_at: now(), probe_error: null };
-        this.event('child_ready', { component: slot.component, child_pid: child.pid, after_ms: Math.round(performance.now() - spawnedAt) });
-        await this.publish();
-        return;
-      }
-      if (slot.status.probe_error !== result.error) {
-        slot.status = { ...slot.status, probe_error: result.error };
-        await this.publish();
-      }
-      await sleep(PROBE_INTERVAL_MS);
-    }
-  }
-
-  private stillStarting(slot: Slot, child: SupervisedChild): boolean {
-    return !this.stopping && slot.child === child && slot.status.state === 'starting';
-  }
-
-  /** Resolves when the slot is running; keeps waiting across restarts; returns at once when stopping. */
-  private async untilReady(slot: Slot): Promise<void> {
-    while (!this.stopping && slot.status.state !== 'running') await sleep(50);
-  }
-
-  private async onExit(slot: Slot, child: SupervisedChild, exit: ChildExit): Promise<void> {
-    if (slot.child !== child) return;
-    slot.child = null;
-    const lastExit = { code: exit.code, signal: exit.signal, at: now() };
-    const uptimeMs = Math.round(performance.now() - slot.spawnedAt);
-    if (this.stopping) {
-      slot.status = { ...slot.status, state: 'stopped', pid: null, pid_start_ticks: null, last_exit: lastExit, probe_error: null };
-      this.event('child_stopped', { component: slot.component, child_pid: child.pid, code: exit.code, signal: exit.signal });
-      await this.publish();
-      return;
-    }
-    slot.streak = nextStreak(slot.streak, uptimeMs);
-    const delayMs = restartDelayMs(slot.streak - 1);
-    slot.status = { ...slot.status, state: 'restarting', pid: null, pid_start_ticks: null, last_exit: lastExit, probe_error: null };
-    this.event('child_exited', { component: slot.component, child_pid: child.pid, code: exit.code, signal: exit.signal, uptime_ms: uptimeMs, restart_in_ms: delayMs }, 'warn');
-    await this.publish();
-    slot.restartTimer = setTimeout(() => {
-      slot.restartTimer = null;
-      if (this.stopping) return;
-      slot.status = { ...slot.status, restarts: slot.status.restarts + 1 };
-      void this.startChild(slot).catch((error: unknown) => {
-        this.event('child_restart_failed', { component: slot.component, error: error instanceof Error ? error.name : 'unknown' }, 'error');
-      });
-    }, delayMs);
-  }
-
-  /** Reverse start order: executor and sandbox (together), then the ledger. */
-  private async stopAll(): Promise<void> {
-    for (const slot of this.slots.values()) {
-      if (slot.restartTimer !== null) clearTimeout(slot.restartTimer);
-      slot.restartTimer = null;
-    }
-    await Promise.allSettled([...this.spawning]);
-    const stop = async (slot: Slot) => {
-      const child = slot.child;
-      if (child === null) {
-        slot.status = { ...slot.status, state: 'stopped', pid: null, pid_start_ticks: null, probe_error: null };
-        return;
-      }
-      await child.stop();
-      // onExit records the exit; wait for it so the published state is final.
-      while (slot.child === child) await sleep(10);
-    };
-    await Promise.all([...this.slots.values()].filter((slot) => slot.component !== 'ledger').map(stop));
-    // An executor stopped only by SIGKILL (past its bound) could not stop its Temporal server.
-    const temporal = await liveTemporalChild(this.paths);
-    if (temporal !== null) {
-      this.event('temporal_orphan_stopped', { child_pid: temporal.pid, outcome: await terminateProcess(temporal.pid, temporal.startTicks, TEMPORAL_ORPHAN_GRACE_MS) }, 'warn');
-    }
-    const ledger = this.slots.get('ledger');
-    if (ledger !== undefined) await stop(ledger);
-  }
-
   private snapshot(): SupervisorState {
     return {
       state_version: SUPERVISOR_STATE_VERSION,
@@ -433,7 +245,7 @@ class Supervisor {
       step: this.step,
       failure: this.failure,
       agent: this.agent,
-      components: Object.fromEntries([...this.slots.values()].map((slot) => [slot.component, slot.status])),
+      components: this.children.statuses(),
     };
   }
 

@@ -1,7 +1,7 @@
 import { execa } from 'execa';
 import { packagePath } from '../../package-root.js';
-import { processStartTicks } from './process-identity.js';
-import { createLineSplitter, type RotatingLog } from '../logs/rotating-log.js';
+import { processStartTicks } from '../../process/process-identity.js';
+import { createLineSplitter, type RotatingLog } from '../../process/rotating-log.js';
 import { childLogLine } from './child-log-line.js';
 
 /*

@@ -34,7 +34,7 @@ export interface ComponentExit {
 export interface ComponentStatus {
   readonly state: ComponentState;
   readonly pid: number | null;
-  /** Kernel start time of `pid` (process-identity.ts), so a reused pid is never mistaken for it. */
+  /** Kernel start time of `pid` (src/process/process-identity.ts), so a reused pid is never mistaken for it. */
   readonly pid_start_ticks: number | null;
   readonly port: number;
   /** When the current process was spawned. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IMAGE_SIZE_PRESETS, MAX_IMAGES_PER_EXECUTION, type ImageSizePreset } from '../../config/executor-config-schema.js';
+import { IMAGE_SIZE_PRESETS, MAX_IMAGES_PER_EXECUTION, type ImageSizePreset } from '../image-sizes.js';
 
 /*
  * The text-to-image input the sandbox accepts, and fal's way of refusing it: 422 with a

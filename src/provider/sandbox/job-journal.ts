@@ -1,6 +1,6 @@
 import { closeSync, constants, openSync, readFileSync, writeSync } from 'node:fs';
 import { z } from 'zod';
-import { IMAGE_SIZE_PRESETS } from '../../config/executor-config-schema.js';
+import { IMAGE_SIZE_PRESETS } from '../image-sizes.js';
 import { errorCode, UserError } from '../../errors.js';
 import { tightenOpenFile } from '../../storage/private-state.js';
 import type { Job } from './sandbox-state.js';

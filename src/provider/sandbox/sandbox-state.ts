@@ -1,4 +1,4 @@
-import type { ImageSizePreset } from '../../config/executor-config-schema.js';
+import type { ImageSizePreset } from '../image-sizes.js';
 
 /*
  * What the sandbox remembers: its queue requests ("jobs") and the submission log. In memory,

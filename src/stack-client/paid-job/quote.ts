@@ -1,4 +1,4 @@
-import { executionTargetSchema, type ExecutionTarget, type ImageSizePreset } from '../../config/executor-config-schema.js';
+import { executionTargetSchema, type ExecutionTarget, type ImageSizePreset } from '../../executor/config/executor-config-schema.js';
 import type { PriceModelSnapshot } from '../../domain/price-model-snapshot.js';
 import { UserError } from '../../errors.js';
 import type { OfferedTarget } from '../../executor/client/executor-client.js';

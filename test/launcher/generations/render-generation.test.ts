@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BuildInfo } from '../../../src/build-info.js';
-import { parseExecutorConfig } from '../../../src/config/parse-executor-config.js';
+import { parseExecutorConfig } from '../../../src/executor/config/parse-executor-config.js';
 import { UserError } from '../../../src/errors.js';
 import { parseProfile } from '../../../src/launcher/profiles/profile-store.js';
 import { compareGenerations, generationComponents, manifestSchema, renderGeneration } from '../../../src/launcher/generations/render-generation.js';

@@ -2,7 +2,7 @@ import { appendFile, open, rename, rm, truncate, writeFile } from 'node:fs/promi
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLogFollower } from '../../../src/launcher/logs/follow-log.js';
-import type { LogComponent } from '../../../src/launcher/logs/log-files.js';
+import type { LogComponent } from '../../../src/process/log-files.js';
 import { mergeByTime, parseLogLine, sanitizePayload } from '../../../src/launcher/logs/log-lines.js';
 import { LOG_CHUNK_BYTES, LOG_MAX_LINE_BYTES, completeLinesEnd, linesBackward } from '../../../src/launcher/logs/read-lines-backward.js';
 import { scanLinesContaining } from '../../../src/launcher/logs/scan-lines-containing.js';

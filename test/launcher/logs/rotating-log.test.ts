@@ -2,8 +2,8 @@ import { readdir, readFile, stat, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { lastLogLines } from '../../../src/launcher/logs/tail-log.js';
-import { LOG_RETAINED, logFilePath } from '../../../src/launcher/logs/log-files.js';
-import { createLineSplitter, cutLine, LOG_MAX_BYTES, openRotatingLog } from '../../../src/launcher/logs/rotating-log.js';
+import { LOG_RETAINED, logFilePath } from '../../../src/process/log-files.js';
+import { createLineSplitter, cutLine, LOG_MAX_BYTES, openRotatingLog } from '../../../src/process/rotating-log.js';
 import { makeTempDir, removeDir } from '../../support/cli.js';
 
 let dir: string;

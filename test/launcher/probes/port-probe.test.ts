@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { canListen, describeBusyPort, probePort } from '../../../src/launcher/probes/port-probe.js';
+import { canListen, describeBusyPort, probePort } from '../../../src/process/port-probe.js';
 import { freePorts } from '../../support/free-ports.js';
 import { spawnSandbox } from '../../support/sandbox-process.js';
 import { listenScript, startChild } from '../profiles/profile-fixtures.js';
 
-/* src/launcher/probes/port-probe.ts against real sockets held by real child processes. */
+/* src/process/port-probe.ts against real sockets held by real child processes. */
 
 describe('probePort', () => {
   it('reports a free port as free', async () => {

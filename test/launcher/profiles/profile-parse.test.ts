@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../../src/config/executor-config-schema.js';
+import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../../src/executor/config/executor-config-schema.js';
 import { UserError, type FieldIssue } from '../../../src/errors.js';
 import { parseProfile } from '../../../src/launcher/profiles/profile-store.js';
 import { exampleNames, exampleTable, exampleText, tableAt, toToml, type TomlTable } from '../../support/example-profiles.js';

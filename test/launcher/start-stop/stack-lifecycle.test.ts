@@ -2,7 +2,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handoffSchema } from '../../../src/launcher/handoff/handoff.js';
-import { canListen } from '../../../src/launcher/probes/port-probe.js';
+import { canListen } from '../../../src/process/port-probe.js';
 import { ANSI } from '../../support/cli.js';
 import {
   destroyStackHome,

@@ -1,8 +1,8 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canListen } from '../../../src/launcher/probes/port-probe.js';
-import { isSameProcess } from '../../../src/launcher/supervisor/process-identity.js';
+import { canListen } from '../../../src/process/port-probe.js';
+import { isSameProcess } from '../../../src/process/process-identity.js';
 import {
   destroyStackHome,
   eventually,

@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isSameProcess, processStartTicks } from '../../../src/launcher/supervisor/process-identity.js';
+import { isSameProcess, processStartTicks } from '../../../src/process/process-identity.js';
 import { liveTemporalChild, takeDownStack } from '../../../src/launcher/supervisor/stack-processes.js';
 import { profilePaths } from '../../../src/launcher/home/stack-home.js';
 import { writeManagedTemporalState } from '../../../src/executor/engine/temporal/managed-temporal-state.js';

@@ -2,7 +2,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openRotatingLog } from '../../../src/launcher/logs/rotating-log.js';
+import { openRotatingLog } from '../../../src/process/rotating-log.js';
 import type * as SupervisedChildModule from '../../../src/launcher/supervisor/supervised-child.js';
 import { PACKAGE_ROOT, removeDir } from '../../support/cli.js';
 

@@ -1,8 +1,8 @@
 import { isAbsolute } from 'node:path';
 import { UserError } from '../../../errors.js';
-import { probeTcp } from '../../../launcher/probes/loopback-probe.js';
-import { describeBusyPort, findPortHolder } from '../../../launcher/probes/port-probe.js';
-import { isSameProcess, processStartTicks, terminateProcess, waitUntil } from '../../../launcher/supervisor/process-identity.js';
+import { probeTcp } from '../../../process/loopback-probe.js';
+import { describeBusyPort, findPortHolder } from '../../../process/port-probe.js';
+import { isSameProcess, processStartTicks, terminateProcess, waitUntil } from '../../../process/process-identity.js';
 import type { EngineLogger } from './temporal-engine.js';
 import { readManagedTemporalState, type ManagedTemporalState } from './managed-temporal-state.js';
 import { describeMissingVersion, versionSourceNote } from './temporal-cli-observation.js';

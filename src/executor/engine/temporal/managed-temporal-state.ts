@@ -21,7 +21,7 @@ export const managedTemporalStateSchema = z.strictObject({
   state_version: z.literal(MANAGED_TEMPORAL_STATE_VERSION),
   /** The executor process that owns (supervises) the server. */
   executor_pid: pid,
-  /** Kernel start time of executor_pid (process-identity.ts): a reused pid is never taken for it. */
+  /** Kernel start time of executor_pid (src/process/process-identity.ts): a reused pid is never taken for it. */
   executor_pid_start_ticks: count.nullable(),
   /** The `temporal server start-dev` child; null while none runs. */
   pid: pid.nullable(),

@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { errorCode } from '../../errors.js';
+import { errorCode } from '../errors.js';
 
 /*
  * Readiness probes of a managed stack's components on 127.0.0.1: the ledger answers

@@ -1,5 +1,5 @@
 import type { ValidateConfigResult } from './validate-executor-config.js';
-import type { Output } from '../terminal/output.js';
+import type { Output } from '../../terminal/output.js';
 
 /** Human form of `executor validate-config`: the file is valid, and what it configures. */
 export function renderValidateExecutorConfig(result: ValidateConfigResult, output: Output): void {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { PRODUCT_NAME } from '../product.js';
-import { UNITS_SCALE } from '../domain/money.js';
+import { PRODUCT_NAME } from '../../product.js';
+import { UNITS_SCALE } from '../../domain/money.js';
 import {
   absolutePath,
   credentialedEndpointUrl,
@@ -13,7 +13,11 @@ import {
   productVersion,
   secretReference,
   wholeNumber,
-} from './schema-parts.js';
+} from '../../config/schema-parts.js';
+import { IMAGE_SIZE_PRESETS, MAX_IMAGES_PER_EXECUTION, type ImageSizePreset } from '../../provider/image-sizes.js';
+
+/** The provider contract's presets and image count, defined with the provider (below the executor), offered here with the schema that uses them. */
+export { IMAGE_SIZE_PRESETS, MAX_IMAGES_PER_EXECUTION, type ImageSizePreset } from '../../provider/image-sizes.js';
 
 /*
  * Executor configuration, schema version 3 (spec §1 "Configuration file", "Workflow-engine
@@ -25,13 +29,6 @@ export const EXECUTOR_CONFIG_SCHEMA_VERSION = 3;
 
 /** The literal string an operator writes to accept that live mode spends real money. */
 export const LIVE_SPEND_ACKNOWLEDGEMENT = 'I understand that live mode spends real money at the provider';
-
-/** Image size presets of the provider contract (fal queue protocol `image_size`). */
-export const IMAGE_SIZE_PRESETS = ['square_hd', 'square', 'portrait_4_3', 'portrait_16_9', 'landscape_4_3', 'landscape_16_9'] as const;
-export type ImageSizePreset = (typeof IMAGE_SIZE_PRESETS)[number];
-
-/** Most images one provider submission may ask for. */
-export const MAX_IMAGES_PER_EXECUTION = 4;
 
 const TARGET_ID = new RegExp(`^${PRODUCT_NAME}:target:v1:[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`);
 

@@ -1,7 +1,7 @@
-import { UserError } from '../errors.js';
+import { UserError } from '../../errors.js';
 import { EXECUTOR_CONFIG_SCHEMA_VERSION, type ExecutorConfig } from './executor-config-schema.js';
 import { parseExecutorConfig } from './parse-executor-config.js';
-import { readJsonDocument } from './read-json-document.js';
+import { readJsonDocument } from '../../config/read-json-document.js';
 
 /** What `executor validate-config` reports for a valid file. Documented in docs/cli-output.md. */
 export interface ValidateConfigResult {

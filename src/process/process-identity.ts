@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { errorCode } from '../../errors.js';
-import { processAlive } from '../../storage/process-lock.js';
+import { errorCode } from '../errors.js';
+import { processAlive } from '../storage/process-lock.js';
 
 /*
  * Telling a process apart from a later one that reuses its pid. The supervisor records each

@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
-import { errorCode } from '../../errors.js';
-import { tightenOpenFile } from '../../storage/private-state.js';
+import { errorCode } from '../errors.js';
+import { tightenOpenFile } from '../storage/private-state.js';
 import { LOG_RETAINED, logFilePath } from './log-files.js';
 
 /*

@@ -1,8 +1,8 @@
 import { posix } from 'node:path';
-import type { FieldIssue } from '../errors.js';
+import type { FieldIssue } from '../../errors.js';
 import { executorConfigSchema, executorConfigSections, type ExecutorConfig } from './executor-config-schema.js';
-import { findRawSecrets } from './secret-scan.js';
-import { toFieldIssues } from './zod-issues.js';
+import { findRawSecrets } from '../../config/secret-scan.js';
+import { toFieldIssues } from '../../config/zod-issues.js';
 
 export type ParseResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly issues: readonly FieldIssue[] };
 
