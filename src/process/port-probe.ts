@@ -80,15 +80,29 @@ export async function findPortHolder(port: number): Promise<PortHolder | null> {
   return null;
 }
 
+/** A process's working directory, when this user may read it (Linux /proc); null otherwise. */
+export async function workingDirectory(pid: number): Promise<string | null> {
+  return readlink(`/proc/${pid}/cwd`).catch(() => null);
+}
+
 /** Whether a port is free on loopback, and if not, who holds it (when that can be seen). */
 export async function probePort(port: number): Promise<PortProbe> {
   if (await canListen(port)) return { port, free: true };
   return { port, free: false, holder: await findPortHolder(port) };
 }
 
-/** "port 7400 is in use by pid 1234 (lexec ledger serve)" — for messages and hints. */
-export function describeBusyPort(probe: Extract<PortProbe, { free: false }>): string {
-  return probe.holder === null
-    ? `port ${probe.port} is in use by a process this user cannot see`
-    : `port ${probe.port} is in use by pid ${probe.holder.pid} (${probe.holder.name})`;
+/** Which lexec stack a holder belongs to, when it is one: its profile and LEXEC_HOME. */
+export interface HolderStack {
+  readonly profile: string;
+  readonly home: string;
+}
+
+/**
+ * "port 7400 is in use by pid 1234 (lexec ledger serve)", and "… of profile "sandbox" in
+ * LEXEC_HOME /home/me/.lexec" when the holder is a lexec stack's — for messages and hints.
+ */
+export function describeBusyPort(probe: Extract<PortProbe, { free: false }>, stack: HolderStack | null = null): string {
+  if (probe.holder === null) return `port ${probe.port} is in use by a process this user cannot see`;
+  const of = stack === null ? '' : ` of profile "${stack.profile}" in LEXEC_HOME ${stack.home}`;
+  return `port ${probe.port} is in use by pid ${probe.holder.pid} (${probe.holder.name})${of}`;
 }

@@ -175,6 +175,15 @@ export async function writeActiveId(paths: ProfilePaths, id: string): Promise<vo
   await syncDirectory(paths.dir);
 }
 
+/**
+ * Withdraws the active pointer (the profile has no active generation again): only for an
+ * activation a failed first start made, so the next start renders the profile as it is then.
+ */
+export async function clearActiveId(paths: ProfilePaths): Promise<void> {
+  await rm(paths.activeFile, { force: true });
+  await syncDirectory(paths.dir);
+}
+
 /** The file naming the generation that was active before the current one (kept by every prune). */
 function previousFile(paths: ProfilePaths): string {
   return join(paths.dir, 'previous');

@@ -1,5 +1,6 @@
 import { ExitCode, UserError } from '../../errors.js';
 import { describeBusyPort, probePort } from '../../process/port-probe.js';
+import { stackOfProcess } from '../home/stack-of-process.js';
 import { generationComponents, type GenerationManifest } from '../generations/render-generation.js';
 import type { ProfilePaths } from '../home/stack-home.js';
 import { runDoctor } from '../doctor/stack-doctor.js';
@@ -15,6 +16,11 @@ export interface PreflightRequest {
   readonly home: string;
   readonly paths: ProfilePaths;
   readonly manifest: GenerationManifest;
+  /**
+   * This start activated the generation (the profile had none) and withdraws it if the start
+   * fails: a change to profile.toml then takes effect at the next start, without render and activate.
+   */
+  readonly freshGeneration: boolean;
 }
 
 export interface PreflightResult {
@@ -22,8 +28,8 @@ export interface PreflightResult {
   readonly warnings: readonly string[];
 }
 
-export async function preflightChecks({ home, paths, manifest }: PreflightRequest): Promise<PreflightResult> {
-  await assertPortsFree(paths, manifest);
+export async function preflightChecks({ home, paths, manifest, freshGeneration }: PreflightRequest): Promise<PreflightResult> {
+  await assertPortsFree(paths, manifest, freshGeneration);
   const report = await runDoctor({ home, paths });
   const failedChecks = report.checks.filter((check) => check.status === 'fail');
   if (failedChecks.length > 0) {
@@ -36,8 +42,8 @@ export async function preflightChecks({ home, paths, manifest }: PreflightReques
   return { warnings: report.checks.filter((check) => check.status === 'warn').map((check) => check.id) };
 }
 
-/** Throws a user error (exit 1) naming every port that is in use and who holds it. */
-async function assertPortsFree(paths: ProfilePaths, manifest: GenerationManifest): Promise<void> {
+/** Throws a user error (exit 1) naming every port that is in use and who holds it (and its stack, when it is a lexec stack's). */
+async function assertPortsFree(paths: ProfilePaths, manifest: GenerationManifest, freshGeneration: boolean): Promise<void> {
   const busy = [];
   const temporal = manifest.components.executor.temporal;
   const owned: [string, number | undefined][] = [
@@ -49,12 +55,17 @@ async function assertPortsFree(paths: ProfilePaths, manifest: GenerationManifest
   for (const [component, port] of owned) {
     if (port === undefined) continue;
     const probe = await probePort(port);
-    if (!probe.free) busy.push({ component, probe });
+    if (!probe.free) busy.push({ component, probe, stack: probe.holder === null ? null : await stackOfProcess(probe.holder.pid) });
   }
   if (busy.length === 0) return;
-  const described = busy.map(({ component, probe }) => `${component}: ${describeBusyPort(probe)}`);
+  const described = busy.map(({ component, probe, stack }) => `${component}: ${describeBusyPort(probe, stack)}`);
+  const holder = busy.find(({ stack }) => stack !== null)?.stack ?? null;
+  const stop = holder === null ? 'Stop that process' : `Stop that stack (\`LEXEC_HOME=${holder.home} lexec stack stop --profile ${holder.profile}\`)`;
+  const ports = `give profile "${paths.name}" other ports in ${paths.source} ([ports])`;
   throw new UserError('port_in_use', `Profile "${paths.name}" cannot start: ${described.join('; ')}.`, {
-    nextStep: `Stop that process, or give the profile other ports in ${paths.source} ([ports]), then \`lexec stack render\`, \`lexec stack activate --generation <id>\` and start again.`,
-    issues: busy.map(({ component, probe }) => ({ path: `ports.${component}`, message: describeBusyPort(probe) })),
+    nextStep: freshGeneration
+      ? `${stop}, or ${ports}, then start again (nothing was activated: the next start renders the profile as it is then).`
+      : `${stop}, or ${ports}, then \`lexec stack render\`, \`lexec stack activate --generation <id>\` and start again.`,
+    issues: busy.map(({ component, probe, stack }) => ({ path: `ports.${component}`, message: describeBusyPort(probe, stack) })),
   });
 }

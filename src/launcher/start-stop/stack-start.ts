@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { access } from 'node:fs/promises';
 import { readBuildInfo } from '../../build-info.js';
 import { UserError } from '../../errors.js';
-import { readActiveId, writeActiveId } from '../generations/generation-store.js';
+import { readActiveId, writeActiveId, clearActiveId } from '../generations/generation-store.js';
 import { readHandoff, stackHandoff, withdrawHandoff, writeHandoff, type Handoff } from '../handoff/handoff.js';
 import { terminateProcess } from '../../process/process-identity.js';
 import { createProfileFromExample, loadProfile, profileMissing, resolveProfileName } from '../profiles/profile-store.js';
@@ -103,23 +103,31 @@ export async function startStack(request: StartRequest): Promise<StartResult> {
       (value) => ({ kind: 'generation', generation_id: value.manifest.generation_id, activated: value.activated }),
     );
     reportDrift(request.progress, manifest, drift);
-    await request.progress.step(
-      { kind: 'preflight' },
-      () => preflightChecks({ home, paths, manifest }),
-      (value) => ({ kind: 'preflight', warnings: value.warnings }),
-    );
-
-    const supervisorPid = await request.progress.step({ kind: 'supervisor' }, () => spawnSupervisor(paths, request.env), (pid) => ({ kind: 'supervisor', pid }));
-    const deadline = started + request.timeoutMs;
-    let ready: SupervisorState;
     try {
-      ready = await waitUntilReady({ paths, manifest, supervisorPid, deadline, request, onTimeout: 'stop' });
+      await request.progress.step(
+        { kind: 'preflight' },
+        () => preflightChecks({ home, paths, manifest, freshGeneration: activated }),
+        (value) => ({ kind: 'preflight', warnings: value.warnings }),
+      );
+
+      const supervisorPid = await request.progress.step({ kind: 'supervisor' }, () => spawnSupervisor(paths, request.env), (pid) => ({ kind: 'supervisor', pid }));
+      const deadline = started + request.timeoutMs;
+      let ready: SupervisorState;
+      try {
+        ready = await waitUntilReady({ paths, manifest, supervisorPid, deadline, request, onTimeout: 'stop' });
+      } catch (error) {
+        await request.progress.step({ kind: 'take_down' }, () => takeDownStack(paths, supervisorPid, { boundMs: TAKEDOWN_BOUND_MS, orphanGraceMs: ORPHAN_GRACE_MS }));
+        throw error;
+      }
+      const handoff = await request.progress.step({ kind: 'handoff', handoff_file: paths.handoffFile }, () => supervisorHandoff(paths, ready, deadline, request.now));
+      return result({ paths, state: ready, handoff, outcome: 'started', started, profileCreated, activated, drift, orphans: orphans.length });
     } catch (error) {
-      await request.progress.step({ kind: 'take_down' }, () => takeDownStack(paths, supervisorPid, { boundMs: TAKEDOWN_BOUND_MS, orphanGraceMs: ORPHAN_GRACE_MS }));
+      // The generation this start activated never became ready (nothing was handed to a client):
+      // withdraw it, so that fixing profile.toml (a port, a key) takes effect at the next start
+      // instead of the same failure until a render and an activate by hand.
+      if (activated) await clearActiveId(paths);
       throw error;
     }
-    const handoff = await request.progress.step({ kind: 'handoff', handoff_file: paths.handoffFile }, () => supervisorHandoff(paths, ready, deadline, request.now));
-    return result({ paths, state: ready, handoff, outcome: 'started', started, profileCreated, activated, drift, orphans: orphans.length });
   } finally {
     await release();
   }
