@@ -1,6 +1,8 @@
 import { Flags } from '@oclif/core';
 import type { LedgerConnector } from '../ledger/client/ledger-connector.js';
-import { ledgerConnector } from '../stack-client/connect-ledger.js';
+import { ledgerConnector, stackAgent, type LedgerTarget } from '../stack-client/connect-ledger.js';
+import { AGENT_ID, AGENT_NAME, type AgentChoice } from '../ledger/client/agent-choice.js';
+import { UsageError } from '../errors.js';
 import { profileFlags } from './profile-flags.js';
 
 /**
@@ -22,7 +24,27 @@ export const ledgerTargetFlags = {
   }),
 };
 
+type TargetFlags = { profile?: string | undefined; url?: string | undefined; 'token-file'?: string | undefined };
+
+function targetOf(flags: TargetFlags): LedgerTarget {
+  return { env: process.env, profile: flags.profile, url: flags.url, tokenFile: flags['token-file'] };
+}
+
 /** The service-side view of the flags: how the verb connects to the ledger they name. */
-export function ledgerTarget(flags: { profile?: string | undefined; url?: string | undefined; 'token-file'?: string | undefined }): LedgerConnector {
-  return ledgerConnector({ env: process.env, profile: flags.profile, url: flags.url, tokenFile: flags['token-file'] });
+export function ledgerTarget(flags: TargetFlags): LedgerConnector {
+  return ledgerConnector(targetOf(flags));
+}
+
+/**
+ * `--agent-id` of a policy verb: an agent id, or an agent name the ledger resolves; left out, the
+ * profile's own agent (profile mode only).
+ */
+export function agentChoice(flags: TargetFlags & { 'agent-id'?: string | undefined }): AgentChoice {
+  const given = flags['agent-id'] ?? null;
+  if (given !== null && !AGENT_ID.test(given) && !AGENT_NAME.test(given)) {
+    throw new UsageError('invalid_flag_value', '--agent-id must be an agent id (agt_ followed by a UUID) or an agent name, as `lexec ledger agents list` shows.', {
+      nextStep: 'Run the command with --help to see its flags.',
+    });
+  }
+  return { given, stackAgent: () => stackAgent(targetOf(flags)) };
 }

@@ -13,6 +13,8 @@ import { refuseUnusable } from '../stack-client/paid-job/usable-authorization.js
 import { collectExecution, type RunProgress, type Spent } from './collect-execution.js';
 import { prepareOutputDir } from './prepare-output-dir.js';
 import { quoteForRun } from './quote-for-run.js';
+import { policyRoom, type PolicyRoom } from '../stack-client/paid-job/policy-room.js';
+import type { JobQuote } from '../stack-client/paid-job/quote.js';
 
 /*
  * `lexec run` (docs/run.md): on the selected profile's running stack, quote the request with the
@@ -154,6 +156,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
   checkpoint();
 
   let authorization = await obtainAuthorization(ledger, quote, {
+    refused: async (reason) => policyRefused(await policyRoom(ledger, quote, reason), quote),
     existingId: request.authorization,
     client: 'lexec run',
     insufficient: (existing) =>
@@ -244,4 +247,22 @@ function afterSettlement(error: unknown, tokenId: string): UserError | null {
 function withWhatStays(error: unknown, left: { what: string; next: string }): unknown {
   if (!isStackFailure(error)) return error;
   return new UserError(error.code, `${error.message} ${left.what}`, { nextStep: `${error.nextStep} Then ${left.next.charAt(0).toLowerCase()}${left.next.slice(1)}`, issues: error.issues, exitCode: error.exitCode });
+}
+
+/** The spend policy refused the run: what it costs against the cap that refused it, and what would fit. */
+function policyRefused(room: PolicyRoom, quote: JobQuote): UserError {
+  const costs = `This run costs ${formatUnits(quote.amountUnits, room.currency)} (${quote.imageCount} x ${quote.imageSize})`;
+  const policy = 'have an admin raise it (`lexec ledger policy show` shows the policy, `lexec ledger policy set` changes it)';
+  if (room.reason === 'per_authorization_cap_exceeded') {
+    const cap = formatUnits(room.per_authorization_cap_units, room.currency);
+    return new UserError('ledger_policy_refused', `${costs}, more than the agent's per-authorization cap of ${cap}; nothing was requested or spent.`, {
+      nextStep:
+        room.largest_count > 0
+          ? `Run it with --count ${room.largest_count} or fewer (the most ${quote.imageSize} images within ${cap}), or ${policy}.`
+          : `Not one ${quote.imageSize} image fits within ${cap}: use a smaller --size, or ${policy}.`,
+    });
+  }
+  return new UserError('ledger_policy_refused', `${costs}, more than is left of the agent's daily cap in the rolling 24 hours (${formatUnits(room.remaining_units, room.currency)} left); nothing was requested or spent.`, {
+    nextStep: `Wait until earlier spend leaves the 24-hour window, run fewer images, or ${policy}.`,
+  });
 }

@@ -4,6 +4,7 @@ import { capabilityKind } from '../credentials/capability.js';
 import { readPrivateFile } from '../credentials/private-file.js';
 import { UsageError, UserError } from '../errors.js';
 import { createLedgerClient, type LedgerClient } from '../ledger/client/ledger-client.js';
+import type { StackAgentRef } from '../ledger/client/agent-choice.js';
 import type { LedgerConnector, LedgerRole } from '../ledger/client/ledger-connector.js';
 import { chooseLedgerTarget, readHandoffCredential, type ActiveStack, type ServerTargetRequest } from './locate-stack.js';
 
@@ -80,6 +81,12 @@ export async function connectLedger(target: LedgerTarget, role: LedgerRole): Pro
 /** What the ledger verbs are given: connects for the role a verb asks for, when it asks. */
 export function ledgerConnector(target: LedgerTarget): LedgerConnector {
   return (role) => connectLedger(target, role);
+}
+
+/** The running stack's own local agent (the one `lexec run` spends as); null in manual mode. */
+export async function stackAgent(target: LedgerTarget): Promise<StackAgentRef | null> {
+  const choice = await chooseLedgerTarget(target);
+  return choice.mode === 'manual' ? null : choice.stack.handoff.agent;
 }
 
 /** A client of a running stack's ledger, presenting the handoff's credential for `role`. */

@@ -63,8 +63,8 @@ describe('command surface', () => {
         flag('credential-file', { required: true }),
       ),
       'ledger:policy:init': [global[0], flag('file', { required: true }), global[1]],
-      'ledger:policy:set': ledgerVerb(flag('agent-id', { required: true }), flag('file', { required: true })),
-      'ledger:policy:show': ledgerVerb(flag('agent-id', { required: true }), flag('export')),
+      'ledger:policy:set': ledgerVerb(flag('agent-id'), flag('file', { required: true })),
+      'ledger:policy:show': ledgerVerb(flag('agent-id'), flag('export')),
       'executor:credentials:bootstrap-managed': [
         global[0],
         { name: 'config', type: 'option', required: true, options: undefined, default: undefined },

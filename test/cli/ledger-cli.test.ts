@@ -464,7 +464,20 @@ describe('ledger verbs refuse bad input with a clear code and a non-zero exit', 
   it('an unknown authorization is ledger_not_found; a malformed token id or agent id is a usage error', async () => {
     failed(await lexec(['ledger', 'authorizations', 'show', '00000000-0000-4000-8000-000000000000', ...target(), '--json']), 1, 'ledger_not_found');
     failed(await lexec(['ledger', 'authorizations', 'show', 'not-a-uuid', ...target(), '--json']), 2, 'invalid_argument');
-    failed(await lexec(['ledger', 'policy', 'show', ...target(), '--agent-id', 'bot', '--json']), 2, 'invalid_flag_value');
+    failed(await lexec(['ledger', 'policy', 'show', ...target(), '--agent-id', 'Not An Agent', '--json']), 2, 'invalid_flag_value');
+  });
+
+  it('policy show and set take an agent name for --agent-id; an unknown name lists the agents; manual mode needs the flag', async () => {
+    const agents = succeeded(await lexec(['ledger', 'agents', 'list', ...target(), '--json']), 'ledger agents list').agents;
+    const bot = agents.find((agent) => agent.name === 'bot')?.agent_id ?? '';
+    const byId = succeeded(await lexec(['ledger', 'policy', 'show', ...target(), '--agent-id', bot, '--json']), 'ledger policy show');
+    const byName = succeeded(await lexec(['ledger', 'policy', 'show', ...target(), '--agent-id', 'bot', '--json']), 'ledger policy show');
+    expect(byName).toEqual(byId);
+    const unknown = failed(await lexec(['ledger', 'policy', 'show', ...target(), '--agent-id', 'nobody', '--json']), 1, 'agent_not_found');
+    expect(unknown.message).toContain(`its agents: ${agents.map((agent) => agent.name).join(', ')}`);
+    expect(unknown.issues).toEqual([{ path: '--agent-id', message: 'no agent with this id or name' }]);
+    const none = failed(await lexec(['ledger', 'policy', 'show', ...target(), '--json']), 2, 'usage_error');
+    expect(none.message).toContain('--agent-id is required with --url');
   });
 
   it('policy set reports every problem of an invalid file with its path and sends nothing', async () => {

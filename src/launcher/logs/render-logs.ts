@@ -72,8 +72,12 @@ function describeRejection(rejection: AdmissionRejection): string {
   return `  ${rejection.last_seen ?? '(no time)'}  ${rejection.route} v${rejection.route_version} -> ${rejection.status} ${rejection.code}/${rejection.reason_code}  fields: ${fields}  (${seen})`;
 }
 
-/** Everything printed before the lines: where nothing was found, and the admission rejections. */
-export function renderLogsHeader(result: LogsResult, output: Output): void {
+/**
+ * Everything printed before the lines — where nothing was found, the admission rejections, what
+ * the lines are — on stderr: stdout carries the log lines only, so `--lines 5` prints five lines
+ * and a pipe (`| grep`) sees nothing else.
+ */
+export function renderLogsHeader(result: LogsResult, { diagnostics: output }: Output): void {
   const which = result.component === 'all' ? 'any component' : `the ${result.component}`;
   if (result.log_files === 0) {
     output.line(`No logs yet for ${which} of profile ${result.profile} (${result.logs_dir}): the supervisor writes them once \`lexec stack start\` runs.`);

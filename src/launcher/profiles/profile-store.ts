@@ -87,7 +87,7 @@ export function profileMissing(paths: ProfilePaths): UserError {
     nextStep:
       paths.name === DEFAULT_PROFILE
         ? 'Run `lexec stack start` once: it creates the sandbox profile from the shipped example.'
-        : `Copy an example from profiles.example/ to ${paths.source}, edit it, then run the command again (\`lexec stack profiles\` lists the existing ones).`,
+        : `Copy one of the shipped examples (${packagePath('profiles.example')}) to ${paths.source}, edit it, then run the command again (\`lexec stack profiles\` lists the existing ones).`,
   });
 }
 

@@ -77,7 +77,12 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
   }
   if (status === 422 && code === 'policy_refused') {
     return new UserError('ledger_policy_refused', `The ledger at ${context.url} refused the request under the agent's spend policy (${said}).`, {
-      nextStep: 'Ask for a smaller amount, wait until the rolling daily spend allows it, or have an admin raise the policy (`lexec ledger policy set`).',
+      nextStep:
+        reason === 'per_authorization_cap_exceeded'
+          ? 'Ask for at most the per-authorization cap (`lexec ledger policy show` shows it), or have an admin raise it (`lexec ledger policy set`).'
+          : reason === 'daily_cap_exceeded'
+            ? 'Wait until earlier spend leaves the rolling 24-hour window, ask for less, or have an admin raise the daily cap (`lexec ledger policy set`).'
+            : 'Ask for a smaller amount, or have an admin raise the policy (`lexec ledger policy show` shows it, `lexec ledger policy set` changes it).',
       issues,
     });
   }

@@ -1,6 +1,7 @@
 import type { SpendPolicy } from '../authorization-rules.js';
 import type { LedgerPolicy } from '../wire/answers.js';
 import { policyFileDocument, readPolicyFile, STARTER_POLICY, writePolicyFile } from '../policy-file.js';
+import { resolveAgentId, type AgentChoice } from './agent-choice.js';
 import type { LedgerConnector } from './ledger-connector.js';
 
 export interface PolicyShowResult {
@@ -20,9 +21,9 @@ export interface PolicyInitResult {
 }
 
 /** `ledger policy show` (admin token); with an export path, also writes it as a policy file. */
-export async function showLedgerPolicy(request: { readonly target: LedgerConnector; readonly agentId: string; readonly exportTo: string | null }): Promise<PolicyShowResult> {
+export async function showLedgerPolicy(request: { readonly target: LedgerConnector; readonly agent: AgentChoice; readonly exportTo: string | null }): Promise<PolicyShowResult> {
   const client = await request.target('admin');
-  const policy = await client.policy(request.agentId);
+  const policy = await client.policy(await resolveAgentId(client, request.agent));
   if (request.exportTo !== null) await writePolicyFile(request.exportTo, policy);
   return { policy, exported_to: request.exportTo };
 }
@@ -31,10 +32,10 @@ export async function showLedgerPolicy(request: { readonly target: LedgerConnect
  * `ledger policy set` (admin token): the file is validated locally before anything is sent,
  * so a mistake is reported with every field path; then it replaces the agent's policy.
  */
-export async function setLedgerPolicy(request: { readonly target: LedgerConnector; readonly agentId: string; readonly file: string }): Promise<PolicySetResult> {
+export async function setLedgerPolicy(request: { readonly target: LedgerConnector; readonly agent: AgentChoice; readonly file: string }): Promise<PolicySetResult> {
   const client = await request.target('admin');
   const policy = await readPolicyFile(request.file);
-  return { policy: await client.setPolicy(request.agentId, policy), policy_file: request.file };
+  return { policy: await client.setPolicy(await resolveAgentId(client, request.agent), policy), policy_file: request.file };
 }
 
 /** `ledger policy init`: local only — writes a starter policy file; no ledger, no token. */

@@ -1,6 +1,7 @@
 import { UserError } from '../../errors.js';
 import type { LedgerClient } from '../../ledger/client/ledger-client.js';
 import type { LedgerAuthorization } from '../../ledger/wire/answers.js';
+import { policyRefusalReason, type PolicyRoom } from './policy-room.js';
 import type { JobQuote } from './quote.js';
 
 /*
@@ -27,13 +28,21 @@ export interface AuthorizationChoice {
   readonly insufficient: (existing: LedgerAuthorization) => UserError;
   /** The client's words when the existing authorization is not this agent's (ledger_not_found); else thrown as it is. */
   readonly unknown?: () => UserError;
+  /** The client's words when the spend policy refuses a new request (with the refusing cap); else the ledger's refusal as it is. */
+  readonly refused?: (reason: PolicyRoom['reason']) => Promise<UserError>;
 }
 
 export async function obtainAuthorization(ledger: LedgerClient, quote: JobQuote, choice: AuthorizationChoice): Promise<LedgerAuthorization> {
   if (choice.existingId === undefined) {
     const label = quote.target.label ?? quote.target.target_id;
     const purpose = `${choice.client}: ${quote.imageCount} x ${quote.imageSize} image${quote.imageCount === 1 ? '' : 's'}, ${label}`.slice(0, 200);
-    return ledger.requestAuthorization({ amountUnits: quote.amountUnits, purpose });
+    try {
+      return await ledger.requestAuthorization({ amountUnits: quote.amountUnits, purpose });
+    } catch (error) {
+      const reason = policyRefusalReason(error);
+      if (reason === null || choice.refused === undefined) throw error;
+      throw await choice.refused(reason);
+    }
   }
   let existing: LedgerAuthorization;
   try {

@@ -79,8 +79,10 @@ describe('lexec stack logs', () => {
 
     const human = await runLexec(['stack', 'logs', '--component', 'all', '--lines', '3', '--raw'], { env: home.env });
     expect(human.exitCode).toBe(0);
-    expect(human.stderr).toBe('');
-    const lines = human.stdout.split('\n');
+    // The notes before the lines on stderr; on stdout exactly the three lines asked for.
+    expect(human.stderr).toContain('No admission rejections (executor_admission_rejected)');
+    const lines = human.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(3);
     expect(lines).toContain(`sandbox    | ${jsonLine(6, 'sandbox_submission')}`);
     expect(lines).toContain(`ledger     | ${jsonLine(7, 'ledger_stopping')}`);
     expect(lines).toContain(`executor   | ${jsonLine(8, 'executor_stopping', {}, 50)}`);
@@ -106,8 +108,10 @@ describe('lexec stack logs', () => {
 
     const human = await runLexec(['stack', 'logs', '--component', 'executor', '--execution-id', EXECUTION_A], { env: home.env });
     expect(human.exitCode).toBe(0);
-    expect(human.stdout).toContain(`Only lines of execution ${EXECUTION_A}; admission rejections carry no execution id and are left out`);
-    expect(human.stdout).not.toContain('Admission rejections in the retained');
+    // What the lines are goes to stderr; stdout carries the lines only.
+    expect(human.stderr).toContain(`Only lines of execution ${EXECUTION_A}; admission rejections carry no execution id and are left out`);
+    expect(human.stdout + human.stderr).not.toContain('Admission rejections in the retained');
+    expect(human.stdout).not.toContain('Only lines of execution');
   });
 
   it('without --execution-id, lists the admission rejections of every retained executor file first, even those older than the last n lines', async () => {
@@ -152,20 +156,20 @@ describe('lexec stack logs', () => {
     expect((await logsJson(home, ['--component', 'ledger'])).admission_rejections).toEqual([]);
 
     const human = await runLexec(['stack', 'logs', '--component', 'executor', '--lines', '3', '--raw'], { env: home.env });
-    const lines = human.stdout.trimEnd().split('\n');
-    expect(lines.slice(0, 4)).toEqual([
+    // The header on stderr, exactly the three lines asked for on stdout.
+    expect(human.stderr.trimEnd().split('\n')).toEqual([
       'Admission rejections in the retained executor logs (no execution id; may predate the running executor):',
       '  2026-03-01T12:00:11.000Z  create_execution v2 -> 400 invalid_request/pricing_selector_not_matched  fields: input.image_size  (logged once)',
       '  2026-03-01T12:00:21.000Z  create_execution v2 -> 400 invalid_request/target_not_selectable  fields: target_id  (logged 2 times, first 2026-03-01T12:00:02.000Z)',
       'Executor lines below are not filtered by execution; pass --execution-id <id> to see one execution.',
     ]);
-    expect(lines.slice(4)).toEqual([jsonLine(77, 'executor_dependency_probe'), jsonLine(78, 'executor_dependency_probe'), jsonLine(79, 'executor_dependency_probe')]);
+    expect(human.stdout.trimEnd().split('\n')).toEqual([jsonLine(77, 'executor_dependency_probe'), jsonLine(78, 'executor_dependency_probe'), jsonLine(79, 'executor_dependency_probe')]);
 
     await writeLog(home.logsDir, 'executor', 4, [jsonLine(1, 'executor_started')]);
     await writeLog(home.logsDir, 'executor', 2, []);
     await writeLog(home.logsDir, 'executor', 0, [jsonLine(20, 'executor_started')]);
     const none = await runLexec(['stack', 'logs', '--component', 'executor'], { env: home.env });
-    expect(none.stdout.split('\n')[0]).toBe('No admission rejections (executor_admission_rejected) in the retained executor logs.');
+    expect(none.stderr.split('\n')[0]).toBe('No admission rejections (executor_admission_rejected) in the retained executor logs.');
   });
 
   it('prints a readable line per event by default — time, level name, component, event, key fields — and the lines as written with --raw', async () => {
@@ -275,7 +279,8 @@ describe('lexec stack logs', () => {
     expect(empty.stderr).toBe('');
     const human = await runLexec(['stack', 'logs', '--component', 'ledger'], { env: home.env });
     expect(human.exitCode).toBe(0);
-    expect(human.stdout).toBe(`No logs yet for the ledger of profile sandbox (${home.logsDir}): the supervisor writes them once \`lexec stack start\` runs.`);
+    expect(human.stderr.trimEnd()).toBe(`No logs yet for the ledger of profile sandbox (${home.logsDir}): the supervisor writes them once \`lexec stack start\` runs.`);
+    expect(human.stdout).toBe('');
 
     const unknown = await runLexec(['stack', 'logs', '--profile', 'nosuch', '--json'], { env: home.env });
     expect(unknown.exitCode).toBe(1);

@@ -2,7 +2,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listTree, makeTempDir, removeDir, runLexec } from '../../support/cli.js';
-import { exampleText, sandboxProfileText, writeProfile } from '../../support/example-profiles.js';
+import { EXAMPLES_DIR, exampleText, sandboxProfileText, writeProfile } from '../../support/example-profiles.js';
 import { lexec } from './profile-fixtures.js';
 
 /* `stack profiles`, `stack select`, the global `--profile`, and LEXEC_HOME, on the built binary. */
@@ -80,6 +80,8 @@ describe('stack select and --profile', () => {
     const missing = await lexec(home, ['stack', 'select', 'nowhere', '--json']);
     expect(missing.exitCode).toBe(1);
     expect(missing.json?.error).toMatchObject({ code: 'profile_not_found' });
+    // The shipped examples by their absolute path: an npm-installed user has no profiles.example/ beside them.
+    expect(missing.json?.error).toMatchObject({ next_step: expect.stringContaining(`Copy one of the shipped examples (${EXAMPLES_DIR}) to `) as unknown });
     await writeFile(join(home, 'profiles', 'other', 'profile.toml'), 'kind = "sandbox"\n');
     const invalid = await lexec(home, ['stack', 'select', 'other', '--json']);
     expect(invalid.exitCode).toBe(1);

@@ -53,6 +53,8 @@ describe('a changed default spend policy', () => {
       await lexecIn(stack.home, ['ledger', 'policy', 'show', '--agent-id', started.agent.agent_id, '--json']),
     );
     expect(shown.policy).toMatchObject({ approval_threshold_units: '1000', source: 'default' });
+    // Without --agent-id: the profile's own agent (the one `lexec run` spends as).
+    expect(jsonResult<{ policy: unknown }>(await lexecIn(stack.home, ['ledger', 'policy', 'show', '--json'])).policy).toEqual(shown.policy);
     // The same job now needs a human.
     expect(jsonResult<RunJson>(await run(['--no-wait'])).authorization.status).toBe('requested');
   }, 150_000);

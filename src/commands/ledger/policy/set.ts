@@ -1,7 +1,6 @@
 import { Flags } from '@oclif/core';
-import { agentIdFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
-import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
+import { agentChoice, ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../terminal/output.js';
 import { renderPolicySet } from '../../../ledger/client/render-ledger.js';
 import { setLedgerPolicy, type PolicySetResult } from '../../../ledger/client/ledger-policy.js';
@@ -16,13 +15,13 @@ export default class LedgerPolicySet extends LexecCommand<PolicySetResult> {
   ];
   static override flags = {
     ...ledgerTargetFlags,
-    'agent-id': Flags.string({ required: true, summary: 'The agent whose policy to replace.' }),
+    'agent-id': Flags.string({ summary: "The agent whose policy to replace: its id or its name (default: the profile's own agent; required with --url)." }),
     file: Flags.string({ required: true, summary: 'Absolute path of the policy file (JSON).' }),
   };
 
   protected override async execute(): Promise<PolicySetResult> {
     const { flags } = await this.parse(LedgerPolicySet);
-    return setLedgerPolicy({ target: ledgerTarget(flags), agentId: agentIdFlag(flags['agent-id']), file: flags.file });
+    return setLedgerPolicy({ target: ledgerTarget(flags), agent: agentChoice(flags), file: flags.file });
   }
 
   protected override renderHuman(result: PolicySetResult, output: Output): void {

@@ -1,7 +1,6 @@
 import { Flags } from '@oclif/core';
-import { agentIdFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
-import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
+import { agentChoice, ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../terminal/output.js';
 import { renderPolicyShown } from '../../../ledger/client/render-ledger.js';
 import { showLedgerPolicy, type PolicyShowResult } from '../../../ledger/client/ledger-policy.js';
@@ -16,13 +15,13 @@ export default class LedgerPolicyShow extends LexecCommand<PolicyShowResult> {
   ];
   static override flags = {
     ...ledgerTargetFlags,
-    'agent-id': Flags.string({ required: true, summary: 'The agent whose policy to show.' }),
+    'agent-id': Flags.string({ summary: "The agent whose policy to show: its id or its name (default: the profile's own agent; required with --url)." }),
     export: Flags.string({ summary: 'Also write the policy to this new file (absolute path).' }),
   };
 
   protected override async execute(): Promise<PolicyShowResult> {
     const { flags } = await this.parse(LedgerPolicyShow);
-    return showLedgerPolicy({ target: ledgerTarget(flags), agentId: agentIdFlag(flags['agent-id']), exportTo: flags.export ?? null });
+    return showLedgerPolicy({ target: ledgerTarget(flags), agent: agentChoice(flags), exportTo: flags.export ?? null });
   }
 
   protected override renderHuman(result: PolicyShowResult, output: Output): void {

@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectFailure, makeTempDir, removeDir } from '../support/cli.js';
+import { tableAt } from '../support/example-profiles.js';
+import { startRunningStack, type RunningStack } from '../support/running-stack.js';
+
+/*
+ * A run the agent's spend policy refuses says which cap refused it and what would fit (issue 26
+ * item 7): the per-authorization cap with the largest --count within it — not "wait for the
+ * rolling daily spend", which cannot help — and the daily cap with what is left of it.
+ * Sandbox price: 3/1000 USD a square_hd image (3000 micro-units).
+ */
+
+let stack: RunningStack;
+let work: string;
+
+beforeAll(async () => {
+  work = await makeTempDir('lexec-policy-run-');
+  stack = await startRunningStack({
+    edit: (profile) => {
+      const policy = tableAt(profile, 'ledger.default_policy');
+      policy.per_authorization_cap_units = '7000';
+      policy.daily_cap_units = '9000';
+      policy.approval_threshold_units = '7000';
+    },
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await stack.stop();
+  await removeDir(work);
+}, 120_000);
+
+async function held(): Promise<string> {
+  const run = await stack.lexec(['ledger', 'authorizations', 'list', '--json']);
+  return run.stdout;
+}
+
+describe('lexec run refused by the spend policy', () => {
+  it('above the per-authorization cap: names the cap and the largest --count within it; nothing is requested', async () => {
+    const before = await held();
+    const run = await stack.lexec(['run', 'three lighthouses', '--count', '3', '--out', work, '--json'], { cwd: work });
+    const error = expectFailure(run, 1, 'ledger_policy_refused');
+    expect(error.message).toBe("This run costs 0.009000 USD (3 x square_hd), more than the agent's per-authorization cap of 0.007000 USD; nothing was requested or spent.");
+    expect(error.next_step).toContain('Run it with --count 2 or fewer (the most square_hd images within 0.007000 USD)');
+    expect(error.next_step).not.toContain('rolling');
+    expect(await held()).toBe(before);
+  });
+
+  it('beyond what is left of the daily cap: says how much is left and that the window frees it', async () => {
+    expect((await stack.lexec(['run', 'two lighthouses', '--count', '2', '--out', work, '--json'], { cwd: work })).exitCode).toBe(0);
+    const run = await stack.lexec(['run', 'two more lighthouses', '--count', '2', '--out', work, '--json'], { cwd: work });
+    const error = expectFailure(run, 1, 'ledger_policy_refused');
+    expect(error.message).toBe("This run costs 0.006000 USD (2 x square_hd), more than is left of the agent's daily cap in the rolling 24 hours (0.003000 USD left); nothing was requested or spent.");
+    expect(error.next_step).toContain('Wait until earlier spend leaves the 24-hour window');
+  });
+});
