@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { IMAGE_SIZE_PRESETS, MAX_IMAGES_PER_EXECUTION } from '../executor/config/executor-config-schema.js';
 import { SECRET_TEXT_MESSAGE } from '../domain/secret-text.js';
-import { UsageError } from '../errors.js';
+import { ExitCode, UsageError, type ExitCodeValue } from '../errors.js';
 import { MAX_PROMPT_CHARS } from '../executor/domain/execution-request.js';
 import { tokenIdArgument, wholeNumberFlag } from '../cli/flag-values.js';
 import { LexecCommand } from '../cli/lexec-command.js';
@@ -76,6 +76,11 @@ export default class Run extends LexecCommand<RunResult> {
     } finally {
       process.off('SIGINT', onSigint);
     }
+  }
+
+  /** A partial delivery is printed as a result, and exits 6 so that a script never takes it for the images it asked for. */
+  protected override resultExitCode(result: RunResult): ExitCodeValue {
+    return result.delivery?.partial === true ? ExitCode.partialDelivery : ExitCode.ok;
   }
 
   protected override renderHuman(result: RunResult, output: Output): void {

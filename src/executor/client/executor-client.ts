@@ -42,6 +42,8 @@ export const executionViewSchema = z.object({
     .nullable(),
   artifact_count: z.number().int(),
   recommended_action: z.object({ code: z.string(), description: z.string() }),
+  /** The frozen pricing (what was asked, the unit price): read by the stack client's delivery check, which parses it. */
+  pricing_snapshot: z.unknown().optional(),
 });
 export type ExecutionView = z.output<typeof executionViewSchema>;
 
