@@ -13,6 +13,8 @@ export const ExitCode = {
   doctorFailed: 3,
   readinessTimeout: 4,
   profileLocked: 5,
+  /** `lexec run`: the execution succeeded with fewer images than asked (billed for those delivered); the result is printed. */
+  partialDelivery: 6,
   bug: 70,
   /** Stopped by Ctrl-C (SIGINT) at a safe point; the shell convention 128 + 2. */
   interrupted: 130,

@@ -5,6 +5,7 @@ import { UserError } from '../errors.js';
 import type { ArtifactView, ExecutionView, ExecutorClient, OfferedTarget } from '../executor/client/executor-client.js';
 import { decideRequest } from '../ledger/authorization-rules.js';
 import type { AgentTarget } from '../stack-client/connect-agent.js';
+import { jobDelivery } from '../stack-client/paid-job/job-delivery.js';
 import { jobArtifacts, jobImage, type ReadAgain } from '../stack-client/paid-job/job-images.js';
 import { chooseTarget, IntentRefused, quoteJob, type IntentProblem, type JobQuote } from '../stack-client/paid-job/quote.js';
 import type { AgentImage, Money, ToolInput, ToolOutput } from './agent-tools.js';
@@ -163,6 +164,7 @@ export async function getExecution(target: AgentTarget, input: ToolInput<'get_ex
       state_reason: execution.state_reason,
       spent: spentOf(execution),
       image_count: execution.artifact_count,
+      delivery: jobDelivery(execution),
       recommended_action: execution.recommended_action,
     },
     images: [],

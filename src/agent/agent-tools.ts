@@ -43,6 +43,17 @@ export const imageSchema = z.object({
 });
 export type AgentImage = z.output<typeof imageSchema>;
 
+/** Added in issue 26 (additive): a partial delivery is told apart from a full one. */
+const deliverySchema = z
+  .object({
+    requested: z.int(),
+    delivered: z.int(),
+    billed: z.int().nullable().describe('Images the exact amount settled pays for (null when it prices no whole count).'),
+    partial: z.boolean().describe('True when the job succeeded with fewer images than asked: only the delivered images are billed.'),
+  })
+  .nullable()
+  .describe('Images delivered against those asked, once the execution succeeded (null before, or for an execution lexec cannot price again).');
+
 export const TOOLS = {
   list_targets: {
     title: 'List image targets',
@@ -109,6 +120,7 @@ export const TOOLS = {
       quoted: moneySchema.nullable(),
       spent: moneySchema.nullable().describe('The exact amount the ledger settled (can be less than quoted, never more).'),
       images: z.array(imageSchema),
+      delivery: deliverySchema,
       next_step: z.string().nullable(),
     }),
   },
@@ -123,6 +135,7 @@ export const TOOLS = {
       state_reason: z.string().nullable(),
       spent: moneySchema.nullable(),
       image_count: z.int(),
+      delivery: deliverySchema,
       recommended_action: z.object({ code: z.string(), description: z.string() }),
     }),
   },

@@ -9,12 +9,13 @@ import type { AgentTarget } from '../stack-client/connect-agent.js';
 import { admitJob, NOT_READY_WINDOW_MS } from '../stack-client/paid-job/admission.js';
 import { followExecution } from '../stack-client/paid-job/follow-execution.js';
 import { approveCommand, obtainAuthorization } from '../stack-client/paid-job/job-authorization.js';
+import { jobDelivery, type JobDelivery } from '../stack-client/paid-job/job-delivery.js';
 import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
 import { executionRequestBody, promptProblem } from '../stack-client/paid-job/job-request.js';
 import type { JobQuote } from '../stack-client/paid-job/quote.js';
 import { refuseUnusable } from '../stack-client/paid-job/usable-authorization.js';
 import { cancelled, deliverImages, invalidArgument, money, notSucceeded, quoteIntent, spentOf, type DeliveredImage, type ToolAnswer, type ToolContext } from './agent-service.js';
-import type { ToolInput, ToolOutput } from './agent-tools.js';
+import type { Money, ToolInput, ToolOutput } from './agent-tools.js';
 import { AgentWorded, agentWording } from './agent-wording.js';
 
 /*
@@ -53,6 +54,7 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
       quoted: null,
       spent: null,
       images: images.map((image) => image.view),
+      delivery: null,
       next_step: null,
       ...fields,
     },
@@ -88,8 +90,11 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
     }
     if (execution.state !== 'succeeded') throw notSucceeded(execution);
     const images = await deliverImages(target.executor, execution.execution_id, delivery, context);
-    context.progress(`execution ${execution.execution_id}: ${images.length} image${images.length === 1 ? '' : 's'} ready`);
-    return answer({ ...base, status: 'succeeded', execution_id: execution.execution_id, execution_state: execution.state, spent: spentOf(execution) }, images);
+    const delivered = jobDelivery(execution);
+    const spent = spentOf(execution);
+    const partial = delivered?.partial === true ? partialDelivery(delivered, spent) : null;
+    context.progress(`execution ${execution.execution_id}: ${images.length} image${images.length === 1 ? '' : 's'} ready${partial === null ? '' : ` (partial delivery: ${partial.told})`}`);
+    return answer({ ...base, status: 'succeeded', execution_id: execution.execution_id, execution_state: execution.state, spent, delivery: delivered, next_step: partial?.next ?? null }, images);
   };
 
   // Resume by execution id: the execution says everything; nothing new is requested.
@@ -161,6 +166,18 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
   } catch (error) {
     throw withWhatStays(error, authorization.token_id, executionId);
   }
+}
+
+/** A partial delivery in the agent's words: what came and what it cost, and how to get the rest. */
+function partialDelivery(delivery: JobDelivery, spent: Money | null): { told: string; next: string } {
+  const cost = spent === null ? '' : ` (${spent.display})`;
+  const billed = delivery.billed === null ? `billed${cost}` : `billed for ${delivery.billed}${cost}`;
+  const told = `${delivery.delivered} of ${delivery.requested} images delivered; ${billed}`;
+  const missing = delivery.requested - delivery.delivered;
+  return {
+    told,
+    next: `Partial delivery: ${told}. The provider returned fewer images than asked and only those are billed. Tell the user; for the missing ${missing === 1 ? 'image' : `${missing} images`}, call generate_images again with image_count ${missing} (a new authorization).`,
+  };
 }
 
 /** A stack failure after the authorization exists: say what stays and how to resume. */

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { IMAGE_SIZE_PRESETS, MAX_IMAGES_PER_EXECUTION } from '../executor/config/executor-config-schema.js';
 import { SECRET_TEXT_MESSAGE } from '../domain/secret-text.js';
-import { UsageError } from '../errors.js';
+import { ExitCode, UsageError, type ExitCodeValue } from '../errors.js';
 import { MAX_PROMPT_CHARS } from '../executor/domain/execution-request.js';
 import { tokenIdArgument, wholeNumberFlag } from '../cli/flag-values.js';
 import { LexecCommand } from '../cli/lexec-command.js';
@@ -15,7 +15,7 @@ import { promptProblem } from '../stack-client/paid-job/job-request.js';
 export default class Run extends LexecCommand<RunResult> {
   static override summary = 'Generate images on the selected profile: authorize the exact cost, run it, save the files, report the spend.';
   static override description =
-    "Needs the profile's stack running (`lexec stack start`). Quotes the request with the executor's own pricing, requests a spend authorization as the profile's local agent, submits the execution, follows it to the end, saves every image into --out (named <execution_id>-<n>.png; an existing file is never replaced) and prints the exact amount settled. Above the policy's approval threshold it prints the approve command and waits (--no-wait returns at once). Ctrl-C stops at a safe point and says how to continue (--authorization).";
+    "Needs the profile's stack running (`lexec stack start`). Quotes the request with the executor's own pricing, requests a spend authorization as the profile's local agent, submits the execution, follows it to the end, saves every image into --out (named <execution_id>-<n>.png; an existing file is never replaced) and prints the exact amount settled. Above the policy's approval threshold it prints the approve command and waits (--no-wait returns at once). Ctrl-C stops at a safe point and says how to continue (--authorization). Fewer images delivered than asked (billed for those delivered) is a partial delivery: it is said on stderr and the command exits 6.";
   static override examples = [
     '<%= config.bin %> <%= command.id %> "a lighthouse on a cliff at dusk"',
     '<%= config.bin %> <%= command.id %> "a lighthouse on a cliff at dusk" --size landscape_16_9 --count 2 --out ./images --json',
@@ -76,6 +76,11 @@ export default class Run extends LexecCommand<RunResult> {
     } finally {
       process.off('SIGINT', onSigint);
     }
+  }
+
+  /** A partial delivery is printed as a result, and exits 6 so that a script never takes it for the images it asked for. */
+  protected override resultExitCode(result: RunResult): ExitCodeValue {
+    return result.delivery?.partial === true ? ExitCode.partialDelivery : ExitCode.ok;
   }
 
   protected override renderHuman(result: RunResult, output: Output): void {

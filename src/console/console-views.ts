@@ -2,6 +2,7 @@ import { atUnitsScale, formatUnits } from '../domain/money.js';
 import type { ArtifactView, ExecutionDetail, ExecutionSummary, ReconciliationEntry } from '../executor/client/executor-client.js';
 import type { StatusResult } from '../launcher/status/stack-status.js';
 import type { LedgerAgent, LedgerAuthorization, LedgerPolicy, LedgerSpending } from '../ledger/wire/answers.js';
+import { jobDelivery } from '../stack-client/paid-job/job-delivery.js';
 
 /*
  * What the console's JSON answers hold: views picked field by field from the services' answers,
@@ -85,6 +86,8 @@ export function executionRowView(execution: ExecutionSummary) {
     target_id: execution.target_id,
     image_count: execution.image_count,
     artifact_count: execution.artifact_count,
+    /** Succeeded with fewer images than asked (billed for those delivered). */
+    partial: execution.state === 'succeeded' && execution.image_count !== null && execution.artifact_count < execution.image_count,
     held: maybeMoney(execution.held_units, execution.currency),
     cost: maybeMoney(execution.cost_units, execution.currency),
     created_at: execution.created_at,
@@ -104,6 +107,8 @@ export function executionDetailView(detail: ExecutionDetail, artifacts: readonly
     phase: detail.phase,
     state_reason: detail.state_reason,
     recommended_action: detail.recommended_action,
+    /** Images delivered against those asked once it succeeded, and how many the receipt bills (the stack client's reading, as `lexec run` reports it). */
+    delivery: jobDelivery(detail),
     target_id: detail.target_id,
     prompt: detail.input.prompt ?? null,
     image_count: detail.input.image_count ?? null,
@@ -176,6 +181,10 @@ export function reconciliationView(entry: ReconciliationEntry) {
     target_id: entry.target_id,
     spend_auth_token_id: entry.authorization.spend_auth_token_id,
     held: money(entry.authorization.held_units, entry.authorization.currency),
+    /** Images asked: a settlement bills 1 to this many. */
+    image_count: entry.input?.image_count ?? null,
+    /** A receipt is already kept (the ledger refused it): settling needs no image count. */
+    receipt_kept: entry.receipt !== null,
     evidence: entry.evidence.map((attempt) => ({
       provider_request_id: attempt.provider_request_id,
       state: attempt.state,

@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { canonicalJson } from '../domain/canonical-json.js';
 import { redactSecretShapes } from '../domain/secret-text.js';
 import { freeText } from '../config/schema-parts.js';
-import { priceModelSnapshotSchema, type PriceModelSnapshot } from '../domain/price-model-snapshot.js';
+import { priceModelSnapshotSchema } from '../domain/price-model-snapshot.js';
 import { executionDetail } from './execution-view.js';
 import { conflict, internalError, invalidRequest, notFound, notReady } from './executor-error.js';
-import { costUnits } from './domain/pricing.js';
+import { costUnits, imagesPricedBy } from './domain/pricing.js';
 import { LedgerRefused, LedgerUnavailable, type LedgerGateway } from './ledger-gateway.js';
 import type { ExecutionStore } from './store/execution-store.js';
 import { correlationOf } from './domain/correlation.js';
@@ -126,18 +126,6 @@ export function createReconciliation({ store, ledger, crashPoints }: { store: Ex
       return { replayed: false, resolution: resolutionView(store.resolution(executionId)), execution: executionDetail(store, executionId) };
     },
   };
-}
-
-/**
- * How many images a kept receipt's amount prices under the frozen pricing: the delivered count
- * when it matches (several counts can round to one amount), else the smallest that does; null
- * when none does (a legacy receipt in cents).
- */
-function imagesPricedBy(snapshot: PriceModelSnapshot, amountUnits: bigint | null, delivered: number): number | null {
-  if (amountUnits === null) return null;
-  if (delivered > 0 && costUnits(snapshot, delivered) === amountUnits) return delivered;
-  for (let images = 1; images <= snapshot.image_count; images += 1) if (costUnits(snapshot, images) === amountUnits) return images;
-  return null;
 }
 
 /** A recorded resolution as answered: the amount a digit string, the count an integer, the time ISO 8601. */

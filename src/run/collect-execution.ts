@@ -3,6 +3,7 @@ import { formatUnits, UNITS_SCALE } from '../domain/money.js';
 import { UserError } from '../errors.js';
 import type { ExecutionView, ExecutorClient } from '../executor/client/executor-client.js';
 import type { ExecutionChange } from '../stack-client/paid-job/follow-execution.js';
+import type { JobDelivery } from '../stack-client/paid-job/job-delivery.js';
 import { jobArtifacts, jobImage } from '../stack-client/paid-job/job-images.js';
 import { saveArtifact, type SavedFile } from './save-artifact.js';
 
@@ -24,7 +25,9 @@ export type RunProgress =
     }
   | { readonly kind: 'executor_not_ready' }
   | ExecutionChange
-  | { readonly kind: 'saved'; readonly file: SavedFile };
+  | { readonly kind: 'saved'; readonly file: SavedFile }
+  /** The execution succeeded with fewer images than asked; `spent` is what the receipt bills. */
+  | { readonly kind: 'partial_delivery'; readonly execution_id: string; readonly delivery: JobDelivery; readonly spent: Spent };
 
 export interface Spent {
   readonly amount_units: bigint;
@@ -38,6 +41,8 @@ export async function collectExecution(
   executor: ExecutorClient,
   execution: ExecutionView,
   options: {
+    /** The profile, named in the commands a parked execution's message gives. */
+    readonly profile: string;
     readonly outDir: string;
     readonly progress: (event: RunProgress) => void;
     /** A safe point between files (throws at a deadline or an interrupt). */
@@ -56,7 +61,7 @@ export async function collectExecution(
   }
   if (execution.state === 'reconciliation') {
     throw new UserError('execution_in_reconciliation', `Execution ${id} needs a human: ${reason}. ${execution.recommended_action.description}`, {
-      nextStep: 'Nothing is retried automatically; resolve it on the executor\'s reconciliation route (docs/executions.md "Resolving a reconciliation").',
+      nextStep: `Nothing is retried automatically. Check the provider's dashboard for this request (\`lexec executor reconciliation list --profile ${options.profile}\` shows the evidence), then resolve it: \`lexec executor reconciliation resolve ${id} --settle --images-billed <n> --note "…" --profile ${options.profile}\` if the provider billed images, or \`lexec executor reconciliation resolve ${id} --release --note "…" --profile ${options.profile}\` if it charged nothing; or on the console's Reconciliation page (\`lexec stack console --profile ${options.profile}\`).`,
     });
   }
   const receipt = execution.receipt;

@@ -1,5 +1,6 @@
 import type { RunProgress, RunResult } from './run-job.js';
 import { formatUnits } from '../domain/money.js';
+import type { JobDelivery } from '../stack-client/paid-job/job-delivery.js';
 import type { Output } from '../terminal/output.js';
 import { plain } from '../terminal/plain-text.js';
 
@@ -41,7 +42,22 @@ export function renderRunProgress(event: RunProgress, output: Output): void {
     case 'saved':
       output.diagnostics.line(`  ${event.file.outcome === 'written' ? 'saved' : 'already saved'} ${event.file.path} (${event.file.bytes} bytes)`);
       return;
+    case 'partial_delivery': {
+      const { requested, delivered } = event.delivery;
+      const missing = requested - delivered;
+      output.diagnostics.line(style.warn(`! ${deliveredLine(event.delivery, event.spent.display)}`));
+      output.diagnostics.line(
+        `  The provider returned fewer images than asked; nothing more is charged for them. For the missing ${missing === 1 ? 'image' : `${missing} images`}, run \`lexec run\` again with --count ${missing} (a new authorization). Exit code 6: a partial delivery.`,
+      );
+      return;
+    }
   }
+}
+
+/** "1 of 2 images delivered; billed for 1 (0.003000 USD)": the words of a partial delivery, on stderr and in the summary. */
+function deliveredLine(delivery: JobDelivery, spent: string): string {
+  const billed = delivery.billed === null ? `billed ${spent}` : `billed for ${delivery.billed} (${spent})`;
+  return `${delivery.delivered} of ${delivery.requested} image${delivery.requested === 1 ? '' : 's'} delivered; ${billed}`;
 }
 
 export function renderRunResult(result: RunResult, output: Output): void {
@@ -53,8 +69,9 @@ export function renderRunResult(result: RunResult, output: Output): void {
     output.line(`  then run the same command again with --authorization ${result.authorization.token_id} to execute it.`);
     return;
   }
+  if (result.delivery?.partial === true) output.line(`${style.warn('!')} partial delivery: ${deliveredLine(result.delivery, result.spent.display)}`);
   output.line(
-    `${style.ok('✔')} spent exactly ${style.bold(result.spent.display)} (${result.spent.amount_units.toString()} micro-units), ${result.authorization.status} at the ledger (authorization ${result.authorization.token_id})`,
+    `${result.delivery?.partial === true ? style.warn('!') : style.ok('✔')} spent exactly ${style.bold(result.spent.display)} (${result.spent.amount_units.toString()} micro-units), ${result.authorization.status} at the ledger (authorization ${result.authorization.token_id})`,
   );
   output.line(`  ${result.files.length} file${result.files.length === 1 ? '' : 's'} in ${result.out_dir}:`);
   for (const file of result.files) output.line(`    ${file.path}`);

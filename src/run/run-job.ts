@@ -7,6 +7,7 @@ import { activeStack } from '../stack-client/locate-stack.js';
 import { admitJob, NOT_READY_WINDOW_MS } from '../stack-client/paid-job/admission.js';
 import { followExecution } from '../stack-client/paid-job/follow-execution.js';
 import { approveCommand, denyCommand, obtainAuthorization, waitForDecision } from '../stack-client/paid-job/job-authorization.js';
+import { jobDelivery, type JobDelivery } from '../stack-client/paid-job/job-delivery.js';
 import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
 import { executionRequestBody } from '../stack-client/paid-job/job-request.js';
 import { refuseUnusable } from '../stack-client/paid-job/usable-authorization.js';
@@ -55,6 +56,8 @@ export interface RunResult {
   readonly approve_command: string | null;
   readonly execution: { readonly execution_id: string; readonly state: string } | null;
   readonly spent: Spent | null;
+  /** What the execution delivered against what was asked (null until it succeeded); `partial`: fewer images than asked, exit 6. */
+  readonly delivery: JobDelivery | null;
   readonly out_dir: string;
   readonly files: readonly { readonly path: string; readonly bytes: number; readonly sha256: string }[];
 }
@@ -172,6 +175,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     approve_command: status === 'requested' ? approveCommand(authorization.token_id, profile) : null,
     execution,
     spent: null,
+    delivery: null,
     out_dir: request.outDir,
     files: [],
   });
@@ -212,11 +216,14 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     let execution = await admit();
     stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };
     execution = await followExecution(executor, execution, { progress: request.progress, pause, admit, now: deps.now, remainingMs: () => deadline - deps.now(), signal: request.signal });
-    const settled = await collectExecution(executor, execution, { outDir: request.outDir, progress: request.progress, checkpoint, pause, now: deps.now });
+    const settled = await collectExecution(executor, execution, { profile, outDir: request.outDir, progress: request.progress, checkpoint, pause, now: deps.now });
+    const delivery = jobDelivery(execution);
+    if (delivery?.partial === true) request.progress({ kind: 'partial_delivery', execution_id: execution.execution_id, delivery, spent: settled.spent });
     const final = await ledger.showAuthorization(authorization.token_id);
     return {
       ...pending(final.status, { execution_id: execution.execution_id, state: execution.state }),
       spent: settled.spent,
+      delivery,
       files: settled.files.map(({ path, bytes, sha256 }) => ({ path, bytes, sha256 })),
     };
   };

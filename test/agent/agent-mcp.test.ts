@@ -123,6 +123,8 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
     const result = await call('generate_images', { prompt: prompt('a lighthouse made of glass, agent test one') }, progress);
     const generated = structured('generate_images', result);
     expect(generated).toMatchObject({ status: 'succeeded', authorization_status: 'settled', quoted: { amount_units: '3000' }, spent: { amount_units: '3000', display: '0.003000 USD' } });
+    expect(generated.delivery).toEqual({ requested: 1, delivered: 1, billed: 1, partial: false });
+    expect(generated.next_step).toBeNull();
     const images = result.content.filter((block) => block.type === 'image');
     expect(images).toHaveLength(1);
     const bytes = Buffer.from(images[0]?.type === 'image' ? images[0].data : '', 'base64');
@@ -213,6 +215,29 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
     expect(other.message).toContain(done.execution_id ?? 'missing');
     const ledger = await ledgerAuthorization(tokenId);
     expect(ledger).toMatchObject({ status: 'settled', execution_id: done.execution_id, settlement: { amount_units: '6000' } });
+  });
+
+  it('a partial delivery (the provider returns 1 of 2 images) says partial: delivery, next_step and get_execution; billed for the one delivered (issue 26 item 5)', async () => {
+    const job = { prompt: prompt('two herons, one shy, agent test partial'), image_count: 2 };
+    const waiting = structured('generate_images', await call('generate_images', job));
+    const tokenId = waiting.authorization_id ?? '';
+    const [, ...args] = (waiting.approve_command ?? '').split(' ');
+    expect((await stack.lexec([...args, '--json'])).exitCode).toBe(0);
+    await stack.sandbox.setFaults([{ kind: 'fewer_images', omit: 1, times: 1 }]);
+
+    const progress: Progress[] = [];
+    const done = structured('generate_images', await call('generate_images', { ...job, authorization_id: tokenId }, progress));
+    expect(done).toMatchObject({ status: 'succeeded', quoted: { amount_units: '6000' }, spent: { amount_units: '3000', display: '0.003000 USD' } });
+    expect(done.images).toHaveLength(1);
+    expect(done.delivery).toEqual({ requested: 2, delivered: 1, billed: 1, partial: true });
+    expect(done.next_step).toContain('Partial delivery: 1 of 2 images delivered; billed for 1 (0.003000 USD).');
+    expect(done.next_step).toContain('image_count 1');
+    expect(progress.map((entry) => entry.message)).toContainEqual(expect.stringContaining('1 image ready (partial delivery: 1 of 2 images delivered; billed for 1'));
+    seen.push(JSON.stringify(progress));
+
+    const shown = structured('get_execution', await call('get_execution', { execution_id: done.execution_id }));
+    expect(shown).toMatchObject({ state: 'succeeded', image_count: 1, delivery: { requested: 2, delivered: 1, billed: 1, partial: true }, spent: { amount_units: '3000' } });
+    expect(await ledgerAuthorization(tokenId)).toMatchObject({ status: 'settled', settlement: { amount_units: '3000' } });
   });
 
   it('a call the host abandons, or one that outlasts wait_seconds, resumes by execution id and is paid once', async () => {

@@ -206,16 +206,34 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await stack.sandbox.setFaults([{ kind: 'complete_with_error', times: 1 }]);
     const failure = expectFailure(await lexec(['run', 'a mirage', '--out', 'mirage', '--json']), 1, 'execution_in_reconciliation');
     const id = /Execution (exe_[0-9a-f]{32})/.exec(failure.message)?.[1] ?? '';
-    await page.goto(`${consoleProcess.origin}/reconciliation`);
+    // The execution's page speaks to the operator and links to its resolve form (issue 26 item 6).
+    await page.goto(`${consoleProcess.origin}/executions/${id}`);
+    await expect.poll(() => page.locator('#headline').textContent()).toContain('Billing needs you (billing_ambiguous)');
+    await page.locator('#resolve-link').click();
+    await page.waitForURL(`${consoleProcess.origin}/reconciliation#resolve-${id}`);
     const card = page.locator(`section[data-execution-id="${id}"]`);
     await card.waitFor();
+    expect(await card.getAttribute('id')).toBe(`resolve-${id}`);
     expect(await card.textContent()).toContain('billing_ambiguous');
     expect(await card.textContent()).toMatch(/seed \d+/);
+    expect(await card.textContent()).toContain('No image reached lexec. Settle only if the provider’s dashboard shows this request billed; otherwise release.');
     await screenshot('reconciliation');
 
-    await card.locator(`select[name="resolution-${id}"]`).selectOption('settle');
-    await card.locator(`input[name="images-billed-${id}"]`).fill('1');
+    // No default: a note alone does not settle (nothing is sent); the page says what to choose, then what to enter.
+    const resolution = card.locator(`select[name="resolution-${id}"]`);
+    expect(await resolution.inputValue()).toBe('');
     await card.locator(`input[name="note-${id}"]`).fill('dashboard shows 1 image billed');
+    await card.getByRole('button', { name: 'Resolve' }).click();
+    await expect.poll(() => card.locator('.outcome').textContent()).toContain('Choose how to resolve it: settle if the provider billed images');
+    await resolution.selectOption('settle');
+    await card.getByRole('button', { name: 'Resolve' }).click();
+    await expect.poll(() => card.locator('.outcome').textContent()).toContain('Enter in “Images billed” how many images the provider billed for this request (1 to 1');
+    expect(await card.locator('.outcome').textContent()).not.toContain('executor_invalid_request');
+    // Nothing was sent: it still awaits a human.
+    const parked = expectResult(await lexec(['executor', 'reconciliation', 'list', '--json'])) as { executions: { execution_id: string }[] };
+    expect(parked.executions.map((entry) => entry.execution_id)).toContain(id);
+
+    await card.locator(`input[name="images-billed-${id}"]`).fill('1');
     await card.getByRole('button', { name: 'Resolve' }).click();
     await page.getByText(`Execution ${id}: settled (succeeded). Note: dashboard shows 1 image billed`).waitFor();
     await page.getByText('No execution awaits a human.').waitFor();
@@ -237,6 +255,24 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await page.goto(`${consoleProcess.origin}/`);
     await page.getByText('0.012000 USD').first().waitFor();
     await screenshot('overview');
+  }, 120_000);
+
+  it('shows a partial delivery as partial: the list marks it, the headline says what came and what it cost (issue 26 item 5)', async () => {
+    const waiting = expectResult(await lexec(['run', 'two herons', '--count', '2', '--out', 'herons', '--no-wait', '--json'])) as { authorization: { token_id: string } };
+    const tokenId = waiting.authorization.token_id;
+    expectResult(await lexec(['ledger', 'authorizations', 'approve', tokenId, '--json']));
+    await stack.sandbox.setFaults([{ kind: 'fewer_images', omit: 1, times: 1 }]);
+    const run = await lexec(['run', 'two herons', '--count', '2', '--out', 'herons', '--authorization', tokenId, '--json']);
+    expect(run.exitCode, run.stderr).toBe(6);
+    const id = (JSON.parse(run.stdout) as { result: { execution: { execution_id: string } } }).result.execution.execution_id;
+
+    await page.goto(`${consoleProcess.origin}/executions`);
+    const row = page.locator(`tr[data-execution-id="${id}"]`);
+    await expect.poll(() => row.textContent()).toContain('succeeded partial');
+    expect(await row.textContent()).toContain('1 / 2');
+    await page.goto(`${consoleProcess.origin}/executions/${id}`);
+    await expect.poll(() => page.locator('#headline').textContent()).toContain('Partial delivery: 1 of 2 images delivered; billed for 1 (0.003000 USD).');
+    expect(await page.locator('main').textContent()).not.toContain('Done: fetch the artifacts.');
   }, 120_000);
 
   it('shows markup in a prompt, a purpose and a reconciliation note as text: no element is created, nothing runs', async () => {

@@ -24,6 +24,7 @@ interface RunJson {
   approve_command: string | null;
   execution: { execution_id: string; state: string } | null;
   spent: { amount_units: string; units_scale: number; currency: string; display: string } | null;
+  delivery: { requested: number; delivered: number; billed: number | null; partial: boolean } | null;
   out_dir: string;
   files: { path: string; bytes: number; sha256: string }[];
 }
@@ -101,13 +102,14 @@ describe('lexec run on a running sandbox stack', () => {
 
   it('--json prints one typed result: profile, authorization, execution, exact spend and the files with their digests', async () => {
     const result = ok(await lexec(['run', 'a quiet harbour', '--size', 'landscape_16_9', '--out', join(work, 'json'), '--json']));
-    expect(Object.keys(result).sort()).toEqual(['approve_command', 'authorization', 'execution', 'files', 'out_dir', 'profile', 'spent']);
+    expect(Object.keys(result).sort()).toEqual(['approve_command', 'authorization', 'delivery', 'execution', 'files', 'out_dir', 'profile', 'spent']);
     expect(result).toMatchObject({
       profile: 'sandbox',
       authorization: { status: 'settled', amount_units: '3000' },
       approve_command: null,
       execution: { state: 'succeeded' },
       spent: { amount_units: '3000', units_scale: 6, currency: 'USD', display: '0.003000 USD' },
+      delivery: { requested: 1, delivered: 1, billed: 1, partial: false },
       out_dir: join(work, 'json'),
     });
     expect(result.files).toHaveLength(1);
@@ -291,20 +293,40 @@ describe('lexec run and an executor that refuses (a relay in front of the real e
 });
 
 describe('lexec run when the provider misbehaves (sandbox faults)', () => {
-  it('fewer images delivered than asked: the spend printed is the exact settled amount, not the quote', async () => {
+  it('fewer images delivered than asked: a partial delivery, exit 6, the spend the exact settled amount, not the quote (issue 26 item 5)', async () => {
     await stack.sandbox.setFaults([{ kind: 'fewer_images', omit: 1, times: 1 }]);
-    const result = ok(await lexec(['run', 'two swans', '--count', '2', '--out', 'fewer', '--json']));
+    const run = await lexec(['run', 'two swans', '--count', '2', '--out', 'fewer', '--json']);
+    expect(run.exitCode, run.stderr).toBe(6);
+    const result = (JSON.parse(run.stdout) as { ok: boolean; result: RunJson }).result;
+    expect(JSON.parse(run.stdout)).toMatchObject({ ok: true });
     expect(result.authorization.amount_units).toBe('6000');
     expect(result.spent).toMatchObject({ amount_units: '3000', display: '0.003000 USD' });
+    expect(result.delivery).toEqual({ requested: 2, delivered: 1, billed: 1, partial: true });
     expect(result.files).toHaveLength(1);
+    expect(run.stderr).toContain('1 of 2 images delivered; billed for 1 (0.003000 USD)');
     const settled = (await authorizations()).find((authorization) => authorization.token_id === result.authorization.token_id);
     expect(settled?.settlement?.amount_units).toBe('3000');
+
+    // Without --json: the same line on stderr, the summary on stdout says partial, exit 6.
+    await stack.sandbox.setFaults([{ kind: 'fewer_images', omit: 2, times: 1 }]);
+    const human = await lexec(['run', 'three swans', '--count', '3', '--out', 'fewer-human']);
+    expect(human.exitCode, human.stderr).toBe(6);
+    expect(human.stderr).toContain('1 of 3 images delivered; billed for 1 (0.003000 USD)');
+    expect(human.stderr).toContain('run `lexec run` again with --count 2');
+    expect(human.stdout).toContain('partial delivery: 1 of 3 images delivered; billed for 1 (0.003000 USD)');
+    expect(human.stdout).toContain('spent exactly 0.003000 USD');
   });
 
   it('billing ambiguous: the run ends with exit 1, execution_in_reconciliation and the reason; nothing is saved', async () => {
     await stack.sandbox.setFaults([{ kind: 'complete_with_error', times: 1 }]);
     const error = expectFailure(await lexec(['run', 'a mirage', '--out', 'ambiguous', '--json']), 1, 'execution_in_reconciliation');
     expect(error.message).toContain('billing_ambiguous');
+    // The next step names the commands that resolve it, and the console (issue 26 item 6).
+    const id = /Execution (exe_[0-9a-f]{32})/.exec(error.message)?.[1] ?? 'missing';
+    expect(error.next_step).toContain(`lexec executor reconciliation resolve ${id} --settle --images-billed <n>`);
+    expect(error.next_step).toContain(`lexec executor reconciliation resolve ${id} --release`);
+    expect(error.next_step).toContain("console's Reconciliation page (`lexec stack console --profile ");
+    expect(error.next_step).not.toContain("executor's reconciliation route");
     // --out is created (and checked) before anything is requested; no image lands in it.
     expect(await readdir(join(work, 'ambiguous'))).toEqual([]);
   });

@@ -17,6 +17,7 @@ const view = document.body.dataset.view;
 const images = new Map();
 let busy = false;
 let poller = null;
+let scrolled = false;
 
 class ConsoleError extends Error {
   constructor(status, body) {
@@ -38,10 +39,19 @@ const EXPLAINED = {
   stack_refused: 'The stack refused the request.',
 };
 
+/** What to enter in a field a refusal names (the form's own words). */
+const FIELD_HINTS = {
+  images_billed:
+    '“Images billed”: with no receipt kept, enter how many images the provider billed for this request (1 to the number asked; its dashboard shows it); with a receipt kept, leave it empty. If the provider charged nothing, resolve as release.',
+  note: '“Note”: say in 1-500 characters why you resolve it this way (e.g. what the provider’s dashboard shows).',
+  reason: '“Reason”: at most 500 characters.',
+};
+
 function explain(error) {
   if (!(error instanceof ConsoleError)) return 'The console did not answer; is `lexec stack console` still running?';
   const fields = error.fields.length > 0 ? ` Fields: ${error.fields.join(', ')}.` : '';
-  return `${EXPLAINED[error.code] ?? 'Refused.'}${error.reason === null ? '' : ` (${error.reason})`}${fields}`;
+  const hints = error.fields.map((field) => FIELD_HINTS[field]).filter((hint) => hint !== undefined);
+  return `${EXPLAINED[error.code] ?? 'Refused.'}${error.reason === null ? '' : ` (${error.reason})`}${fields}${hints.map((hint) => ` ${hint}`).join('')}`;
 }
 
 /** An element with attributes and children; strings become text nodes. */
@@ -186,7 +196,7 @@ async function executions() {
       { 'data-execution-id': execution.execution_id },
       h('td', {}, time(execution.created_at)),
       h('td', {}, link(`/executions/${execution.execution_id}`, execution.execution_id)),
-      h('td', {}, badge(execution.state)),
+      h('td', {}, badge(execution.state), execution.partial ? [' ', h('span', { class: 'badge state-partial' }, 'partial')] : null),
       h('td', {}, dash(execution.phase ?? execution.state_reason)),
       h('td', {}, execution.agent_id),
       h('td', {}, execution.target_id),
@@ -240,6 +250,41 @@ function thumbnail(artifact) {
   return entry.node;
 }
 
+/** "1 of 2 images delivered; billed for 1 (0.003000 USD)". */
+function deliveredText(delivery, cost) {
+  const billed = delivery.billed === null ? `billed ${cost}` : `billed for ${delivery.billed} (${cost})`;
+  return `${delivery.delivered} of ${delivery.requested} image${delivery.requested === 1 ? '' : 's'} delivered; ${billed}`;
+}
+
+/** An execution's state in the operator's words: what happened, what it cost, what to do. */
+function headline(data) {
+  const cost = data.receipt?.amount.display ?? '—';
+  if (data.state === 'succeeded' && data.delivery?.partial) {
+    return h(
+      'p',
+      { class: 'headline', id: 'headline' },
+      badge(data.state),
+      ' ',
+      h('span', { class: 'badge state-partial' }, 'partial'),
+      ` Partial delivery: ${deliveredText(data.delivery, cost)}. The provider returned fewer images than asked; the agent paid only for the images delivered. Nothing to resolve; the agent can ask again for the rest.`,
+    );
+  }
+  if (data.state === 'succeeded') {
+    const delivered = data.delivery === null ? `${data.artifacts.length} image${data.artifacts.length === 1 ? '' : 's'} stored` : `${data.delivery.delivered} of ${data.delivery.requested} delivered`;
+    return h('p', { class: 'headline', id: 'headline' }, badge(data.state), ` Done: ${delivered}, ${cost} settled. Nothing to do.`);
+  }
+  if (data.state === 'reconciliation') {
+    return h(
+      'p',
+      { class: 'headline', id: 'headline' },
+      badge(data.state),
+      ` Billing needs you (${dash(data.state_reason)}): ${data.recommended_action.description} `,
+      h('a', { href: `/reconciliation#resolve-${data.execution_id}`, id: 'resolve-link' }, 'Resolve it →'),
+    );
+  }
+  return h('p', { class: 'headline', id: 'headline' }, badge(data.state), ' ', [data.phase ?? data.state_reason, data.recommended_action.description].filter((part) => part !== null).join(' — '));
+}
+
 async function execution() {
   const id = document.body.dataset.executionId;
   const data = await getJson(`/api/executions/${id}`);
@@ -258,7 +303,7 @@ async function execution() {
   return [
     h('p', {}, link('/executions', '← Executions')),
     h('h1', {}, 'Execution ', h('code', {}, data.execution_id)),
-    h('p', {}, badge(data.state), ' ', [data.phase ?? data.state_reason, data.recommended_action.description].filter((part) => part !== null).join(' — ')),
+    headline(data),
     facts([
       ['Agent', data.agent_id],
       ['Target', data.target_id],
@@ -362,13 +407,29 @@ async function reconciliation() {
     const id = entry.execution_id;
     const out = outcome(id);
     const field = (name) => main.querySelector(`[name="${name}-${id}"]`);
+    const asked = entry.image_count === null ? 'the number asked' : String(entry.image_count);
     const resolve = () => {
-      const settle = field('resolution')?.value !== 'release';
+      // No default: settling charges the agent, so the operator chooses, and the page says what is missing before anything is sent.
+      const resolution = field('resolution')?.value ?? '';
       const note = field('note')?.value ?? '';
       const billed = field('images-billed')?.value ?? '';
-      const body = settle ? { resolution: 'settle', note, ...(billed === '' ? {} : { images_billed: Number.parseInt(billed, 10) }) } : { resolution: 'release', note };
+      const missing =
+        resolution === ''
+          ? 'Choose how to resolve it: settle if the provider billed images for this request (the agent is charged), release if it charged nothing (the hold is returned).'
+          : resolution === 'settle' && billed === '' && !entry.receipt_kept
+            ? `Enter in “Images billed” how many images the provider billed for this request (1 to ${asked}; its dashboard shows it), or choose release if it charged nothing.`
+            : note.trim() === ''
+              ? 'Write a note (required, 1-500 characters): why you resolve it this way, e.g. what the provider’s dashboard shows.'
+              : null;
+      if (missing !== null) {
+        out.textContent = missing;
+        out.className = 'outcome error';
+        return;
+      }
+      const body = resolution === 'settle' ? { resolution: 'settle', note, ...(billed === '' ? {} : { images_billed: Number.parseInt(billed, 10) }) } : { resolution: 'release', note };
       void act(out, () => postJson(`/api/reconciliations/${id}/resolve`, body), (result) => `Execution ${result.execution.execution_id}: ${result.resolution} (${result.execution.state}). Note: ${result.note}`);
     };
+    const delivered = entry.evidence.reduce((sum, attempt) => sum + Number(attempt.delivered_images ?? 0), 0);
     const evidence = entry.evidence.map((attempt) =>
       h(
         'tr',
@@ -383,11 +444,17 @@ async function reconciliation() {
     );
     return h(
       'section',
-      { class: 'card', 'data-execution-id': id },
+      { class: 'card', 'data-execution-id': id, id: `resolve-${id}` },
       h('h2', {}, link(`/executions/${id}`, id)),
       facts([
         ['Reason', dash(entry.state_reason)],
         ['Recommended', entry.recommended_action.description],
+        [
+          'Evidence',
+          delivered === 0
+            ? 'No image reached lexec. Settle only if the provider’s dashboard shows this request billed; otherwise release.'
+            : `${delivered} image${delivered === 1 ? '' : 's'} reached lexec${entry.receipt_kept ? '; a receipt is kept (settling bills it)' : ''}.`,
+        ],
         ['Target', entry.target_id],
         ['Held', entry.held.display],
         ['Authorization', h('code', {}, entry.spend_auth_token_id)],
@@ -396,9 +463,25 @@ async function reconciliation() {
       h(
         'p',
         { class: 'actions' },
-        h('label', {}, 'Resolve as ', h('select', { name: `resolution-${id}` }, h('option', { value: 'settle' }, 'settle (the images were billed)'), h('option', { value: 'release' }, 'release (no charge)'))),
+        h(
+          'label',
+          {},
+          'Resolve as ',
+          h(
+            'select',
+            { name: `resolution-${id}`, required: true },
+            h('option', { value: '', selected: true }, 'choose…'),
+            h('option', { value: 'settle' }, 'settle: the provider billed images (charges the agent)'),
+            h('option', { value: 'release' }, 'release: the provider charged nothing (returns the hold)'),
+          ),
+        ),
         ' ',
-        h('label', {}, 'Images billed (settle, when no receipt was kept): ', h('input', { type: 'number', min: 1, max: 16, name: `images-billed-${id}` })),
+        h(
+          'label',
+          {},
+          entry.receipt_kept ? 'Images billed (a receipt is kept: leave empty): ' : `Images billed (settle: 1 to ${asked}): `,
+          h('input', { type: 'number', min: 1, max: entry.image_count ?? 16, name: `images-billed-${id}` }),
+        ),
       ),
       h('p', { class: 'actions' }, h('label', {}, 'Note (required): ', h('input', { type: 'text', name: `note-${id}`, maxlength: 500, size: 50 })), ' ', h('button', { type: 'button', class: 'resolve', onclick: resolve }, 'Resolve')),
       out,
@@ -449,6 +532,9 @@ async function refresh() {
   if (load === undefined || busy) return;
   try {
     render(await load());
+    // A link to one item (`/reconciliation#resolve-<id>`): its card exists only once the view has loaded.
+    if (!scrolled && location.hash.length > 1) document.getElementById(location.hash.slice(1))?.scrollIntoView();
+    scrolled = true;
     updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
     updated.className = 'muted';
   } catch (error) {

@@ -42,6 +42,8 @@ export const executionViewSchema = z.object({
     .nullable(),
   artifact_count: z.number().int(),
   recommended_action: z.object({ code: z.string(), description: z.string() }),
+  /** The frozen pricing (what was asked, the unit price): read by the stack client's delivery check, which parses it. */
+  pricing_snapshot: z.unknown().optional(),
 });
 export type ExecutionView = z.output<typeof executionViewSchema>;
 
@@ -195,8 +197,10 @@ function unreachable(url: string, error: unknown, timeoutMs: number): UserError 
 }
 
 /** One execution awaiting a human, as the reconciliation route lists it (objects not strict). */
-export const reconciliationEntrySchema = executionViewSchema.pick({ execution_id: true, state: true, state_reason: true, recommended_action: true }).extend({
+export const reconciliationEntrySchema = executionViewSchema.pick({ execution_id: true, state: true, state_reason: true, recommended_action: true, receipt: true }).extend({
   target_id: z.string(),
+  /** What was asked: the most images a settlement can bill. */
+  input: z.object({ image_count: z.number().int().optional() }).optional(),
   authorization: z.object({ spend_auth_token_id: z.string(), held_units: amount, currency: z.string() }),
   evidence: z.array(
     z.object({

@@ -61,3 +61,16 @@ export function costUnits(snapshot: PriceModelSnapshot, images: number): bigint 
   const { denominator } = snapshot.unit_price;
   return (numerator + denominator - 1n) / denominator;
 }
+
+/**
+ * How many images a kept receipt's amount prices under the frozen pricing: the delivered count
+ * when it matches (several counts can round to one amount), else the smallest that does; null
+ * when none does (a legacy receipt in cents). Reconciliation records it; clients report it
+ * (src/stack-client/paid-job/job-delivery.ts).
+ */
+export function imagesPricedBy(snapshot: PriceModelSnapshot, amountUnits: bigint | null, delivered: number): number | null {
+  if (amountUnits === null) return null;
+  if (delivered > 0 && costUnits(snapshot, delivered) === amountUnits) return delivered;
+  for (let images = 1; images <= snapshot.image_count; images += 1) if (costUnits(snapshot, images) === amountUnits) return images;
+  return null;
+}
