@@ -79,6 +79,9 @@ function interpret(response: string): ProbeResult {
     // A reason that points at a setting (task_queue_shared) names the field to fix.
     const field = document.field;
     if (reason !== '' && typeof field === 'string' && /^[a-z0-9_.]{1,64}$/.test(field)) reason = ` (${String(said)}: ${field})`;
+    // A full disk names the directory (disk_full): an absolute path of printable characters.
+    const path = document.path;
+    if (reason !== '' && typeof path === 'string' && /^\/\P{Cc}{0,1023}$/u.test(path)) reason = ` (${String(said)}: ${path})`;
   } catch {
     // not JSON (a chunked or foreign body): the status alone says enough
   }

@@ -207,7 +207,7 @@ describe('rule 7: a non-cancelled engine error or any ledger failure withdraws a
       clock: time.clock,
       timers: time.timers,
       readiness,
-      logger: { info: () => undefined, warn: () => undefined },
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
       engine: () => {
         throw new Error('adapter bug at 10.0.0.7:7233');
       },
@@ -297,6 +297,9 @@ describe('rule 10: observations never terminate anything; probing continues and 
           throw new Error('log sink gone');
         },
         warn: () => {
+          throw new Error('log sink gone');
+        },
+        error: () => {
           throw new Error('log sink gone');
         },
       },
