@@ -491,3 +491,33 @@ describe('startupIntervalMs and sampleNow()', () => {
     expect(h.readiness.isReady()).toBe(true);
   });
 });
+
+describe('a full disk (issue 26): sampled every round, withdraws at once, said once', () => {
+  it('withdraws with disk_full naming the directory, logs one error however many rounds it lasts, and restores once there is room', async () => {
+    let full: { path: string; availableBytes: number } | null = null;
+    const h = await readyHarness({ disk: () => Promise.resolve(full) });
+    full = { path: '/srv/lexec/state', availableBytes: 4096 };
+    await h.time.advance(INTERVAL);
+    expect(h.readiness.isReady()).toBe(false);
+    expect(h.readiness.reason()).toBe('disk_full');
+    expect(h.readiness.path()).toBe('/srv/lexec/state');
+    await h.time.advance(10 * INTERVAL);
+    expect(h.events('executor_disk_full')).toEqual([
+      expect.objectContaining({ level: 'error', entry: expect.objectContaining({ reason: 'disk_full', path: '/srv/lexec/state', available_bytes: 4096 }) }),
+    ]);
+    expect(h.readiness.isReady()).toBe(false);
+    full = null;
+    await h.time.advance(INTERVAL);
+    expect(h.readiness.isReady()).toBe(true);
+    expect(h.readiness.path()).toBeUndefined();
+    expect(h.events('executor_disk_space_recovered')).toHaveLength(1);
+  });
+
+  it('a full disk at startup is the reason shown, before the engine and the ledger', async () => {
+    const h = harness({ disk: () => Promise.resolve({ path: '/srv/lexec/state', availableBytes: 0 }) });
+    h.ledger.always(new Error('down'));
+    await h.start();
+    expect(h.readiness.reason()).toBe('disk_full');
+    expect(h.startup()).toBeUndefined();
+  });
+});
