@@ -80,7 +80,7 @@ describe.skipIf(skip !== undefined)('a stack whose LEXEC_HOME is on a full disk'
     if ('skip' in mounted) return;
     try {
       await rm(filler(), { force: true });
-      await stack?.stop();
+      await stack.stop();
     } finally {
       execFileSync('umount', [mounted.dir], { stdio: 'pipe' });
       await removeDir(mounted.dir);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SAFE_ABSOLUTE_PATH } from '../../process/loopback-probe.js';
 import { answeredWholeNumber } from '../../config/schema-parts.js';
 import { UserError, type FieldIssue } from '../../errors.js';
 import { EXECUTION_STATES } from '../domain/execution-states.js';
@@ -142,8 +143,6 @@ export interface ExecutorClientOptions {
 
 // Codes, reasons and field paths from the server are shown only if they are plain tokens.
 const SAFE_CODE = /^[A-Za-z0-9_.:-]{1,80}$/;
-// A directory the executor names (disk_full): absolute, printable.
-const SAFE_PATH = /^\/\P{Cc}{0,1023}$/u;
 
 const readinessSchema = z.object({ status: z.string(), reason: z.string().optional(), path: z.string().optional() });
 
@@ -305,7 +304,7 @@ export function createExecutorClient(options: ExecutorClientOptions) {
       if (!parsed.success || (response.status !== 200 && response.status !== 503)) throw badResponse(url, `an unexpected /readyz answer (${response.status})`);
       if (response.status === 200) return { ready: true };
       const { reason, path } = parsed.data;
-      return { ready: false, reason: reason !== undefined && SAFE_CODE.test(reason) ? reason : 'unknown', ...(path !== undefined && SAFE_PATH.test(path) ? { path } : {}) };
+      return { ready: false, reason: reason !== undefined && SAFE_CODE.test(reason) ? reason : 'unknown', ...(path !== undefined && SAFE_ABSOLUTE_PATH.test(path) ? { path } : {}) };
     },
 
     /** `POST /v2/executions`: 201 a new execution, 200 the replay of an identical request. */
