@@ -6,7 +6,7 @@ import { UserError } from '../errors.js';
 import type { ExecutionView } from '../executor/client/executor-client.js';
 import type { LedgerAuthorization } from '../ledger/wire/answers.js';
 import type { AgentTarget } from '../stack-client/connect-agent.js';
-import { admitJob, NOT_READY_WINDOW_MS } from '../stack-client/paid-job/admission.js';
+import { admitJob, NOT_READY_WINDOW_MS, refuseIfExecutorCannotAdmit } from '../stack-client/paid-job/admission.js';
 import { followExecution } from '../stack-client/paid-job/follow-execution.js';
 import { approveCommand, obtainAuthorization } from '../stack-client/paid-job/job-authorization.js';
 import { jobDelivery, type JobDelivery } from '../stack-client/paid-job/job-delivery.js';
@@ -111,6 +111,8 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
   const priced = quoteIntent(await target.executor.targets(), input);
   const quoted = money(priced.amountUnits, priced.snapshot.currency);
   context.progress(`quoted ${priced.imageCount} x ${priced.imageSize} on ${priced.target.target_id}: ${quoted.display}`);
+  // Before an authorization is asked for: a stack that cannot run the job (a full disk) holds nothing.
+  await refuseIfExecutorCannotAdmit(target.executor);
 
   let authorization = await obtainAuthorization(target.ledger, priced, {
     existingId: input.authorization_id,

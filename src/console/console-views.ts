@@ -64,6 +64,8 @@ export function overviewView(status: StatusResult, engine: EngineView, agents: r
       name: component.name,
       state: component.state,
       ready: component.ready,
+      /** Why it is not ready (`HTTP 503 (disk_full: /path)`), as `stack status` says it. */
+      probe_error: component.probe_error,
       pid: component.pid,
       port: component.port,
       restarts: component.restarts,

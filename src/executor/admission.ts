@@ -29,6 +29,12 @@ export interface AdmissionDependencies {
   readonly liveSpendCeiling: bigint | null;
   /** Development builds' crash points between the durable steps (src/crash-points.ts). */
   readonly crashPoints?: CrashPoints;
+  /**
+   * Told when the engine refused to schedule (its store may be on a full disk): the readiness
+   * monitor samples at once instead of at its next interval, so later requests are refused with
+   * the cause before their authorization is claimed.
+   */
+  readonly onSchedulingFailed?: () => void;
 }
 
 export interface Admitted {
@@ -63,6 +69,7 @@ export function createAdmission(deps: AdmissionDependencies) {
     try {
       await deps.scheduler.schedule(execution.execution_id, execution.workflow_id);
     } catch {
+      deps.onSchedulingFailed?.();
       // The pending execution is durable; the identical retry schedules it without the ledger.
       throw notReady('scheduling_failed');
     }

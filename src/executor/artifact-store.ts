@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, createReadStream, type ReadStream } from 'node:fs';
-import { mkdir, open, rename, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { BugError } from '../errors.js';
 
@@ -36,14 +36,15 @@ export function createArtifactStore(root: string) {
       const temporary = `${target}.${randomBytes(6).toString('hex')}.tmp`;
       const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
       try {
-        await handle.writeFile(bytes);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      try {
+        try {
+          await handle.writeFile(bytes);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
         await rename(temporary, target);
       } catch (error) {
+        // A write cut short (ENOSPC on a full disk) leaves nothing beside the artifacts.
         await unlink(temporary).catch(() => undefined);
         throw error;
       }
@@ -62,3 +63,28 @@ export function createArtifactStore(root: string) {
   };
 }
 export type ArtifactStore = ReturnType<typeof createArtifactStore>;
+
+/** A temporary an artifact write creates beside its target (`<artifact>.<12 hex>.tmp`). */
+const TEMPORARY = /\.[0-9a-f]{12}\.tmp$/;
+
+/**
+ * Removes the temporaries that writes cut short left in the execution folders (a full disk, a
+ * crash between create and rename), at executor start, before any write can be under way. A
+ * temporary is never an artifact — an artifact exists only once renamed — so nothing is lost.
+ * Answers how many were removed.
+ */
+export async function removeArtifactTemporaries(root: string): Promise<number> {
+  let removed = 0;
+  const folders = await readdir(root, { withFileTypes: true }).catch(() => []);
+  for (const folder of folders) {
+    if (!folder.isDirectory() || !/^exe_[0-9a-f]{32}$/.test(folder.name)) continue;
+    const names = await readdir(join(root, folder.name)).catch((): string[] => []);
+    for (const name of names.filter((entry) => TEMPORARY.test(entry))) {
+      await unlink(join(root, folder.name, name)).then(
+        () => (removed += 1),
+        () => undefined,
+      );
+    }
+  }
+  return removed;
+}

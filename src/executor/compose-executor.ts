@@ -9,7 +9,8 @@ import { bigintAsString } from '../domain/canonical-json.js';
 import { UserError } from '../errors.js';
 import type { RejectionSummaryTiming } from '../http/rejection-summariser.js';
 import { createAdmission } from './admission.js';
-import { createArtifactStore } from './artifact-store.js';
+import { createArtifactStore, removeArtifactTemporaries } from './artifact-store.js';
+import { findFullDisk, MIN_FREE_BYTES } from '../storage/disk-space.js';
 import { createWorkflowEngine, type ConfiguredEngine } from './engine/create-workflow-engine.js';
 import { rescheduleClosedRuns, type ClosedRunRescheduler } from './engine/reschedule-closed-runs.js';
 import { ExecutionNotOwned, type RunActivity } from './engine/workflow-engine.js';
@@ -81,6 +82,9 @@ export interface ComposeExecutorOptions {
 export async function composeExecutor(options: ComposeExecutorOptions): Promise<ComposedExecutor> {
   const { config, credentials, db, logger } = options;
   await mkdir(config.storage.artifact_root, { recursive: true, mode: 0o700 });
+  // What an artifact write cut short left (a full disk, a crash): never an artifact, only space taken.
+  const leftovers = await removeArtifactTemporaries(config.storage.artifact_root);
+  if (leftovers > 0) logger.warn({ event: 'artifact_temporaries_removed', files: leftovers });
   const buildInfo = readBuildInfo();
   const crashPoints = createCrashPoints({ buildKind: buildInfo.build_kind, env: options.env ?? {} });
   const changes = createExecutionChanges();
@@ -120,6 +124,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     providerMode: config.providers.mode,
     liveSpendCeiling: config.providers.mode === 'live' ? config.providers.spend_ceiling.amount_units : null,
     crashPoints,
+    onSchedulingFailed: () => late.monitor?.sampleNow(),
   });
   const orphanClaims = createOrphanClaimSweep({
     ledger,
@@ -160,6 +165,8 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     ledger: () => proveLedgerCompatible(ledger, { pinnedVersion: config.ledger.product_version, developmentAllowance: config.development_allowance, self: buildInfo }),
     ledgerFailureReason: (error) => (error instanceof UserError ? error.code : error instanceof LedgerUnavailable ? 'unavailable' : undefined),
     isFatalAtStartup: (error) => error instanceof UserError,
+    disk: () => findFullDisk(writtenDirectories(config)),
+    minFreeBytes: MIN_FREE_BYTES,
   });
 
   late.monitor = monitor;
@@ -213,6 +220,12 @@ function runner(
       parts.logger.info(event);
     },
   });
+}
+
+/** Where the executor writes: its database, its artifacts, and a managed engine's data. */
+function writtenDirectories(config: ExecutorConfig): string[] {
+  const engine = config.workflow_engine;
+  return [dirname(config.storage.database_path), config.storage.artifact_root, ...(engine.mode === 'managed_local' ? [engine.data_dir] : [])];
 }
 
 /** The sanitized catalog, published atomically for the launcher (`stack catalog`). */

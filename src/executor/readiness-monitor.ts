@@ -5,6 +5,7 @@ import {
   graceDeadline,
   initialReadinessState,
   notReadyReason,
+  observeDisk,
   observeEngine,
   observeLedger,
   probeIntervalMs,
@@ -43,7 +44,11 @@ export interface TimerPort {
 export interface ReadinessMonitorLogger {
   info(entry: Record<string, unknown>): void;
   warn(entry: Record<string, unknown>): void;
+  error(entry: Record<string, unknown>): void;
 }
+
+/** One look at the free space of the executor's directories: the first one below the minimum, or null. */
+export type DiskSample = { readonly path: string; readonly availableBytes: number } | null;
 
 export interface ReadinessMonitorDependencies {
   readonly clock: { now(): number };
@@ -54,6 +59,13 @@ export interface ReadinessMonitorDependencies {
   readonly engine: (request: { readonly timeoutMs: number }) => Promise<EngineSample>;
   /** The ledger proof including protected access with the loaded credential (rule 3); throws on any failure. */
   readonly ledger: () => Promise<void>;
+  /**
+   * The free space of the directories the executor writes (issue 26), sampled every round beside
+   * the dependencies; a full one withdraws readiness (`disk_full`). Absent: not sampled.
+   */
+  readonly disk?: () => Promise<DiskSample>;
+  /** The free space `disk` holds a directory to (logged beside a full one). */
+  readonly minFreeBytes?: number;
   /** Requested time between sample starts; default 5 s, clamped to [100 ms, 30 s] (rule 11). */
   readonly intervalMs?: number;
   /**
@@ -181,7 +193,8 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
     } else if (!next.ready) {
       const reason = notReadyReason(next);
       if (previous.ready) logger.warn({ event: 'executor_readiness_withdrawn', reason });
-      if (previous.ready || readiness.reason() !== reason) readiness.withdraw(reason);
+      const path = reason === 'disk_full' ? (next.diskFull ?? undefined) : undefined;
+      if (previous.ready || readiness.reason() !== reason || readiness.path() !== path) readiness.withdraw(reason, path);
     }
     armGrace();
   }
@@ -261,6 +274,32 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
     apply(next);
   }
 
+  /**
+   * One disk sample. Said at error level once when a directory fills and at info once when it has
+   * room again — bounded whatever the request rate, and written to stderr (the supervisor's pipe),
+   * never to the full disk itself. A sampler that fails or hangs tells nothing: the last word stands.
+   */
+  async function sampleDisk(): Promise<void> {
+    if (deps.disk === undefined) return;
+    const answer = await bounded(deps.disk, PROBE_TIMEOUT_MS);
+    if (phase !== 'running' || answer.kind !== 'answered') return;
+    const full = answer.value;
+    const before = state.diskFull;
+    if (full !== null && before !== full.path) {
+      logger.error({
+        event: 'executor_disk_full',
+        reason: 'disk_full',
+        path: full.path,
+        available_bytes: full.availableBytes,
+        ...(deps.minFreeBytes === undefined ? {} : { min_free_bytes: deps.minFreeBytes }),
+        next_step: 'Free space on that filesystem (or move LEXEC_HOME); new executions are refused until then, reads go on.',
+      });
+    } else if (full === null && before !== null) {
+      logger.info({ event: 'executor_disk_space_recovered', path: before });
+    }
+    apply(observeDisk(state, full?.path ?? null));
+  }
+
   function safeReason(error: unknown): string | undefined {
     try {
       const reason = deps.ledgerFailureReason?.(error);
@@ -273,13 +312,13 @@ export function createReadinessMonitor(deps: ReadinessMonitorDependencies): Read
   let inRound = false;
   let again = false;
 
-  /** One round: both dependencies sampled concurrently, then establishment or restoration. */
+  /** One round: both dependencies and the disk sampled concurrently, then establishment or restoration. */
   async function round(): Promise<void> {
     roundTimer = undefined;
     inRound = true;
     const began = clock.now();
     try {
-      await Promise.all([sampleEngine(), sampleLedger()]);
+      await Promise.all([sampleEngine(), sampleLedger(), sampleDisk()]);
       if (phase === 'running') apply(concludeRound(state));
     } catch {
       // Only a throwing logger or holder gets here; probing must go on regardless (rule 10).

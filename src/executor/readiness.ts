@@ -5,19 +5,24 @@
 export interface Readiness {
   isReady(): boolean;
   reason(): string;
-  withdraw(reason: string): void;
+  /** The directory a `disk_full` withdrawal names (`/readyz` shows it); undefined otherwise. */
+  path(): string | undefined;
+  withdraw(reason: string, path?: string): void;
   restore(): void;
 }
 
 export function createReadiness(initialReason = 'starting'): Readiness {
   let ready = false;
   let why = initialReason;
+  let where: string | undefined;
   return {
     isReady: () => ready,
     reason: () => (ready ? 'ready' : why),
-    withdraw(reason) {
+    path: () => (ready ? undefined : where),
+    withdraw(reason, path) {
       ready = false;
       why = reason;
+      where = path;
     },
     restore() {
       ready = true;

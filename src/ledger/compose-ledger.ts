@@ -1,7 +1,9 @@
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { readBuildInfo, type BuildInfo } from '../build-info.js';
 import { createCrashPoints } from '../crash-points.js';
 import type { RejectionSummaryTiming } from '../http/rejection-summariser.js';
+import { MIN_FREE_BYTES, watchDiskSpace } from '../storage/disk-space.js';
 import { openDatabase } from '../storage/open-database.js';
 import { tightenedEvent } from '../storage/private-state.js';
 import { ensureAdminCapability, type AdminCapabilityOutcome } from './admin-capability.js';
@@ -77,6 +79,15 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
     const following = admin.applyDefaultPolicy();
     service.ownerAccountId();
     const claims = createExecutorClaims({ db, now });
+    // Said once per change at error level, on stderr (the supervisor's pipe), not on the full disk.
+    const disk = watchDiskSpace({
+      paths: [dirname(config.database_path)],
+      now: () => Date.now(),
+      onChange: (full, before) => {
+        if (full !== null) options.logger.error({ event: 'ledger_disk_full', reason: 'disk_full', path: full.path, available_bytes: full.availableBytes, min_free_bytes: MIN_FREE_BYTES });
+        else if (before !== null) options.logger.info({ event: 'ledger_disk_space_recovered', path: before.path });
+      },
+    });
     const app = buildLedgerApp({
       service,
       admin,
@@ -84,6 +95,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       buildInfo,
       contractLevel: config.contract_level,
       logger: options.logger,
+      diskFull: () => disk.current(),
       ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
     });
     return {

@@ -10,6 +10,9 @@ import { errorCode } from '../errors.js';
  * to load. Both routes answer without credentials and their successes are not logged.
  */
 
+/** A directory a server names (`disk_full`): absolute, no control characters. Shown only if it is one. */
+export const SAFE_ABSOLUTE_PATH = /^\/\P{Cc}{0,1023}$/u;
+
 export type ProbeResult = { readonly ok: true } | { readonly ok: false; readonly error: string };
 
 export type ProbedComponent = 'ledger' | 'executor' | 'sandbox';
@@ -79,6 +82,9 @@ function interpret(response: string): ProbeResult {
     // A reason that points at a setting (task_queue_shared) names the field to fix.
     const field = document.field;
     if (reason !== '' && typeof field === 'string' && /^[a-z0-9_.]{1,64}$/.test(field)) reason = ` (${String(said)}: ${field})`;
+    // A full disk names the directory (disk_full): an absolute path of printable characters.
+    const path = document.path;
+    if (reason !== '' && typeof path === 'string' && SAFE_ABSOLUTE_PATH.test(path)) reason = ` (${String(said)}: ${path})`;
   } catch {
     // not JSON (a chunked or foreign body): the status alone says enough
   }

@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { errorCode } from '../errors.js';
 import { tightenOpenFile } from '../storage/private-state.js';
 import { LOG_RETAINED, logFilePath } from './log-files.js';
@@ -83,7 +83,20 @@ export function openRotatingLog(options: RotatingLogOptions): RotatingLog {
       const bytes = Buffer.from(`${cutLine(line, Math.min(LOG_MAX_LINE_BYTES, maxBytes - 1))}\n`);
       if (size > 0 && size + bytes.length > maxBytes) rotate();
       let offset = 0;
-      while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
+      try {
+        while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
+      } catch (error) {
+        // A write cut short (ENOSPC) takes back what it wrote, so the file never holds half a
+        // line that the next line would be glued to (issue 26: a log line cut mid-JSON).
+        if (offset > 0) {
+          try {
+            ftruncateSync(fd, size);
+          } catch {
+            // not even that: the file keeps the partial line
+          }
+        }
+        throw error;
+      }
       size += bytes.length;
     },
     close() {

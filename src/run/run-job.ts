@@ -4,7 +4,7 @@ import type { ExecutionView } from '../executor/client/executor-client.js';
 import { connectStackExecutor } from '../stack-client/connect-executor.js';
 import { connectStackLedger } from '../stack-client/connect-ledger.js';
 import { activeStack } from '../stack-client/locate-stack.js';
-import { admitJob, NOT_READY_WINDOW_MS } from '../stack-client/paid-job/admission.js';
+import { admitJob, NOT_READY_WINDOW_MS, refuseIfExecutorCannotAdmit } from '../stack-client/paid-job/admission.js';
 import { followExecution } from '../stack-client/paid-job/follow-execution.js';
 import { approveCommand, denyCommand, obtainAuthorization, waitForDecision } from '../stack-client/paid-job/job-authorization.js';
 import { jobDelivery, type JobDelivery } from '../stack-client/paid-job/job-delivery.js';
@@ -157,6 +157,10 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     amount_units: quote.amountUnits,
   });
   checkpoint();
+  // Before an authorization is asked for: a stack that cannot run the job (a full disk) holds nothing.
+  await refuseIfExecutorCannotAdmit(executor).catch((error: unknown) => {
+    throw withWhatStays(error, leftBehind(stage, profile));
+  });
 
   let authorization = await obtainAuthorization(ledger, quote, {
     refused: async (reason) => policyRefused(await policyRoom(ledger, quote, reason), quote),

@@ -207,7 +207,7 @@ describe('rule 7: a non-cancelled engine error or any ledger failure withdraws a
       clock: time.clock,
       timers: time.timers,
       readiness,
-      logger: { info: () => undefined, warn: () => undefined },
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
       engine: () => {
         throw new Error('adapter bug at 10.0.0.7:7233');
       },
@@ -297,6 +297,9 @@ describe('rule 10: observations never terminate anything; probing continues and 
           throw new Error('log sink gone');
         },
         warn: () => {
+          throw new Error('log sink gone');
+        },
+        error: () => {
           throw new Error('log sink gone');
         },
       },
@@ -486,5 +489,36 @@ describe('startupIntervalMs and sampleNow()', () => {
     await h.time.advance(0);
     expect(h.engine.calls.map((call) => call.at - h.t0)).toEqual([0, INTERVAL, INTERVAL]);
     expect(h.readiness.isReady()).toBe(true);
+  });
+});
+
+describe('a full disk (issue 26): sampled every round, withdraws at once, said once', () => {
+  it('withdraws with disk_full naming the directory, logs one error however many rounds it lasts, and restores once there is room', async () => {
+    let full: { path: string; availableBytes: number } | null = null;
+    const h = await readyHarness({ disk: () => Promise.resolve(full) });
+    full = { path: '/srv/lexec/state', availableBytes: 4096 };
+    await h.time.advance(INTERVAL);
+    expect(h.readiness.isReady()).toBe(false);
+    expect(h.readiness.reason()).toBe('disk_full');
+    expect(h.readiness.path()).toBe('/srv/lexec/state');
+    await h.time.advance(10 * INTERVAL);
+    const said = h.events('executor_disk_full');
+    expect(said).toHaveLength(1);
+    expect(said[0]?.level).toBe('error');
+    expect(said[0]?.entry).toMatchObject({ reason: 'disk_full', path: '/srv/lexec/state', available_bytes: 4096 });
+    expect(h.readiness.isReady()).toBe(false);
+    full = null;
+    await h.time.advance(INTERVAL);
+    expect(h.readiness.isReady()).toBe(true);
+    expect(h.readiness.path()).toBeUndefined();
+    expect(h.events('executor_disk_space_recovered')).toHaveLength(1);
+  });
+
+  it('a full disk at startup is the reason shown, before the engine and the ledger', async () => {
+    const h = harness({ disk: () => Promise.resolve({ path: '/srv/lexec/state', availableBytes: 0 }) });
+    h.ledger.always(new Error('down'));
+    await h.start();
+    expect(h.readiness.reason()).toBe('disk_full');
+    expect(h.startup()).toBeUndefined();
   });
 });

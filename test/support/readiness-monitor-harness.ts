@@ -65,12 +65,12 @@ function scripted<T>(time: FakeTime, initial: Answer<T>, deliver: (answer: T) =>
 export type LedgerAnswer = 'ok' | Error;
 
 export interface LogLine {
-  readonly level: 'info' | 'warn';
+  readonly level: 'info' | 'warn' | 'error';
   readonly at: number;
   readonly entry: Record<string, unknown>;
 }
 
-export interface HarnessOptions extends Partial<Pick<ReadinessMonitorDependencies, 'intervalMs' | 'startupIntervalMs' | 'isFatalAtStartup' | 'ledgerFailureReason' | 'ledger'>> {
+export interface HarnessOptions extends Partial<Pick<ReadinessMonitorDependencies, 'intervalMs' | 'startupIntervalMs' | 'isFatalAtStartup' | 'ledgerFailureReason' | 'ledger' | 'disk'>> {
   readonly readiness?: Readiness;
 }
 
@@ -93,13 +93,14 @@ export function harness(options: HarnessOptions = {}) {
     clock: time.clock,
     timers: time.timers,
     readiness,
-    logger: { info: log('info'), warn: log('warn') },
+    logger: { info: log('info'), warn: log('warn'), error: log('error') },
     engine: (request) => engine.call(request.timeoutMs) as Promise<EngineSample>,
     ledger: options.ledger ?? (() => ledger.call() as Promise<void>),
     ...(options.intervalMs === undefined ? {} : { intervalMs: options.intervalMs }),
     ...(options.startupIntervalMs === undefined ? {} : { startupIntervalMs: options.startupIntervalMs }),
     ...(options.isFatalAtStartup === undefined ? {} : { isFatalAtStartup: options.isFatalAtStartup }),
     ...(options.ledgerFailureReason === undefined ? {} : { ledgerFailureReason: options.ledgerFailureReason }),
+    ...(options.disk === undefined ? {} : { disk: options.disk }),
   });
   let outcome: StartupOutcome | { rejected: unknown } | undefined;
   return {

@@ -104,7 +104,7 @@ describe('readiness: task_queue_shared', () => {
       clock: time.clock,
       timers: time.timers,
       readiness,
-      logger: { info: (entry) => lines.push({ level: 'info', entry }), warn: (entry) => lines.push({ level: 'warn', entry }) },
+      logger: { info: (entry) => lines.push({ level: 'info', entry }), warn: (entry) => lines.push({ level: 'warn', entry }), error: (entry) => lines.push({ level: 'error', entry }) },
       engine: () => Promise.resolve(sample),
       ledger: () => Promise.resolve(),
     });

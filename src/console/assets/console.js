@@ -148,7 +148,7 @@ function externalLink(url, text) {
 async function overview() {
   const data = await getJson('/api/overview');
   const components = data.components.map((component) =>
-    h('tr', {}, h('td', {}, component.name), h('td', {}, badge(component.state)), h('td', {}, component.ready === null ? '—' : component.ready ? 'ready' : 'not ready'), h('td', {}, dash(component.pid)), h('td', {}, component.port), h('td', {}, component.restarts)),
+    h('tr', {}, h('td', {}, component.name), h('td', {}, badge(component.state)), h('td', {}, component.ready === null ? '—' : component.ready ? 'ready' : `not ready${component.probe_error ? `: ${component.probe_error}` : ''}`), h('td', {}, dash(component.pid)), h('td', {}, component.port), h('td', {}, component.restarts)),
   );
   const spend = data.spend.map((agent) =>
     h('tr', {}, h('td', {}, agent.name), h('td', { class: 'amount' }, agent.spent.display), h('td', { class: 'amount' }, agent.held.display), h('td', { class: 'amount' }, agent.policy.daily_cap.display), h('td', { class: 'amount' }, agent.remaining.display)),

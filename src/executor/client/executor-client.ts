@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SAFE_ABSOLUTE_PATH } from '../../process/loopback-probe.js';
 import { answeredWholeNumber } from '../../config/schema-parts.js';
 import { UserError, type FieldIssue } from '../../errors.js';
 import { EXECUTION_STATES } from '../domain/execution-states.js';
@@ -144,6 +145,11 @@ export interface ExecutorClientOptions {
 
 // Codes, reasons and field paths from the server are shown only if they are plain tokens.
 const SAFE_CODE = /^[A-Za-z0-9_.:-]{1,80}$/;
+
+const readinessSchema = z.object({ status: z.string(), reason: z.string().optional(), path: z.string().optional() });
+
+/** What `GET /readyz` says: ready, or not with the reason (and the directory of a `disk_full`). */
+export type ExecutorReadiness = { readonly ready: true } | { readonly ready: false; readonly reason: string; readonly path?: string };
 const SAFE_FIELD = /^[A-Za-z0-9_.[\]-]{1,160}$/;
 
 function stackStep(url: string): string {
@@ -284,6 +290,25 @@ export function createExecutorClient(options: ExecutorClientOptions) {
 
     async targets(): Promise<OfferedTarget[]> {
       return (await json('GET', '/v2/execution-targets', z.object({ targets: z.array(offeredTargetSchema) }))).data.targets;
+    },
+
+    /**
+     * `GET /readyz`: whether new executions are admitted now and, when not, why (`reason`, and the
+     * directory of a `disk_full`). Reasons and paths are kept only when they are plain tokens / paths.
+     */
+    async readiness(): Promise<ExecutorReadiness> {
+      const response = await request('GET', '/readyz');
+      let document: unknown;
+      try {
+        document = JSON.parse(await response.text());
+      } catch {
+        throw badResponse(url, `a ${response.status} /readyz response that is not JSON`);
+      }
+      const parsed = readinessSchema.safeParse(document);
+      if (!parsed.success || (response.status !== 200 && response.status !== 503)) throw badResponse(url, `an unexpected /readyz answer (${response.status})`);
+      if (response.status === 200) return { ready: true };
+      const { reason, path } = parsed.data;
+      return { ready: false, reason: reason !== undefined && SAFE_CODE.test(reason) ? reason : 'unknown', ...(path !== undefined && SAFE_ABSOLUTE_PATH.test(path) ? { path } : {}) };
     },
 
     /** `POST /v2/executions`: 201 a new execution, 200 the replay of an identical request. */

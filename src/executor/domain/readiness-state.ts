@@ -39,6 +39,12 @@ export interface ReadinessState {
    * `task_queue_shared`).
    */
   readonly queueShared: boolean;
+  /**
+   * The directory (database, artifacts, engine data) whose filesystem the last disk sample found
+   * below the minimum free space; null while every one has room. Not admitting while it lasts
+   * (docs/readiness.md `disk_full`): a job admitted now would fail at its first write.
+   */
+  readonly diskFull: string | null;
   readonly ready: boolean;
   readonly engine: DependencyRecord;
   readonly ledger: DependencyRecord;
@@ -54,7 +60,7 @@ const unsampled: DependencyRecord = { health: 'unknown', consecutiveFailures: 0,
 const healthy: DependencyRecord = { health: 'ok', consecutiveFailures: 0, windowStart: undefined };
 
 export function initialReadinessState(): ReadinessState {
-  return { started: false, pollerProof: false, queueShared: false, ready: false, engine: unsampled, ledger: unsampled };
+  return { started: false, pollerProof: false, queueShared: false, diskFull: null, ready: false, engine: unsampled, ledger: unsampled };
 }
 
 /** One more failed sample: the count grows by one and the window keeps its original start. */
@@ -96,13 +102,18 @@ export function observeLedger(state: ReadinessState, ok: boolean, at: number): R
   return ok ? { ...state, ledger: healthy } : { ...state, ledger: failed(state.ledger, 'error', at), ready: false };
 }
 
+/** Applies one disk sample (issue 26): a full directory withdraws at once; room again lets the round restore. */
+export function observeDisk(state: ReadinessState, fullPath: string | null): ReadinessState {
+  return { ...state, diskFull: fullPath, ready: state.ready && fullPath === null };
+}
+
 /**
  * After every dependency of a round has reported: readiness is established (rule 1) or restored
  * (rule 8, 10) only when every dependency's last sample is healthy and startup has the poller
  * proof. A cancelled engine is not healthy, so cancellation never establishes or restores it.
  */
 export function concludeRound(state: ReadinessState): ReadinessState {
-  if (state.ready || !state.pollerProof || state.queueShared || state.engine.health !== 'ok' || state.ledger.health !== 'ok') return state;
+  if (state.ready || !state.pollerProof || state.queueShared || state.diskFull !== null || state.engine.health !== 'ok' || state.ledger.health !== 'ok') return state;
   return { ...state, ready: true, started: true };
 }
 
@@ -127,10 +138,12 @@ export const READINESS_REASON_FIELDS: Readonly<Partial<Record<string, string>>> 
 };
 
 /**
- * Why the executor is not ready, as `/readyz` shows it: the workflow engine first (it is what
- * admission schedules on), then the ledger, then a missing startup proof.
+ * Why the executor is not ready, as `/readyz` shows it: a full disk first (nothing else can be
+ * fixed while nothing can be written, and waiting does not fix it), then the workflow engine (it
+ * is what admission schedules on), then the ledger, then a missing startup proof.
  */
 export function notReadyReason(state: ReadinessState): string {
+  if (state.diskFull !== null) return 'disk_full';
   if (state.engine.health === 'error') return 'workflow_engine_unavailable';
   if (state.engine.health === 'cancelled') return 'workflow_engine_cancelled';
   if (state.engine.health === 'ok' && state.queueShared) return 'task_queue_shared';

@@ -151,7 +151,9 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     const reason = deps.readiness.reason();
     // A reason that points at a setting names the field to fix.
     const field = READINESS_REASON_FIELDS[reason];
-    return reply.code(503).send({ status: 'not_ready', reason, ...(field === undefined ? {} : { field }) });
+    // A full disk names the directory (the operator's own path; never a secret).
+    const path = deps.readiness.path();
+    return reply.code(503).send({ status: 'not_ready', reason, ...(field === undefined ? {} : { field }), ...(path === undefined ? {} : { path }) });
   });
   app.get('/version', () => deps.buildInfo);
 

@@ -90,14 +90,25 @@ async function handoffOf(paths: ProfilePaths, supervisorPid: number | null): Pro
   }
 }
 
-function nextStep(profile: string, state: OverallState, phase: SupervisorPhase | null, handoff: StatusResult['handoff'], orphans: number): string | null {
+function nextStep(profile: string, state: OverallState, phase: SupervisorPhase | null, handoff: StatusResult['handoff'], orphans: number, diskFull: string | null): string | null {
   const flag = ` --profile ${profile}`;
   if (state === 'running') return null;
   if (state === 'stopped') return `Start it with \`lexec stack start${flag}\`.`;
   if (phase === null) return `Its supervisor is gone${orphans > 0 ? ` and ${orphans} process(es) are left` : ''}: run \`lexec stack stop${flag}\`, then \`lexec stack start${flag}\`.`;
   if (phase === 'starting') return `It is still starting; run \`lexec stack status${flag}\` again in a moment, or \`lexec stack start${flag}\` to wait for it.`;
   if (phase === 'running' && !handoff.active) return `It runs without an active handoff, so clients cannot find it: run \`lexec stack start${flag}\` (it joins the running stack and writes the handoff).`;
+  // A restart cannot make room on a disk: say what can.
+  if (diskFull !== null) return `A disk is full (${diskFull}): free space on that filesystem; the executor admits new executions again by itself once there is room (\`lexec stack doctor${flag}\` shows the free space).`;
   return `\`lexec stack logs${flag}\` shows why; \`lexec stack stop${flag}\` then \`lexec stack start${flag}\` restarts it.`;
+}
+
+/** The directory a component's probe says is full (`HTTP 503 (disk_full: /path)`), or null. */
+function diskFullPath(components: readonly ComponentReport[]): string | null {
+  for (const component of components) {
+    const path = /\(disk_full: (\/.*)\)$/.exec(component.probe_error ?? '')?.[1];
+    if (path !== undefined) return path;
+  }
+  return null;
 }
 
 async function sizeOf(path: string): Promise<number> {
@@ -241,7 +252,7 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
     handoff,
     ...(await executorCounts(paths.executorDatabase)),
     usable: overall === 'running',
-    next_step: nextStep(paths.name, overall, phase, handoff, orphans.length),
+    next_step: nextStep(paths.name, overall, phase, handoff, orphans.length, diskFullPath(components)),
     checked_at: new Date(now).toISOString(),
   };
 }

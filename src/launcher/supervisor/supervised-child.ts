@@ -12,6 +12,9 @@ import { childLogLine } from './child-log-line.js';
  * process group, so a forced stop of the group reaches it as well.
  */
 
+/** The line a component's log gets once it can be written again after lines were lost (a full disk). */
+export const LOG_LINES_LOST_EVENT = 'log_lines_lost';
+
 /** bin/run.js of this installation. */
 export const LEXEC_BIN = packagePath('bin', 'run.js');
 const PRELOAD = new URL('./exit-with-supervisor.js', import.meta.url).href;
@@ -66,15 +69,20 @@ export async function spawnSupervisedChild(options: SpawnChildOptions): Promise<
   // Never written or read: only its closing matters (to the child). Errors on it are irrelevant.
   child.stdio[3].on('error', () => undefined);
   const pid = child.pid ?? 0;
+  // Lines the log could not take; said in one line as soon as it can take one again.
+  let lost = 0;
   const streams = (['stdout', 'stderr'] as const).map((name) => {
     const stream = child[name];
     const splitter = createLineSplitter((line) => {
       if (line === '') return;
       try {
+        if (lost > 0) options.log.writeLine(JSON.stringify({ level: 50, time: new Date().toISOString(), service: options.service, pid, event: LOG_LINES_LOST_EVENT, lines: lost }));
+        lost = 0;
         options.log.writeLine(childLogLine(line, { stream: name, service: options.service, pid }));
       } catch {
         // The log cannot be written (disk full, directory removed): the line is lost, but the
         // child and its supervisor keep running — an unwritable log must not stop the stack.
+        lost += 1;
       }
     });
     const ended = new Promise<void>((resolve) => {

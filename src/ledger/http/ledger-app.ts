@@ -37,6 +37,8 @@ export interface LedgerAppDependencies {
   readonly buildInfo: BuildInfo;
   readonly contractLevel: LedgerContractLevel;
   readonly logger: Logger;
+  /** The directory of the ledger's database when its filesystem is full (issue 26), else null; /health answers 503 `disk_full` then. */
+  readonly diskFull?: () => Promise<{ readonly path: string } | null>;
   /** How repeated rejections are collapsed in the log (default: the system clock, a 60 s interval). */
   readonly rejectionSummary?: RejectionSummaryTiming;
 }
@@ -76,7 +78,12 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   // Each route's credential is checked in its onRequest hook, before its body is read or parsed.
   const auth = credentialGuard((token) => admin.authenticate(token));
 
-  app.get('/health', () => ({ status: 'ok' }));
+  app.get('/health', async (_request, reply) => {
+    // A ledger that cannot write cannot hold or settle: the launcher's probe and `stack status` say so.
+    const full = (await deps.diskFull?.()) ?? null;
+    if (full === null) return { status: 'ok' };
+    return reply.code(503).send({ status: 'not_ready', reason: 'disk_full', path: full.path });
+  });
   app.get('/version', () => ({ ...deps.buildInfo, contract_level: deps.contractLevel }));
 
   // The executor's readiness credential check uses this route with ?operational_probe=<marker>;

@@ -1,5 +1,5 @@
 import { UserError } from '../../errors.js';
-import type { ExecutionView, ExecutorClient } from '../../executor/client/executor-client.js';
+import type { ExecutionView, ExecutorClient, ExecutorReadiness } from '../../executor/client/executor-client.js';
 import type { LedgerAuthorization } from '../../ledger/wire/answers.js';
 import { refuseIfUnusableAfterConflict } from './usable-authorization.js';
 
@@ -26,8 +26,40 @@ export const UNREACHABLE_WINDOW_MS = 45_000;
 export const comingBack = (error: unknown) => error instanceof UserError && COMING_BACK.has(error.code);
 
 /**
+ * Reasons of a not-ready executor that waiting does not fix (docs/readiness.md): a full disk, a
+ * task queue another installation polls. The operator must act, so a client says so at once.
+ */
+const NEEDS_THE_OPERATOR = new Set(['disk_full', 'task_queue_shared']);
+
+function cannotAdmit(url: string, readiness: Extract<ExecutorReadiness, { ready: false }>): UserError {
+  const status = 'lexec stack status';
+  if (readiness.reason === 'disk_full') {
+    const where = readiness.path === undefined ? 'its data directory' : readiness.path;
+    return new UserError('executor_disk_full', `The stack's executor cannot write: the disk holding ${where} is full (disk_full). It admits no new executions until there is room.`, {
+      nextStep: `Free space on the filesystem of ${where} (\`lexec stack doctor\` shows the free space); the executor admits again by itself, \`${status}\` shows when.`,
+    });
+  }
+  return new UserError('executor_not_ready', `The executor at ${url} admits no new executions (${readiness.reason}), and waiting does not change that.`, {
+    nextStep: `\`${status}\` and docs/readiness.md say what to change.`,
+  });
+}
+
+/**
+ * Refuses before anything is requested or claimed when the executor says it cannot admit for a
+ * reason waiting does not fix (a full disk: issue 26), so no authorization is held for a job that
+ * cannot run. Any other answer — ready, not ready for a while, not answering — lets the job go on:
+ * its admission retries those (admitExecution).
+ */
+export async function refuseIfExecutorCannotAdmit(executor: ExecutorClient): Promise<void> {
+  const readiness = await executor.readiness().catch(() => null);
+  if (readiness === null || readiness.ready || !NEEDS_THE_OPERATOR.has(readiness.reason)) return;
+  throw cannotAdmit(executor.url, readiness);
+}
+
+/**
  * Submits the execution request, trying it again while the executor is not ready or does not
- * answer, until `until`; `onNotReady` is told once. Sending the identical request again is safe
+ * answer, until `until` — but not when it is not ready for a reason waiting cannot fix
+ * (refuseIfExecutorCannotAdmit); `onNotReady` is told once. Sending the identical request again is safe
  * whatever became of the first (refused, lost, or admitted with its answer lost): the executor
  * answers it as a replay of what it created, and never claims or runs anything twice. Any other
  * refusal is thrown.
@@ -42,6 +74,8 @@ async function admitExecution(
       return (await executor.submit(body)).execution;
     } catch (error) {
       if (!comingBack(error) || options.now() >= options.until) throw error;
+      // Retrying cannot fix a full disk: stop early and say what can.
+      if (error instanceof UserError && error.code === 'executor_not_ready') await refuseIfExecutorCannotAdmit(executor);
       if (!told) options.onNotReady();
       told = true;
       await options.wait(NOT_READY_RETRY_MS);

@@ -10,6 +10,7 @@ import { UserError } from '../../errors.js';
 const STACK_FAILURES = new Set([
   'executor_unreachable',
   'executor_not_ready',
+  'executor_disk_full',
   'executor_server_error',
   'executor_bad_response',
   'ledger_unreachable',
