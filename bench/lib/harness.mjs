@@ -39,6 +39,10 @@ export async function runBenchmark({ name, what = 'the services', parseArgs, mai
   let exitCode = 0;
   let outcome = null;
   let interrupted = false;
+  // One stop, however many ask: the end of main() waits for the stop a signal began, so the
+  // directory is removed only once nothing of the services is left to write into it again.
+  let stopping = null;
+  const stopOnce = () => (stopping ??= Promise.resolve().then(stop));
   try {
     options = parseArgs();
     try {
@@ -49,7 +53,7 @@ export async function runBenchmark({ name, what = 'the services', parseArgs, mai
     const stopOnSignal = (signal) => {
       interrupted = true;
       process.stderr.write(`bench/${name}: interrupted by ${signal}; stopping ${what}.\n`);
-      void stop().finally(() => {
+      void stopOnce().finally(() => {
         if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
         process.exit(130);
       });
@@ -62,7 +66,7 @@ export async function runBenchmark({ name, what = 'the services', parseArgs, mai
     // After an interruption the requests in flight fail as the services stop; that is not news.
     if (!interrupted) process.stderr.write(`bench/${name}: ${error instanceof BenchError ? error.message : (error?.stack ?? String(error))}\n`);
   }
-  await stop();
+  await stopOnce();
   if (workDir !== null) rmSync(workDir, { recursive: true, force: true });
   if (outcome !== null) exitCode = Math.max(exitCode, report(options, outcome, workDir) ?? 0);
   // main() may come back while the signal's own stop is still under way (what it was waiting on

@@ -72,14 +72,16 @@ describe('a supervised child', () => {
   it('stop(): SIGTERM ends a healthy child by itself; a child that cannot answer (SIGSTOPped) is SIGKILLed after its grace', async () => {
     const home = await childHome();
     const env = { PATH: process.env.PATH ?? '', HOME: home.dir };
-    const started = async () => {
-      const child = await spawnSupervisedChild({ args: ['provider', 'sandbox', 'serve', '--port', '0'], log: home.log, service: 'sandbox-provider', env, cwd: home.dir, stopGraceMs: 500 });
+    // The healthy child gets a grace no loaded machine outlasts (it must end by itself); the
+    // stuck one a short grace, which it cannot use.
+    const started = async (stopGraceMs: number) => {
+      const child = await spawnSupervisedChild({ args: ['provider', 'sandbox', 'serve', '--port', '0'], log: home.log, service: 'sandbox-provider', env, cwd: home.dir, stopGraceMs });
       const before = (await home.logText().catch(() => '')).split('sandbox_started').length;
       await until('the sandbox to start', async () => (await home.logText().catch(() => '')).split('sandbox_started').length > before);
       return child;
     };
     try {
-      const healthy = await started();
+      const healthy = await started(60_000);
       expect(await healthy.stop()).toEqual({ code: 0, signal: null });
       // Its result line on stdout (`sandbox provider stopped (…)`) is a JSON line like the rest (issue 24 item 9).
       const lines = (await home.logText()).trimEnd().split('\n');
@@ -92,7 +94,7 @@ describe('a supervised child', () => {
         text: 'sandbox provider stopped (SIGTERM; 0 submissions received)',
       });
 
-      const stuck = await started();
+      const stuck = await started(500);
       process.kill(stuck.pid, 'SIGSTOP');
       expect(await stuck.stop()).toEqual({ code: null, signal: 'SIGKILL' });
       // Stopping an exited child again sends nothing and answers the same exit.
