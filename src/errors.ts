@@ -13,6 +13,8 @@ export const ExitCode = {
   doctorFailed: 3,
   readinessTimeout: 4,
   profileLocked: 5,
+  /** `stack status`: the stack is not usable (stopped or degraded); the report is still printed. */
+  stackNotUsable: 6,
   bug: 70,
   /** Stopped by Ctrl-C (SIGINT) at a safe point; the shell convention 128 + 2. */
   interrupted: 130,
