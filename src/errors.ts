@@ -15,6 +15,8 @@ export const ExitCode = {
   profileLocked: 5,
   /** `lexec run`: the execution succeeded with fewer images than asked (billed for those delivered); the result is printed. */
   partialDelivery: 6,
+  /** `stack status`: the stack is not usable (stopped or degraded); the report is still printed. */
+  stackNotUsable: 7,
   bug: 70,
   /** Stopped by Ctrl-C (SIGINT) at a safe point; the shell convention 128 + 2. */
   interrupted: 130,

@@ -35,7 +35,7 @@ export abstract class LexecCommand<Result> extends Command {
   /**
    * The exit code of a result that was printed, when it is not 0. Only a command whose result
    * can itself be a finding overrides it: `stack doctor` prints its report and exits 3 when a
-   * check failed (docs/cli-output.md).
+   * check failed, `stack status` exits 6 when the stack is not usable (docs/cli-output.md).
    */
   protected resultExitCode?(result: Result): ExitCodeValue;
 

@@ -3,6 +3,7 @@ import { capabilityKind } from '../credentials/capability.js';
 import { readPrivateFile } from '../credentials/private-file.js';
 import { UsageError, UserError } from '../errors.js';
 import { readHandoff, type Handoff } from '../launcher/handoff/handoff.js';
+import { rewriteHandoffStep } from '../launcher/handoff/handoff-step.js';
 import { profileMissing, resolveProfileName } from '../launcher/profiles/profile-store.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../launcher/home/stack-home.js';
 import { runningSupervisorPid } from '../launcher/home/stack-locks.js';
@@ -72,19 +73,17 @@ export async function activeStack(env: NodeJS.ProcessEnv, profileFlag: string | 
   }
   const handoff = await readHandoff(paths);
   if (handoff === null) {
-    throw new UserError('handoff_missing', `The stack of profile "${name}" (supervisor pid ${supervisor}) has no active handoff yet: it is still starting, or its start failed.`, {
-      nextStep: `Wait for \`lexec stack start --profile ${name}\` to finish and check \`lexec stack status --profile ${name}\`; if it is stuck, \`lexec stack stop --profile ${name}\` then start it again.`,
+    throw new UserError('handoff_missing', `The stack of profile "${name}" (supervisor pid ${supervisor}) has no active handoff, so its endpoints and credentials cannot be found: it is still starting, or its handoff was removed.`, {
+      nextStep: rewriteHandoffStep(name),
     });
   }
   if (handoff.profile !== name) {
-    throw new UserError('handoff_invalid', `The active handoff in ${paths.handoffFile} names profile "${handoff.profile}", not "${name}".`, {
-      nextStep: `Run \`lexec stack stop --profile ${name}\` then \`lexec stack start --profile ${name}\` to write it again.`,
-    });
+    throw new UserError('handoff_invalid', `The active handoff in ${paths.handoffFile} names profile "${handoff.profile}", not "${name}".`, { nextStep: rewriteHandoffStep(name) });
   }
   if (handoff.supervisor_pid !== supervisor) {
     // Left by an earlier supervisor: its endpoints may now belong to anything.
     throw new UserError('handoff_missing', `The handoff of profile "${name}" was written by supervisor pid ${handoff.supervisor_pid}, but pid ${supervisor} runs the stack now; it is not the active handoff.`, {
-      nextStep: `Wait for the running start to publish its handoff (\`lexec stack status --profile ${name}\`); if none comes, \`lexec stack stop --profile ${name}\` then \`lexec stack start --profile ${name}\`.`,
+      nextStep: rewriteHandoffStep(name),
     });
   }
   return { paths, handoff };

@@ -13,7 +13,7 @@ export type StartCommandResult = StartResult & { readonly foreground: Foreground
 export default class StackStart extends LexecCommand<StartCommandResult> {
   static override summary = 'Start the profile\'s stack (ledger, executor, sandbox provider) and wait until it is ready.';
   static override description =
-    'The first start creates the sandbox profile from the shipped example and activates its first generation. A supervisor process then owns the stack: it writes the logs and restarts a crashed component. A second start of a running stack changes nothing (exit 0). A component not ready in time: exit 4, naming it, its last probe error and its last log lines. Another launcher command on the profile: exit 5. Details: docs/stack-runtime.md.';
+    'The first start creates the sandbox profile from the shipped example and activates its first generation. A supervisor process then owns the stack: it writes the logs and restarts a crashed component. A second start of a running stack restarts nothing (exit 0); it writes a missing or stale handoff again and says so. A profile.toml that no longer renders, a busy port, a supervisor failure: exit 1 (issues by key path). A failed preflight doctor check: exit 3. A component not ready in time: exit 4, naming it, its last probe error and its last log lines. Another launcher command on the profile: exit 5. Details: docs/stack-runtime.md.';
   static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --profile sandbox --json', '<%= config.bin %> <%= command.id %> --foreground'];
   static override flags = {
     ...profileFlags,

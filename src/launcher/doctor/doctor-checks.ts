@@ -3,6 +3,9 @@ import { describeMissingVersion, versionSourceNote, type TemporalCliObservation 
 import { describeBusyPort, type PortProbe } from '../../process/port-probe.js';
 import type { StackComponent } from '../generations/render-generation.js';
 import type { StatePermissions } from './state-permissions.js';
+import type { FieldIssue } from '../../errors.js';
+import { rewriteHandoffStep } from '../handoff/handoff-step.js';
+import type { SupervisorPhase } from '../supervisor/supervisor-state.js';
 import { failed, passed, skipped, warned, type DoctorCheck, type DoctorCheckId, type Lineage } from './doctor-report.js';
 
 /*
@@ -136,6 +139,40 @@ export const DISK_FAIL_BELOW = 100n * 1024n ** 2n;
 function bytes(value: bigint): string {
   const tenthsOfGiB = (value * 10n) / 1024n ** 3n;
   return value >= 1024n ** 3n ? `${tenthsOfGiB / 10n}.${tenthsOfGiB % 10n} GiB` : `${value / 1024n ** 2n} MiB`;
+}
+
+export type HandoffObservation =
+  | { readonly kind: 'missing' }
+  | { readonly kind: 'damaged'; readonly issues: readonly FieldIssue[] }
+  | { readonly kind: 'present'; readonly profile: string; readonly supervisorPid: number; readonly writtenAt: string };
+
+export type HandoffInput =
+  | { readonly profile: string; readonly file: string; readonly supervisorPid: null }
+  | { readonly profile: string; readonly file: string; readonly supervisorPid: number; readonly phase: SupervisorPhase | null; readonly found: HandoffObservation };
+
+/**
+ * The active handoff (docs/run.md "Handoff"): a running stack without one cannot be found by any
+ * client, so it fails; a stack still starting publishes it once ready, so that only warns.
+ */
+export function stackHandoffCheck(input: HandoffInput): DoctorCheck {
+  if (input.supervisorPid === null) return skipped('stack.handoff', 'the stack is stopped: no handoff is expected (clients are told to start it)');
+  const { found, profile, file, supervisorPid } = input;
+  if (found.kind === 'present' && found.profile === profile && found.supervisorPid === supervisorPid) {
+    return passed('stack.handoff', `${file} names the running supervisor pid ${supervisorPid} (written ${found.writtenAt})`);
+  }
+  if (found.kind === 'missing' && input.phase !== 'running') {
+    return warned('stack.handoff', `no handoff yet: the stack is still starting (supervisor pid ${supervisorPid}, phase ${input.phase ?? 'starting'}); it is written once every component is ready`, rewriteHandoffStep(profile));
+  }
+  const what =
+    found.kind === 'missing'
+      ? `${file} is missing`
+      : found.kind === 'damaged'
+        ? `${file} is damaged`
+        : found.profile !== profile
+          ? `${file} names profile "${found.profile}"`
+          : `${file} was written by supervisor pid ${found.supervisorPid}, not the running pid ${supervisorPid}`;
+  const issues = found.kind === 'damaged' ? found.issues : [];
+  return failed('stack.handoff', `the stack runs but ${what}: \`lexec run\`, the ledger verbs and \`lexec agent mcp\` cannot find it`, rewriteHandoffStep(profile), issues);
 }
 
 /** Databases, artifacts and logs grow in the profile directory: warn below 1 GiB, fail below 100 MiB. */

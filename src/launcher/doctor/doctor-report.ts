@@ -23,6 +23,7 @@ export const DOCTOR_CHECK_IDS = [
   'lineage.commit',
   'lineage.development_allowance',
   'stack.state',
+  'stack.handoff',
   'temporal.cli',
   'temporal.external',
   'ports.ledger.free',

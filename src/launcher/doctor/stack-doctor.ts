@@ -1,12 +1,13 @@
 import { readBuildInfo, type BuildInfo } from '../../build-info.js';
+import { UserError } from '../../errors.js';
 import type { ExecutorConfig } from '../../executor/config/executor-config-schema.js';
 import { parseExecutorConfig } from '../../executor/config/parse-executor-config.js';
-import { UserError } from '../../errors.js';
 import { readTemporalCliVersion } from '../../executor/engine/temporal/temporal-cli-version.js';
 import {
   credentialPermissionsCheck,
   awaitingHumanCheck,
   rescheduledRunsCheck,
+  stackHandoffCheck,
   diskSpaceCheck,
   externalEngineCheck,
   lineageChecks,
@@ -39,11 +40,13 @@ import { inspectActiveGeneration, type ActiveGeneration } from './doctor-generat
 import { inspectStatePermissions, stateScope, tightenStatePermissions, type PermissionFix } from './state-permissions.js';
 import { probeTcp } from '../../process/loopback-probe.js';
 import { probePort } from '../../process/port-probe.js';
-import { loadProfile, resolveProfileName } from '../profiles/profile-store.js';
-import { compareGenerations, renderGeneration, STACK_COMPONENTS, type GenerationManifest, type RenderedGeneration } from '../generations/render-generation.js';
+import { resolveProfileName } from '../profiles/profile-store.js';
+import { renderInMemory } from '../generations/render-in-memory.js';
+import { readHandoff } from '../handoff/handoff.js';
+import { compareGenerations, STACK_COMPONENTS, type GenerationManifest, type RenderedGeneration } from '../generations/render-generation.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';
 import { runningSupervisorPid } from '../home/stack-locks.js';
-import { liveTemporalChild } from '../supervisor/stack-processes.js';
+import { liveTemporalChild, readStateLeniently } from '../supervisor/stack-processes.js';
 import { generationCatalog } from '../catalog/stack-catalog.js';
 import { existingProfilePaths, type ProfileRequest } from '../profiles/existing-profile.js';
 import { countExecutions, countRescheduledRuns } from '../status/executor-database.js';
@@ -73,15 +76,10 @@ interface Subject {
 }
 
 async function inspectProfile(home: string, paths: ProfilePaths, build: BuildInfo): Promise<{ check: DoctorCheck; rendered: RenderedGeneration | null }> {
-  try {
-    const { profile } = await loadProfile(home, paths.name);
-    // Rendering is pure: nothing is written, but the executor's own rules run on the result.
-    const rendered = renderGeneration({ profile, paths, build, now: new Date() });
-    return { check: passed('profile.valid', `${paths.source} parses and renders (${profile.kind} profile)`), rendered };
-  } catch (error) {
-    if (!(error instanceof UserError)) throw error;
-    return { check: failed('profile.valid', error.message, error.nextStep, error.issues), rendered: null };
-  }
+  // Rendering is pure: nothing is written, but the executor's own rules run on the result.
+  const render = await renderInMemory({ home, paths, build, now: new Date() });
+  if (!render.ok) return { check: failed('profile.valid', render.problem.message, render.problem.next_step, render.problem.issues), rendered: null };
+  return { check: passed('profile.valid', `${paths.source} parses and renders (${render.rendered.manifest.kind} profile)`), rendered: render.rendered };
 }
 
 function currentCheck(rendered: RenderedGeneration | null, active: ActiveGeneration): DoctorCheck {
@@ -107,6 +105,22 @@ async function stackStateCheck(paths: ProfilePaths, supervisorPid: number | null
     );
   }
   return passed('stack.state', 'stopped');
+}
+
+/** The handoff clients find the stack by, as the running supervisor should have published it. */
+async function handoffCheck(paths: ProfilePaths, supervisorPid: number | null): Promise<DoctorCheck> {
+  if (supervisorPid === null) return stackHandoffCheck({ profile: paths.name, file: paths.handoffFile, supervisorPid: null });
+  const state = await readStateLeniently(paths);
+  // A state file of an earlier supervisor says nothing of this one: it has not published yet.
+  const phase = state?.supervisor_pid === supervisorPid ? state.phase : null;
+  try {
+    const handoff = await readHandoff(paths);
+    const found = handoff === null ? ({ kind: 'missing' } as const) : { kind: 'present' as const, profile: handoff.profile, supervisorPid: handoff.supervisor_pid, writtenAt: handoff.written_at };
+    return stackHandoffCheck({ profile: paths.name, file: paths.handoffFile, supervisorPid, phase, found });
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    return stackHandoffCheck({ profile: paths.name, file: paths.handoffFile, supervisorPid, phase, found: { kind: 'damaged', issues: error.issues } });
+  }
 }
 
 const PORT_OWNERS: readonly PortOwner[] = [...STACK_COMPONENTS, 'temporal', 'temporal_ui'];
@@ -212,6 +226,7 @@ export async function runDoctor({ home, paths, build = readBuildInfo(), fixPermi
       developmentAllowance: lineage.development_allowance,
     }),
     await stackStateCheck(paths, supervisorPid, active),
+    await handoffCheck(paths, supervisorPid),
     await temporalCheck(subject),
     await externalCheck(subject),
     ...(await portChecks(subject, paths, supervisorPid)),

@@ -8,6 +8,7 @@ import { readJsonFile } from '../../storage/read-json-file.js';
 import { generationIdSchema } from '../generations/render-generation.js';
 import { managedCredentialPaths } from '../../executor/managed-credentials.js';
 import type { ProfilePaths } from '../home/stack-home.js';
+import { rewriteHandoffStep } from './handoff-step.js';
 import type { SupervisorState } from '../supervisor/supervisor-state.js';
 
 /*
@@ -83,7 +84,7 @@ export async function readHandoff(paths: ProfilePaths): Promise<Handoff | null> 
   const parsed = handoffSchema.safeParse(file.kind === 'json' ? file.document : null, { reportInput: true });
   if (!parsed.success) {
     throw new UserError('handoff_invalid', `The active handoff of profile "${paths.name}" (${paths.handoffFile}) is damaged.`, {
-      nextStep: `Run \`lexec stack stop --profile ${paths.name}\` then \`lexec stack start --profile ${paths.name}\` to write it again.`,
+      nextStep: rewriteHandoffStep(paths.name),
       issues: toFieldIssues(parsed.error.issues),
     });
   }

@@ -63,13 +63,19 @@ function startEventLines(event: StartEvent): string[] {
     case 'profile_drift': {
       const { drift, active_generation_id: active } = event;
       if (drift.kind === 'does_not_render') {
-        return [`warning: profile.toml no longer renders (${drift.code}); starting the active generation ${active} as it is`, ...drift.issues.map((issue) => `  ${issue.path}: ${issue.message}`)];
+        // Reported for a running stack only: a stopped one is refused with the same issues.
+        const keys = drift.issues.length > 0 ? `: ${drift.issues.map((issue) => issue.path).join(', ')}` : '';
+        return [
+          `warning: profile.toml no longer renders (${drift.code}${keys}); the running stack keeps generation ${active}, but the next start after a stop will refuse until it is fixed`,
+          ...drift.issues.map((issue) => `  ${issue.path}: ${issue.message}`),
+        ];
       }
       // No file changed but components are affected: the manifest's ports or sandbox settings, or
       // the lexec build itself (its lineage is part of every generation).
       const what = `changed files: ${drift.changed_files.join(', ') || 'none'}; components affected: ${drift.affected_components.join(', ') || 'none'}`;
+      const kept = event.stack === 'starting' ? 'which is started as it is' : 'which keeps running';
       return [
-        `warning: profile.toml now renders generation ${drift.rendered_generation_id} (${what}), not the active ${active}, which is started as it is. To apply the change: \`lexec stack render\`, \`lexec stack stop\`, \`lexec stack activate --generation ${drift.rendered_generation_id}\`, \`lexec stack start\``,
+        `warning: profile.toml now renders generation ${drift.rendered_generation_id} (${what}), not the active ${active}, ${kept}. To apply the change: \`lexec stack render\`, \`lexec stack stop\`, \`lexec stack activate --generation ${drift.rendered_generation_id}\`, \`lexec stack start\``,
       ];
     }
   }

@@ -14,7 +14,12 @@ function seconds(ms: number): string {
 export function renderStartResult(result: StartResult, output: Output): void {
   const { style } = output;
   if (result.outcome === 'already_running') {
-    output.line(`profile ${result.profile} is already running (generation ${result.generation_id}, supervisor pid ${result.supervisor_pid}): nothing to do`);
+    const running = `profile ${result.profile} is already running (generation ${result.generation_id}, supervisor pid ${result.supervisor_pid})`;
+    output.line(
+      result.handoff_rewritten === null
+        ? `${running}: nothing to do`
+        : `${running}: its handoff was ${result.handoff_rewritten} and has been written again, so clients can find the stack; nothing was restarted`,
+    );
   } else {
     output.line(`${style.ok('✔')} profile ${style.bold(result.profile)} is ready: generation ${result.generation_id}, supervisor pid ${result.supervisor_pid} (${seconds(result.elapsed_ms)})`);
   }

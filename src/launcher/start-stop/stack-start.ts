@@ -1,12 +1,11 @@
 import { spawn } from 'node:child_process';
 import { access } from 'node:fs/promises';
-import { readBuildInfo } from '../../build-info.js';
 import { UserError } from '../../errors.js';
 import { readActiveId, writeActiveId, clearActiveId } from '../generations/generation-store.js';
 import { readHandoff, stackHandoff, withdrawHandoff, writeHandoff, type Handoff } from '../handoff/handoff.js';
 import { terminateProcess } from '../../process/process-identity.js';
-import { createProfileFromExample, loadProfile, profileMissing, resolveProfileName } from '../profiles/profile-store.js';
-import { compareGenerations, renderGeneration, type GenerationManifest, type StackComponent } from '../generations/render-generation.js';
+import { createProfileFromExample, profileMissing, resolveProfileName } from '../profiles/profile-store.js';
+import { compareGenerations, type GenerationManifest, type StackComponent } from '../generations/render-generation.js';
 import { DEFAULT_PROFILE, lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';
 import { acquireLauncherLock } from '../home/stack-locks.js';
 import { liveRecordedChildren, liveSupervisorPid, readStateLeniently, takeDownStack } from '../supervisor/stack-processes.js';
@@ -16,6 +15,7 @@ import { preflightChecks } from './stack-preflight.js';
 import type { ProfileDrift, StartProgress } from './start-events.js';
 import { waitUntilReady } from './stack-readiness-wait.js';
 import { activeManifest, renderProfile } from '../generations/stack-generations.js';
+import { renderInMemory } from '../generations/render-in-memory.js';
 
 /*
  * `stack start` (docs/stack-runtime.md "Start sequence"): under the launcher lock, make sure the
@@ -58,6 +58,12 @@ export interface StartResult {
   /** There was no active generation: the profile was rendered and that generation activated. */
   readonly generation_activated: boolean;
   readonly profile_drift: ProfileDrift | null;
+  /**
+   * `already_running` only: why this start wrote the handoff again (nothing was restarted) — it
+   * was `missing`, `damaged`, or `stale` (another supervisor's, profile's or generation's); null
+   * when it was in place, and always for `started`.
+   */
+  readonly handoff_rewritten: 'missing' | 'damaged' | 'stale' | null;
   /** Children of an earlier, killed supervisor that were still running and were stopped first. */
   readonly orphans_stopped: number;
   readonly elapsed_ms: number;
@@ -102,7 +108,9 @@ export async function startStack(request: StartRequest): Promise<StartResult> {
       () => ensureActiveGeneration(paths, home, request.now()),
       (value) => ({ kind: 'generation', generation_id: value.manifest.generation_id, activated: value.activated }),
     );
-    reportDrift(request.progress, manifest, drift);
+    // The supervisor reads [agent] from profile.toml: a profile that no longer renders cannot start.
+    if (drift?.kind === 'does_not_render') throw profileRefusal(paths, manifest.generation_id, drift);
+    reportDrift(request.progress, manifest, drift, 'starting');
     try {
       await request.progress.step(
         { kind: 'preflight' },
@@ -120,7 +128,7 @@ export async function startStack(request: StartRequest): Promise<StartResult> {
         throw error;
       }
       const handoff = await request.progress.step({ kind: 'handoff', handoff_file: paths.handoffFile }, () => supervisorHandoff(paths, ready, deadline, request.now));
-      return result({ paths, state: ready, handoff, outcome: 'started', started, profileCreated, activated, drift, orphans: orphans.length });
+      return result({ paths, state: ready, handoff, outcome: 'started', started, profileCreated, activated, drift, orphans: orphans.length, handoffRewritten: null });
     } catch (error) {
       // The generation this start activated never became ready (nothing was handed to a client):
       // withdraw it, so that fixing profile.toml (a port, a key) takes effect at the next start
@@ -140,10 +148,30 @@ async function joinRunningStack({ request, paths, supervisorPid, started }: { re
   if (manifest === null) throw new UserError('no_active_generation', `Profile "${paths.name}" runs but has no active generation.`, { nextStep: `Run \`lexec stack stop --profile ${paths.name}\`, then start again.` });
   const state = await waitUntilReady({ paths, manifest, supervisorPid, deadline: started + request.timeoutMs, request, onTimeout: 'leave' });
   const drift = await profileDrift(paths, lexecHome(request.env), request.now(), manifest);
-  reportDrift(request.progress, manifest, drift);
-  const current = await readHandoff(paths).catch(() => null);
-  const handoff = current !== null && current.supervisor_pid === supervisorPid && current.generation_id === state.generation_id ? current : await writeStackHandoff(paths, state, request.now());
-  return result({ paths, state, handoff, outcome: 'already_running', started, profileCreated: false, activated: false, drift, orphans: 0 });
+  reportDrift(request.progress, manifest, drift, 'joined');
+  const current = await readHandoff(paths).catch(() => 'damaged' as const);
+  const rewritten = handoffFault(current, paths, state);
+  const handoff =
+    rewritten === null && typeof current === 'object' && current !== null
+      ? current
+      : await request.progress.step({ kind: 'handoff', handoff_file: paths.handoffFile }, () => writeStackHandoff(paths, state, request.now()));
+  return result({ paths, state, handoff, outcome: 'already_running', started, profileCreated: false, activated: false, drift, orphans: 0, handoffRewritten: rewritten });
+}
+
+/** What is wrong with the handoff of a running stack, if anything: it must name this profile, supervisor and generation. */
+function handoffFault(current: Handoff | null | 'damaged', paths: ProfilePaths, state: SupervisorState): StartResult['handoff_rewritten'] {
+  if (current === null) return 'missing';
+  if (current === 'damaged') return 'damaged';
+  return current.profile === paths.name && current.supervisor_pid === state.supervisor_pid && current.generation_id === state.generation_id ? null : 'stale';
+}
+
+/** A stopped stack whose profile.toml no longer renders: refused before anything is spawned, with every field path. */
+function profileRefusal(paths: ProfilePaths, activeId: string, drift: Extract<ProfileDrift, { kind: 'does_not_render' }>): UserError {
+  const keys = drift.issues.map((issue) => issue.path);
+  return new UserError(drift.code, `Profile "${paths.name}" cannot start: ${paths.source} no longer renders (${drift.code}${keys.length > 0 ? `: ${keys.join(', ')}` : ''}), and the supervisor reads it at start. Nothing was started; the active generation ${activeId} is unchanged.`, {
+    nextStep: `Fix ${keys.length > 0 ? 'each key listed' : 'it'} in ${paths.source} (\`lexec stack doctor --profile ${paths.name}\` checks it), then start again.`,
+    issues: drift.issues,
+  });
 }
 
 async function ensureActiveGeneration(paths: ProfilePaths, home: string, now: Date): Promise<{ manifest: GenerationManifest; activated: boolean; drift: ProfileDrift | null }> {
@@ -161,19 +189,14 @@ async function ensureActiveGeneration(paths: ProfilePaths, home: string, now: Da
 
 /** Whether profile.toml now renders something else than the active generation; never replaces it. */
 async function profileDrift(paths: ProfilePaths, home: string, now: Date, active: GenerationManifest): Promise<ProfileDrift | null> {
-  try {
-    const { profile } = await loadProfile(home, paths.name);
-    const rendered = renderGeneration({ profile, paths, build: readBuildInfo(), now });
-    if (rendered.id === active.generation_id) return null;
-    return { kind: 'renders_differently', rendered_generation_id: rendered.id, ...compareGenerations(active, rendered.manifest) };
-  } catch (error) {
-    if (error instanceof UserError) return { kind: 'does_not_render', code: error.code, issues: error.issues };
-    throw error;
-  }
+  const render = await renderInMemory({ home, paths, now });
+  if (!render.ok) return { kind: 'does_not_render', code: render.problem.code, issues: render.problem.issues };
+  if (render.rendered.id === active.generation_id) return null;
+  return { kind: 'renders_differently', rendered_generation_id: render.rendered.id, ...compareGenerations(active, render.rendered.manifest) };
 }
 
-function reportDrift(progress: StartProgress, manifest: GenerationManifest, drift: ProfileDrift | null): void {
-  if (drift !== null) progress.event({ kind: 'profile_drift', active_generation_id: manifest.generation_id, drift });
+function reportDrift(progress: StartProgress, manifest: GenerationManifest, drift: ProfileDrift | null, stack: 'starting' | 'joined'): void {
+  if (drift !== null) progress.event({ kind: 'profile_drift', active_generation_id: manifest.generation_id, drift, stack });
 }
 
 /** Starts `lexec stack supervise` in its own session, detached from this process and its terminal. */
@@ -219,6 +242,7 @@ function result(options: {
   activated: boolean;
   drift: ProfileDrift | null;
   orphans: number;
+  handoffRewritten: StartResult['handoff_rewritten'];
 }): StartResult {
   const { state } = options;
   const components = (Object.entries(state.components) as [StackComponent, NonNullable<SupervisorState['components'][StackComponent]>][]).map(([name, status]) => ({
@@ -238,6 +262,7 @@ function result(options: {
     profile_created: options.profileCreated,
     generation_activated: options.activated,
     profile_drift: options.drift,
+    handoff_rewritten: options.handoffRewritten,
     orphans_stopped: options.orphans,
     elapsed_ms: Date.now() - options.started,
   };

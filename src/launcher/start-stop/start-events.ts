@@ -33,8 +33,12 @@ export type StartStepOutcome =
 export type StartEvent =
   | { readonly kind: 'profile_created'; readonly profile: string; readonly source: string }
   | { readonly kind: 'already_running'; readonly profile: string; readonly supervisor_pid: number }
-  /** The active generation is started as it is, although profile.toml now renders something else (or nothing). */
-  | { readonly kind: 'profile_drift'; readonly active_generation_id: string; readonly drift: ProfileDrift }
+  /**
+   * profile.toml now renders something else than the active generation (or, for a running stack
+   * only, nothing): a stack `starting` starts the active generation as it is; a stack `joined` keeps
+   * running it (a stopped stack whose profile does not render is refused instead).
+   */
+  | { readonly kind: 'profile_drift'; readonly active_generation_id: string; readonly drift: ProfileDrift; readonly stack: 'starting' | 'joined' }
   | { readonly kind: 'foreground'; readonly profile: string };
 
 /** How the command shows progress (render-start-progress.ts). */

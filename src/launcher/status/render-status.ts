@@ -20,11 +20,22 @@ function bytes(count: number): string {
   return `${(count / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
+/** profile.toml no longer renders: what the next start will do about it, and every key at fault. */
+function renderProfileProblem(result: StatusResult, output: Output): void {
+  const problem = result.profile_problem;
+  if (problem === null) return;
+  const keys = problem.issues.length > 0 ? `: ${problem.issues.map((issue) => issue.path).join(', ')}` : '';
+  const when = result.state === 'stopped' ? 'the next `lexec stack start`' : 'the next `lexec stack start` after a stop';
+  output.line(output.style.warn(`warning: profile.toml no longer renders (${problem.code}${keys}); ${when} will refuse until it is fixed (\`lexec stack doctor\` checks it)`));
+  for (const issue of problem.issues) output.line(`  ${issue.path}: ${issue.message}`);
+}
+
 export function renderStatusResult(result: StatusResult, output: Output): void {
   const { style } = output;
   const state = result.state === 'running' ? style.ok('running') : result.state === 'degraded' ? style.warn('degraded') : 'stopped';
   const supervisor = result.supervisor === null ? 'no supervisor' : `supervisor pid ${result.supervisor.pid} (${result.supervisor.phase}, up ${duration(result.supervisor.uptime_ms)})`;
   output.line(`profile ${style.bold(result.profile)}: ${state}, generation ${result.generation_id ?? 'none'}, ${supervisor}`);
+  renderProfileProblem(result, output);
   if (result.components.length === 0) {
     output.line(style.dim('No active generation yet (`lexec stack start` renders and activates one).'));
     return;
@@ -58,5 +69,5 @@ export function renderStatusResult(result: StatusResult, output: Output): void {
     output.line(rescheduled.last_24h > 0 ? style.warn(line) : line);
   }
   if (result.supervisor !== null) output.line(result.usable ? `usable: yes (handoff written ${result.handoff.written_at ?? '?'})` : style.warn(`usable: no${result.handoff.active ? '' : ' (no active handoff)'}`));
-  if (result.next_step !== null && result.state !== 'stopped') output.line(style.dim(result.next_step));
+  if (result.next_step !== null && (result.state !== 'stopped' || result.profile_problem !== null)) output.line(style.dim(result.next_step));
 }

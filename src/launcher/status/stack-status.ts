@@ -4,7 +4,10 @@ import { logFilePath } from '../../process/log-files.js';
 import { readTemporalChild } from '../supervisor/managed-temporal-child.js';
 import { isSameProcess } from '../../process/process-identity.js';
 import { probeComponent, probeTcp, type ProbedComponent } from '../../process/loopback-probe.js';
-import type { ProfilePaths } from '../home/stack-home.js';
+import { lexecHome, type ProfilePaths } from '../home/stack-home.js';
+import type { ProfileProblem } from '../generations/render-in-memory.js';
+import { rewriteHandoffStep } from '../handoff/handoff-step.js';
+import { profileProblem } from './profile-problem.js';
 import { liveRecordedChildren, liveSupervisorPid, readStateLeniently } from '../supervisor/stack-processes.js';
 import type { ComponentExit, ComponentState, SupervisorPhase } from '../supervisor/supervisor-state.js';
 import { knownProfilePaths } from '../profiles/existing-profile.js';
@@ -15,8 +18,8 @@ import { executorCounts as readExecutorCounts, type RescheduledRuns } from './ex
  * lock and published state, probes each component once on loopback with a short timeout, and
  * stats the logs; it changes no file and signals no process. Its imports are kept light on
  * purpose (no zod, no fetch, no generation store): it is meant to answer within 1.5x of a bare
- * oclif command (bench/stack-lifecycle). Exit 0 whether the stack runs or not: the state is the
- * answer, not an error.
+ * oclif command (bench/stack-lifecycle). The command exits 0 when the stack is usable and 6 when
+ * it is not (stopped or degraded), with the report printed either way (docs/exit-codes.md).
  */
 
 const PROBE_TIMEOUT_MS = 500;
@@ -66,6 +69,12 @@ export interface StatusResult {
    * it cannot be read. docs/executions.md "Rescheduling closed runs".
    */
   readonly rescheduled_runs: RescheduledRuns | null;
+  /**
+   * profile.toml no longer renders (code, message, next step and every field path, as `stack
+   * render` would refuse): the running stack is unaffected, but the next `stack start` that has to
+   * start it refuses until it is fixed. Null when it renders (or there is no profile.toml).
+   */
+  readonly profile_problem: ProfileProblem | null;
   /** Whether `lexec run`, the ledger verbs and `lexec agent mcp` can use the stack now. */
   readonly usable: boolean;
   /** What to do when the stack is not usable (null when it is, or when it is simply stopped). */
@@ -90,13 +99,16 @@ async function handoffOf(paths: ProfilePaths, supervisorPid: number | null): Pro
   }
 }
 
-function nextStep(profile: string, state: OverallState, phase: SupervisorPhase | null, handoff: StatusResult['handoff'], orphans: number, diskFull: string | null): string | null {
-  const flag = ` --profile ${profile}`;
+function nextStep(paths: ProfilePaths, state: OverallState, phase: SupervisorPhase | null, handoff: StatusResult['handoff'], orphans: number, problem: ProfileProblem | null, diskFull: string | null): string | null {
+  const flag = ` --profile ${paths.name}`;
   if (state === 'running') return null;
-  if (state === 'stopped') return `Start it with \`lexec stack start${flag}\`.`;
+  if (state === 'stopped') {
+    if (problem !== null) return `Fix ${problem.issues.length > 0 ? 'each key listed' : 'it'} in ${paths.source} first (the start refuses until then), then start it with \`lexec stack start${flag}\`.`;
+    return `Start it with \`lexec stack start${flag}\`.`;
+  }
   if (phase === null) return `Its supervisor is gone${orphans > 0 ? ` and ${orphans} process(es) are left` : ''}: run \`lexec stack stop${flag}\`, then \`lexec stack start${flag}\`.`;
   if (phase === 'starting') return `It is still starting; run \`lexec stack status${flag}\` again in a moment, or \`lexec stack start${flag}\` to wait for it.`;
-  if (phase === 'running' && !handoff.active) return `It runs without an active handoff, so clients cannot find it: run \`lexec stack start${flag}\` (it joins the running stack and writes the handoff).`;
+  if (phase === 'running' && !handoff.active) return `It runs without an active handoff, so clients cannot find it. ${rewriteHandoffStep(paths.name)}`;
   // A restart cannot make room on a disk: say what can.
   if (diskFull !== null) return `A disk is full (${diskFull}): free space on that filesystem; the executor admits new executions again by itself once there is room (\`lexec stack doctor${flag}\` shows the free space).`;
   return `\`lexec stack logs${flag}\` shows why; \`lexec stack stop${flag}\` then \`lexec stack start${flag}\` restarts it.`;
@@ -226,6 +238,7 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
   }
 
   const handoff = await handoffOf(paths, supervisorPid);
+  const problem = await profileProblem(lexecHome(request.env), paths, running?.generation_id ?? active?.id ?? null);
   let overall: OverallState;
   if (running !== null) {
     const healthy = running.phase === 'running' && handoff.active && components.every((component) => component.state === 'running' && component.ready === true);
@@ -251,8 +264,9 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
     orphans,
     handoff,
     ...(await executorCounts(paths.executorDatabase)),
+    profile_problem: problem,
     usable: overall === 'running',
-    next_step: nextStep(paths.name, overall, phase, handoff, orphans.length, diskFullPath(components)),
+    next_step: nextStep(paths, overall, phase, handoff, orphans.length, problem, diskFullPath(components)),
     checked_at: new Date(now).toISOString(),
   };
 }

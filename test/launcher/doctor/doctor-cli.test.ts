@@ -443,7 +443,9 @@ describe('a running stack', () => {
       await writeFile(join(profileDir, 'state', 'supervisor.lock'), `${supervisor.pid}\n`);
       await publishState(id, supervisor.pid, { ledger: [ledgerPid, ports.ledger], executor: [executorPid, ports.executor], sandbox: [sandboxPid, ports.sandbox] });
       const { exitCode, report } = await doctor();
-      expect(exitCode).toBe(0);
+      // This stand-in supervisor never publishes a handoff: the one failing check, as it should be.
+      expect(report.checks.filter((item) => item.status === 'fail').map((item) => item.id)).toEqual(['stack.handoff']);
+      expect(exitCode).toBe(3);
       expect(report.running).toBe(true);
       expect(check(report, 'stack.state').summary).toContain(`supervisor pid ${supervisor.pid}`);
       expect(check(report, 'ports.ledger.free')).toMatchObject({ status: 'pass', summary: `port ${ports.ledger} is held by this stack's ledger (pid ${ledgerPid})` });

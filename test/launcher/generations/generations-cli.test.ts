@@ -130,8 +130,9 @@ describe('stack render', () => {
     await mkdir(join(profileDir, 'state'), { recursive: true, mode: 0o700 });
     await rm(join(profileDir, 'profile.toml'));
     const status = await lexec(home, ['stack', 'status', '--json']);
-    expect(status.exitCode, status.stderr).toBe(0);
-    expect(status.json?.result).toMatchObject({ profile: 'sandbox', state: 'stopped' });
+    // A stopped stack is not usable: exit 6, the report printed all the same (docs/exit-codes.md).
+    expect(status.exitCode, status.stderr).toBe(7);
+    expect(status.json?.result).toMatchObject({ profile: 'sandbox', state: 'stopped', usable: false });
     const stop = await lexec(home, ['stack', 'stop', '--json']);
     expect(stop.exitCode, stop.stderr).toBe(0);
     expect(stop.json?.result).toMatchObject({ outcome: 'already_stopped' });

@@ -194,7 +194,9 @@ describe('a selected profile without a valid active handoff fails instead of rea
     const paths = await strayProfile('starting', null);
     await writeFile(paths.supervisorLock, `${String(sleeper())}\n`, { mode: 0o600 });
     const error = expectFailure(await lexec(['ledger', 'agents', 'list', '--profile', 'starting', '--json']), 1, 'handoff_missing');
-    expect(error.next_step).toContain('lexec stack status --profile starting');
+    // One step for a stack still starting and for a lost handoff alike: start waits, joins and writes it; stop would interrupt work.
+    expect(error.next_step).toContain('lexec stack start --profile starting');
+    expect(error.next_step).not.toContain('stack stop');
   });
 
   it('a damaged handoff: handoff_invalid', async () => {

@@ -64,7 +64,7 @@ describe('a changed default spend policy', () => {
     await writeFile(stack.paths.source, source.replace(/^\[ports\]$/m, '[ports]\nbogus = 1'));
     const start = await lexecIn(stack.home, ['stack', 'start', '--json']);
     expect(start.exitCode, start.stderr).toBe(0);
-    expect(start.stderr).toContain('warning: profile.toml no longer renders (profile_invalid)');
+    expect(start.stderr).toContain('warning: profile.toml no longer renders (profile_invalid: ports.bogus); the running stack keeps generation');
     expect(start.stderr).toContain('  ports.bogus: unknown field');
     await writeFile(stack.paths.source, source);
   }, 120_000);
