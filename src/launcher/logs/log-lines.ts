@@ -87,11 +87,13 @@ export const EXECUTION_ID = /^exe_[0-9a-f]{32}$/;
  * Merges the components' lines into one sequence by time. Each component's own order is kept
  * whatever its timestamps say (this is a merge, not a sort); a line without a time takes the
  * time of the line before it in its component (or, at the start, of the first timed line after
- * it), so plain lines travel with their neighbours. Ties go to the component listed first.
+ * it; for a component whose lines have no time at all, `timesBefore`: the time of its last timed
+ * line before them, when known), so plain lines travel with their neighbours. Ties go to the
+ * component listed first.
  */
-export function mergeByTime(sequences: readonly (readonly LogLine[])[]): LogLine[] {
-  const keyed = sequences.map((lines) => {
-    const firstTime = lines.find((line) => line.time !== null)?.time ?? Number.NEGATIVE_INFINITY;
+export function mergeByTime(sequences: readonly (readonly LogLine[])[], timesBefore: readonly (number | null)[] = []): LogLine[] {
+  const keyed = sequences.map((lines, index) => {
+    const firstTime = lines.find((line) => line.time !== null)?.time ?? timesBefore[index] ?? Number.NEGATIVE_INFINITY;
     let current = firstTime;
     return lines.map((line) => {
       if (line.time !== null) current = line.time;

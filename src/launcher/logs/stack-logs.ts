@@ -150,7 +150,10 @@ async function readTails(paths: ProfilePaths, request: LogsRequest, executionId:
 }
 
 function resultOf(paths: ProfilePaths, request: LogsRequest, executionId: string | null, tails: readonly ComponentTail[]): LogsResult {
-  const merged = mergeByTime(tails.map((tail) => tail.lines));
+  const merged = mergeByTime(
+    tails.map((tail) => tail.lines),
+    tails.map((tail) => tail.timeBefore),
+  );
   const lookedForRejections = executionId === null && (request.component === 'executor' || request.component === 'all');
   return {
     profile: paths.name,

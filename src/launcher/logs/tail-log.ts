@@ -34,6 +34,12 @@ export interface ComponentTail {
   /** Files of the chain that exist (0: nothing logged yet). */
   readonly filesFound: number;
   readonly admissionRejections: readonly AdmissionRejection[];
+  /**
+   * When none of `lines` has a time (a crash trace at the end of a log): the time of the last
+   * timed line before them, so a merge places them after it rather than before everything; null
+   * otherwise or when there is none.
+   */
+  readonly timeBefore: number | null;
   /** Set when `keepActiveOpen` and the active file exists; the caller owns (closes) the handle. */
   readonly followStart: FollowStart | null;
 }
@@ -50,6 +56,7 @@ export async function tailComponent(request: TailRequest): Promise<ComponentTail
   let lines: LogLine[] = [];
   const rejections = createAdmissionRejectionCollector();
   let followStart: FollowStart | null = null;
+  let timeBefore: number | null = null;
   try {
     // Newest first; a follower resumes after the active file's last complete line.
     const ends: number[] = [];
@@ -74,12 +81,25 @@ export async function tailComponent(request: TailRequest): Promise<ComponentTail
       }
       lines = lines.slice(-request.lines);
     } else {
+      // Past a window without any timed line, read on (a bounded number of lines) for the last
+      // timed line before it: when its plain lines were written.
+      let timed = false;
+      let past = 0;
       scan: for (const [index, file] of files.entries()) {
         for await (const raw of linesBackward(file.handle, ends[index] ?? 0)) {
           const line = parseLogLine(request.component, raw);
+          if (lines.length >= request.lines) {
+            if (line.time !== null) {
+              timeBefore = line.time;
+              break scan;
+            }
+            if ((past += 1) >= MAX_LINES_PAST_WINDOW) break scan;
+            continue;
+          }
           if (!keep(line)) continue;
           lines.push(line);
-          if (lines.length >= request.lines) break scan;
+          timed ||= line.time !== null;
+          if (lines.length >= request.lines && timed) break scan;
         }
       }
       lines.reverse();
@@ -101,9 +121,13 @@ export async function tailComponent(request: TailRequest): Promise<ComponentTail
     lines,
     filesFound: files.length,
     admissionRejections: rejections.result(),
+    timeBefore,
     followStart,
   };
 }
+
+/** How far past the requested lines a tail reads for the time of a window of plain lines. */
+const MAX_LINES_PAST_WINDOW = 10_000;
 
 /** How much of one line a message quotes (a start's readiness timeout, a supervisor that exited). */
 const QUOTED_LINE_CHARS = 400;

@@ -88,6 +88,19 @@ describe('lexec stack logs', () => {
     expect(lines).toContain(`executor   | ${jsonLine(8, 'executor_stopping', {}, 50)}`);
   });
 
+  it('a tail of plain lines only (a crash trace at the end of a log) is placed after the timed line before it, not before every other component', async () => {
+    const home = await profileHome();
+    await writeLog(home.logsDir, 'executor', 0, [jsonLine(1, 'executor_started'), jsonLine(3, 'executor_ready'), 'Error: boom', '    at crash (file.js:1:1)']);
+    await writeLog(home.logsDir, 'ledger', 0, [jsonLine(2, 'ledger_request'), jsonLine(5, 'ledger_stopping')]);
+    const document = await logsJson(home, ['--component', 'all', '--lines', '2']);
+    // The executor's last two lines have no time; they were written after its line at second 3,
+    // so they come after the ledger's line at second 2 and before the one at second 5.
+    expect(document.lines.map((entry) => `${entry.component}:${typeof entry.parsed?.event === 'string' ? entry.parsed.event : entry.line}`)).toEqual([
+      'executor:    at crash (file.js:1:1)',
+      'ledger:ledger_stopping',
+    ]);
+  });
+
   it('--execution-id keeps only the lines of that execution (its execution_id field), across files, and leaves admission rejections out', async () => {
     const home = await profileHome();
     await writeLog(home.logsDir, 'executor', 2, [jsonLine(1, 'provider_operation_checkpointed', { execution_id: EXECUTION_A }), admissionRejected(2)]);
