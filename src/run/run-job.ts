@@ -3,7 +3,7 @@ import { ExitCode, UserError } from '../errors.js';
 import type { ExecutionView } from '../executor/client/executor-client.js';
 import { connectStackExecutor } from '../stack-client/connect-executor.js';
 import { connectStackLedger } from '../stack-client/connect-ledger.js';
-import { activeStack } from '../stack-client/locate-stack.js';
+import { activeStack, stackStopped } from '../stack-client/locate-stack.js';
 import { admitJob, NOT_READY_WINDOW_MS, refuseIfExecutorCannotAdmit } from '../stack-client/paid-job/admission.js';
 import { followExecution } from '../stack-client/paid-job/follow-execution.js';
 import { approveCommand, denyCommand, obtainAuthorization, waitForDecision } from '../stack-client/paid-job/job-authorization.js';
@@ -94,7 +94,17 @@ function continueStep(tokenId: string): string {
   return `run the same \`lexec run\` command again with --authorization ${tokenId}`;
 }
 
-function leftBehind(stage: Stage, profile: string): { what: string; next: string } {
+function leftBehind(stage: Stage, profile: string, stopped = false): { what: string; next: string } {
+  if (stopped && stage.at === 'execution') {
+    return {
+      what: `The stack of profile "${profile}" was stopped while execution ${stage.executionId} ran: the execution is kept (authorization ${stage.tokenId} stays claimed for it) and goes on when the stack starts again.`,
+      next: `Start it (\`lexec stack start --profile ${profile}\`), then ${continueStep(stage.tokenId)} to follow it and save its images; nothing is spent twice.`,
+    };
+  }
+  if (stopped && stage.at !== 'preparing') {
+    const left = leftBehind(stage, profile);
+    return { what: `The stack of profile "${profile}" was stopped. ${left.what}`, next: `Start it (\`lexec stack start --profile ${profile}\`). Then ${left.next.charAt(0).toLowerCase()}${left.next.slice(1)}` };
+  }
   switch (stage.at) {
     case 'preparing':
       return { what: 'Nothing was requested or spent.', next: 'Run the command again when ready.' };
@@ -240,7 +250,9 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
       const saved = afterSettlement(error, reached.tokenId);
       if (saved !== null) throw saved;
     }
-    throw withWhatStays(error, leftBehind(stage, profile));
+    // A stack stopped under the run is no outage to wait out: say so, and how to go on.
+    const stopped = isStackFailure(error) && (await stackStopped(request.env, profile));
+    throw withWhatStays(error, leftBehind(stage, profile, stopped), stopped);
   }
 }
 
@@ -255,9 +267,11 @@ function afterSettlement(error: unknown, tokenId: string): UserError | null {
 }
 
 /** Failures of the stack leave the run's authorization or execution in place: say what stays and how to continue. */
-function withWhatStays(error: unknown, left: { what: string; next: string }): unknown {
+function withWhatStays(error: unknown, left: { what: string; next: string }, stopped = false): unknown {
   if (!isStackFailure(error)) return error;
-  return new UserError(error.code, `${error.message} ${left.what}`, { nextStep: `${error.nextStep} Then ${left.next.charAt(0).toLowerCase()}${left.next.slice(1)}`, issues: error.issues, exitCode: error.exitCode });
+  // A stopped stack needs no checking of its servers: only the start, then the continuation.
+  const nextStep = stopped ? left.next : `${error.nextStep} Then ${left.next.charAt(0).toLowerCase()}${left.next.slice(1)}`;
+  return new UserError(error.code, `${error.message} ${left.what}`, { nextStep, issues: error.issues, exitCode: error.exitCode });
 }
 
 /** The spend policy refused the run: what it costs against the cap that refused it, and what would fit. */

@@ -89,6 +89,12 @@ export async function activeStack(env: NodeJS.ProcessEnv, profileFlag: string | 
   return { paths, handoff };
 }
 
+/** Whether the profile's stack is stopped now (no supervisor runs it): a failure of its servers is then no outage to wait out. */
+export async function stackStopped(env: NodeJS.ProcessEnv, profile: string): Promise<boolean> {
+  const paths = profilePaths(lexecHome(env), profile);
+  return (await runningSupervisorPid(paths)) === null;
+}
+
 /**
  * Reads the capability of `role` from the path the handoff names. It must be a private file
  * holding a capability of exactly that kind; errors name the path, never the content.
