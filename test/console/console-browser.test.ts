@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdir } from 'node:fs/promises';
@@ -6,10 +5,11 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page, type Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExecutorClient } from '../../src/executor/client/executor-client.js';
-import { BIN, expectFailure, expectResult, PACKAGE_ROOT, type CliRun } from '../support/cli.js';
+import { expectFailure, expectResult, PACKAGE_ROOT, type CliRun } from '../support/cli.js';
 import { CHROMIUM_ARGS, chromiumPath } from '../support/chromium.js';
 import { startConsoleProcess, type ConsoleProcess } from '../support/console-process.js';
 import { tableAt } from '../support/example-profiles.js';
+import { startBackgroundRun } from '../support/background-run.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
 
 /*
@@ -57,30 +57,7 @@ async function lexec(args: readonly string[]): Promise<CliRun> {
 
 /** `lexec run …` as a child that keeps running while the test acts in the browser. */
 function startRun(args: readonly string[]) {
-  const child = spawn(process.execPath, [BIN, 'run', ...args], { cwd: stack.home, env: { PATH: process.env.PATH ?? '', HOME: stack.home, ...stack.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const done = new Promise<CliRun>((resolve) => {
-    child.once('close', (code) => {
-      const run = { exitCode: code ?? -1, stdout, stderr };
-      runs.push(run);
-      resolve(run);
-    });
-  });
-  return {
-    done,
-    async waitFor(pattern: RegExp): Promise<RegExpExecArray> {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const match = pattern.exec(stderr);
-        if (match !== null) return match;
-        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`stderr never matched ${String(pattern)}:\n${stderr}${stdout}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    },
-  };
+  return startBackgroundRun(args, { cwd: stack.home, env: { HOME: stack.home, ...stack.env }, onDone: (run) => runs.push(run) });
 }
 
 describe.skipIf(executable === null)('the operator console in a headless Chromium', () => {

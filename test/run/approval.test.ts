@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, expectFailure, expectResult, makeTempDir, removeDir, type CliRun } from '../support/cli.js';
+import { expectFailure, expectResult, makeTempDir, removeDir, type CliRun } from '../support/cli.js';
 import { tableAt } from '../support/example-profiles.js';
 import { decodePng } from '../support/png.js';
+import { startBackgroundRun } from '../support/background-run.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
 
 /*
@@ -36,36 +36,7 @@ async function lexec(args: readonly string[]): Promise<CliRun> {
 
 /** `lexec run …` as a child that keeps running while the test reads its stderr and acts. */
 function startRun(args: readonly string[]) {
-  const child = spawn(process.execPath, [BIN, 'run', ...args], {
-    cwd: work,
-    env: { PATH: process.env.PATH ?? '', HOME: stack.home, ...stack.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const done = new Promise<CliRun>((resolve) => {
-    child.once('close', (code, signal) => {
-      const run = { exitCode: code ?? (signal === null ? -1 : 128), stdout, stderr };
-      runs.push(run);
-      resolve(run);
-    });
-  });
-  return {
-    done,
-    interrupt: () => child.kill('SIGINT'),
-    /** Waits until stderr matches (generous: the machine may be busy). */
-    async waitFor(pattern: RegExp, timeoutMs = 60_000): Promise<RegExpExecArray> {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const match = pattern.exec(stderr);
-        if (match !== null) return match;
-        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`stderr never matched ${String(pattern)}:\n${stderr}${stdout}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    },
-  };
+  return startBackgroundRun(args, { cwd: work, env: { HOME: stack.home, ...stack.env }, onDone: (run) => runs.push(run) });
 }
 
 const APPROVE = /approve it with:\s+(lexec ledger authorizations approve ([0-9a-f-]{36}) --profile sandbox)\n/;

@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, expectResult, makeTempDir, removeDir, type CliRun } from '../support/cli.js';
+import { startBackgroundRun } from '../support/background-run.js';
+import { expectResult, makeTempDir, removeDir } from '../support/cli.js';
 import { tableAt } from '../support/example-profiles.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
 
@@ -30,28 +30,7 @@ afterAll(async () => {
 }, 120_000);
 
 function startRun(args: readonly string[]) {
-  const child = spawn(process.execPath, [BIN, 'run', ...args], { cwd: work, env: { PATH: process.env.PATH ?? '', HOME: stack.home, ...stack.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const done = new Promise<CliRun>((resolve) => {
-    child.once('close', (code) => {
-      resolve({ exitCode: code ?? -1, stdout, stderr });
-    });
-  });
-  return {
-    done,
-    async waitFor(pattern: RegExp): Promise<RegExpExecArray> {
-      const deadline = Date.now() + 90_000;
-      for (;;) {
-        const match = pattern.exec(stderr);
-        if (match !== null) return match;
-        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`stderr never matched ${String(pattern)}:\n${stderr}${stdout}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    },
-  };
+  return startBackgroundRun(args, { cwd: work, env: { HOME: stack.home, ...stack.env } });
 }
 
 describe('lexec run on a stack stopped under it', () => {
