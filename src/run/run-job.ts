@@ -229,7 +229,15 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     stage = { at: 'admitting', tokenId: authorization.token_id };
     let execution = await admit();
     stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };
-    execution = await followExecution(executor, execution, { progress: request.progress, pause, admit, now: deps.now, remainingMs: () => deadline - deps.now(), signal: request.signal });
+    execution = await followExecution(executor, execution, {
+      progress: request.progress,
+      pause,
+      admit,
+      now: deps.now,
+      remainingMs: () => deadline - deps.now(),
+      signal: request.signal,
+      stackStopped: () => stackStopped(request.env, profile),
+    });
     const settled = await collectExecution(executor, execution, { profile, outDir: request.outDir, progress: request.progress, checkpoint, pause, now: deps.now });
     const delivery = jobDelivery(execution);
     if (delivery?.partial === true) request.progress({ kind: 'partial_delivery', execution_id: execution.execution_id, delivery, spent: settled.spent });

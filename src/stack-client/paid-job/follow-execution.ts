@@ -42,6 +42,11 @@ export async function followExecution(
     readonly remainingMs?: () => number;
     /** An interrupt: aborts a wait in progress (a read, so always safe), then `pause` reports it. */
     readonly signal?: AbortSignal;
+    /**
+     * Whether the stack was stopped (no supervisor runs it): an executor that does not answer
+     * then is no restart to wait out, and the follow ends at once with the failure.
+     */
+    readonly stackStopped?: () => Promise<boolean>;
   },
 ): Promise<ExecutionView> {
   let execution = admitted;
@@ -76,6 +81,7 @@ export async function followExecution(
     } catch (error) {
       if (options.signal?.aborted === true) await options.pause(0);
       if (!comingBack(error)) throw error;
+      if ((await options.stackStopped?.()) === true) throw error;
       unansweredSince ??= options.now();
       if (options.now() - unansweredSince >= UNREACHABLE_WINDOW_MS) throw error;
       await options.pause(interval);
