@@ -1,5 +1,5 @@
 import type { CredentialKind } from '../../credentials/capability.js';
-import { UserError, type FieldIssue } from '../../errors.js';
+import { UserError, type FieldIssue, type UserErrorOptions } from '../../errors.js';
 import type { LedgerErrorBody } from '../wire/answers.js';
 
 /** What a request was for, so a refusal can be explained in the caller's terms. */
@@ -52,6 +52,17 @@ function conflictNextStep(reason: string | undefined): string {
  * the status and the server's reason code; it never contains a capability or a submitted value.
  * `body` is null when the response was not a lexec error body.
  */
+/** The ledger refused a request under the agent's spend policy; `reason` is the ledger's reason code (e.g. `per_authorization_cap_exceeded`). */
+export class LedgerPolicyRefused extends UserError {
+  constructor(
+    readonly reason: string | null,
+    message: string,
+    options: UserErrorOptions,
+  ) {
+    super('ledger_policy_refused', message, options);
+  }
+}
+
 export function ledgerResponseError(status: number, body: LedgerErrorBody | null, context: RequestContext): UserError {
   const code = safeCode(body?.code) ?? 'unknown';
   const reason = safeCode(body?.reason_code);
@@ -76,7 +87,7 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
     });
   }
   if (status === 422 && code === 'policy_refused') {
-    return new UserError('ledger_policy_refused', `The ledger at ${context.url} refused the request under the agent's spend policy (${said}).`, {
+    return new LedgerPolicyRefused(reason ?? null, `The ledger at ${context.url} refused the request under the agent's spend policy (${said}).`, {
       nextStep:
         reason === 'per_authorization_cap_exceeded'
           ? 'Ask for at most the per-authorization cap (`lexec ledger policy show` shows it), or have an admin raise it (`lexec ledger policy set`).'

@@ -1,6 +1,6 @@
-import { UserError } from '../../errors.js';
 import { costUnits, pricingSnapshot } from '../../executor/domain/pricing.js';
 import type { LedgerClient } from '../../ledger/client/ledger-client.js';
+import { LedgerPolicyRefused } from '../../ledger/client/ledger-client-errors.js';
 import type { JobQuote } from './quote.js';
 
 /*
@@ -21,10 +21,8 @@ export interface PolicyRoom {
 
 /** The ledger's refusal of a request under the spend policy (`ledger_policy_refused`), with its reason. */
 export function policyRefusalReason(error: unknown): PolicyRoom['reason'] | null {
-  if (!(error instanceof UserError) || error.code !== 'ledger_policy_refused') return null;
-  if (error.message.includes('per_authorization_cap_exceeded')) return 'per_authorization_cap_exceeded';
-  if (error.message.includes('daily_cap_exceeded')) return 'daily_cap_exceeded';
-  return null;
+  if (!(error instanceof LedgerPolicyRefused)) return null;
+  return error.reason === 'per_authorization_cap_exceeded' || error.reason === 'daily_cap_exceeded' ? error.reason : null;
 }
 
 /** Reads the agent's policy and standing (agent capability) and measures the room for this job. */
