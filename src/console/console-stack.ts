@@ -1,14 +1,12 @@
-import { z } from 'zod';
 import type { ExecutorClient } from '../executor/client/executor-client.js';
 import { listReconciliations, resolveReconciliation, type Resolution } from '../executor/client/executor-reconciliation.js';
-import { readGenerationFile } from '../launcher/generations/generation-store.js';
 import { activeStack, type ActiveStack } from '../stack-client/locate-stack.js';
 import { stackStatus } from '../launcher/status/stack-status.js';
 import { decideLedgerAuthorization } from '../ledger/client/ledger-authorizations.js';
 import { connectStackLedger, ledgerConnector } from '../stack-client/connect-ledger.js';
 import { connectStackExecutor, reconciliationConnector, type ExecutorRole } from '../stack-client/connect-executor.js';
 import type { LedgerAgent } from '../ledger/wire/answers.js';
-import { agentView, approvalView, executionDetailView, executionRowView, overviewView, reconciliationView, type EngineView } from './console-views.js';
+import { agentView, approvalView, executionDetailView, executionRowView, overviewView, reconciliationView } from './console-views.js';
 
 /*
  * What the console reads from and does to one profile's running stack — the profile named at
@@ -24,20 +22,6 @@ export interface ConsoleStackOptions {
   readonly env: NodeJS.ProcessEnv;
   /** The profile's name, resolved once when the console started. */
   readonly profile: string;
-}
-
-const engineSchema = z.object({ workflow_engine: z.object({ mode: z.string(), ui_url: z.string().optional() }) });
-
-/** The engine of the running generation; the Temporal UI when one runs (managed) or is configured (external). */
-async function engineOf(stack: ActiveStack, managedUi: string | null): Promise<EngineView> {
-  try {
-    const parsed = engineSchema.safeParse(JSON.parse(await readGenerationFile(stack.paths, stack.handoff.generation_id, 'executor.json')));
-    if (!parsed.success) return { mode: 'unknown', ui_url: null };
-    const { mode, ui_url: uiUrl } = parsed.data.workflow_engine;
-    return { mode, ui_url: mode === 'external' ? (uiUrl ?? null) : mode === 'managed_local' ? managedUi : null };
-  } catch {
-    return { mode: 'unknown', ui_url: null };
-  }
 }
 
 export type ConsoleStack = ReturnType<typeof createConsoleStack>;
@@ -58,12 +42,12 @@ export function createConsoleStack(options: ConsoleStackOptions) {
     /** Components and readiness (as `stack status`), engine, spend against the caps per agent. */
     async overview() {
       const status = await stackStatus({ env, profileFlag: profile });
-      if (!status.usable) return overviewView(status, { mode: 'unknown', ui_url: null }, null, null);
+      // Not usable: what status read from the databases (work in flight, approvals pending) still shows.
+      if (!status.usable) return overviewView(status, null, status.approvals_pending);
       const running = await stack();
-      const managedUi = status.components.find((component) => component.name === 'temporal')?.ui_url ?? null;
       const approver = await connectStackLedger(running, 'approver');
-      const [engine, agents, approvals] = await Promise.all([engineOf(running, managedUi), agentsWithSpending(running), approver.pendingApprovals()]);
-      return overviewView(status, engine, agents, approvals.length);
+      const [agents, approvals] = await Promise.all([agentsWithSpending(running), approver.pendingApprovals()]);
+      return overviewView(status, agents, approvals.length);
     },
 
     /** `GET /v1/executions`: every agent's executions, an operator's view (reconciliation capability). */

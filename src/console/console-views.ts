@@ -1,6 +1,7 @@
 import { atUnitsScale, formatUnits } from '../domain/money.js';
 import type { ArtifactView, ExecutionDetail, ExecutionSummary, ReconciliationEntry } from '../executor/client/executor-client.js';
 import type { StatusResult } from '../launcher/status/stack-status.js';
+import type { GenerationEngine } from '../launcher/generations/generation-engine.js';
 import type { LedgerAgent, LedgerAuthorization, LedgerPolicy, LedgerSpending } from '../ledger/wire/answers.js';
 import { jobDelivery } from '../stack-client/paid-job/job-delivery.js';
 
@@ -24,8 +25,15 @@ const maybeMoney = (units: bigint | null, currency: string): Money | null => (un
 
 export interface EngineView {
   readonly mode: string;
+  /** Where the Temporal frontend answers (`grpc://host:port`); null for the embedded engine or when unknown. */
+  readonly address: string | null;
   /** The Temporal web UI (managed_local: the one the executor runs; external: the configured one). */
   readonly ui_url: string | null;
+}
+
+/** The engine as the overview shows it; `unknown` when the generation's configuration could not be read. */
+function engineView(engine: GenerationEngine | null): EngineView {
+  return engine === null ? { mode: 'unknown', address: null, ui_url: null } : { mode: engine.mode, address: engine.address, ui_url: engine.ui_url };
 }
 
 function policyView(policy: LedgerPolicy) {
@@ -52,7 +60,7 @@ export function agentView(agent: LedgerAgent, spending: LedgerSpending) {
   };
 }
 
-export function overviewView(status: StatusResult, engine: EngineView, agents: readonly { agent: LedgerAgent; spending: LedgerSpending }[] | null, pendingApprovals: number | null) {
+export function overviewView(status: StatusResult, agents: readonly { agent: LedgerAgent; spending: LedgerSpending }[] | null, pendingApprovals: number | null) {
   return {
     profile: status.profile,
     state: status.state,
@@ -71,8 +79,10 @@ export function overviewView(status: StatusResult, engine: EngineView, agents: r
       restarts: component.restarts,
       uptime_ms: component.uptime_ms,
     })),
-    engine,
+    engine: engineView(status.workflow_engine),
     awaiting_human: status.awaiting_human,
+    /** Executions admitted and not finished: a stop lets them resume at the next start (`stack stop --wait` lets them finish first). */
+    executions_in_flight: status.executions_in_flight,
     pending_approvals: pendingApprovals,
     spend: agents?.map(({ agent, spending }) => agentView(agent, spending)) ?? [],
   };

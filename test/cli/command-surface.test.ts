@@ -157,7 +157,12 @@ describe('command surface', () => {
         { name: 'timeout', type: 'option', required: false, options: undefined, default: '60' },
       ],
       'stack:status': [...global, flag('profile')],
-      'stack:stop': [...global, flag('profile')],
+      'stack:stop': [
+        ...global,
+        flag('profile'),
+        { name: 'wait', type: 'boolean', required: false, options: undefined, default: undefined },
+        flag('wait-timeout'),
+      ],
       'stack:supervise': [...global, flag('profile')],
       version: global,
     });

@@ -231,6 +231,10 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await screenshot('agents');
     await page.goto(`${consoleProcess.origin}/`);
     await page.getByText('0.012000 USD').first().waitFor();
+    // What a stop would interrupt, before an operator stops the stack (issue 26 item 10).
+    const inFlight = page.locator('dl.facts dt', { hasText: 'Executions in flight' });
+    expect(await inFlight.locator('xpath=following-sibling::dd[1]').textContent()).toBe('0');
+    expect(await page.locator('dl.facts dt', { hasText: 'Engine' }).locator('xpath=following-sibling::dd[1]').textContent()).toBe('embedded');
     await screenshot('overview');
   }, 120_000);
 

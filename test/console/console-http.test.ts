@@ -238,7 +238,8 @@ describe('lexec stack console over plain HTTP', () => {
       const headers = { 'x-lexec-session': session };
       const overview = await send('GET', '/api/overview', { headers });
       expect(overview.status).toBe(200);
-      expect(JSON.parse(overview.body)).toMatchObject({ profile: 'sandbox', usable: true });
+      // Work in flight and the engine, as `stack status` reads them (issue 26 item 10).
+      expect(JSON.parse(overview.body)).toMatchObject({ profile: 'sandbox', usable: true, executions_in_flight: 0, pending_approvals: 0, engine: { mode: 'embedded', address: null, ui_url: null } });
       expect((await send('GET', '/api/executions', { headers })).status).toBe(200);
       expect((await send('GET', '/api/reconciliations', { headers })).status).toBe(200);
       expect((await send('GET', '/', { headers })).body).toContain('profile <strong id="profile">sandbox</strong>');
@@ -261,8 +262,9 @@ describe('lexec stack console over plain HTTP', () => {
       expect(down.status, path).toBe(503);
       expect(errorOf(down)).toMatchObject({ code: 'stack_unavailable', reason_code: 'stack_not_running' });
     }
-    const overview = JSON.parse((await send('GET', '/api/overview', { headers })).body) as { usable: boolean };
-    expect(overview.usable).toBe(false);
+    // Not usable, but what waits in the stopped stack's databases is still shown.
+    const overview = JSON.parse((await send('GET', '/api/overview', { headers })).body) as { usable: boolean; executions_in_flight: number | null; pending_approvals: number | null };
+    expect(overview).toMatchObject({ usable: false, executions_in_flight: 0, pending_approvals: 0 });
     await stack.restart();
     expect((await send('GET', '/api/executions', { headers })).status).toBe(200);
     expect(JSON.parse((await send('GET', '/api/overview', { headers })).body)).toMatchObject({ profile: 'sandbox', usable: true });

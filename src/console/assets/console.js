@@ -143,6 +143,12 @@ function externalLink(url, text) {
   return /^https?:\/\//.test(url) ? h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, text) : text;
 }
 
+/** The workflow engine: its mode, where it answers, and a link to its web UI when there is one. */
+function engineFact(engine) {
+  const where = engine.address === null ? engine.mode : `${engine.mode} at ${engine.address}`;
+  return engine.ui_url === null ? where : h('span', {}, `${where} — `, externalLink(engine.ui_url, 'Temporal UI'));
+}
+
 /* ---------- views ---------- */
 
 async function overview() {
@@ -158,7 +164,8 @@ async function overview() {
     h('p', {}, badge(data.state), ' ', data.usable ? 'usable' : 'not usable', data.next_step === null ? '' : ` — ${data.next_step}`),
     facts([
       ['Generation', dash(data.generation_id)],
-      ['Engine', data.engine.ui_url === null ? data.engine.mode : h('span', {}, `${data.engine.mode} — `, externalLink(data.engine.ui_url, 'Temporal UI'))],
+      ['Engine', engineFact(data.engine)],
+      ['Executions in flight', data.executions_in_flight === null ? '—' : link('/executions', String(data.executions_in_flight))],
       ['Awaiting approval', data.pending_approvals === null ? '—' : link('/approvals', String(data.pending_approvals))],
       ['Awaiting reconciliation', data.awaiting_human === null ? '—' : link('/reconciliation', String(data.awaiting_human))],
     ]),

@@ -16,6 +16,7 @@ import type { ProfileDrift, StartProgress } from './start-events.js';
 import { waitUntilReady } from './stack-readiness-wait.js';
 import { activeManifest, renderProfile } from '../generations/stack-generations.js';
 import { renderInMemory } from '../generations/render-in-memory.js';
+import { generationEngine, type GenerationEngine } from '../generations/generation-engine.js';
 
 /*
  * `stack start` (docs/stack-runtime.md "Start sequence"): under the launcher lock, make sure the
@@ -52,6 +53,8 @@ export interface StartResult {
   readonly supervisor_pid: number;
   readonly components: readonly StartedComponent[];
   readonly agent: { readonly name: string; readonly agent_id: string } | null;
+  /** The executor's workflow engine: mode, where it answers, its web UI (as `stack status` shows it); null when its configuration cannot be read. */
+  readonly workflow_engine: GenerationEngine | null;
   readonly handoff_file: string;
   /** First start only: the sandbox profile was created from profiles.example/sandbox.toml. */
   readonly profile_created: boolean;
@@ -128,7 +131,7 @@ export async function startStack(request: StartRequest): Promise<StartResult> {
         throw error;
       }
       const handoff = await request.progress.step({ kind: 'handoff', handoff_file: paths.handoffFile }, () => supervisorHandoff(paths, ready, deadline, request.now));
-      return result({ paths, state: ready, handoff, outcome: 'started', started, profileCreated, activated, drift, orphans: orphans.length, handoffRewritten: null });
+      return result({ paths, state: ready, handoff, engine: await generationEngine(paths, ready.generation_id), outcome: 'started', started, profileCreated, activated, drift, orphans: orphans.length, handoffRewritten: null });
     } catch (error) {
       // The generation this start activated never became ready (nothing was handed to a client):
       // withdraw it, so that fixing profile.toml (a port, a key) takes effect at the next start
@@ -155,7 +158,7 @@ async function joinRunningStack({ request, paths, supervisorPid, started }: { re
     rewritten === null && typeof current === 'object' && current !== null
       ? current
       : await request.progress.step({ kind: 'handoff', handoff_file: paths.handoffFile }, () => writeStackHandoff(paths, state, request.now()));
-  return result({ paths, state, handoff, outcome: 'already_running', started, profileCreated: false, activated: false, drift, orphans: 0, handoffRewritten: rewritten });
+  return result({ paths, state, handoff, engine: await generationEngine(paths, state.generation_id), outcome: 'already_running', started, profileCreated: false, activated: false, drift, orphans: 0, handoffRewritten: rewritten });
 }
 
 /** What is wrong with the handoff of a running stack, if anything: it must name this profile, supervisor and generation. */
@@ -236,6 +239,7 @@ function result(options: {
   paths: ProfilePaths;
   state: SupervisorState;
   handoff: Handoff;
+  engine: GenerationEngine | null;
   outcome: StartResult['outcome'];
   started: number;
   profileCreated: boolean;
@@ -258,6 +262,7 @@ function result(options: {
     supervisor_pid: state.supervisor_pid,
     components,
     agent: state.agent,
+    workflow_engine: options.engine,
     handoff_file: options.paths.handoffFile,
     profile_created: options.profileCreated,
     generation_activated: options.activated,

@@ -1,13 +1,16 @@
 import { access } from 'node:fs/promises';
 import { ExitCode, UserError } from '../../errors.js';
-import { withdrawHandoff } from '../handoff/handoff.js';
+import { readHandoff, withdrawHandoff, writeHandoff, type Handoff } from '../handoff/handoff.js';
 import { probePort, type PortHolder } from '../../process/port-probe.js';
 import { waitUntil } from '../../process/process-identity.js';
 import type { ProfilePaths } from '../home/stack-home.js';
 import { acquireLauncherLock } from '../home/stack-locks.js';
 import { liveSupervisorPid, readStateLeniently, takeDownStack } from '../supervisor/stack-processes.js';
 import { knownProfilePaths } from '../profiles/existing-profile.js';
-import { countExecutions } from '../status/executor-database.js';
+import { countExecutions, IN_FLIGHT_STATES } from '../status/executor-database.js';
+import { countPendingApprovals } from '../status/ledger-database.js';
+import type { StackComponent } from '../generations/render-generation.js';
+import { drainExecutions, type DrainEvent, type DrainOutcome } from './stack-drain.js';
 
 /*
  * `stack stop` (docs/stack-runtime.md "Stop"): under the launcher lock, withdraw the handoff
@@ -23,10 +26,20 @@ const ORPHAN_GRACE_MS = 5_000;
 /** A port can stay busy for a moment after its listener exits. */
 const PORT_RELEASE_WAIT_MS = 3_000;
 
+/** How long `--wait` waits for executions in flight unless told otherwise. */
+export const DEFAULT_DRAIN_BOUND_MS = 600_000;
+
 /** What a stop reports while it works (what it waits for, and how long); the stop renderer words it. */
 export type StopEvent =
-  /** Executions not yet terminal when the stop began: they resume at the next start. */
-  | { readonly kind: 'executions_in_flight'; readonly count: number }
+  /** Executions not yet terminal when the stop began (`waiting`: --wait lets them finish first; otherwise they resume at the next start). */
+  | { readonly kind: 'executions_in_flight'; readonly count: number; readonly waiting: boolean }
+  /** Authorizations waiting for an approver: they stay in the ledger (until they expire) and can be decided after the next start. */
+  | { readonly kind: 'approvals_pending'; readonly count: number }
+  | DrainEvent
+  /** --wait ended with executions still in flight (its bound passed): they resume at the next start. */
+  | { readonly kind: 'drain_timed_out'; readonly remaining: number; readonly waited_ms: number }
+  /** A component did not stop within its bound after SIGTERM and was killed (SIGKILL) by the supervisor. */
+  | { readonly kind: 'component_killed'; readonly component: string; readonly pid: number | null }
   | { readonly kind: 'stopping_supervisor'; readonly supervisor_pid: number; readonly components: readonly string[]; readonly bound_ms: number }
   /** The supervisor did not stop within its bound: killed (SIGKILL) with its process group. */
   | { readonly kind: 'supervisor_killed'; readonly supervisor_pid: number | null; readonly bound_ms: number };
@@ -35,6 +48,10 @@ export interface StopRequest {
   readonly env: NodeJS.ProcessEnv;
   readonly profileFlag: string | undefined;
   readonly progress?: (event: StopEvent) => void;
+  /** `--wait`: let executions in flight finish (up to this many ms) before stopping anything; absent, stop at once. */
+  readonly drainBoundMs?: number;
+  /** Ctrl-C during the --wait: the stop is called off and the stack keeps running, findable again. */
+  readonly signal?: AbortSignal;
 }
 
 export interface StopResult {
@@ -42,8 +59,13 @@ export interface StopResult {
   readonly outcome: 'stopped' | 'already_stopped';
   /** The supervisor that was stopped, or null when none was running. */
   readonly supervisor_pid: number | null;
-  /** The supervisor did not stop within its bound and was killed with its process group. */
+  /**
+   * Something was killed (SIGKILL) rather than stopped: the supervisor, past its bound, with its
+   * process group, or a component that did not stop within its own bound (`killed` names them).
+   */
   readonly forced: boolean;
+  /** Components the supervisor killed (SIGKILL) because they did not stop within their bound after SIGTERM. */
+  readonly killed: readonly string[];
   /** Children left running by a supervisor killed earlier, stopped by this command. */
   readonly orphans_stopped: readonly { readonly component: string; readonly pid: number }[];
   readonly handoff_withdrawn: boolean;
@@ -55,6 +77,10 @@ export interface StopResult {
    * next start, none is submitted twice.
    */
   readonly executions_in_flight: number | null;
+  /** Authorizations waiting for an approver when the stop began (they stay in the ledger); null when it could not be read. */
+  readonly approvals_pending: number | null;
+  /** What `--wait` came to; null without --wait or when nothing was in flight. */
+  readonly drain: Omit<DrainOutcome, 'outcome'> & { readonly outcome: 'drained' | 'timed_out' } | null;
   readonly elapsed_ms: number;
 }
 
@@ -68,29 +94,42 @@ export async function stopStack(request: StopRequest): Promise<StopResult> {
       outcome: 'already_stopped',
       supervisor_pid: null,
       forced: false,
+      killed: [],
       orphans_stopped: [],
       handoff_withdrawn: false,
       ports_busy: [],
       elapsed_ms: Date.now() - started,
       executions_in_flight: null,
+      approvals_pending: null,
+      drain: null,
     };
   }
   const release = await acquireLauncherLock(paths);
   try {
-    return await stopProfile(paths, started, request.progress ?? (() => undefined));
+    return await stopProfile(paths, started, request);
   } finally {
     await release();
   }
 }
 
-async function stopProfile(paths: ProfilePaths, started: number, progress: (event: StopEvent) => void): Promise<StopResult> {
+async function stopProfile(paths: ProfilePaths, started: number, request: StopRequest): Promise<StopResult> {
+  const progress = request.progress ?? (() => undefined);
   const handoffExisted = await fileExists(paths.handoffFile);
+  // Kept to be put back if a --wait is called off: the stack then keeps running, findable again.
+  const handoff = request.drainBoundMs === undefined ? null : await readHandoff(paths).catch(() => null);
   await withdrawHandoff(paths);
   const before = await readStateLeniently(paths);
   const supervisorPid = await liveSupervisorPid(paths, before);
-  const inFlight = supervisorPid === null ? null : await countExecutions(paths.executorDatabase, ['pending', 'scheduled', 'running']);
-  if (inFlight !== null && inFlight > 0) {
-    progress({ kind: 'executions_in_flight', count: inFlight });
+  const inFlight = supervisorPid === null ? null : await countExecutions(paths.executorDatabase, IN_FLIGHT_STATES);
+  const approvals = supervisorPid === null ? null : await countPendingApprovals(paths.ledgerDatabase);
+  if (inFlight !== null && inFlight > 0) progress({ kind: 'executions_in_flight', count: inFlight, waiting: request.drainBoundMs !== undefined });
+  if (approvals !== null && approvals > 0) progress({ kind: 'approvals_pending', count: approvals });
+  let drain: StopResult['drain'] = null;
+  if (supervisorPid !== null && inFlight !== null && inFlight > 0 && request.drainBoundMs !== undefined) {
+    const drained = await drainExecutions({ databasePath: paths.executorDatabase, initial: inFlight, boundMs: request.drainBoundMs, signal: request.signal, progress });
+    if (drained.outcome === 'interrupted') throw await callOff(paths, supervisorPid, handoff, drained);
+    if (drained.outcome === 'timed_out') progress({ kind: 'drain_timed_out', remaining: drained.remaining, waited_ms: drained.waited_ms });
+    drain = { ...drained, outcome: drained.outcome };
   }
   if (supervisorPid !== null) {
     progress({ kind: 'stopping_supervisor', supervisor_pid: supervisorPid, components: Object.keys(before?.components ?? {}), bound_ms: SUPERVISOR_STOP_BOUND_MS });
@@ -104,6 +143,8 @@ async function stopProfile(paths: ProfilePaths, started: number, progress: (even
     });
   }
   const after = await readStateLeniently(paths);
+  const killed = killedComponents(after, started);
+  for (const component of killed) progress({ kind: 'component_killed', component, pid: before?.components[component]?.pid ?? null });
   const ports = Object.values(after?.components ?? before?.components ?? {}).map((component) => component.port);
   const portsBusy = await busyPorts(ports);
   const stopped = supervisorPid !== null || takedown.orphans.length > 0;
@@ -111,13 +152,35 @@ async function stopProfile(paths: ProfilePaths, started: number, progress: (even
     profile: paths.name,
     outcome: stopped ? 'stopped' : 'already_stopped',
     supervisor_pid: supervisorPid,
-    forced: takedown.forced,
+    forced: takedown.forced || killed.length > 0,
+    killed,
     orphans_stopped: takedown.orphans.map((child) => ({ component: child.component, pid: child.pid })),
     handoff_withdrawn: handoffExisted,
     ports_busy: portsBusy,
     elapsed_ms: Date.now() - started,
     executions_in_flight: inFlight,
+    approvals_pending: approvals,
+    drain,
   };
+}
+
+/** Components whose process this stop's supervisor ended with SIGKILL (their last exit, since the stop began). */
+function killedComponents(state: Awaited<ReturnType<typeof readStateLeniently>>, since: number): StackComponent[] {
+  const entries = Object.entries(state?.components ?? {}) as [StackComponent, { last_exit: { signal: string | null; at: string } | null }][];
+  return entries.filter(([, status]) => status.last_exit?.signal === 'SIGKILL' && Date.parse(status.last_exit.at) >= since - 1_000).map(([component]) => component);
+}
+
+/** A --wait interrupted: the handoff goes back if the same supervisor still runs the stack, and the stop ends with exit 130. */
+async function callOff(paths: ProfilePaths, supervisorPid: number, handoff: Handoff | null, drained: DrainOutcome): Promise<UserError> {
+  const stillRunning = (await liveSupervisorPid(paths, await readStateLeniently(paths))) === supervisorPid;
+  const restored = stillRunning && handoff !== null && handoff.supervisor_pid === supervisorPid;
+  if (restored) await writeHandoff(paths, handoff);
+  const flag = ` --profile ${paths.name}`;
+  return new UserError(
+    'stack_stop_interrupted',
+    `Interrupted while waiting for ${drained.remaining} execution${drained.remaining === 1 ? '' : 's'} in flight: nothing was stopped${restored ? ', and clients can find the stack again' : ''}.`,
+    { nextStep: restored ? `Run \`lexec stack stop${flag}\` (with --wait to wait again) when ready.` : `The stack runs without its handoff: \`lexec stack start${flag}\` writes it again, \`lexec stack stop${flag}\` stops the stack.`, exitCode: ExitCode.interrupted },
+  );
 }
 
 async function fileExists(path: string): Promise<boolean> {

@@ -16,7 +16,7 @@ export interface RescheduledRuns {
 }
 
 /** Runs `read` on the database opened read-only; null when it is absent, locked past 0.5 s or of another schema. */
-async function readOnly<T>(databasePath: string, read: (db: Database.Database) => T): Promise<T | null> {
+export async function readOnly<T>(databasePath: string, read: (db: Database.Database) => T): Promise<T | null> {
   try {
     const { default: SqliteDatabase } = await import('better-sqlite3');
     const db = new SqliteDatabase(databasePath, { readonly: true, fileMustExist: true });
@@ -54,8 +54,17 @@ export function countRescheduledRuns(databasePath: string, now = Date.now()): Pr
   return readOnly(databasePath, (db) => rescheduledRuns(db, now));
 }
 
+/** Executions not yet terminal: admitted and not finished, each holding its authorization. */
+export const IN_FLIGHT_STATES = ['pending', 'scheduled', 'running'] as const;
+
+export interface ExecutorCounts {
+  readonly awaiting_human: number | null;
+  readonly executions_in_flight: number | null;
+  readonly rescheduled_runs: RescheduledRuns | null;
+}
+
 /** What `stack status` shows of the executor database, from one read-only open. */
-export async function executorCounts(databasePath: string, now = Date.now()): Promise<{ awaiting_human: number | null; rescheduled_runs: RescheduledRuns | null }> {
+export async function executorCounts(databasePath: string, now = Date.now()): Promise<ExecutorCounts> {
   return (
     (await readOnly(databasePath, (db) => {
       let runs: RescheduledRuns | null = null;
@@ -64,7 +73,7 @@ export async function executorCounts(databasePath: string, now = Date.now()): Pr
       } catch {
         // An executor database from before migration 7: no log yet.
       }
-      return { awaiting_human: executionsIn(db, ['reconciliation']), rescheduled_runs: runs };
-    })) ?? { awaiting_human: null, rescheduled_runs: null }
+      return { awaiting_human: executionsIn(db, ['reconciliation']), executions_in_flight: executionsIn(db, IN_FLIGHT_STATES), rescheduled_runs: runs };
+    })) ?? { awaiting_human: null, executions_in_flight: null, rescheduled_runs: null }
   );
 }

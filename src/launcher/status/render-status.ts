@@ -30,6 +30,29 @@ function renderProfileProblem(result: StatusResult, output: Output): void {
   for (const issue of problem.issues) output.line(`  ${issue.path}: ${issue.message}`);
 }
 
+const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
+
+/** Where the executor's Temporal engine answers and its web UI (the embedded engine has neither). */
+export function engineLine(result: Pick<StatusResult, 'workflow_engine'>): string | null {
+  const engine = result.workflow_engine;
+  if (engine === null || engine.mode === 'embedded') return null;
+  const where = engine.address === null ? '' : ` at ${engine.address}`;
+  const ui = engine.ui_url === null ? '' : `; temporal web UI: ${engine.ui_url}`;
+  return `workflow engine: ${engine.mode === 'external' ? 'external Temporal' : 'Temporal server run by the executor'}${where}${ui}`;
+}
+
+/** The work a stop would interrupt: executions in flight and approvals waiting for a human. */
+function workLine(result: StatusResult): string | null {
+  const inFlight = result.executions_in_flight;
+  const approvals = result.approvals_pending;
+  if (inFlight === null && approvals === null) return null;
+  const parts = [
+    inFlight === null ? null : `${plural(inFlight, 'execution', 'executions')} in flight`,
+    approvals === null ? null : `${plural(approvals, 'approval', 'approvals')} pending${approvals > 0 ? ' (`lexec ledger authorizations list --status requested`, or the console)' : ''}`,
+  ].filter((part) => part !== null);
+  return `work: ${parts.join(', ')}`;
+}
+
 export function renderStatusResult(result: StatusResult, output: Output): void {
   const { style } = output;
   const state = result.state === 'running' ? style.ok('running') : result.state === 'degraded' ? style.warn('degraded') : 'stopped';
@@ -54,9 +77,10 @@ export function renderStatusResult(result: StatusResult, output: Output): void {
     ]),
   ];
   for (const line of table(rows)) output.line(line);
-  for (const component of result.components) {
-    if (component.ui_url !== undefined) output.line(`${component.name} web UI: ${component.ui_url}`);
-  }
+  const engine = engineLine(result);
+  if (engine !== null) output.line(engine);
+  const work = workLine(result);
+  if (work !== null) output.line(work);
   if (result.orphans.length > 0) {
     output.line(style.warn(`The supervisor is gone but ${result.orphans.map((orphan) => `${orphan.component} pid ${orphan.pid}`).join(', ')} still run: \`lexec stack stop\` ends them.`));
   }

@@ -11,7 +11,9 @@ import { profileProblem } from './profile-problem.js';
 import { liveRecordedChildren, liveSupervisorPid, readStateLeniently } from '../supervisor/stack-processes.js';
 import type { ComponentExit, ComponentState, SupervisorPhase } from '../supervisor/supervisor-state.js';
 import { knownProfilePaths } from '../profiles/existing-profile.js';
-import { executorCounts as readExecutorCounts, type RescheduledRuns } from './executor-database.js';
+import { executorCounts as readExecutorCounts, type ExecutorCounts, type RescheduledRuns } from './executor-database.js';
+import { countPendingApprovals } from './ledger-database.js';
+import { generationEngine, type GenerationEngine } from '../generations/generation-engine.js';
 
 /*
  * `stack status` (docs/stack-runtime.md "Status"): read-only and fast. It reads the supervisor's
@@ -64,6 +66,16 @@ export interface StatusResult {
    */
   readonly awaiting_human: number | null;
   /**
+   * Executions admitted and not yet finished (pending, scheduled, running), read-only from the
+   * executor's database; null when it cannot be read. A stop lets them resume at the next start;
+   * `stack stop --wait` lets them finish first.
+   */
+  readonly executions_in_flight: number | null;
+  /** Authorizations waiting for an approver (requested, not expired), read-only from the ledger's database; null when it cannot be read. */
+  readonly approvals_pending: number | null;
+  /** The workflow engine of the generation (mode, address, web UI); null when there is no generation or its configuration cannot be read. */
+  readonly workflow_engine: GenerationEngine | null;
+  /**
    * Workflow runs the executor started again because the engine closed them (or left them on
    * another task queue) under a live execution; null when there is no executor database yet or
    * it cannot be read. docs/executions.md "Rescheduling closed runs".
@@ -82,10 +94,16 @@ export interface StatusResult {
   readonly checked_at: string;
 }
 
-/** Executions in `reconciliation`, and rescheduled runs; better-sqlite3 is loaded only when the database exists (status stays light). */
-async function executorCounts(databasePath: string): Promise<{ awaiting_human: number | null; rescheduled_runs: RescheduledRuns | null }> {
-  if (!(await stat(databasePath).then(() => true, () => false))) return { awaiting_human: null, rescheduled_runs: null };
+const exists = (path: string): Promise<boolean> => stat(path).then(() => true, () => false);
+
+/** Executions in flight and in `reconciliation`, and rescheduled runs; better-sqlite3 is loaded only when the database exists (status stays light). */
+async function executorCounts(databasePath: string): Promise<ExecutorCounts> {
+  if (!(await exists(databasePath))) return { awaiting_human: null, executions_in_flight: null, rescheduled_runs: null };
   return readExecutorCounts(databasePath);
+}
+
+async function pendingApprovals(databasePath: string): Promise<number | null> {
+  return (await exists(databasePath)) ? countPendingApprovals(databasePath) : null;
 }
 
 /** The handoff, read by hand (no zod here: see the header): active when it names the running supervisor. */
@@ -99,7 +117,18 @@ async function handoffOf(paths: ProfilePaths, supervisorPid: number | null): Pro
   }
 }
 
-function nextStep(paths: ProfilePaths, state: OverallState, phase: SupervisorPhase | null, handoff: StatusResult['handoff'], orphans: number, problem: ProfileProblem | null, diskFull: string | null): string | null {
+interface Trouble {
+  readonly orphans: number;
+  readonly problem: ProfileProblem | null;
+  /** The directory a component says is full. */
+  readonly diskFull: string | null;
+  /** The executor's own probe says its workflow engine does not answer. */
+  readonly engineDown: boolean;
+  readonly engine: GenerationEngine | null;
+}
+
+function nextStep(paths: ProfilePaths, state: OverallState, phase: SupervisorPhase | null, handoff: StatusResult['handoff'], trouble: Trouble): string | null {
+  const { orphans, problem, diskFull } = trouble;
   const flag = ` --profile ${paths.name}`;
   if (state === 'running') return null;
   if (state === 'stopped') {
@@ -111,7 +140,19 @@ function nextStep(paths: ProfilePaths, state: OverallState, phase: SupervisorPha
   if (phase === 'running' && !handoff.active) return `It runs without an active handoff, so clients cannot find it. ${rewriteHandoffStep(paths.name)}`;
   // A restart cannot make room on a disk: say what can.
   if (diskFull !== null) return `A disk is full (${diskFull}): free space on that filesystem; the executor admits new executions again by itself once there is room (\`lexec stack doctor${flag}\` shows the free space).`;
+  // Nor can it bring back an engine lexec does not run: name where it should answer.
+  if (trouble.engineDown && trouble.engine?.mode === 'external') {
+    return `The executor cannot reach its workflow engine, the Temporal cluster at ${trouble.engine.address ?? 'workflow_engine.address'}: start it or restore the network path to it (or fix workflow_engine.address in ${paths.source}). Restarting lexec does not help; the executor admits new executions again by itself once the engine answers, and executions under way wait for it safely.`;
+  }
+  if (trouble.engineDown && trouble.engine?.mode === 'managed_local') {
+    return `The executor's own Temporal server does not answer yet; the executor restarts it by itself (\`lexec stack logs${flag} --component temporal\` shows why it stopped). Executions under way wait for it safely.`;
+  }
   return `\`lexec stack logs${flag}\` shows why; \`lexec stack stop${flag}\` then \`lexec stack start${flag}\` restarts it.`;
+}
+
+/** The executor's probe says its workflow engine is not answering (`HTTP 503 (workflow_engine_unavailable)`). */
+function engineDown(components: readonly ComponentReport[]): boolean {
+  return components.some((component) => component.name === 'executor' && /\((workflow_engine_unavailable|workflow_engine_cancelled)\)$/.test(component.probe_error ?? ''));
 }
 
 /** The directory a component's probe says is full (`HTTP 503 (disk_full: /path)`), or null. */
@@ -238,7 +279,9 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
   }
 
   const handoff = await handoffOf(paths, supervisorPid);
-  const problem = await profileProblem(lexecHome(request.env), paths, running?.generation_id ?? active?.id ?? null);
+  const generationId = running?.generation_id ?? active?.id ?? null;
+  const engine = generationId === null ? null : await generationEngine(paths, generationId);
+  const problem = await profileProblem(lexecHome(request.env), paths, generationId);
   let overall: OverallState;
   if (running !== null) {
     const healthy = running.phase === 'running' && handoff.active && components.every((component) => component.state === 'running' && component.ready === true);
@@ -249,7 +292,7 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
   return {
     profile: paths.name,
     state: overall,
-    generation_id: running?.generation_id ?? active?.id ?? null,
+    generation_id: generationId,
     supervisor:
       supervisorPid === null
         ? null
@@ -264,9 +307,11 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
     orphans,
     handoff,
     ...(await executorCounts(paths.executorDatabase)),
+    approvals_pending: await pendingApprovals(paths.ledgerDatabase),
+    workflow_engine: engine,
     profile_problem: problem,
     usable: overall === 'running',
-    next_step: nextStep(paths, overall, phase, handoff, orphans.length, problem, diskFullPath(components)),
+    next_step: nextStep(paths, overall, phase, handoff, { orphans: orphans.length, problem, diskFull: diskFullPath(components), engineDown: engineDown(components), engine }),
     checked_at: new Date(now).toISOString(),
   };
 }

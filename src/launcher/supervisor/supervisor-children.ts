@@ -194,7 +194,10 @@ export class SupervisedChildren {
     const uptimeMs = Math.round(performance.now() - slot.spawnedAt);
     if (this.owner.stopping()) {
       slot.status = { ...slot.status, state: 'stopped', pid: null, pid_start_ticks: null, last_exit: lastExit, probe_error: null };
-      this.owner.event('child_stopped', { component: slot.component, child_pid: child.pid, code: exit.code, signal: exit.signal });
+      if (exit.signal === 'SIGKILL') {
+        // It did not stop within its bound after SIGTERM (a hung process): what it was doing was cut short.
+        this.owner.event('child_killed', { component: slot.component, child_pid: child.pid, after_ms: STOP_GRACE_MS[slot.component] }, 'warn');
+      } else this.owner.event('child_stopped', { component: slot.component, child_pid: child.pid, code: exit.code, signal: exit.signal });
       await this.owner.publish();
       return;
     }

@@ -63,6 +63,9 @@ describe.skipIf(cli === null)('a stack on a managed Temporal', () => {
 
     const start = await lexecIn(home, ['stack', 'start', '--profile', 'temporal', '--json']);
     expect(start.exitCode, start.stdout + start.stderr).toBe(0);
+    const uiUrl = `http://127.0.0.1:${ports.temporal_ui ?? 0}`;
+    // The start names the engine and its web UI, as status does (issue 26 item 9).
+    expect(jsonResult<{ workflow_engine: unknown }>(start).workflow_engine).toEqual({ mode: 'managed_local', address: `grpc://127.0.0.1:${temporalPort}`, ui_url: uiUrl });
     const out = join(home, 'out');
     const run = jsonResult<{ execution: { execution_id: string; state: string }; spent: unknown }>(await lexecIn(home, ['run', 'a red fox', '--profile', 'temporal', '--out', out, '--json']));
     expect(run.execution.state).toBe('succeeded');
@@ -81,7 +84,10 @@ describe.skipIf(cli === null)('a stack on a managed Temporal', () => {
     expect(temporal).toMatchObject({ state: 'running', port: temporalPort, ready: true, ui_url: `http://127.0.0.1:${ports.temporal_ui ?? 0}` });
     expect((await fetch(temporal?.ui_url ?? '')).status).toBe(200);
     const human = await lexecIn(home, ['stack', 'status', '--profile', 'temporal']);
-    expect(human.stdout + human.stderr).toContain(`temporal web UI: http://127.0.0.1:${ports.temporal_ui ?? 0}`);
+    const engineLine = `workflow engine: Temporal server run by the executor at grpc://127.0.0.1:${temporalPort}; temporal web UI: ${uiUrl}`;
+    expect(human.stdout).toContain(engineLine);
+    const again = await lexecIn(home, ['stack', 'start', '--profile', 'temporal']);
+    expect(again.stdout).toContain(engineLine);
 
     const logs = await lexecIn(home, ['stack', 'logs', '--profile', 'temporal', '--component', 'temporal', '--lines', '20', '--json']);
     expect(logs.exitCode, logs.stderr).toBe(0);
