@@ -20,7 +20,7 @@ import { generationEngine, type GenerationEngine } from '../generations/generati
  * lock and published state, probes each component once on loopback with a short timeout, and
  * stats the logs; it changes no file and signals no process. Its imports are kept light on
  * purpose (no zod, no fetch, no generation store): it is meant to answer within 1.5x of a bare
- * oclif command (bench/stack-lifecycle). The command exits 0 when the stack is usable and 6 when
+ * oclif command (bench/stack-lifecycle). The command exits 0 when the stack is usable and 7 when
  * it is not (stopped or degraded), with the report printed either way (docs/exit-codes.md).
  */
 
