@@ -65,10 +65,20 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
   const finish = async (admitted: ExecutionView, base: Partial<ToolOutput<'generate_images'>>, admit: () => Promise<ExecutionView>) => {
     // The same follow as `lexec run` (polling schedule, re-admission of a pending one).
     let latest: { execution_id: string; state: string } = admitted;
+    /** Whether the workflow engine under the execution does not answer (and was not heard back since). */
+    const engine = { down: false };
     let execution: ExecutionView;
     try {
       execution = await followExecution(target.executor, admitted, {
         progress: (event) => {
+          if (event.kind !== 'execution') {
+            // No address: the agent's words carry no URL (docs/agent.md).
+            engine.down = event.kind === 'engine_unreachable';
+            context.progress(
+              `execution ${event.execution_id}: ${engine.down ? 'the workflow engine is unreachable; the execution is held safely and resumes when the engine returns' : 'the workflow engine is back; the execution resumes'}`,
+            );
+            return;
+          }
           latest = event;
           context.progress(`execution ${event.execution_id}: ${event.state}${event.phase === null ? '' : ` (${event.phase})`}`);
         },
@@ -85,7 +95,7 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
         status: 'running',
         execution_id: latest.execution_id,
         execution_state: latest.state,
-        next_step: `Call generate_images with execution_id ${latest.execution_id} to keep waiting; nothing is spent twice.`,
+        next_step: `${engine.down ? `The stack's workflow engine is unreachable: execution ${latest.execution_id} is held safely and resumes when the engine returns. ` : ''}Call generate_images with execution_id ${latest.execution_id} to keep waiting; nothing is spent twice.`,
       });
     }
     if (execution.state !== 'succeeded') throw notSucceeded(execution);

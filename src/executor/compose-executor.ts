@@ -146,6 +146,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     callerCapability: credentials.caller,
     reconciliationCapability: credentials.reconciliation,
     reconciliation: createReconciliation({ store, ledger, crashPoints }),
+    engineAddress: engine.description.address ?? null,
     changes,
     logger,
     crashPoints,

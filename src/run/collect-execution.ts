@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { formatUnits, UNITS_SCALE } from '../domain/money.js';
 import { UserError } from '../errors.js';
 import type { ExecutionView, ExecutorClient } from '../executor/client/executor-client.js';
-import type { ExecutionChange } from '../stack-client/paid-job/follow-execution.js';
+import type { FollowEvent } from '../stack-client/paid-job/follow-execution.js';
 import type { JobDelivery } from '../stack-client/paid-job/job-delivery.js';
 import { jobArtifacts, jobImage } from '../stack-client/paid-job/job-images.js';
 import { saveArtifact, type SavedFile } from './save-artifact.js';
@@ -24,7 +24,7 @@ export type RunProgress =
       readonly waiting: boolean;
     }
   | { readonly kind: 'executor_not_ready' }
-  | ExecutionChange
+  | FollowEvent
   | { readonly kind: 'saved'; readonly file: SavedFile }
   /** The execution succeeded with fewer images than asked; `spent` is what the receipt bills. */
   | { readonly kind: 'partial_delivery'; readonly execution_id: string; readonly delivery: JobDelivery; readonly spent: Spent };

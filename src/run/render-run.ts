@@ -39,6 +39,16 @@ export function renderRunProgress(event: RunProgress, output: Output): void {
     case 'execution':
       output.diagnostics.line(`execution ${event.execution_id}: ${plain(event.state)}${event.phase === null ? '' : ` (${plain(event.phase)})`}`);
       return;
+    case 'engine_unreachable':
+      output.diagnostics.line(
+        style.warn(
+          `! the workflow engine${engineAt(event.address)} is unreachable: execution ${event.execution_id} is held safely and resumes when the engine returns; still waiting (up to --timeout)…`,
+        ),
+      );
+      return;
+    case 'engine_back':
+      output.diagnostics.line(`the workflow engine${engineAt(event.address)} is back; execution ${event.execution_id} resumes.`);
+      return;
     case 'saved':
       output.diagnostics.line(`  ${event.file.outcome === 'written' ? 'saved' : 'already saved'} ${event.file.path} (${event.file.bytes} bytes)`);
       return;
@@ -52,6 +62,11 @@ export function renderRunProgress(event: RunProgress, output: Output): void {
       return;
     }
   }
+}
+
+/** " (grpc://127.0.0.1:7233)": the engine's address when the executor named it. */
+function engineAt(address: string | null): string {
+  return address === null ? '' : ` (${plain(address)})`;
 }
 
 /** "1 of 2 images delivered; billed for 1 (0.003000 USD)": the words of a partial delivery, on stderr and in the summary. */

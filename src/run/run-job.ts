@@ -94,7 +94,12 @@ function continueStep(tokenId: string): string {
   return `run the same \`lexec run\` command again with --authorization ${tokenId}`;
 }
 
-function leftBehind(stage: Stage, profile: string, stopped = false): { what: string; next: string } {
+/**
+ * What stays behind at `stage`, and how to go on. `stopped`: the stack was stopped under the run;
+ * `engineDown`: the follow last heard that the executor's workflow engine does not answer.
+ */
+function leftBehind(stage: Stage, profile: string, how: { readonly stopped?: boolean; readonly engineDown?: boolean } = {}): { what: string; next: string } {
+  const { stopped = false, engineDown = false } = how;
   if (stopped && stage.at === 'execution') {
     return {
       what: `The stack of profile "${profile}" was stopped while execution ${stage.executionId} ran: the execution is kept (authorization ${stage.tokenId} stays claimed for it) and goes on when the stack starts again.`,
@@ -125,7 +130,9 @@ function leftBehind(stage: Stage, profile: string, stopped = false): { what: str
       };
     case 'execution':
       return {
-        what: `Execution ${stage.executionId} continues in the executor (authorization ${stage.tokenId} is claimed for it).`,
+        what: engineDown
+          ? `Execution ${stage.executionId} is held in the executor until its workflow engine answers again, and resumes then (authorization ${stage.tokenId} is claimed for it).`
+          : `Execution ${stage.executionId} continues in the executor (authorization ${stage.tokenId} is claimed for it).`,
         next: `To follow it and save its images, ${continueStep(stage.tokenId)}; nothing is spent twice.`,
       };
   }
@@ -141,10 +148,16 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
   const executor = await connectStackExecutor(stack, 'caller');
   const deadline = deps.now() + request.timeoutMs;
   let stage: Stage = { at: 'preparing' };
+  /** The follow said the workflow engine does not answer, and has not said it is back. */
+  let engineDown = false;
+  const progress = (event: RunProgress) => {
+    if (event.kind === 'engine_unreachable' || event.kind === 'engine_back') engineDown = event.kind === 'engine_unreachable';
+    request.progress(event);
+  };
 
   /** A safe point: stop here if Ctrl-C was pressed or the time is up. */
   const checkpoint = () => {
-    const { what, next } = leftBehind(stage, profile);
+    const { what, next } = leftBehind(stage, profile, { engineDown });
     if (request.signal.aborted) {
       throw new UserError('run_interrupted', `Interrupted. ${what}`, { nextStep: next, exitCode: ExitCode.interrupted });
     }
@@ -230,7 +243,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     let execution = await admit();
     stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };
     execution = await followExecution(executor, execution, {
-      progress: request.progress,
+      progress,
       pause,
       admit,
       now: deps.now,
@@ -260,7 +273,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     }
     // A stack stopped under the run is no outage to wait out: say so, and how to go on.
     const stopped = isStackFailure(error) && (await stackStopped(request.env, profile));
-    throw withWhatStays(error, leftBehind(stage, profile, stopped), stopped);
+    throw withWhatStays(error, leftBehind(stage, profile, { stopped, engineDown }), stopped);
   }
 }
 

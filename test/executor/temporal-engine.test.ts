@@ -256,11 +256,12 @@ describe.skipIf(cli === null)('an external engine: never started or stopped by t
     expect((await readyz(s)).status).toBe(503);
   }, 120_000);
 
-  it('an address where no engine answers is never ready, and the log names workflow_engine.address', async () => {
+  it('an address where no engine answers is never ready, and the log and /readyz name workflow_engine.address', async () => {
     const [port = 0] = await freePorts(1);
     const s = await harness.stack({ engine: { mode: 'external', url: `grpc://127.0.0.1:${port}` }, waitUntilReady: false });
     const event = await until('the setting named', () => Promise.resolve(s.executor.events().find((entry) => entry.event === 'workflow_engine_setting_suspect')));
     expect(event).toMatchObject({ field: 'workflow_engine.address' });
-    expect((await readyz(s)).body).toEqual({ status: 'not_ready', reason: 'workflow_engine_unavailable' });
+    // /readyz names the engine that does not answer by its address (lexec run says it: docs/run.md).
+    expect((await readyz(s)).body).toEqual({ status: 'not_ready', reason: 'workflow_engine_unavailable', address: `grpc://127.0.0.1:${port}` });
   }, 120_000);
 });

@@ -146,10 +146,16 @@ export interface ExecutorClientOptions {
 // Codes, reasons and field paths from the server are shown only if they are plain tokens.
 const SAFE_CODE = /^[A-Za-z0-9_.:-]{1,80}$/;
 
-const readinessSchema = z.object({ status: z.string(), reason: z.string().optional(), path: z.string().optional() });
+const readinessSchema = z.object({ status: z.string(), reason: z.string().optional(), path: z.string().optional(), address: z.string().optional() });
 
-/** What `GET /readyz` says: ready, or not with the reason (and the directory of a `disk_full`). */
-export type ExecutorReadiness = { readonly ready: true } | { readonly ready: false; readonly reason: string; readonly path?: string };
+/** A workflow engine's address as `/readyz` names it: a grpc:// or grpcs:// URL of host and port only. Shown only if it is one. */
+const SAFE_ENGINE_ADDRESS = /^grpcs?:\/\/[A-Za-z0-9.\-[\]:]{1,253}\/?$/;
+
+/**
+ * What `GET /readyz` says: ready, or not with the reason (and the directory of a `disk_full`, the
+ * address of a workflow engine that does not answer).
+ */
+export type ExecutorReadiness = { readonly ready: true } | { readonly ready: false; readonly reason: string; readonly path?: string; readonly address?: string };
 const SAFE_FIELD = /^[A-Za-z0-9_.[\]-]{1,160}$/;
 
 function stackStep(url: string): string {
@@ -293,8 +299,9 @@ export function createExecutorClient(options: ExecutorClientOptions) {
     },
 
     /**
-     * `GET /readyz`: whether new executions are admitted now and, when not, why (`reason`, and the
-     * directory of a `disk_full`). Reasons and paths are kept only when they are plain tokens / paths.
+     * `GET /readyz`: whether new executions are admitted now and, when not, why (`reason`, the
+     * directory of a `disk_full`, the address of an engine that does not answer). Reasons, paths
+     * and addresses are kept only when they are plain tokens / paths / grpc URLs.
      */
     async readiness(): Promise<ExecutorReadiness> {
       const response = await request('GET', '/readyz');
@@ -307,8 +314,13 @@ export function createExecutorClient(options: ExecutorClientOptions) {
       const parsed = readinessSchema.safeParse(document);
       if (!parsed.success || (response.status !== 200 && response.status !== 503)) throw badResponse(url, `an unexpected /readyz answer (${response.status})`);
       if (response.status === 200) return { ready: true };
-      const { reason, path } = parsed.data;
-      return { ready: false, reason: reason !== undefined && SAFE_CODE.test(reason) ? reason : 'unknown', ...(path !== undefined && SAFE_ABSOLUTE_PATH.test(path) ? { path } : {}) };
+      const { reason, path, address } = parsed.data;
+      return {
+        ready: false,
+        reason: reason !== undefined && SAFE_CODE.test(reason) ? reason : 'unknown',
+        ...(path !== undefined && SAFE_ABSOLUTE_PATH.test(path) ? { path } : {}),
+        ...(address !== undefined && SAFE_ENGINE_ADDRESS.test(address) ? { address } : {}),
+      };
     },
 
     /** `POST /v2/executions`: 201 a new execution, 200 the replay of an identical request. */

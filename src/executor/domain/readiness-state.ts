@@ -138,6 +138,25 @@ export const READINESS_REASON_FIELDS: Readonly<Partial<Record<string, string>>> 
 };
 
 /**
+ * The not-ready reasons that say the workflow engine does not answer (an error, or RPCs kept
+ * cancelled past the grace): `/readyz` names the engine's address beside them, and a client
+ * following an execution tells its operator the execution waits for the engine.
+ */
+export const ENGINE_UNREACHABLE_REASONS: ReadonlySet<string> = new Set(['workflow_engine_unavailable', 'workflow_engine_cancelled']);
+
+/**
+ * What a not-ready reason says of the workflow engine (notReadyReason's order): it does not
+ * answer; it answers (`task_queue_shared` and `workflow_engine_no_poller` come from an engine
+ * that answered); or it does not tell — a full disk, a start or a shutdown is shown before the
+ * engine's state, and `ledger_unavailable` also while the engine was not sampled yet.
+ */
+export function engineStateOf(reason: string): 'unreachable' | 'answers' | 'unknown' {
+  if (ENGINE_UNREACHABLE_REASONS.has(reason)) return 'unreachable';
+  if (reason === 'task_queue_shared' || reason === 'workflow_engine_no_poller') return 'answers';
+  return 'unknown';
+}
+
+/**
  * Why the executor is not ready, as `/readyz` shows it: a full disk first (nothing else can be
  * fixed while nothing can be written, and waiting does not fix it), then the workflow engine (it
  * is what admission schedules on), then the ledger, then a missing startup proof.

@@ -10,7 +10,7 @@ import { ADMISSION_REJECTION_REASONS, ROUTE_VERSION, type createAdmission } from
 import type { ArtifactStore } from '../artifact-store.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../../crash-points.js';
 import { EXECUTION_PHASES, EXECUTION_STATES } from '../domain/execution-states.js';
-import { READINESS_REASON_FIELDS } from '../domain/readiness-state.js';
+import { ENGINE_UNREACHABLE_REASONS, READINESS_REASON_FIELDS } from '../domain/readiness-state.js';
 import type { ExecutionChanges } from '../execution-changes.js';
 import { artifactView, executionDetail, executionSummary } from '../execution-view.js';
 import type { ProviderCatalog } from '../provider-catalog.js';
@@ -33,6 +33,8 @@ export interface ExecutorAppDependencies {
   /** The reconciliation route's capability (null: the route admits nobody); only its digest is kept. */
   readonly reconciliationCapability: string | null;
   readonly reconciliation: ReturnType<typeof createReconciliation>;
+  /** The workflow engine's address (a grpc:// URL, never credentials), named by `/readyz` while the engine does not answer; null: none (embedded). */
+  readonly engineAddress?: string | null;
   /** Wakes the detail route's long-polls (execution-changes.ts). */
   readonly changes: ExecutionChanges;
   readonly logger: FastifyBaseLogger;
@@ -153,7 +155,11 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     const field = READINESS_REASON_FIELDS[reason];
     // A full disk names the directory (the operator's own path; never a secret).
     const path = deps.readiness.path();
-    return reply.code(503).send({ status: 'not_ready', reason, ...(field === undefined ? {} : { field }), ...(path === undefined ? {} : { path }) });
+    // An engine that does not answer is named by its address (configuration, never credentials: grpcUrl refuses them).
+    const address = ENGINE_UNREACHABLE_REASONS.has(reason) ? (deps.engineAddress ?? undefined) : undefined;
+    return reply
+      .code(503)
+      .send({ status: 'not_ready', reason, ...(field === undefined ? {} : { field }), ...(path === undefined ? {} : { path }), ...(address === undefined ? {} : { address }) });
   });
   app.get('/version', () => deps.buildInfo);
 

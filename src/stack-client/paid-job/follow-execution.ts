@@ -1,4 +1,5 @@
 import type { ExecutionView, ExecutorClient } from '../../executor/client/executor-client.js';
+import { engineStateOf } from '../../executor/domain/readiness-state.js';
 import { comingBack, UNREACHABLE_WINDOW_MS } from './admission.js';
 
 /*
@@ -14,6 +15,28 @@ export interface ExecutionChange {
   readonly phase: string | null;
 }
 
+/**
+ * The executor's workflow engine does not answer (its readiness says so): the execution is held
+ * where it is — its state is in the executor's and the engine's databases, its authorization
+ * claimed — and resumes when the engine returns. `address`: the engine's grpc:// URL, when the
+ * executor names it.
+ */
+export interface EngineUnreachable {
+  readonly kind: 'engine_unreachable';
+  readonly execution_id: string;
+  readonly address: string | null;
+}
+
+/** The workflow engine answers again after an `engine_unreachable` (the executor's readiness no longer names it). */
+export interface EngineBack {
+  readonly kind: 'engine_back';
+  readonly execution_id: string;
+  readonly address: string | null;
+}
+
+/** What the follow reports while it waits. */
+export type FollowEvent = ExecutionChange | EngineUnreachable | EngineBack;
+
 const TERMINAL = new Set(['succeeded', 'failed', 'reconciliation']);
 
 /** How long one wait for the next change asks the executor to hold the answer. */
@@ -27,12 +50,17 @@ const EARLY_ANSWER_PAUSE_MS = 500;
  * that answers at once is asked again after a short pause). An executor that stops answering (a
  * crash its supervisor repairs) is asked again for up to UNREACHABLE_WINDOW_MS: the execution
  * goes on without its follower.
+ *
+ * An answer without progress is a moment to ask the executor's readiness why: when it says the
+ * workflow engine does not answer, that is reported once (`engine_unreachable`), and once it no
+ * longer says so, once more (`engine_back`). Only readiness decides either: a phase an activity
+ * already under way finishes during an outage is no sign the engine is back.
  */
 export async function followExecution(
   executor: ExecutorClient,
   admitted: ExecutionView,
   options: {
-    readonly progress: (event: ExecutionChange) => void;
+    readonly progress: (event: FollowEvent) => void;
     /** Waits between requests (and throws at a deadline or an interrupt). */
     readonly pause: (ms: number) => Promise<void>;
     /** Submits the identical request again. */
@@ -53,6 +81,8 @@ export async function followExecution(
   let shown = '';
   let unansweredSince: number | null = null;
   let interval = 250;
+  /** The outage reported and not yet over. */
+  let outage: EngineUnreachable | null = null;
   for (;;) {
     const now = `${execution.state}/${execution.phase ?? ''}`;
     if (now !== shown) options.progress({ kind: 'execution', execution_id: execution.execution_id, state: execution.state, phase: execution.phase });
@@ -73,6 +103,8 @@ export async function followExecution(
         const next = await executor.execution(execution.execution_id, { seconds, state: execution.state, phase: execution.phase, ...(options.signal === undefined ? {} : { signal: options.signal }) });
         const unchanged = next.state === execution.state && next.phase === execution.phase;
         execution = next;
+        // No progress: is the engine under it gone? And while it is, has it come back?
+        if (unchanged || outage !== null) outage = await watchEngine(executor, execution.execution_id, outage, options.progress);
         // Answered early with nothing new: this executor does not wait; do not ask in a loop.
         if (unchanged) await options.pause(options.now() - asked < 1_000 ? EARLY_ANSWER_PAUSE_MS : 0);
       }
@@ -88,4 +120,26 @@ export async function followExecution(
       interval = Math.min(1_000, Math.round(interval * 1.5));
     }
   }
+}
+
+/**
+ * Asks the executor's readiness what became of its workflow engine; reports an outage when one
+ * begins (none reported yet) and its end when the engine answers again. Returns the outage still
+ * reported. A readiness that does not answer tells nothing: the follow's own reads decide about
+ * the executor.
+ */
+async function watchEngine(executor: ExecutorClient, executionId: string, outage: EngineUnreachable | null, progress: (event: FollowEvent) => void): Promise<EngineUnreachable | null> {
+  const readiness = await executor.readiness().catch(() => null);
+  if (readiness === null) return outage;
+  const engine = readiness.ready ? 'answers' : engineStateOf(readiness.reason);
+  if (engine === 'unreachable' && outage === null) {
+    const begun: EngineUnreachable = { kind: 'engine_unreachable', execution_id: executionId, address: readiness.ready ? null : (readiness.address ?? null) };
+    progress(begun);
+    return begun;
+  }
+  if (engine === 'answers' && outage !== null) {
+    progress({ kind: 'engine_back', execution_id: executionId, address: outage.address });
+    return null;
+  }
+  return outage;
 }
