@@ -12,6 +12,7 @@ import { startDevServer, temporalCli, type DevServer } from '../support/temporal
  * Before, the run printed nothing for the whole outage. Now it says once that the workflow engine
  * (by its address) is unreachable and that the execution is held and resumes when the engine
  * returns, keeps waiting, says once that the engine is back, and finishes: exit 0, the image saved.
+ * Meanwhile `stack status` names the engine's address as what to fix, not a restart of lexec.
  *
  * No timed bound holds the execution mid-run: the sandbox answers its status route 503 (the
  * executor polls again later) until the test clears the fault, after the engine is back.
@@ -57,6 +58,16 @@ describe.skipIf(cli === null)('lexec run while its external workflow engine is s
     await server.stop();
     const [, heldId] = await run.waitFor(unreachable, 120_000);
     expect(heldId).toBe(executionId);
+
+    // `stack status` meanwhile: not usable (exit 7), and it names the engine's address instead of advising a restart of lexec.
+    const status = await own.lexec(['stack', 'status']);
+    expect(status.exitCode, status.stdout + status.stderr).toBe(7);
+    expect(status.stdout).toContain('(workflow_engine_unavailable)');
+    expect(status.stdout).toContain(`workflow engine: external Temporal at grpc://127.0.0.1:${server.port}`);
+    expect(status.stdout).toContain(`The executor cannot reach its workflow engine, the Temporal cluster at grpc://127.0.0.1:${server.port}: start it or restore the network path to it`);
+    expect(status.stdout).toContain('Restarting lexec does not help');
+    expect(status.stdout).not.toContain('lexec stack stop');
+    expect(status.stdout).toContain('work: 1 execution in flight');
 
     await server.restart();
     const [, resumedId] = await run.waitFor(back, 120_000);
