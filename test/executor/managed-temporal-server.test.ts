@@ -9,6 +9,7 @@ import { UserError } from '../../src/errors.js';
 import { probeGrpcHealth } from '../../src/executor/engine/temporal/grpc-health-probe.js';
 import {
   createManagedTemporalServer,
+  START_ATTEMPTS,
   type ManagedTemporalServer,
   type ManagedTemporalServerOptions,
 } from '../../src/executor/engine/temporal/managed-temporal-server.js';
@@ -84,6 +85,21 @@ function sleeper(): ChildProcess {
   return child;
 }
 
+/** A stand-in CLI that reports the pinned version and whose `server start-dev` always exits 3, saying why on stderr. */
+async function alwaysExitingCli(): Promise<string> {
+  const path = join(dir, 'temporal-always-exits');
+  const script = [
+    '#!/bin/sh',
+    `if [ "$1" = "--version" ]; then echo "temporal version ${pinned} (Server 1.29.1, UI 2.42.1)"; exit 0; fi`,
+    `echo '{"level":"error","msg":"the stand-in server cannot start"}' >&2`,
+    'exit 3',
+  ];
+  await writeFile(path, `${script.join('\n')}\n`, { mode: 0o755 });
+  return path;
+}
+
+const eventsNamed = (name: string) => events.filter((event) => event.event === name);
+
 /** Runs the CLI as a client of the server (a separate HOME, so no operator config applies). */
 function temporalClient(args: string[], address: string) {
   return run(cli ?? '', [...args, '--address', address], { env: { PATH: process.env.PATH ?? '', HOME: dir }, timeout: 15_000 });
@@ -157,6 +173,73 @@ describe.skipIf(cli === undefined)(suite, () => {
     expect(await probeGrpcHealth(options.port, 2_000)).toEqual({ serving: true });
     expect(events).toContainEqual(expect.objectContaining({ level: 'warn', event: 'temporal_server_exited', pid: firstPid, signal: 'SIGKILL', restart_in_ms: 500 }));
     expect(events).toContainEqual(expect.objectContaining({ event: 'temporal_server_restarted', pid: status.pid, restarts: 1 }));
+  });
+
+  it('a child killed while the start waits for it to serve is spawned again after the backoff: start() resolves serving, counts the restart and logs it as a warning', async () => {
+    const own: { server?: ManagedTemporalServer; killed?: number } = {};
+    const options = await settings({
+      onStateChange: (state) => {
+        // The first child, as soon as it is spawned: start() has not seen it serve yet.
+        const pid = own.server?.status().pid ?? null;
+        if (state !== 'starting' || pid === null || own.killed !== undefined) return;
+        own.killed = pid;
+        process.kill(pid, 'SIGKILL');
+      },
+    });
+    const server = (own.server = managed(options));
+    await server.start();
+    const status = server.status();
+    expect(own.killed).toBeGreaterThan(0);
+    expect(status).toMatchObject({ state: 'running', restarts: 1, last_exit: { code: null, signal: 'SIGKILL' } });
+    expect(status.pid).not.toBe(own.killed);
+    expect(await readManagedTemporalState(options.dataDir)).toEqual(status);
+    expect(await probeGrpcHealth(options.port, 2_000)).toEqual({ serving: true });
+    expect(eventsNamed('temporal_server_exited')).toEqual([
+      expect.objectContaining({ level: 'warn', pid: own.killed, signal: 'SIGKILL', restart_in_ms: 500, while_starting: true, attempt: 1 }),
+    ]);
+    expect(eventsNamed('temporal_server_started')).toEqual([expect.objectContaining({ level: 'info', pid: status.pid, restarts: 1 })]);
+    expect(events.filter((event) => event.level === 'error')).toEqual([]);
+  });
+
+  it(`a server that always exits before it serves fails the start after ${START_ATTEMPTS} children with growing delays, saying how many, and the log's advice`, async () => {
+    const options = await settings({ cliPath: await alwaysExitingCli() });
+    const server = managed(options);
+    const error = await startFailure(server);
+    expect(error.code).toBe('temporal_server_start_failed');
+    expect(error.message).toMatch(new RegExp(`^The managed Temporal dev server on 127\\.0\\.0\\.1:${options.port} exited before it served, ${START_ATTEMPTS} times in \\d+\\.\\d s \\(the last: exit code 3\\)\\.$`));
+    expect(error.nextStep).toBe(`Read ${join(options.logDir, 'temporal.log')} for the reason, fix it, then start again.`);
+    expect(eventsNamed('temporal_server_spawned')).toHaveLength(START_ATTEMPTS);
+    expect(eventsNamed('temporal_server_exited').map((event) => [event.level, event.code, event.restart_in_ms])).toEqual([
+      ['warn', 3, 500],
+      ['warn', 3, 1_000],
+      ['warn', 3, 2_000],
+    ]);
+    expect(eventsNamed('temporal_server_started')).toEqual([]);
+    expect(server.status()).toMatchObject({ state: 'stopped', pid: null, restarts: START_ATTEMPTS - 1, last_exit: { code: 3, signal: null } });
+    expect(await readManagedTemporalState(options.dataDir)).toEqual(server.status());
+    expect(await readFile(join(options.logDir, 'temporal.log'), 'utf8')).toContain('the stand-in server cannot start');
+  });
+
+  it('a stop() while the start waits to spawn again wins: the start fails as stopped, and nothing more is spawned', async () => {
+    const own: { server?: ManagedTemporalServer; stopping?: Promise<string> } = {};
+    const options = await settings({
+      cliPath: await alwaysExitingCli(),
+      onStateChange: (state) => {
+        if (state !== 'restarting' || own.stopping !== undefined) return;
+        // Once the start waits out its 0.5 s before the next attempt.
+        own.stopping = new Promise((resolve) => {
+          setImmediate(() => {
+            resolve(own.server?.stop(2_000) ?? 'no server');
+          });
+        });
+      },
+    });
+    const server = (own.server = managed(options));
+    const error = await startFailure(server);
+    expect(error).toMatchObject({ code: 'temporal_server_start_failed', message: expect.stringContaining('was stopped while starting') as unknown });
+    expect(await own.stopping).toBe('not_running');
+    expect(eventsNamed('temporal_server_spawned')).toHaveLength(1);
+    expect(server.status()).toMatchObject({ state: 'stopped', pid: null, restarts: 0 });
   });
 
   it('refuses a CLI that is not the pinned version, naming the field and both versions, and creates and spawns nothing', async () => {

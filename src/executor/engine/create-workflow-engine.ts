@@ -37,7 +37,8 @@ export type ConfiguredEngine = WorkflowEngine & { readonly description: EngineDe
  * The engine the configuration names (ARCHITECTURE.md "Workflow engine: three modes, one port").
  * The Temporal modes load the SDK only when chosen, so an embedded executor never pays for it.
  * managed_local starts its Temporal child here: a CLI that is missing or not the pinned version
- * refuses the start (a UserError naming the field).
+ * refuses the start (a UserError naming the field); a child that exits before it serves is
+ * spawned again with backoff, and only one that never serves fails the start.
  */
 export async function createWorkflowEngine(config: WorkflowEngineConfig, deps: EngineDependencies): Promise<ConfiguredEngine> {
   if (config.mode === 'embedded') return embedded(deps);
