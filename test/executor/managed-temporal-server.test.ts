@@ -13,10 +13,12 @@ import {
   type ManagedTemporalServer,
   type ManagedTemporalServerOptions,
 } from '../../src/executor/engine/temporal/managed-temporal-server.js';
+import { TESTED_TEMPORAL_CLI_VERSION } from '../../src/executor/engine/temporal/temporal-cli-observation.js';
 import { managedTemporalStatePath, readManagedTemporalState, writeManagedTemporalState } from '../../src/executor/engine/temporal/managed-temporal-state.js';
 import { isRunning, processStartTicks, waitUntil } from '../../src/process/process-identity.js';
 import { makeTempDir, PACKAGE_ROOT, removeDir } from '../support/cli.js';
 import { freePorts } from '../support/free-ports.js';
+import { PINNED_TEMPORAL_VERSION } from '../support/temporal.js';
 
 /*
  * The managed Temporal dev server against the real, pinned Temporal CLI. Its path comes from
@@ -25,7 +27,7 @@ import { freePorts } from '../support/free-ports.js';
  * Without it the file is skipped (the reason is in the suite's name).
  */
 const cli = process.env.LEXEC_TEMPORAL_CLI;
-const pinned = process.env.LEXEC_TEMPORAL_CLI_VERSION ?? '1.5.1';
+const pinned = process.env.LEXEC_TEMPORAL_CLI_VERSION ?? PINNED_TEMPORAL_VERSION;
 const run = promisify(execFile);
 
 let dir: string;
@@ -249,6 +251,10 @@ describe.skipIf(cli === undefined)(suite, () => {
     expect(error.issues.map((issue) => issue.path)).toEqual(['workflow_engine.temporal_cli.version']);
     expect(error.message).toContain(`reports version ${pinned} (from its Go build info`);
     expect(error.message).toContain('pins 1.4.0');
+    // Both ways out, and the release lexec is tested with (the very one the CLI reports, or beside it).
+    expect(error.nextStep).toContain(`Install Temporal CLI 1.4.0 at ${options.cliPath}, or change workflow_engine.temporal_cli.version to ${pinned}, the version it reports`);
+    expect(error.nextStep).toContain('lexec is tested with');
+    expect(error.nextStep).toContain(TESTED_TEMPORAL_CLI_VERSION);
     expect(existsSync(options.dataDir)).toBe(false);
     expect(await probeGrpcHealth(options.port, 500)).toMatchObject({ serving: false });
   });
