@@ -9,13 +9,16 @@ import { UserError } from '../../src/errors.js';
 import { probeGrpcHealth } from '../../src/executor/engine/temporal/grpc-health-probe.js';
 import {
   createManagedTemporalServer,
+  START_ATTEMPTS,
   type ManagedTemporalServer,
   type ManagedTemporalServerOptions,
 } from '../../src/executor/engine/temporal/managed-temporal-server.js';
+import { TESTED_TEMPORAL_CLI_VERSION } from '../../src/executor/engine/temporal/temporal-cli-observation.js';
 import { managedTemporalStatePath, readManagedTemporalState, writeManagedTemporalState } from '../../src/executor/engine/temporal/managed-temporal-state.js';
 import { isRunning, processStartTicks, waitUntil } from '../../src/process/process-identity.js';
 import { makeTempDir, PACKAGE_ROOT, removeDir } from '../support/cli.js';
 import { freePorts } from '../support/free-ports.js';
+import { PINNED_TEMPORAL_VERSION } from '../support/temporal.js';
 
 /*
  * The managed Temporal dev server against the real, pinned Temporal CLI. Its path comes from
@@ -24,7 +27,7 @@ import { freePorts } from '../support/free-ports.js';
  * Without it the file is skipped (the reason is in the suite's name).
  */
 const cli = process.env.LEXEC_TEMPORAL_CLI;
-const pinned = process.env.LEXEC_TEMPORAL_CLI_VERSION ?? '1.5.1';
+const pinned = process.env.LEXEC_TEMPORAL_CLI_VERSION ?? PINNED_TEMPORAL_VERSION;
 const run = promisify(execFile);
 
 let dir: string;
@@ -83,6 +86,21 @@ function sleeper(): ChildProcess {
   helpers.push(child);
   return child;
 }
+
+/** A stand-in CLI that reports the pinned version and whose `server start-dev` always exits 3, saying why on stderr. */
+async function alwaysExitingCli(): Promise<string> {
+  const path = join(dir, 'temporal-always-exits');
+  const script = [
+    '#!/bin/sh',
+    `if [ "$1" = "--version" ]; then echo "temporal version ${pinned} (Server 1.29.1, UI 2.42.1)"; exit 0; fi`,
+    `echo '{"level":"error","msg":"the stand-in server cannot start"}' >&2`,
+    'exit 3',
+  ];
+  await writeFile(path, `${script.join('\n')}\n`, { mode: 0o755 });
+  return path;
+}
+
+const eventsNamed = (name: string) => events.filter((event) => event.event === name);
 
 /** Runs the CLI as a client of the server (a separate HOME, so no operator config applies). */
 function temporalClient(args: string[], address: string) {
@@ -159,6 +177,73 @@ describe.skipIf(cli === undefined)(suite, () => {
     expect(events).toContainEqual(expect.objectContaining({ event: 'temporal_server_restarted', pid: status.pid, restarts: 1 }));
   });
 
+  it('a child killed while the start waits for it to serve is spawned again after the backoff: start() resolves serving, counts the restart and logs it as a warning', async () => {
+    const own: { server?: ManagedTemporalServer; killed?: number } = {};
+    const options = await settings({
+      onStateChange: (state) => {
+        // The first child, as soon as it is spawned: start() has not seen it serve yet.
+        const pid = own.server?.status().pid ?? null;
+        if (state !== 'starting' || pid === null || own.killed !== undefined) return;
+        own.killed = pid;
+        process.kill(pid, 'SIGKILL');
+      },
+    });
+    const server = (own.server = managed(options));
+    await server.start();
+    const status = server.status();
+    expect(own.killed).toBeGreaterThan(0);
+    expect(status).toMatchObject({ state: 'running', restarts: 1, last_exit: { code: null, signal: 'SIGKILL' } });
+    expect(status.pid).not.toBe(own.killed);
+    expect(await readManagedTemporalState(options.dataDir)).toEqual(status);
+    expect(await probeGrpcHealth(options.port, 2_000)).toEqual({ serving: true });
+    expect(eventsNamed('temporal_server_exited')).toEqual([
+      expect.objectContaining({ level: 'warn', pid: own.killed, signal: 'SIGKILL', restart_in_ms: 500, while_starting: true, attempt: 1 }),
+    ]);
+    expect(eventsNamed('temporal_server_started')).toEqual([expect.objectContaining({ level: 'info', pid: status.pid, restarts: 1 })]);
+    expect(events.filter((event) => event.level === 'error')).toEqual([]);
+  });
+
+  it(`a server that always exits before it serves fails the start after ${START_ATTEMPTS} children with growing delays, saying how many, and the log's advice`, async () => {
+    const options = await settings({ cliPath: await alwaysExitingCli() });
+    const server = managed(options);
+    const error = await startFailure(server);
+    expect(error.code).toBe('temporal_server_start_failed');
+    expect(error.message).toMatch(new RegExp(`^The managed Temporal dev server on 127\\.0\\.0\\.1:${options.port} exited before it served, ${START_ATTEMPTS} times in \\d+\\.\\d s \\(the last: exit code 3\\)\\.$`));
+    expect(error.nextStep).toBe(`Read ${join(options.logDir, 'temporal.log')} for the reason, fix it, then start again.`);
+    expect(eventsNamed('temporal_server_spawned')).toHaveLength(START_ATTEMPTS);
+    expect(eventsNamed('temporal_server_exited').map((event) => [event.level, event.code, event.restart_in_ms])).toEqual([
+      ['warn', 3, 500],
+      ['warn', 3, 1_000],
+      ['warn', 3, 2_000],
+    ]);
+    expect(eventsNamed('temporal_server_started')).toEqual([]);
+    expect(server.status()).toMatchObject({ state: 'stopped', pid: null, restarts: START_ATTEMPTS - 1, last_exit: { code: 3, signal: null } });
+    expect(await readManagedTemporalState(options.dataDir)).toEqual(server.status());
+    expect(await readFile(join(options.logDir, 'temporal.log'), 'utf8')).toContain('the stand-in server cannot start');
+  });
+
+  it('a stop() while the start waits to spawn again wins: the start fails as stopped, and nothing more is spawned', async () => {
+    const own: { server?: ManagedTemporalServer; stopping?: Promise<string> } = {};
+    const options = await settings({
+      cliPath: await alwaysExitingCli(),
+      onStateChange: (state) => {
+        if (state !== 'restarting' || own.stopping !== undefined) return;
+        // Once the start waits out its 0.5 s before the next attempt.
+        own.stopping = new Promise((resolve) => {
+          setImmediate(() => {
+            resolve(own.server?.stop(2_000) ?? 'no server');
+          });
+        });
+      },
+    });
+    const server = (own.server = managed(options));
+    const error = await startFailure(server);
+    expect(error).toMatchObject({ code: 'temporal_server_start_failed', message: expect.stringContaining('was stopped while starting') as unknown });
+    expect(await own.stopping).toBe('not_running');
+    expect(eventsNamed('temporal_server_spawned')).toHaveLength(1);
+    expect(server.status()).toMatchObject({ state: 'stopped', pid: null, restarts: 0 });
+  });
+
   it('refuses a CLI that is not the pinned version, naming the field and both versions, and creates and spawns nothing', async () => {
     const options = await settings({ pinnedVersion: '1.4.0' });
     const error = await startFailure(managed(options));
@@ -166,6 +251,10 @@ describe.skipIf(cli === undefined)(suite, () => {
     expect(error.issues.map((issue) => issue.path)).toEqual(['workflow_engine.temporal_cli.version']);
     expect(error.message).toContain(`reports version ${pinned} (from its Go build info`);
     expect(error.message).toContain('pins 1.4.0');
+    // Both ways out, and the release lexec is tested with (the very one the CLI reports, or beside it).
+    expect(error.nextStep).toContain(`Install Temporal CLI 1.4.0 at ${options.cliPath}, or change workflow_engine.temporal_cli.version to ${pinned}, the version it reports`);
+    expect(error.nextStep).toContain('lexec is tested with');
+    expect(error.nextStep).toContain(TESTED_TEMPORAL_CLI_VERSION);
     expect(existsSync(options.dataDir)).toBe(false);
     expect(await probeGrpcHealth(options.port, 500)).toMatchObject({ serving: false });
   });

@@ -5,6 +5,7 @@ import { findGoBuildInfo, GO_BUILD_INFO_MAGIC, mainModuleRelease, parseGoBuildIn
 import { readGoBuildInfo } from '../../src/executor/engine/temporal/read-go-build-info.js';
 import { readTemporalCliVersion } from '../../src/executor/engine/temporal/temporal-cli-version.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
+import { PINNED_TEMPORAL_VERSION } from '../support/temporal.js';
 
 /*
  * The real CLI comes from LEXEC_TEMPORAL_CLI (scripts/test.sh sets it; by hand:
@@ -12,7 +13,7 @@ import { makeTempDir, removeDir } from '../support/cli.js';
  * `go install`, so its `--version` says 0.0.0-DEV and only its Go build info names the release.
  */
 const realCli = process.env.LEXEC_TEMPORAL_CLI;
-const pinned = process.env.LEXEC_TEMPORAL_CLI_VERSION ?? '1.5.1';
+const pinned = process.env.LEXEC_TEMPORAL_CLI_VERSION ?? PINNED_TEMPORAL_VERSION;
 
 /** cmd/go's sentinels around the module text (modload infoStart / infoEnd). */
 const INFO_START = Buffer.from('3077af0c9274080241e1c107e6d618e6', 'hex');

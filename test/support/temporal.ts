@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll } from 'vitest';
 import { probeGrpcHealth } from '../../src/executor/engine/temporal/grpc-health-probe.js';
+import { TESTED_TEMPORAL_CLI_VERSION } from '../../src/executor/engine/temporal/temporal-cli-observation.js';
 import { freePorts, isBindConflict } from './free-ports.js';
 
 /*
@@ -25,8 +26,8 @@ export function temporalCli(): string | null {
   return path;
 }
 
-/** The pinned version the tests configure (what the CLI reports, through --version or its Go build info). */
-export const PINNED_TEMPORAL_VERSION = '1.5.1';
+/** The pinned version the tests configure (what the CLI reports, through --version or its Go build info): the one lexec is tested with. */
+export const PINNED_TEMPORAL_VERSION = TESTED_TEMPORAL_CLI_VERSION;
 
 /** Resolves once something accepts connections on 127.0.0.1:`port`. */
 export async function untilPortOpen(port: number, timeoutMs = 30_000): Promise<void> {

@@ -37,7 +37,8 @@ export type ConfiguredEngine = WorkflowEngine & { readonly description: EngineDe
  * The engine the configuration names (ARCHITECTURE.md "Workflow engine: three modes, one port").
  * The Temporal modes load the SDK only when chosen, so an embedded executor never pays for it.
  * managed_local starts its Temporal child here: a CLI that is missing or not the pinned version
- * refuses the start (a UserError naming the field).
+ * refuses the start (a UserError naming the field); a child that exits before it serves is
+ * spawned again with backoff, and only one that never serves fails the start.
  */
 export async function createWorkflowEngine(config: WorkflowEngineConfig, deps: EngineDependencies): Promise<ConfiguredEngine> {
   if (config.mode === 'embedded') return embedded(deps);
@@ -45,13 +46,14 @@ export async function createWorkflowEngine(config: WorkflowEngineConfig, deps: E
   // An explicit task queue is the operator's; unset, the installation's own (docs/executions.md "Task-queue ownership").
   const taskQueue = config.task_queue ?? derivedTaskQueue(deps.installationId);
   if (config.mode === 'external') {
-    const engine = createTemporalEngine({ ...grpcAddress(config.address), namespace: config.namespace, taskQueue, ...deps });
+    const engine = createTemporalEngine({ ...grpcAddress(config.address), addressField: 'workflow_engine.address', namespace: config.namespace, taskQueue, ...deps });
     return { ...engine, description: { mode: 'external', address: config.address, namespace: config.namespace, task_queue: taskQueue, ui_url: config.ui_url } };
   }
   const { createManagedTemporalServer, managedTemporalSettings } = await import('./temporal/managed-temporal-server.js');
   const server = createManagedTemporalServer({ ...managedTemporalSettings(config), logger: deps.logger, onStateChange: () => deps.onHealthChange?.() });
   await server.start();
-  const engine = createTemporalEngine({ address: server.address, tls: false, namespace: config.namespace, taskQueue, ...deps });
+  // The address is the server's own and it has served: a failure later is its child restarting, never a setting.
+  const engine = createTemporalEngine({ address: server.address, addressField: null, tls: false, namespace: config.namespace, taskQueue, ...deps });
   return {
     ...engine,
     async close() {

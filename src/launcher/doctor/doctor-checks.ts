@@ -1,5 +1,5 @@
 import type { SecretReference } from '../../config/schema-parts.js';
-import { describeMissingVersion, versionSourceNote, type TemporalCliObservation } from '../../executor/engine/temporal/temporal-cli-observation.js';
+import { describeMissingVersion, pinWaysOut, versionSourceNote, type TemporalCliObservation } from '../../executor/engine/temporal/temporal-cli-observation.js';
 import { describeBusyPort, type PortProbe } from '../../process/port-probe.js';
 import type { StackComponent } from '../generations/render-generation.js';
 import type { StatePermissions } from './state-permissions.js';
@@ -300,7 +300,8 @@ export function temporalCliCheck(input: TemporalInput): DoctorCheck {
   if (input.mode !== 'managed_local') {
     return skipped('temporal.cli', input.mode === null ? 'no workflow engine settings to check' : `workflow engine ${input.mode}: no Temporal CLI is started`);
   }
-  const fix = `Install Temporal CLI ${input.pinned} at ${input.path} (or set workflow_engine.temporal_cli in profile.toml to where it is), then render and activate.`;
+  const waysOut = (reported: string | null) => pinWaysOut({ path: input.path, pinned: input.pinned, reported, where: ' in profile.toml', then: 'render and activate' });
+  const fix = waysOut(null);
   const { observed } = input;
   switch (observed.state) {
     case 'missing':
@@ -320,7 +321,7 @@ export function temporalCliCheck(input: TemporalInput): DoctorCheck {
         observed.version === null
           ? `${describeMissingVersion(input.path, observed)} (pinned ${input.pinned})`
           : `the Temporal CLI ${input.path} reports version ${observed.version}, the profile pins ${input.pinned}${versionSourceNote(observed)}`,
-        fix,
+        waysOut(observed.version),
       );
   }
 }

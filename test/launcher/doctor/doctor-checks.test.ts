@@ -12,6 +12,7 @@ import {
   temporalCliCheck,
   type LineageInput,
 } from '../../../src/launcher/doctor/doctor-checks.js';
+import { TESTED_TEMPORAL_CLI_VERSION } from '../../../src/executor/engine/temporal/temporal-cli-observation.js';
 import { DOCTOR_CHECK_IDS, inReportOrder, overallStatus, passed, skipped, warned, failed, type DoctorCheck, type Lineage } from '../../../src/launcher/doctor/doctor-report.js';
 
 /* The doctor's rules (src/launcher/doctor/doctor-checks.ts, doctor-report.ts) as pure functions. */
@@ -228,6 +229,21 @@ describe('Temporal CLI', () => {
     expect(temporalCliCheck({ ...base, observed: ran('1.3.0') }).summary).toContain('reports version 1.3.0, the profile pins 1.4.1');
     for (const observed of [{ state: 'missing' }, { state: 'not_a_file' }, { state: 'not_executable' }, { state: 'failed', reason: 'exit code 1' }, ran(null)] as const) {
       expect(temporalCliCheck({ ...base, observed }).status).toBe('fail');
+    }
+  });
+
+  it('offers both ways out of another version, installing the pinned one or pinning the one there, and names the version lexec is tested with', () => {
+    expect(temporalCliCheck({ ...base, pinned: '1.4.0', observed: ran(TESTED_TEMPORAL_CLI_VERSION) }).fix).toBe(
+      `Install Temporal CLI 1.4.0 at /opt/temporal, or change workflow_engine.temporal_cli.version in profile.toml to ${TESTED_TEMPORAL_CLI_VERSION}, the version it reports and the one lexec is tested with, then render and activate.`,
+    );
+    expect(temporalCliCheck({ ...base, observed: ran('1.3.0') }).fix).toBe(
+      `Install Temporal CLI 1.4.1 at /opt/temporal, or change workflow_engine.temporal_cli.version in profile.toml to 1.3.0, the version it reports, then render and activate. lexec is tested with Temporal CLI ${TESTED_TEMPORAL_CLI_VERSION}.`,
+    );
+    // Nothing to pin when there is no CLI, or it reports no version: the settings point at one that does.
+    for (const observed of [{ state: 'missing' }, ran(null)] as const) {
+      expect(temporalCliCheck({ ...base, observed }).fix).toBe(
+        `Install Temporal CLI 1.4.1 at /opt/temporal, or set workflow_engine.temporal_cli in profile.toml to the path and version of a Temporal CLI you have, then render and activate. lexec is tested with Temporal CLI ${TESTED_TEMPORAL_CLI_VERSION}.`,
+      );
     }
   });
 

@@ -8,6 +8,7 @@ import { LOCAL_CATALOG_FACTS } from '../../support/catalog-facts.js';
 import { ANSI, listTree, makeTempDir, removeDir } from '../../support/cli.js';
 import { profileOnFreePorts, sandboxProfile, sandboxProfileText, tableAt, writeProfile, type TomlTable } from '../../support/example-profiles.js';
 import { renderAndActivate } from '../../support/stack-home.js';
+import { PINNED_TEMPORAL_VERSION } from '../../support/temporal.js';
 import { fakeSupervisorScript, lexec, listenScript, snapshotTree, startChild } from '../profiles/profile-fixtures.js';
 
 /*
@@ -344,7 +345,7 @@ describe('managed_local: the Temporal CLI', () => {
   // The real CLI (LEXEC_TEMPORAL_CLI, set by scripts/test.sh) is built with `go install`: unstamped.
   const realCli = process.env.LEXEC_TEMPORAL_CLI;
   it.skipIf(realCli === undefined)('passes the go-install-built CLI by the release in its Go build info, and says so', async () => {
-    const pinned = process.env.LEXEC_TEMPORAL_CLI_VERSION ?? '1.5.1';
+    const pinned = process.env.LEXEC_TEMPORAL_CLI_VERSION ?? PINNED_TEMPORAL_VERSION;
     await managedProfile(realCli ?? '', pinned);
     expect(check((await doctor()).report, 'temporal.cli')).toMatchObject({
       status: 'pass',
@@ -357,6 +358,7 @@ describe('managed_local: the Temporal CLI', () => {
     const other = await doctor();
     expect(other.exitCode).toBe(3);
     expect(check(other.report, 'temporal.cli').summary).toContain('reports version 1.3.0, the profile pins 1.4.1');
+    expect(check(other.report, 'temporal.cli').fix).toContain(`or change workflow_engine.temporal_cli.version in profile.toml to 1.3.0, the version it reports, then render and activate. lexec is tested with Temporal CLI ${PINNED_TEMPORAL_VERSION}.`);
 
     await managedProfile(join(home, 'no-such-temporal'));
     expect(check((await doctor()).report, 'temporal.cli').summary).toContain('does not exist');

@@ -5,7 +5,7 @@ import { describeBusyPort, findPortHolder } from '../../../process/port-probe.js
 import { isSameProcess, processStartTicks, terminateProcess, waitUntil } from '../../../process/process-identity.js';
 import type { EngineLogger } from './temporal-engine.js';
 import { readManagedTemporalState, type ManagedTemporalState } from './managed-temporal-state.js';
-import { describeMissingVersion, versionSourceNote } from './temporal-cli-observation.js';
+import { describeMissingVersion, pinWaysOut, versionSourceNote } from './temporal-cli-observation.js';
 import { readTemporalCliVersion } from './temporal-cli-version.js';
 
 /*
@@ -47,7 +47,7 @@ export async function checkTemporalCli(path: string, pinned: string): Promise<vo
           ? `${describeMissingVersion(path, observed)}; the configuration pins ${pinned}.`
           : `The Temporal CLI ${path} reports version ${observed.version}${versionSourceNote(observed)}; the configuration pins ${pinned}.`;
       throw new UserError('temporal_cli_version_mismatch', message, {
-        nextStep: `Install Temporal CLI ${pinned} at ${path}, or pin the version you have in workflow_engine.temporal_cli.version, then start again.`,
+        nextStep: pinWaysOut({ path, pinned, reported: observed.version, where: '', then: 'start again (for a stack the pin is in profile.toml: render and activate after changing it)' }),
         issues: [{ path: CLI_VERSION_FIELD, message }],
       });
     }

@@ -17,12 +17,19 @@ import type { EngineLogger } from './temporal-engine.js';
  * The Temporal dev server of managed_local mode (spec §1 "Workflow-engine settings"; §8
  * operations rule 1): the executor spawns the pinned `temporal server start-dev` on loopback with
  * its database in data_dir, writes its output to a bounded rotating log, restarts it with the
- * stack's capped backoff when it exits on its own, and at shutdown stops that child and nothing
- * else. What it does is published in `<data_dir>/server.json` (managed-temporal-state.ts).
+ * stack's capped backoff when it exits on its own (during its start too), and at shutdown stops
+ * that child and nothing else. What it does is published in `<data_dir>/server.json`
+ * (managed-temporal-state.ts).
  */
 
-/** Bound of one start: spawn until the frontend reports SERVING (the dev server needs 0.5–3 s). */
+/** Bound of one start, all its attempts: spawn until the frontend reports SERVING (the dev server needs 0.5–3 s). */
 export const READY_TIMEOUT_MS = 30_000;
+/**
+ * Children one start spawns at most, within its bound: one killed or crashed before it served is
+ * spawned again after the crash streak's delay (0.5, 1, 2 s), as after the start, so a passing
+ * fault costs a second or two instead of the executor's exit; one that never serves fails the start.
+ */
+export const START_ATTEMPTS = 4;
 const PROBE_INTERVAL_MS = 100;
 const PROBE_TIMEOUT_MS = 1_000;
 /** How long an orphan, or a child that never became ready, gets after SIGTERM before SIGKILL. */
@@ -48,7 +55,7 @@ export interface ManagedTemporalServerOptions {
 }
 
 export interface ManagedTemporalServer {
-  /** Checks, reaps an orphan, spawns, and resolves once the server serves; a UserError says why not. */
+  /** Checks, reaps an orphan, spawns (again after an early exit), and resolves once the server serves; a UserError says why not. */
   start(): Promise<void>;
   /** No restarts after; SIGTERM, then SIGKILL after `graceMs`. */
   stop(graceMs: number): Promise<'stopped' | 'killed' | 'not_running'>;
@@ -133,6 +140,8 @@ export function createManagedTemporalServer(options: ManagedTemporalServerOption
   let streak = 0;
   let restartTimer: NodeJS.Timeout | null = null;
   let restarting: Promise<void> | null = null;
+  /** Ends the start's wait before its next attempt (stop() wins over it). */
+  let wakeStart: (() => void) | null = null;
 
   /** Publishes a change; a failed write is logged, never thrown into exit handlers and timers. */
   function publish(change: Partial<ManagedTemporalState>): void {
@@ -194,9 +203,8 @@ export function createManagedTemporalServer(options: ManagedTemporalServerOption
     return started;
   }
 
-  /** Probes until the frontend serves; or the child exits, the bound passes, or a stop begins. */
-  async function untilServing(running: Child): Promise<'serving' | 'exited' | 'timed_out' | 'stopping'> {
-    const deadline = performance.now() + readyTimeoutMs;
+  /** Probes until the frontend serves; or the child exits, the deadline passes, or a stop begins. */
+  async function untilServing(running: Child, deadline: number): Promise<'serving' | 'exited' | 'timed_out' | 'stopping'> {
     // A function, so the check is read afresh after each await (the exit handler sets it).
     const alive = () => running.exit === null;
     for (;;) {
@@ -216,7 +224,7 @@ export function createManagedTemporalServer(options: ManagedTemporalServerOption
     const lastExit = { code: exit.code, signal: exit.signal, at: now() };
     const uptimeMs = Math.round(performance.now() - exited.spawnedAt);
     if (phase !== 'supervising') {
-      // Stopping, or a first start that failed: stop() / start() publish the outcome.
+      // Stopping, or starting: stop() / start() publish what comes next (another attempt, or the outcome).
       publish({ pid: null, pid_start_ticks: null, last_exit: lastExit });
       return;
     }
@@ -249,7 +257,7 @@ export function createManagedTemporalServer(options: ManagedTemporalServerOption
     if (phase !== 'supervising') return;
     publish({ restarts: state.restarts + 1 });
     const running = await spawnChild('restarting');
-    const outcome = await untilServing(running);
+    const outcome = await untilServing(running, performance.now() + readyTimeoutMs);
     if (outcome === 'serving') {
       publish({ state: 'running' });
       logger.info({ event: 'temporal_server_restarted', pid: running.pid, restarts: state.restarts });
@@ -296,21 +304,50 @@ export function createManagedTemporalServer(options: ManagedTemporalServerOption
     if (isStopping()) throw startFailed('was stopped while starting');
     log = openRotatingLog({ logsDir: options.logDir, component: 'temporal' });
     const spawnedAt = performance.now();
-    const running = await spawnChild('starting');
-    const outcome = await untilServing(running);
-    if (outcome === 'serving') {
-      phase = 'supervising';
-      publish({ state: 'running' });
-      logger.info({ event: 'temporal_server_started', pid: running.pid, address, ui_url: uiUrl, after_ms: Math.round(performance.now() - spawnedAt) });
-      return;
+    const deadline = spawnedAt + readyTimeoutMs;
+    for (let attempt = 1; ; attempt += 1) {
+      const running = await spawnChild(attempt === 1 ? 'starting' : 'restarting');
+      const outcome = await untilServing(running, deadline);
+      if (outcome === 'serving') {
+        phase = 'supervising';
+        publish({ state: 'running' });
+        logger.info({ event: 'temporal_server_started', pid: running.pid, address, ui_url: uiUrl, restarts: state.restarts, after_ms: Math.round(performance.now() - spawnedAt) });
+        return;
+      }
+      if (outcome === 'exited' && !isStopping() && (await againAfterExit(running, attempt, deadline))) continue;
+      // stop() owns the child and the state file once it has begun.
+      if (isStopping()) throw startFailed('was stopped while starting');
+      if (outcome === 'timed_out') await stopChild(running, FORCED_STOP_GRACE_MS);
+      phase = 'stopped';
+      publish({ state: 'stopped', pid: null, pid_start_ticks: null });
+      log.close();
+      throw startFailed(outcome === 'exited' ? exitedBeforeServing(running.exit, attempt, performance.now() - spawnedAt) : `did not serve within ${readyTimeoutMs} ms`);
     }
-    // stop() owns the child and the state file once it has begun.
-    if (isStopping()) throw startFailed('was stopped while starting');
-    if (outcome === 'timed_out') await stopChild(running, FORCED_STOP_GRACE_MS);
-    phase = 'stopped';
-    publish({ state: 'stopped', pid: null, pid_start_ticks: null });
-    log.close();
-    throw startFailed(outcome === 'exited' ? `exited (${describeExit(running.exit)})` : `did not serve within ${readyTimeoutMs} ms`);
+  }
+
+  /**
+   * A child of the start exited before it served: after the crash streak's delay another is
+   * spawned, as after the start — unless this was the last attempt, the delay would pass the
+   * start's bound, or a stop() begins meanwhile (then false).
+   */
+  async function againAfterExit(exited: Child, attempt: number, deadline: number): Promise<boolean> {
+    const uptimeMs = Math.round(performance.now() - exited.spawnedAt);
+    streak = nextStreak(streak, uptimeMs);
+    const delayMs = restartDelayMs(streak - 1);
+    if (attempt >= START_ATTEMPTS || performance.now() + delayMs >= deadline) return false;
+    publish({ state: 'restarting' });
+    const { code, signal } = exited.exit ?? { code: null, signal: null };
+    logger.warn({ event: 'temporal_server_exited', pid: exited.pid, code, signal, uptime_ms: uptimeMs, restart_in_ms: delayMs, while_starting: true, attempt });
+    if (isStopping()) return false;
+    await new Promise<void>((resolve) => {
+      wakeStart = resolve;
+      restartTimer = setTimeout(resolve, delayMs);
+    });
+    restartTimer = null;
+    wakeStart = null;
+    if (isStopping()) return false;
+    publish({ restarts: state.restarts + 1 });
+    return true;
   }
 
   /** Whether stop() has begun. A function: TypeScript would otherwise narrow `phase` across awaits. */
@@ -332,6 +369,7 @@ export function createManagedTemporalServer(options: ManagedTemporalServerOption
     phase = 'stopping';
     if (restartTimer !== null) clearTimeout(restartTimer);
     restartTimer = null;
+    wakeStart?.();
     await restarting;
     const running = child;
     const outcome = running === null ? 'not_running' : await stopChild(running, graceMs);
@@ -343,6 +381,12 @@ export function createManagedTemporalServer(options: ManagedTemporalServerOption
   }
 
   return { start, stop, status: () => state, address, uiUrl };
+}
+
+/** "exited before it served (exit code 1)"; after restarts, how many children and how long. */
+function exitedBeforeServing(exit: ChildExit | null, attempts: number, elapsedMs: number): string {
+  const last = describeExit(exit);
+  return attempts === 1 ? `exited before it served (${last})` : `exited before it served, ${attempts} times in ${(elapsedMs / 1_000).toFixed(1)} s (the last: ${last})`;
 }
 
 function describeExit(exit: ChildExit | null): string {

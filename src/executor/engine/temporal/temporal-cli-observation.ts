@@ -5,6 +5,9 @@
 
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli';
 
+/** The Temporal CLI release lexec is tested with (its test suite and CI run this one); what messages offer beside a pin. */
+export const TESTED_TEMPORAL_CLI_VERSION = '1.5.1';
+
 export type TemporalCliObservation =
   | { readonly state: 'missing' | 'not_a_file' | 'not_executable' }
   | { readonly state: 'failed'; readonly reason: string }
@@ -31,4 +34,21 @@ export function describeMissingVersion(path: string, observation: Extract<Tempor
   return observation.reported === null
     ? `\`${path} --version\` reports no version`
     : `\`${path} --version\` reports ${observation.reported} and its Go build info names no release of ${TEMPORAL_CLI_MODULE}`;
+}
+
+/**
+ * The two ways out of a CLI that is not the pinned release: install the pinned one at the path,
+ * or pin what is there (`reported`, the version it reports; null when it reports none or cannot
+ * run: then point the settings at a CLI that does). `where` follows the field's name (" in
+ * profile.toml"), `then` is what comes after; it always names the release lexec is tested with.
+ */
+export function pinWaysOut(options: { path: string; pinned: string; reported: string | null; where: string; then: string }): string {
+  const { path, pinned, reported, where, then } = options;
+  const tested = TESTED_TEMPORAL_CLI_VERSION;
+  const pinIt =
+    reported === null
+      ? `set workflow_engine.temporal_cli${where} to the path and version of a Temporal CLI you have`
+      : `change workflow_engine.temporal_cli.version${where} to ${reported}, the version it reports${reported === tested ? ' and the one lexec is tested with' : ''}`;
+  const testedNote = reported === tested ? '' : ` lexec is tested with Temporal CLI ${tested}.`;
+  return `Install Temporal CLI ${pinned} at ${path}, or ${pinIt}, then ${then}.${testedNote}`;
 }

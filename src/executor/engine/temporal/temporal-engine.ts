@@ -48,7 +48,16 @@ export interface TemporalEngineOptions extends TemporalEndpoint {
   /** How long the worker's shutdown waits for running activities. */
   readonly drainMs?: number;
   readonly bundle?: WorkflowBundle;
+  /**
+   * The setting `address` comes from: the operator's workflow_engine.address (external), blamed
+   * when no engine ever answered there; or null, for a managed server's own 127.0.0.1 address,
+   * which is no operator setting and served before the engine was built — an engine that is away
+   * then is a child exiting or restarting, which the managed server logs and restarts.
+   */
+  readonly addressField: AddressField;
 }
+
+type AddressField = 'workflow_engine.address' | null;
 
 /**
  * Scheduling creates the first run at a workflow id, once: an open run is kept, and a closed one is
@@ -66,13 +75,14 @@ const GRPC_UNAVAILABLE = 14;
 
 /**
  * A probe failure that points at a setting rather than at a passing fault: an unknown namespace,
- * or an address where no engine has ever answered. Said once per process, with the field to fix.
+ * or an operator's address where no engine has ever answered. Said once per process, with the
+ * field to fix.
  */
-function settingAtFault(code: number | undefined, everAnswered: boolean): { field: string; next_step: string } | undefined {
+function settingAtFault(code: number | undefined, everAnswered: boolean, addressField: AddressField): { field: string; next_step: string } | undefined {
   if (code === GRPC_NOT_FOUND) {
     return { field: 'workflow_engine.namespace', next_step: 'Create the namespace on the Temporal cluster (temporal operator namespace create), or set workflow_engine.namespace to one that exists.' };
   }
-  if (!everAnswered && (code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED || code === undefined)) {
+  if (addressField !== null && !everAnswered && (code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED || code === undefined)) {
     return { field: 'workflow_engine.address', next_step: 'Check that a Temporal frontend answers at workflow_engine.address (host, port, and grpcs:// only for TLS).' };
   }
   return undefined;
@@ -255,7 +265,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): WorkflowEn
       } catch (error) {
         const code = grpcCode(error);
         if (code === GRPC_CANCELLED) return { outcome: 'cancelled' };
-        const fault = settingAtFault(code, life.everAnswered);
+        const fault = settingAtFault(code, life.everAnswered, options.addressField);
         if (fault !== undefined && !reported.has(fault.field)) {
           reported.add(fault.field);
           logger.error({ event: 'workflow_engine_setting_suspect', ...fault, grpc_status: grpcStatusName(code) ?? 'none' });
