@@ -6,7 +6,7 @@ import { decideLedgerAuthorization } from '../ledger/client/ledger-authorization
 import { connectStackLedger, ledgerConnector } from '../stack-client/connect-ledger.js';
 import { connectStackExecutor, reconciliationConnector, type ExecutorRole } from '../stack-client/connect-executor.js';
 import type { LedgerAgent } from '../ledger/wire/answers.js';
-import { agentView, approvalView, executionDetailView, executionRowView, overviewView, reconciliationView } from './console-views.js';
+import { agentView, approvalView, executionDetailView, executionRowView, overviewView, reconciliationView, type AgentNames } from './console-views.js';
 
 /*
  * What the console reads from and does to one profile's running stack — the profile named at
@@ -32,6 +32,12 @@ export function createConsoleStack(options: ConsoleStackOptions) {
   const executor = async (role: ExecutorRole): Promise<ExecutorClient> => connectStackExecutor(await stack(), role);
   const reconciliation = reconciliationConnector(env, profile);
 
+  /** Every agent's name by id (admin capability), so views name agents rather than show `agt_…` ids alone. */
+  async function agentNames(running: ActiveStack): Promise<AgentNames> {
+    const agents = await (await connectStackLedger(running, 'admin')).listAgents();
+    return new Map(agents.map((agent) => [agent.agent_id, agent.name]));
+  }
+
   async function agentsWithSpending(running: ActiveStack) {
     const admin = await connectStackLedger(running, 'admin');
     const agents: LedgerAgent[] = await admin.listAgents();
@@ -52,14 +58,16 @@ export function createConsoleStack(options: ConsoleStackOptions) {
 
     /** `GET /v1/executions`: every agent's executions, an operator's view (reconciliation capability). */
     async executions(filter: { readonly state?: string | undefined; readonly before?: string | undefined }) {
-      const page = await (await executor('reconciliation')).executions({ ...filter, limit: 25 });
-      return { executions: page.executions.map(executionRowView), next_before: page.next_before };
+      const running = await stack();
+      const [page, names] = await Promise.all([connectStackExecutor(running, 'reconciliation').then((client) => client.executions({ ...filter, limit: 25 })), agentNames(running)]);
+      return { executions: page.executions.map((execution) => executionRowView(execution, names)), next_before: page.next_before };
     },
 
     async execution(executionId: string) {
-      const client = await executor('caller');
-      const [detail, artifacts] = await Promise.all([client.executionDetail(executionId), client.artifacts(executionId)]);
-      return executionDetailView(detail, artifacts);
+      const running = await stack();
+      const client = await connectStackExecutor(running, 'caller');
+      const [detail, artifacts, names] = await Promise.all([client.executionDetail(executionId), client.artifacts(executionId), agentNames(running)]);
+      return executionDetailView(detail, artifacts, names);
     },
 
     /** One artifact's bytes and type, fetched from the executor's content route. */
@@ -92,8 +100,8 @@ export function createConsoleStack(options: ConsoleStackOptions) {
     },
 
     async reconciliations() {
-      const { executions } = await listReconciliations({ connect: reconciliation });
-      return { executions: executions.map(reconciliationView) };
+      const [{ executions }, names] = await Promise.all([listReconciliations({ connect: reconciliation }), stack().then(agentNames)]);
+      return { executions: executions.map((entry) => reconciliationView(entry, names)) };
     },
 
     /** `lexec executor reconciliation resolve`, with the stack's reconciliation capability. */

@@ -88,13 +88,17 @@ export function overviewView(status: StatusResult, agents: readonly { agent: Led
   };
 }
 
-export function executionRowView(execution: ExecutionSummary) {
+/** Agents' names by id, for views that name an agent (an agent the ledger no longer lists shows its id alone). */
+export type AgentNames = ReadonlyMap<string, string>;
+
+export function executionRowView(execution: ExecutionSummary, names: AgentNames) {
   return {
     execution_id: execution.execution_id,
     state: execution.state,
     phase: execution.phase,
     state_reason: execution.state_reason,
     agent_id: execution.agent_id,
+    agent_name: names.get(execution.agent_id) ?? null,
     target_id: execution.target_id,
     image_count: execution.image_count,
     artifact_count: execution.artifact_count,
@@ -111,7 +115,7 @@ export function artifactPath(executionId: string, artifactId: string): string {
   return `/api/executions/${executionId}/artifacts/${artifactId}`;
 }
 
-export function executionDetailView(detail: ExecutionDetail, artifacts: readonly ArtifactView[]) {
+export function executionDetailView(detail: ExecutionDetail, artifacts: readonly ArtifactView[], names: AgentNames) {
   const { currency } = detail.authorization;
   return {
     execution_id: detail.execution_id,
@@ -126,6 +130,7 @@ export function executionDetailView(detail: ExecutionDetail, artifacts: readonly
     image_count: detail.input.image_count ?? null,
     image_size: detail.input.image_size ?? null,
     agent_id: detail.authorization.agent_id,
+    agent_name: names.get(detail.authorization.agent_id) ?? null,
     spend_auth_token_id: detail.authorization.spend_auth_token_id,
     held: maybeMoney(detail.authorization.held_units, currency),
     timeline: detail.timeline,
@@ -185,9 +190,12 @@ export function approvalView(authorization: LedgerAuthorization, agentName: stri
   };
 }
 
-export function reconciliationView(entry: ReconciliationEntry) {
+export function reconciliationView(entry: ReconciliationEntry, names: AgentNames) {
+  const agentId = entry.authorization.agent_id ?? null;
   return {
     execution_id: entry.execution_id,
+    agent_id: agentId,
+    agent_name: agentId === null ? null : (names.get(agentId) ?? null),
     state_reason: entry.state_reason,
     recommended_action: entry.recommended_action,
     target_id: entry.target_id,

@@ -133,6 +133,8 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     // `lexec run` has seen it succeed; the page shows that at its next refresh (later on a loaded machine).
     await expect.poll(() => row.textContent()).toContain('succeeded');
     expect(await row.textContent()).toContain('0.003000 USD');
+    // The agent by its name (the profile's `[agent] name`), its id beside it.
+    expect(await row.locator('td').nth(4).textContent()).toMatch(/^local agt_[0-9a-f-]+$/);
     await screenshot('executions');
 
     await row.getByRole('link').click();
@@ -146,6 +148,7 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     for (const step of ['Admitted', 'Submitted', 'Checkpointed', 'Stored', 'Settled']) expect(await main.textContent()).toContain(step);
     expect(await page.locator('.timeline li.todo').count()).toBe(0);
     expect(await main.textContent()).toContain('a lighthouse at dusk');
+    expect(await page.locator('dl.facts dt', { hasText: 'Agent' }).locator('xpath=following-sibling::dd[1]').textContent()).toMatch(/^local agt_/);
     await screenshot('execution-detail');
 
     // Full size opens in a new tab from the same blob.
@@ -193,6 +196,7 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     expect(await card.getAttribute('id')).toBe(`resolve-${id}`);
     expect(await card.textContent()).toContain('billing_ambiguous');
     expect(await card.textContent()).toMatch(/seed \d+/);
+    expect(await card.locator('dl.facts dt', { hasText: 'Agent' }).locator('xpath=following-sibling::dd[1]').textContent()).toMatch(/^local agt_/);
     expect(await card.textContent()).toContain('No image reached lexec. Settle only if the provider’s dashboard shows this request billed; otherwise release.');
     await screenshot('reconciliation');
 

@@ -34,8 +34,14 @@ describe('the console execution detail', () => {
     }) as unknown as ExecutionDetail;
 
   it('shows a converted v4.3 attempt of 300 cents (scale 2) as 3.000000 USD, and a new one (scale 6) as it is', () => {
-    expect(executionDetailView(detail({ exact_amount: 300n, scale: 2 }), []).provider_attempts[0]?.amount).toEqual({ units: '3000000', display: '3.000000 USD' });
-    expect(executionDetailView(detail({ exact_amount: 3_000n, scale: 6 }), []).provider_attempts[0]?.amount).toEqual({ units: '3000', display: '0.003000 USD' });
-    expect(executionDetailView(detail({ exact_amount: null, scale: null }), []).provider_attempts[0]?.amount).toBeNull();
+    expect(executionDetailView(detail({ exact_amount: 300n, scale: 2 }), [], new Map()).provider_attempts[0]?.amount).toEqual({ units: '3000000', display: '3.000000 USD' });
+    expect(executionDetailView(detail({ exact_amount: 3_000n, scale: 6 }), [], new Map()).provider_attempts[0]?.amount).toEqual({ units: '3000', display: '0.003000 USD' });
+    expect(executionDetailView(detail({ exact_amount: null, scale: null }), [], new Map()).provider_attempts[0]?.amount).toBeNull();
+  });
+
+  it('names the agent when the ledger lists it, and keeps its id alone when it does not', () => {
+    const shown = executionDetailView(detail({ exact_amount: null, scale: null }), [], new Map([['agt_1', 'nightly-batch']]));
+    expect(shown).toMatchObject({ agent_id: 'agt_1', agent_name: 'nightly-batch' });
+    expect(executionDetailView(detail({ exact_amount: null, scale: null }), [], new Map()).agent_name).toBeNull();
   });
 });

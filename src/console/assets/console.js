@@ -143,6 +143,11 @@ function externalLink(url, text) {
   return /^https?:\/\//.test(url) ? h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, text) : text;
 }
 
+/** An agent by its name, its id beside it in grey (an agent the ledger no longer lists: its id alone). */
+function agentName(view) {
+  return view.agent_name === null ? h('code', {}, view.agent_id) : h('span', {}, view.agent_name, ' ', h('code', { class: 'muted' }, view.agent_id));
+}
+
 /** The workflow engine: its mode, where it answers, and a link to its web UI when there is one. */
 function engineFact(engine) {
   const where = engine.address === null ? engine.mode : `${engine.mode} at ${engine.address}`;
@@ -205,7 +210,7 @@ async function executions() {
       h('td', {}, link(`/executions/${execution.execution_id}`, execution.execution_id)),
       h('td', {}, badge(execution.state), execution.partial ? [' ', h('span', { class: 'badge state-partial' }, 'partial')] : null),
       h('td', {}, dash(execution.phase ?? execution.state_reason)),
-      h('td', {}, execution.agent_id),
+      h('td', {}, agentName(execution)),
       h('td', {}, execution.target_id),
       h('td', {}, `${execution.artifact_count} / ${dash(execution.image_count)}`),
       h('td', { class: 'amount' }, execution.cost === null ? (execution.held === null ? '—' : `held ${execution.held.display}`) : execution.cost.display),
@@ -312,7 +317,7 @@ async function execution() {
     h('h1', {}, 'Execution ', h('code', {}, data.execution_id)),
     headline(data),
     facts([
-      ['Agent', data.agent_id],
+      ['Agent', agentName(data)],
       ['Target', data.target_id],
       ['Prompt', dash(data.prompt)],
       ['Images', `${data.artifacts.length} stored of ${dash(data.image_count)} (${dash(data.image_size)})`],
@@ -462,6 +467,7 @@ async function reconciliation() {
             ? 'No image reached lexec. Settle only if the provider’s dashboard shows this request billed; otherwise release.'
             : `${delivered} image${delivered === 1 ? '' : 's'} reached lexec${entry.receipt_kept ? '; a receipt is kept (settling bills it)' : ''}.`,
         ],
+        ['Agent', entry.agent_id === null ? '—' : agentName(entry)],
         ['Target', entry.target_id],
         ['Held', entry.held.display],
         ['Authorization', h('code', {}, entry.spend_auth_token_id)],

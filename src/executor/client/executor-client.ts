@@ -213,7 +213,7 @@ export const reconciliationEntrySchema = executionViewSchema.pick({ execution_id
   target_id: z.string(),
   /** What was asked: the most images a settlement can bill. */
   input: z.object({ image_count: z.number().int().optional() }).optional(),
-  authorization: z.object({ spend_auth_token_id: z.string(), held_units: amount, currency: z.string() }),
+  authorization: z.object({ spend_auth_token_id: z.string(), agent_id: z.string().optional(), held_units: amount, currency: z.string() }),
   evidence: z.array(
     z.object({
       attempt_id: z.string(),
