@@ -22,6 +22,15 @@ export function amountUnitsFlag(value: string, name = '--amount-units'): bigint 
   return parsed;
 }
 
+/** A record's version as the ledger answers it (`version`): a whole number from 1, digits only. */
+export function versionFlag(value: string, name: string): bigint {
+  const parsed = /^[0-9]+$/.test(value) ? parseWholeNumber(value.replace(/^0+(?=.)/, '')) : null;
+  if (parsed === null || parsed < 1n || parsed > MAX_AMOUNT_UNITS) {
+    throw invalid(name, `a version: a whole number from 1 to ${MAX_AMOUNT_UNITS}, as \`lexec ledger policy show\` shows it`);
+  }
+  return parsed;
+}
+
 /** A whole number within [min, max]. */
 export function wholeNumberFlag(value: string, name: string, min: number, max: number): number {
   const parsed = /^[0-9]{1,9}$/.test(value) ? Number(value) : Number.NaN;

@@ -7,15 +7,21 @@
  * - not_found: nothing by that id;
  * - conflict: the request disagrees with what is recorded (code `conflict`, a reason code);
  * - unprocessable: well formed, but a rule refuses it (policy, hold, requirement, ceiling);
+ * - precondition_failed: the caller's precondition (an expected version) no longer holds; nothing changed;
  * - unavailable: not now, retry the identical request (retryable);
  * - internal: a broken invariant, answered without detail (code `internal_error`).
  */
-export type RefusalKind = 'invalid' | 'not_found' | 'conflict' | 'unprocessable' | 'unavailable' | 'internal';
+export type RefusalKind = 'invalid' | 'not_found' | 'conflict' | 'unprocessable' | 'precondition_failed' | 'unavailable' | 'internal';
 
 export interface RefusalOptions {
   readonly reasonCode?: string;
   readonly fields?: readonly string[];
   readonly retryable?: boolean;
+  /**
+   * What the refused caller needs to know to try again, chosen by the service (e.g. the current
+   * version after a stale precondition): plain tokens, never a submitted value.
+   */
+  readonly details?: Readonly<Record<string, string>>;
 }
 
 /** A refusal with a stable `code`, an optional safe reason code and field paths; never a submitted value. */
@@ -25,6 +31,7 @@ export class Refusal extends Error {
   readonly reasonCode: string | undefined;
   readonly fields: readonly string[] | undefined;
   readonly retryable: boolean | undefined;
+  readonly details: Readonly<Record<string, string>> | undefined;
 
   constructor(kind: RefusalKind, code: string, options: RefusalOptions = {}) {
     super(options.reasonCode === undefined ? code : `${code}: ${options.reasonCode}`);
@@ -34,5 +41,6 @@ export class Refusal extends Error {
     this.reasonCode = options.reasonCode;
     this.fields = options.fields;
     this.retryable = options.retryable;
+    this.details = options.details;
   }
 }

@@ -1,3 +1,6 @@
+/** The keys every error body may carry; a detail never takes one of them. */
+const STANDARD_KEYS = new Set(['code', 'reason_code', 'fields', 'retryable']);
+
 /**
  * An error an HTTP route answers with: status, stable code, optional safe reason code and field
  * paths. Bodies never echo submitted values. One error handler per server maps these (and
@@ -10,8 +13,14 @@ export class ApiError extends Error {
   readonly reasonCode: string | undefined;
   readonly fields: readonly string[] | undefined;
   readonly retryable: boolean | undefined;
+  /** Facts the server chose for the caller (e.g. `current_version`), written beside `code`; never a submitted value. */
+  readonly details: Readonly<Record<string, string>> | undefined;
 
-  constructor(status: number, code: string, options: { reasonCode?: string; fields?: readonly string[]; retryable?: boolean } = {}) {
+  constructor(
+    status: number,
+    code: string,
+    options: { reasonCode?: string; fields?: readonly string[]; retryable?: boolean; details?: Readonly<Record<string, string>> } = {},
+  ) {
     super(options.reasonCode === undefined ? code : `${code}: ${options.reasonCode}`);
     this.name = 'ApiError';
     this.status = status;
@@ -19,6 +28,7 @@ export class ApiError extends Error {
     this.reasonCode = options.reasonCode;
     this.fields = options.fields;
     this.retryable = options.retryable;
+    this.details = options.details;
   }
 
   toBody(): { error: Record<string, unknown> } {
@@ -28,6 +38,8 @@ export class ApiError extends Error {
         ...(this.reasonCode === undefined ? {} : { reason_code: this.reasonCode }),
         ...(this.fields === undefined ? {} : { fields: this.fields }),
         ...(this.retryable === undefined ? {} : { retryable: this.retryable }),
+        // After the standard keys, and never one of them.
+        ...Object.fromEntries(Object.entries(this.details ?? {}).filter(([key]) => !STANDARD_KEYS.has(key))),
       },
     };
   }

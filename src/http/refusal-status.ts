@@ -11,6 +11,7 @@ const STATUS: Readonly<Record<RefusalKind, number>> = {
   not_found: 404,
   conflict: 409,
   unprocessable: 422,
+  precondition_failed: 412,
   unavailable: 503,
   internal: 500,
 };
@@ -18,5 +19,5 @@ const STATUS: Readonly<Record<RefusalKind, number>> = {
 /** The HTTP answer for a refusal; null for anything else (the server's own handler decides). */
 export function toApiError(error: unknown): ApiError | null {
   if (!(error instanceof Refusal)) return null;
-  return new ApiError(STATUS[error.kind], error.code, { reasonCode: error.reasonCode, fields: error.fields, retryable: error.retryable });
+  return new ApiError(STATUS[error.kind], error.code, { reasonCode: error.reasonCode, fields: error.fields, retryable: error.retryable, details: error.details });
 }

@@ -2,7 +2,7 @@ import type { LedgerAgent, LedgerPolicy } from './wire/answers.js';
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { capabilityDigest, digestLookup, digestsEqual, type CredentialKind } from '../credentials/capability.js';
-import { conflict, notFound, unprocessable } from './ledger-error.js';
+import { conflict, notFound, unprocessable, versionMismatch } from './ledger-error.js';
 import type { SpendPolicy } from './authorization-rules.js';
 import { agentView, createAdminStore, policyView, type AgentRow } from './store/admin-store.js';
 
@@ -95,9 +95,18 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
       return policyView(store.policy(agentId));
     },
 
-    setPolicy(agentId: string, policy: SpendPolicy): LedgerPolicy {
+    /**
+     * Replaces the agent's policy. With `expectedVersion` (the route's `If-Match`) only if the
+     * policy is still at that version: checked and written in one IMMEDIATE transaction, so of
+     * two changes made from the same version exactly one lands and the other is refused with the
+     * version it missed (`policy_version_mismatch`), changing nothing. Without it, the change is
+     * unconditional, as before the precondition existed.
+     */
+    setPolicy(agentId: string, policy: SpendPolicy, expectedVersion: bigint | null = null): LedgerPolicy {
       return store.immediate(() => {
         requireAgent(agentId);
+        const current = store.policy(agentId).version;
+        if (expectedVersion !== null && current !== expectedVersion) throw versionMismatch('policy_version_mismatch', current);
         store.setPolicy(agentId, policy, now());
         return policyView(store.policy(agentId));
       });

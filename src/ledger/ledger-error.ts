@@ -16,3 +16,5 @@ export class LedgerError extends Refusal {
 export const notFound = () => new LedgerError('not_found', 'not_found');
 export const conflict = (reasonCode: string, fields?: readonly string[]) => new LedgerError('conflict', 'conflict', { reasonCode, fields });
 export const unprocessable = (code: string, reasonCode?: string, fields?: readonly string[]) => new LedgerError('unprocessable', code, { reasonCode, fields });
+/** The caller expected another version of a record (`If-Match`); `current` is the version it has, so the caller can look and try again. */
+export const versionMismatch = (code: string, current: bigint) => new LedgerError('precondition_failed', code, { details: { current_version: current.toString() } });

@@ -52,6 +52,7 @@ describe('command surface', () => {
       'agent:mcp': ledgerVerb(flag('executor-url'), flag('executor-token-file')),
       'ledger:agents:add': ledgerVerb(flag('name', { required: true }), flag('credential-file')),
       'ledger:agents:list': ledgerVerb(),
+      'ledger:approvals:list': ledgerVerb(),
       'ledger:authorizations:approve': ledgerVerb(flag('reason')),
       'ledger:authorizations:deny': ledgerVerb(flag('reason')),
       'ledger:authorizations:list': ledgerVerb(flag('agent-id'), flag('status', { options: statuses }), flag('limit')),
@@ -63,7 +64,7 @@ describe('command surface', () => {
         flag('credential-file', { required: true }),
       ),
       'ledger:policy:init': [global[0], flag('file', { required: true }), global[1]],
-      'ledger:policy:set': ledgerVerb(flag('agent-id'), flag('file', { required: true })),
+      'ledger:policy:set': ledgerVerb(flag('agent-id'), flag('file', { required: true }), flag('expect-version')),
       'ledger:policy:show': ledgerVerb(flag('agent-id'), flag('export')),
       'executor:credentials:bootstrap-managed': [
         global[0],

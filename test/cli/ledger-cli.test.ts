@@ -39,6 +39,7 @@ interface Authorization {
   amount_cents: string;
   purpose: string | null;
   decided_by: string | null;
+  decision_reason: string | null;
 }
 interface Policy {
   agent_id: string;
@@ -84,9 +85,10 @@ interface Results {
   'ledger authorizations approve': { authorization: Authorization };
   'ledger authorizations deny': { authorization: Authorization };
   'ledger authorizations list': { authorizations: Authorization[] };
+  'ledger approvals list': { authorizations: Authorization[] };
   'ledger policy init': { policy_file: string; policy: Record<string, unknown> };
   'ledger policy show': { policy: Policy; exported_to: string | null };
-  'ledger policy set': { policy: Policy; policy_file: string };
+  'ledger policy set': { policy: Policy; policy_file: string; expected_version: string | null };
 }
 
 /** A string matcher typed as the string it stands for. */
@@ -213,8 +215,25 @@ describe('the admin flow through the CLI', () => {
       amount_cents: '200',
       purpose: 'poster draft',
       decided_by: null,
+      decision_reason: null,
     });
     requestedId = result.authorization.token_id;
+  });
+
+  it('approvals list (approver token) shows what waits for a decision, with its purpose and the threshold it is above', async () => {
+    const json = succeeded(await lexec(['ledger', 'approvals', 'list', ...target(approverFile()), '--json']), 'ledger approvals list');
+    expect(json.authorizations).toEqual([expect.objectContaining({ token_id: requestedId, status: 'requested', amount_units: '2000000', decision_reason: null })]);
+
+    const human = await lexec(['ledger', 'approvals', 'list', ...target(approverFile())]);
+    expect(human.exitCode).toBe(0);
+    expect(human.stderr).toBe('');
+    expect(human.stdout).toMatch(new RegExp(`^${requestedId} +2\\.000000 USD  ${agentId}  requested \\S+  expires \\S+$`, 'm'));
+    expect(human.stdout).toContain('  purpose  poster draft\n  above the approval threshold of 1.000000 USD (policy version 1)\n');
+    expect(human.stdout).toContain('decide: lexec ledger authorizations approve|deny <token_id>');
+
+    // The admin capability is not an approver's.
+    const admin = failed(await lexec(['ledger', 'approvals', 'list', ...target(), '--json']), 1, 'ledger_unauthorized');
+    expect(admin.message).toContain('this request needs an approver capability');
   });
 
   it('authorizations approve (approver token) approves it; show agrees for admin, approver and the agent', async () => {
@@ -229,8 +248,13 @@ describe('the admin flow through the CLI', () => {
         await lexec(['ledger', 'authorizations', 'show', requestedId, ...target(tokenFile), '--json']),
         'ledger authorizations show',
       );
-      expect(shown.authorization).toMatchObject({ token_id: requestedId, status: 'approved', decided_by: matching(/^cred_/) });
+      expect(shown.authorization).toMatchObject({ token_id: requestedId, status: 'approved', decided_by: matching(/^cred_/), decision_reason: 'within budget' });
     }
+    const shownHuman = await lexec(['ledger', 'authorizations', 'show', requestedId, ...target()]);
+    expect(shownHuman.stdout).toContain('  reason      within budget\n');
+
+    const none = await lexec(['ledger', 'approvals', 'list', ...target(approverFile())]);
+    expect([none.exitCode, none.stdout, none.stderr]).toEqual([0, 'No requests await a decision.', '']);
   });
 
   it('authorizations deny denies another request; approving it afterwards is a ledger_conflict naming the reason', async () => {
@@ -243,7 +267,7 @@ describe('the admin flow through the CLI', () => {
       await lexec(['ledger', 'authorizations', 'deny', deniedId, ...target(approverFile()), '--reason', 'not now', '--json']),
       'ledger authorizations deny',
     );
-    expect(denied.authorization.status).toBe('denied');
+    expect(denied.authorization).toMatchObject({ status: 'denied', decision_reason: 'not now' });
 
     const approve = await lexec(['ledger', 'authorizations', 'approve', deniedId, ...target(approverFile()), '--json']);
     const error = failed(approve, 1, 'ledger_conflict');
@@ -256,9 +280,9 @@ describe('the admin flow through the CLI', () => {
       await lexec(['ledger', 'authorizations', 'list', ...target(), '--json']),
       'ledger authorizations list',
     );
-    expect(all.authorizations.map((a) => [a.token_id, a.status])).toEqual([
-      [deniedId, 'denied'],
-      [requestedId, 'approved'],
+    expect(all.authorizations.map((a) => [a.token_id, a.status, a.decision_reason])).toEqual([
+      [deniedId, 'denied', 'not now'],
+      [requestedId, 'approved', 'within budget'],
     ]);
     const denied = succeeded(
       await lexec(['ledger', 'authorizations', 'list', ...target(), '--status', 'denied', '--agent-id', agentId, '--json']),
@@ -274,6 +298,8 @@ describe('the admin flow through the CLI', () => {
     const human = await lexec(['ledger', 'authorizations', 'list', ...target()]);
     expect(human.stderr).toBe('');
     expect(human.stdout).toContain(`${requestedId}  approved`);
+    expect(human.stdout).toMatch(new RegExp(`^${deniedId}  denied .* reason: not now$`, 'm'));
+    expect(human.stdout).toMatch(new RegExp(`^${requestedId}  approved .* reason: within budget$`, 'm'));
   });
 
   it('policy init, set, show and export round-trip a policy file; the export is plain JSON even with --color always', async () => {
@@ -296,6 +322,7 @@ describe('the admin flow through the CLI', () => {
     );
     expect(set).toEqual({
       policy_file: policyFile,
+      expected_version: null,
       policy: {
         agent_id: agentId,
         per_authorization_cap_units: '8000000',

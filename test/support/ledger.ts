@@ -99,9 +99,9 @@ export async function call<T = Record<string, unknown>>(
   url: string,
   method: string,
   path: string,
-  options: { token?: string; body?: unknown; rawBody?: string; contentType?: string } = {},
+  options: { token?: string; body?: unknown; rawBody?: string; contentType?: string; headers?: Record<string, string> } = {},
 ): Promise<CallResult<T>> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...options.headers };
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
   const payload = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
   if (payload !== undefined) headers['content-type'] = options.contentType ?? 'application/json';

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { agentIdFlag, amountUnitsFlag, tokenIdArgument, wholeNumberFlag } from '../../src/cli/flag-values.js';
+import { agentIdFlag, amountUnitsFlag, tokenIdArgument, versionFlag, wholeNumberFlag } from '../../src/cli/flag-values.js';
 import { formatUnits } from '../../src/domain/money.js';
 import { plain } from '../../src/terminal/plain-text.js';
 import { UsageError } from '../../src/errors.js';
@@ -31,6 +31,19 @@ describe('amountUnitsFlag', () => {
   it.each(['1.5', '-1', '+1', '0', '1e6', '0x10', '', ' 1', '1_000', '9223372036854775808', '١٢'])('refuses %j naming the flag', (value) => {
     expect(usageCode(() => amountUnitsFlag(value))).toBe('invalid_flag_value');
     expect(() => amountUnitsFlag(value)).toThrow(/^--amount-units must be a whole number of micro-units/);
+  });
+});
+
+describe('versionFlag', () => {
+  it('reads a version as an exact bigint from 1', () => {
+    expect(versionFlag('1', '--expect-version')).toBe(1n);
+    expect(versionFlag('9223372036854775807', '--expect-version')).toBe(9_223_372_036_854_775_807n);
+    expect(versionFlag('007', '--expect-version')).toBe(7n);
+  });
+
+  it.each(['0', '-1', '1.5', '1e3', '', ' 1', 'abc', '9223372036854775808'])('refuses %j naming the flag', (value) => {
+    expect(usageCode(() => versionFlag(value, '--expect-version'))).toBe('invalid_flag_value');
+    expect(() => versionFlag(value, '--expect-version')).toThrow(/^--expect-version must be a version/);
   });
 });
 

@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { generateCapability } from '../../src/credentials/capability.js';
 import { UserError } from '../../src/errors.js';
 import { createLedgerClient, type LedgerClient } from '../../src/ledger/client/ledger-client.js';
+import { LedgerPolicyVersionMismatch } from '../../src/ledger/client/ledger-client-errors.js';
 import { mintCredential, startTestLedger, type TestLedger } from '../support/ledger.js';
 
 /*
@@ -73,6 +74,19 @@ describe('ledger client against a real ledger', () => {
     const invalid = await refusal(admin.addAgent('Not A Name'));
     expect(invalid).toMatchObject({ code: 'ledger_invalid_request', issues: [{ path: 'name', message: 'refused by the ledger (invalid_request)' }] });
     expect(invalid.message).not.toContain('Not A Name');
+  });
+
+  it('sets a policy from the version it read; from a stale one it throws LedgerPolicyVersionMismatch with the current version', async () => {
+    const agent = await admin.addAgent(`ver-${randomUUID().slice(0, 8)}`);
+    const read = await admin.policy(agent.agent_id);
+    const policy = { per_authorization_cap_units: 4_000_000n, daily_cap_units: 20_000_000n, approval_threshold_units: 0n, units_scale: 6 as const, currency: 'USD' as const };
+    expect(await admin.setPolicy(agent.agent_id, policy, read.version)).toMatchObject({ version: read.version + 1n, per_authorization_cap_units: 4_000_000n });
+    const stale = await refusal(admin.setPolicy(agent.agent_id, { ...policy, approval_threshold_units: 1n }, read.version));
+    expect(stale).toBeInstanceOf(LedgerPolicyVersionMismatch);
+    expect(stale).toMatchObject({ code: 'ledger_policy_version_mismatch', currentVersion: read.version + 1n });
+    expect(await admin.policy(agent.agent_id)).toMatchObject({ version: read.version + 1n, approval_threshold_units: 0n });
+    // Without a version the change is unconditional.
+    expect(await admin.setPolicy(agent.agent_id, policy)).toMatchObject({ version: read.version + 2n });
   });
 
   it('registers a digest idempotently: the same registration again is unchanged', async () => {
@@ -147,6 +161,19 @@ describe('ledger client against a misbehaving service', () => {
     expect(error.code).toBe('ledger_conflict');
     expect(JSON.stringify([error.message, error.issues])).not.toContain('\u001b');
     expect(error.issues).toEqual([{ path: 'ok_field', message: 'refused by the ledger (refused)' }]);
+  });
+
+  it('sends the expected version as If-Match; a 412 without a usable current version is still a version mismatch', async () => {
+    const seen: (string | undefined)[] = [];
+    const url = await serve((request, response) => {
+      seen.push(request.headers['if-match']);
+      response.writeHead(412, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'policy_version_mismatch', current_version: 1.5 } }));
+    });
+    const policy = { per_authorization_cap_units: 1n, daily_cap_units: 1n, approval_threshold_units: 0n, units_scale: 6 as const, currency: 'USD' as const };
+    const error = await refusal(client(url).setPolicy('agt_x', policy, 9_007_199_254_740_993n));
+    expect(seen).toEqual(['9007199254740993']);
+    expect(error).toMatchObject({ code: 'ledger_policy_version_mismatch', currentVersion: null });
+    expect(error.nextStep).toContain('--expect-version <its version>');
   });
 
   it('no answer within the time limit is ledger_unreachable', async () => {

@@ -31,6 +31,12 @@ export async function listLedgerAuthorizations(request: {
   return { authorizations: await client.listAuthorizations({ agentId: request.agentId, status: request.status, limit: request.limit }) };
 }
 
+/** `ledger approvals list` (approver token): the requests waiting for a decision, oldest first. */
+export async function listLedgerApprovals(request: { readonly target: LedgerConnector }): Promise<AuthorizationListResult> {
+  const client = await request.target('approver');
+  return { authorizations: await client.pendingApprovals() };
+}
+
 /** `ledger authorizations show` (admin, approver or the owning agent's token). */
 export async function showLedgerAuthorization(request: { readonly target: LedgerConnector; readonly tokenId: string }): Promise<AuthorizationResult> {
   const client = await request.target('admin');

@@ -47,11 +47,6 @@ function conflictNextStep(reason: string | undefined): string {
   return 'Look at the current state with the matching `lexec ledger … show` or `list` command before changing it.';
 }
 
-/**
- * Maps a ledger error response to a `UserError` with a stable code. The message names the URL,
- * the status and the server's reason code; it never contains a capability or a submitted value.
- * `body` is null when the response was not a lexec error body.
- */
 /** The ledger refused a request under the agent's spend policy; `reason` is the ledger's reason code (e.g. `per_authorization_cap_exceeded`). */
 export class LedgerPolicyRefused extends UserError {
   constructor(
@@ -63,6 +58,34 @@ export class LedgerPolicyRefused extends UserError {
   }
 }
 
+/**
+ * The ledger refused a policy change made from a version the policy is no longer at (412
+ * `policy_version_mismatch`): nothing changed. `currentVersion` is the version it is at now
+ * (null if the ledger did not say), so the caller can look at it and try again from there.
+ */
+export class LedgerPolicyVersionMismatch extends UserError {
+  constructor(
+    readonly currentVersion: bigint | null,
+    message: string,
+    options: UserErrorOptions,
+  ) {
+    super('ledger_policy_version_mismatch', message, options);
+  }
+}
+
+function versionMismatch(url: string, said: string, current: bigint | null): LedgerPolicyVersionMismatch {
+  const now = current === null ? 'another version' : `version ${current.toString()}`;
+  return new LedgerPolicyVersionMismatch(current, `The ledger at ${url} changed nothing: the policy is at ${now} now, not the version expected (${said}).`, {
+    nextStep: `Someone changed the policy since: look at it (\`lexec ledger policy show\`), make your change on top of it, then set it again${current === null ? ' with --expect-version <its version>' : ` with --expect-version ${current.toString()}`}.`,
+    issues: [{ path: '--expect-version', message: `refused by the ledger (policy_version_mismatch): the policy is at ${now}` }],
+  });
+}
+
+/**
+ * Maps a ledger error response to a `UserError` with a stable code. The message names the URL,
+ * the status and the server's reason code; it never contains a capability or a submitted value.
+ * `body` is null when the response was not a lexec error body.
+ */
 export function ledgerResponseError(status: number, body: LedgerErrorBody | null, context: RequestContext): UserError {
   const code = safeCode(body?.code) ?? 'unknown';
   const reason = safeCode(body?.reason_code);
@@ -86,6 +109,7 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
       issues,
     });
   }
+  if (status === 412 && code === 'policy_version_mismatch') return versionMismatch(context.url, said, body?.current_version ?? null);
   if (status === 422 && code === 'policy_refused') {
     return new LedgerPolicyRefused(reason ?? null, `The ledger at ${context.url} refused the request under the agent's spend policy (${said}).`, {
       nextStep:

@@ -48,6 +48,8 @@ interface Call<S extends z.ZodType> {
   readonly method: 'GET' | 'POST' | 'PUT';
   readonly path: string;
   readonly body?: unknown;
+  /** Request headers beyond the credential and content negotiation (a precondition). */
+  readonly headers?: Readonly<Record<string, string>>;
   readonly needs: readonly CredentialKind[];
   readonly subject: RequestContext['subject'];
   readonly schema: S;
@@ -74,7 +76,7 @@ export function createLedgerClient(options: LedgerClientOptions) {
 
   async function send<S extends z.ZodType>(call: Call<S>): Promise<z.output<S>> {
     const context: RequestContext = { url, needs: call.needs, presented, subject: call.subject };
-    const headers: Record<string, string> = { authorization: `Bearer ${options.token}`, accept: 'application/json' };
+    const headers: Record<string, string> = { ...call.headers, authorization: `Bearer ${options.token}`, accept: 'application/json' };
     if (call.body !== undefined) headers['content-type'] = 'application/json';
     let response: Response;
     let text: string;
@@ -140,9 +142,15 @@ export function createLedgerClient(options: LedgerClientOptions) {
       return (await send({ method: 'GET', path: `/agents/${id(agentId)}/policy`, needs: ['admin'], subject: 'agent', schema })).policy;
     },
 
-    async setPolicy(agentId: string, policy: SpendPolicyInput): Promise<LedgerPolicy> {
+    /**
+     * Replaces the agent's policy. With `expectVersion` (the `version` of the policy the change
+     * was made from, as `policy` answers it) only if nobody changed it since: otherwise the
+     * ledger changes nothing and this throws `LedgerPolicyVersionMismatch` with the current version.
+     */
+    async setPolicy(agentId: string, policy: SpendPolicyInput, expectVersion: bigint | null = null): Promise<LedgerPolicy> {
       const schema = policyAnswerSchema;
-      return (await send({ method: 'PUT', path: `/agents/${id(agentId)}/policy`, body: policy, needs: ['admin'], subject: 'agent', schema })).policy;
+      const headers: Record<string, string> = expectVersion === null ? {} : { 'if-match': expectVersion.toString() };
+      return (await send({ method: 'PUT', path: `/agents/${id(agentId)}/policy`, body: policy, headers, needs: ['admin'], subject: 'agent', schema })).policy;
     },
 
     /** The calling agent's own policy, spend and holds (agent capability). */

@@ -13,6 +13,8 @@ export interface PolicyShowResult {
 export interface PolicySetResult {
   readonly policy: LedgerPolicy;
   readonly policy_file: string;
+  /** The version the change was made from (`--expect-version`), or null: set whatever the version. */
+  readonly expected_version: bigint | null;
 }
 
 export interface PolicyInitResult {
@@ -30,12 +32,20 @@ export async function showLedgerPolicy(request: { readonly target: LedgerConnect
 
 /**
  * `ledger policy set` (admin token): the file is validated locally before anything is sent,
- * so a mistake is reported with every field path; then it replaces the agent's policy.
+ * so a mistake is reported with every field path; then it replaces the agent's policy — with an
+ * expected version, only if the policy is still at it (else `ledger_policy_version_mismatch`,
+ * nothing changed), so a change made from what `policy show` showed never overwrites another.
  */
-export async function setLedgerPolicy(request: { readonly target: LedgerConnector; readonly agent: AgentChoice; readonly file: string }): Promise<PolicySetResult> {
+export async function setLedgerPolicy(request: {
+  readonly target: LedgerConnector;
+  readonly agent: AgentChoice;
+  readonly file: string;
+  readonly expectVersion: bigint | null;
+}): Promise<PolicySetResult> {
   const client = await request.target('admin');
   const policy = await readPolicyFile(request.file);
-  return { policy: await client.setPolicy(await resolveAgentId(client, request.agent), policy), policy_file: request.file };
+  const agentId = await resolveAgentId(client, request.agent);
+  return { policy: await client.setPolicy(agentId, policy, request.expectVersion), policy_file: request.file, expected_version: request.expectVersion };
 }
 
 /** `ledger policy init`: local only — writes a starter policy file; no ledger, no token. */

@@ -39,7 +39,22 @@ export function renderAuthorization(authorization: LedgerAuthorization, output: 
 
 export function renderAuthorizationRow(authorization: LedgerAuthorization, output: Output): void {
   const amount = formatUnits(authorization.amount_units, plain(authorization.currency)).padStart(18);
-  output.line(`${authorization.token_id}  ${statusStyle(output, authorization.status.padEnd(9))}  ${amount}  ${plain(authorization.agent_id)}  ${authorization.created_at}`);
+  // The approver's reason, when one was given, ends the row: why it was approved or denied.
+  const reason = authorization.decision_reason === null ? '' : `  reason: ${plain(authorization.decision_reason)}`;
+  output.line(`${authorization.token_id}  ${statusStyle(output, authorization.status.padEnd(9))}  ${amount}  ${plain(authorization.agent_id)}  ${authorization.created_at}${reason}`);
+}
+
+/** One request waiting for an approver: what, for whom, why, and the threshold it is above. */
+function renderApproval(authorization: LedgerAuthorization, output: Output): void {
+  const currency = plain(authorization.currency);
+  const amount = formatUnits(authorization.amount_units, currency).padStart(18);
+  output.line(`${authorization.token_id}  ${amount}  ${plain(authorization.agent_id)}  requested ${authorization.created_at}  expires ${authorization.expires_at}`);
+  if (authorization.purpose !== null) output.line(`  purpose  ${plain(authorization.purpose)}`);
+  const { policy } = authorization;
+  if (policy !== null) {
+    const version = policy.version === null ? '' : ` (policy version ${policy.version.toString()})`;
+    output.line(`  above the approval threshold of ${formatUnits(policy.approval_threshold_units, currency)}${version}`);
+  }
 }
 
 export function renderAgent(agent: LedgerAgent, output: Output): void {
@@ -81,6 +96,15 @@ export function renderAuthorizationList(result: AuthorizationListResult, output:
   for (const authorization of result.authorizations) renderAuthorizationRow(authorization, output);
 }
 
+export function renderApprovalList(result: AuthorizationListResult, output: Output): void {
+  if (result.authorizations.length === 0) {
+    output.line('No requests await a decision.');
+    return;
+  }
+  for (const authorization of result.authorizations) renderApproval(authorization, output);
+  output.line(output.style.dim('decide: lexec ledger authorizations approve|deny <token_id> [--reason <text>]'));
+}
+
 export function renderPolicyInit(result: PolicyInitResult, output: Output): void {
   const { policy } = result;
   output.line(`${output.style.ok('✔')} starter policy written to ${result.policy_file}`);
@@ -91,11 +115,14 @@ export function renderPolicyInit(result: PolicyInitResult, output: Output): void
 }
 
 export function renderPolicySet(result: PolicySetResult, output: Output): void {
-  output.line(`${output.style.ok('✔')} policy set from ${result.policy_file}`);
+  const from = result.expected_version === null ? '' : ` (it was at version ${result.expected_version.toString()}, as expected)`;
+  output.line(`${output.style.ok('✔')} policy set from ${result.policy_file}${from}`);
   renderPolicy(result.policy, output);
 }
 
 export function renderPolicyShown(result: PolicyShowResult, output: Output): void {
   renderPolicy(result.policy, output);
   if (result.exported_to !== null) output.line(`${output.style.ok('✔')} exported to ${result.exported_to}`);
+  // How to change it without overwriting a change someone else makes meanwhile.
+  output.line(output.style.dim(`  change it only if still at this version: lexec ledger policy set --file <path> --expect-version ${result.policy.version.toString()}`));
 }

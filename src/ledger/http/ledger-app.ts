@@ -22,6 +22,7 @@ import {
   credentialId,
   decisionBody,
   legacyCentsReceipt,
+  policyPrecondition,
   preciseReceipt,
   reconciliationBody,
   releaseBody,
@@ -103,10 +104,14 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     return { policy: admin.policy(agentId) };
   });
 
+  // With `If-Match: <version>`, only if the policy is still at that version (412
+  // `policy_version_mismatch` with the current version otherwise); without it, unconditional.
   app.put('/agents/:agent_id/policy', { onRequest: auth.requires('admin') }, (request) => {
     const { agent_id: agentId } = parseInput(agentParams, request.params);
+    // Only the one header is handed to the schema: nothing else of the request reaches an issue.
+    const precondition = parseInput(policyPrecondition, { 'if-match': request.headers['if-match'] });
     const policy = parseInput(spendPolicySchema, request.body);
-    return { policy: admin.setPolicy(agentId, policy) };
+    return { policy: admin.setPolicy(agentId, policy, precondition['if-match'] ?? null) };
   });
 
   app.put('/credentials/:credential_id', { onRequest: auth.requires('admin') }, async (request, reply) => {

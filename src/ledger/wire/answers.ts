@@ -104,6 +104,8 @@ export const errorBodySchema = z.object({
     reason_code: z.string().optional(),
     fields: z.array(z.string()).optional(),
     retryable: z.boolean().optional(),
+    /** A 412 `policy_version_mismatch`: the version the policy is at now (dropped if malformed: the refusal still stands). */
+    current_version: amount.optional().catch(undefined),
   }),
 });
 export type LedgerErrorBody = z.output<typeof errorBodySchema>['error'];

@@ -37,6 +37,24 @@ export const credentialId = opaqueId('a credential id');
 
 export const decisionBody = z.strictObject({ reason: shortText(500).optional() });
 
+/** The largest version a precondition can name (a version is an SQLite INTEGER). */
+const MAX_VERSION = 9_223_372_036_854_775_807n;
+
+/**
+ * The precondition of `PUT /agents/{agent_id}/policy`: `If-Match` names the policy version the
+ * change was made from, as a whole number (`If-Match: 3`) or a strong entity tag
+ * (`If-Match: "3"`, RFC 9110's form). Absent, the change is unconditional (as before the header
+ * existed). `*`, weak tags (`W/"3"`) and lists are malformed: they could not name one version.
+ */
+export const policyPrecondition = z.strictObject({
+  'if-match': z
+    .string()
+    .regex(/^(?:\d{1,19}|"\d{1,19}")$/, 'must be a policy version: a whole number, as in If-Match: 3')
+    .transform((value) => BigInt(value.replaceAll('"', '')))
+    .refine((version) => version <= MAX_VERSION, `must be at most ${MAX_VERSION}`)
+    .optional(),
+});
+
 /**
  * A claim may state what the claiming execution needs of the authorization: the ledger then
  * checks it in the claim's own transaction and claims nothing when it does not hold, so the
