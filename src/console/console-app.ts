@@ -9,6 +9,7 @@ import type { ConsoleAssets } from './console-assets.js';
 import { CONSOLE_VIEWS, consolePage, loginPage, type ConsoleView } from './console-pages.js';
 import { SESSION_HEADER, type ConsoleSessions } from './console-sessions.js';
 import type { ConsoleStack } from './console-stack.js';
+import { LedgerPolicyVersionMismatch } from '../ledger/client/ledger-client-errors.js';
 
 /*
  * The console's HTTP server (docs/console.md): HTML shells, one script and one stylesheet, and
@@ -64,6 +65,16 @@ const listQuery = z.strictObject({
   state: z.enum(EXECUTION_STATES, { error: `must be one of ${EXECUTION_STATES.join(', ')}` }).optional(),
   before: executionId.optional(),
 });
+const agentParams = z.strictObject({ agent_id: z.string().regex(/^agt_[0-9a-f-]{36}$/, 'must be an agent id') });
+/** Whole micro-units as the page sends them: digits, never a number (no float near an amount). */
+const units = z.string().regex(/^[0-9]{1,19}$/, 'must be whole micro-units (digits; 1 USD = 1000000)').transform(BigInt);
+/** A policy from the Agents view, with the version the page showed: it replaces the policy only if that is still the version. */
+const policyBody = z.strictObject({
+  per_authorization_cap_units: units,
+  daily_cap_units: units,
+  approval_threshold_units: units,
+  expect_version: z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be the version shown (a whole number)').transform(BigInt),
+});
 const loginBody = z.strictObject({ token: z.string().max(200) });
 const decisionBody = z.strictObject({ reason: z.string().max(500, 'must be at most 500 characters').optional() });
 
@@ -76,6 +87,10 @@ const UNAVAILABLE = new Set(['stack_not_running', 'handoff_missing', 'handoff_in
  */
 export function consoleError(error: unknown): ApiError | null {
   if (!(error instanceof UserError)) return null;
+  // Someone changed the policy since the page showed it: nothing changed; the page says which version is current.
+  if (error instanceof LedgerPolicyVersionMismatch) {
+    return new ApiError(412, 'policy_version_mismatch', { reasonCode: error.code, ...(error.currentVersion === null ? {} : { details: { current_version: error.currentVersion.toString() } }) });
+  }
   const reason = SAFE_CODE.test(error.code) ? { reasonCode: error.code } : {};
   const fields = error.issues.map((issue) => issue.path).filter((path) => /^[A-Za-z0-9_.[\]-]{1,160}$/.test(path));
   if (UNAVAILABLE.has(error.code) || error.code.startsWith('profile_')) return new ApiError(503, 'stack_unavailable', { ...reason, retryable: true });
@@ -175,6 +190,11 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
     return deps.stack.resolve(id, parseInput(resolutionBody, request.body));
   });
   app.get('/api/agents', () => deps.stack.agents());
+  app.post('/api/agents/:agent_id/policy', (request) => {
+    const { agent_id: agentId } = parseInput(agentParams, request.params);
+    const { expect_version: expectVersion, ...policy } = parseInput(policyBody, request.body);
+    return deps.stack.setPolicy(agentId, policy, expectVersion);
+  });
 
   return app;
 }

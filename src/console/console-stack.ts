@@ -6,7 +6,8 @@ import { decideLedgerAuthorization } from '../ledger/client/ledger-authorization
 import { connectStackLedger, ledgerConnector } from '../stack-client/connect-ledger.js';
 import { connectStackExecutor, reconciliationConnector, type ExecutorRole } from '../stack-client/connect-executor.js';
 import type { LedgerAgent } from '../ledger/wire/answers.js';
-import { agentView, approvalView, executionDetailView, executionRowView, overviewView, reconciliationView, type AgentNames } from './console-views.js';
+import type { SpendPolicy } from '../ledger/authorization-rules.js';
+import { agentView, approvalView, executionDetailView, executionRowView, overviewView, policyView, reconciliationView, type AgentNames } from './console-views.js';
 
 /*
  * What the console reads from and does to one profile's running stack — the profile named at
@@ -114,6 +115,17 @@ export function createConsoleStack(options: ConsoleStackOptions) {
         note: resolved.resolution.note,
         execution: { execution_id: resolved.execution.execution_id, state: resolved.execution.state },
       };
+    },
+
+    /**
+     * `lexec ledger policy set --expect-version` from the Agents view (admin capability): the
+     * agent's policy is replaced only if it is still at the version the page showed; otherwise
+     * nothing changes (`ledger_policy_version_mismatch`, with the current version).
+     */
+    async setPolicy(agentId: string, policy: SpendPolicy, expectVersion: bigint) {
+      const admin = await connectStackLedger(await stack(), 'admin');
+      const saved = await admin.setPolicy(agentId, { ...policy, units_scale: 6, currency: 'USD' }, expectVersion);
+      return { agent_id: agentId, policy: policyView(saved) };
     },
 
     async agents() {

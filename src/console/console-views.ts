@@ -36,7 +36,7 @@ function engineView(engine: GenerationEngine | null): EngineView {
   return engine === null ? { mode: 'unknown', address: null, ui_url: null } : { mode: engine.mode, address: engine.address, ui_url: engine.ui_url };
 }
 
-function policyView(policy: LedgerPolicy) {
+export function policyView(policy: LedgerPolicy) {
   return {
     per_authorization_cap: money(policy.per_authorization_cap_units, policy.currency),
     daily_cap: money(policy.daily_cap_units, policy.currency),

@@ -199,6 +199,43 @@ describe('lexec stack console over plain HTTP', () => {
     expect(consoleProcess.output().stderr).not.toContain('internal_error');
   });
 
+  it('changes an agent\'s policy only from the version the page showed: a stale one is 412 with the current version, nothing changed (issue 27 item 4)', async () => {
+    const session = await signIn();
+    const headers = { 'x-lexec-session': session, origin: consoleProcess.origin };
+    type AgentsAnswer = { agents: { agent_id: string; policy: { version: string; approval_threshold: { units: string }; per_authorization_cap: { units: string }; daily_cap: { units: string } } }[] };
+    const agents = async () => JSON.parse((await send('GET', '/api/agents', { headers: { 'x-lexec-session': session } })).body) as AgentsAnswer;
+    const [agent] = (await agents()).agents;
+    const id = agent?.agent_id ?? '';
+    const opened = agent?.policy.version ?? '';
+    const policy = { per_authorization_cap_units: agent?.policy.per_authorization_cap.units ?? '', daily_cap_units: agent?.policy.daily_cap.units ?? '', approval_threshold_units: '900000' };
+
+    const saved = await send('POST', `/api/agents/${id}/policy`, { headers, body: { ...policy, expect_version: opened } });
+    expect(saved.status, saved.body).toBe(200);
+    const next = String(BigInt(opened) + 1n);
+    expect(JSON.parse(saved.body)).toMatchObject({ agent_id: id, policy: { version: next, approval_threshold: { units: '900000', display: '0.900000 USD' } } });
+
+    // A second page still showing the version it opened: refused, with the version now; nothing changed.
+    const stale = await send('POST', `/api/agents/${id}/policy`, { headers, body: { ...policy, approval_threshold_units: '100', expect_version: opened } });
+    expect(stale.status).toBe(412);
+    expect(JSON.parse(stale.body)).toEqual({ error: { code: 'policy_version_mismatch', reason_code: 'ledger_policy_version_mismatch', current_version: next } });
+    expect((await agents()).agents[0]?.policy).toMatchObject({ version: next, approval_threshold: { units: '900000' } });
+
+    // Bad input: field paths, nothing echoed, nothing changed.
+    const bad = await send('POST', `/api/agents/${id}/policy`, { headers, body: { ...policy, daily_cap_units: '1.5', expect_version: 'latest' } });
+    expect(bad.status).toBe(400);
+    expect(errorOf(bad)).toMatchObject({ code: 'invalid_request', fields: ['daily_cap_units', 'expect_version'] });
+    const unknown = await send('POST', '/api/agents/not-an-agent/policy', { headers, body: { ...policy, expect_version: next } });
+    expect([unknown.status, errorOf(unknown).fields]).toEqual([400, ['agent_id']]);
+    // The ledger's own rules: a per-authorization cap above the daily cap names its field.
+    const rules = await send('POST', `/api/agents/${id}/policy`, { headers, body: { ...policy, per_authorization_cap_units: '999999999999', expect_version: next } });
+    expect(rules.status, rules.body).toBe(400);
+    expect(errorOf(rules).fields).toContain('per_authorization_cap_units');
+    expect((await agents()).agents[0]?.policy.version).toBe(next);
+    // Put back what the other tests expect.
+    const back = await send('POST', `/api/agents/${id}/policy`, { headers, body: { ...policy, approval_threshold_units: agent?.policy.approval_threshold.units, expect_version: next } });
+    expect(back.status, back.body).toBe(200);
+  });
+
   it('lists executions newest first with exact amounts, and pages through the executor\'s GET /v1/executions', async () => {
     for (const prompt of ['a lighthouse', 'a harbour']) {
       const run = await stack.lexec(['run', prompt, '--out', `${stack.home}/out-${prompt.replace(' ', '-')}`, '--json'], { timeoutMs: 120_000 });

@@ -26,6 +26,8 @@ class ConsoleError extends Error {
     this.code = body?.error?.code ?? 'error';
     this.reason = body?.error?.reason_code ?? null;
     this.fields = body?.error?.fields ?? [];
+    /** The policy's version now, when a change was refused for being made from an older one. */
+    this.currentVersion = typeof body?.error?.current_version === 'string' ? body.error.current_version : null;
   }
 }
 
@@ -37,6 +39,7 @@ const EXPLAINED = {
   unauthorized: 'Not signed in.',
   forbidden: 'Refused by the console (cross-site request).',
   stack_refused: 'The stack refused the request.',
+  policy_version_mismatch: 'Nothing was saved: someone changed this policy since you opened it.',
 };
 
 /** What to enter in a field a refusal names (the form's own words). */
@@ -45,10 +48,15 @@ const FIELD_HINTS = {
     '“Images billed”: with no receipt kept, enter how many images the provider billed for this request (1 to the number asked; its dashboard shows it); with a receipt kept, leave it empty. If the provider charged nothing, resolve as release.',
   note: '“Note”: say in 1-500 characters why you resolve it this way (e.g. what the provider’s dashboard shows).',
   reason: '“Reason”: at most 500 characters.',
+  per_authorization_cap_units: '“Per authorization”: whole micro-units (1 USD = 1000000), from 1 up to the daily cap.',
+  daily_cap_units: '“Daily cap”: whole micro-units, at least the per-authorization cap.',
+  approval_threshold_units: '“Approval above”: whole micro-units, 0 or more (a request above it waits for an approver).',
+  expect_version: 'Reload the page: the version it opened the policy at is missing.',
 };
 
 function explain(error) {
   if (!(error instanceof ConsoleError)) return 'The console did not answer; is `lexec stack console` still running?';
+  if (error.currentVersion !== null) return error.message;
   const fields = error.fields.length > 0 ? ` Fields: ${error.fields.join(', ')}.` : '';
   const hints = error.fields.map((field) => FIELD_HINTS[field]).filter((hint) => hint !== undefined);
   return `${EXPLAINED[error.code] ?? 'Refused.'}${error.reason === null ? '' : ` (${error.reason})`}${fields}${hints.map((hint) => ` ${hint}`).join('')}`;
@@ -524,7 +532,62 @@ async function agents() {
   return [
     h('h1', {}, 'Agents and policies'),
     table(['Agent', 'Status', 'Per authorization', 'Daily cap', 'Approval above', 'Spent (24 h)', 'Held now', 'Remaining', 'Policy'], rows, 'No agents.'),
+    data.agents.map(policyForm),
   ];
+}
+
+const POLICY_FIELDS = [
+  ['per_authorization_cap_units', 'Per authorization', 'per_authorization_cap'],
+  ['daily_cap_units', 'Daily cap', 'daily_cap'],
+  ['approval_threshold_units', 'Approval above', 'approval_threshold'],
+];
+
+/**
+ * An agent's policy to edit, in micro-units (exact; the page does no arithmetic on money). The
+ * version it was opened at is kept in the form across refreshes, and the change is saved only if
+ * the policy is still at it: a change someone made meanwhile is never overwritten unseen.
+ */
+function policyForm(agent) {
+  const id = agent.agent_id;
+  const out = outcome(`policy-${id}`);
+  const field = (name) => main.querySelector(`[name="${name}-${id}"]`);
+  /** Puts the agent's values as this render has them into the form, with their version. */
+  const load = (policy) => {
+    for (const [name, , view] of POLICY_FIELDS) field(name).value = policy[view].units;
+    field('policy-version').value = policy.version;
+  };
+  const save = () => {
+    const body = Object.fromEntries(POLICY_FIELDS.map(([name]) => [name, field(name)?.value.trim() ?? '']));
+    body.expect_version = field('policy-version')?.value ?? agent.policy.version;
+    void act(
+      out,
+      () =>
+        postJson(`/api/agents/${id}/policy`, body).catch((error) => {
+          if (error instanceof ConsoleError && error.currentVersion !== null) {
+            error.message = `Nothing was saved: someone changed this policy since you opened it (it is at version ${error.currentVersion} now). Its current values are in the table; press “Load current values”, make your change on top of them, and save again.`;
+          }
+          throw error;
+        }),
+      (result) => {
+        load(result.policy);
+        return `Saved: the policy of ${agent.name} is at version ${result.policy.version}.`;
+      },
+    );
+  };
+  return h(
+    'section',
+    { class: 'card', 'data-agent-id': id },
+    h('h2', {}, 'Policy of ', agent.name),
+    h('p', { class: 'muted' }, 'Amounts in micro-units (1 USD = 1000000). Saved only if the policy is still at the version it had when you opened this page: a change someone made meanwhile is never overwritten.'),
+    h(
+      'p',
+      {},
+      POLICY_FIELDS.map(([name, label, view]) => [h('label', {}, `${label}: `, h('input', { type: 'text', inputmode: 'numeric', name: `${name}-${id}`, value: agent.policy[view].units, size: 12 })), ' ']),
+      h('input', { type: 'hidden', name: `policy-version-${id}`, value: agent.policy.version }),
+    ),
+    h('p', { class: 'actions' }, h('button', { type: 'button', onclick: save }, 'Save policy'), ' ', h('button', { type: 'button', onclick: () => { load(agent.policy); out.textContent = ''; } }, 'Load current values')),
+    out,
+  );
 }
 
 const VIEWS = { overview, executions, execution, approvals, reconciliation, agents };
