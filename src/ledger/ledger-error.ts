@@ -14,5 +14,6 @@ export class LedgerError extends Refusal {
 }
 
 export const notFound = () => new LedgerError('not_found', 'not_found');
+export const forbidden = (reasonCode: string) => new LedgerError('forbidden', 'forbidden', { reasonCode });
 export const conflict = (reasonCode: string, fields?: readonly string[]) => new LedgerError('conflict', 'conflict', { reasonCode, fields });
 export const unprocessable = (code: string, reasonCode?: string, fields?: readonly string[]) => new LedgerError('unprocessable', code, { reasonCode, fields });
