@@ -8,7 +8,7 @@ import type { LedgerAuthorization } from '../ledger/wire/answers.js';
 import type { AgentTarget } from '../stack-client/connect-agent.js';
 import { admitJob, NOT_READY_WINDOW_MS, refuseIfExecutorCannotAdmit } from '../stack-client/paid-job/admission.js';
 import { followExecution } from '../stack-client/paid-job/follow-execution.js';
-import { approveCommand, obtainAuthorization } from '../stack-client/paid-job/job-authorization.js';
+import { approveCommand, obtainAuthorization, resumeCommand } from '../stack-client/paid-job/job-authorization.js';
 import { jobDelivery, type JobDelivery } from '../stack-client/paid-job/job-delivery.js';
 import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
 import { executionRequestBody, promptProblem } from '../stack-client/paid-job/job-request.js';
@@ -129,6 +129,7 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
     client: 'lexec agent',
     unknown: () => invalidArgument('authorization_id names no authorization of this agent.', ['authorization_id'], 'Use the authorization_id a generate_images call returned, or leave it out to request a new one.'),
     insufficient: (existing) => insufficient(existing, priced),
+    suspended: (agentId) => suspended(agentId, target.profile),
   });
   context.progress(`authorization ${authorization.token_id}: ${authorization.status}`);
   const base = { authorization_id: authorization.token_id, authorization_status: authorization.status, quoted };
@@ -142,7 +143,9 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
     });
   }
   const again = 'Call generate_images without authorization_id to request a new authorization.';
-  refuseUnusable(authorization, again);
+  const afterSuspension = (agentId: string) =>
+    `Do not retry with this authorization or ask for another: an operator suspended this agent, and the stack refuses its spend until the operator resumes it. Tell the user; once the operator has run \`${resumeCommand(agentId, target.profile)}\`, call generate_images without authorization_id.`;
+  refuseUnusable(authorization, again, afterSuspension);
 
   const body = executionRequestBody({ tokenId: authorization.token_id, prompt: input.prompt, targetId: priced.target.target_id, imageSize: priced.imageSize, imageCount: priced.imageCount });
   const admit = async (): Promise<ExecutionView> => {
@@ -159,6 +162,7 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
           }),
         reread: () => target.ledger.showAuthorization(authorization.token_id),
         again,
+        suspended: afterSuspension,
       });
     } catch (error) {
       // Still usable after a conflict: used by another job.
@@ -205,6 +209,14 @@ function withWhatStays(error: unknown, tokenId: string, executionId: string | nu
       ? `Once the stack answers again, call generate_images with authorization_id ${tokenId} and the same prompt, image_size and image_count.`
       : `Once the stack answers again, call generate_images with execution_id ${executionId}; nothing is spent twice.`;
   return new AgentWorded(error.code, `${message} ${stays}`, { nextStep: resume, issues: error.issues });
+}
+
+/** An operator suspended this agent: the agent must not retry; the operator decides when it may spend again. */
+function suspended(agentId: string | null, profile: string | null): UserError {
+  const command = resumeCommand(agentId ?? '<agent_id>', profile);
+  return new UserError('agent_suspended', 'An operator suspended this agent: the stack refuses its spend requests; nothing was requested or spent.', {
+    nextStep: `Do not retry: every spend request is refused until the operator resumes this agent. Tell the user; the operator resumes it with \`${command}\`.`,
+  });
 }
 
 function insufficient(existing: LedgerAuthorization, priced: JobQuote): UserError {
