@@ -14,7 +14,7 @@ import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
 import { executionRequestBody, promptProblem } from '../stack-client/paid-job/job-request.js';
 import type { JobQuote } from '../stack-client/paid-job/quote.js';
 import { refuseUnusable } from '../stack-client/paid-job/usable-authorization.js';
-import { cancelled, deliverImages, invalidArgument, money, notSucceeded, quoteIntent, spentOf, type DeliveredImage, type ToolAnswer, type ToolContext } from './agent-service.js';
+import { agentSuspended, cancelled, deliverImages, invalidArgument, money, notSucceeded, quoteIntent, spentOf, type DeliveredImage, type ToolAnswer, type ToolContext } from './agent-service.js';
 import type { Money, ToolInput, ToolOutput } from './agent-tools.js';
 import { AgentWorded, agentWording } from './agent-wording.js';
 
@@ -129,7 +129,7 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
     client: 'lexec agent',
     unknown: () => invalidArgument('authorization_id names no authorization of this agent.', ['authorization_id'], 'Use the authorization_id a generate_images call returned, or leave it out to request a new one.'),
     insufficient: (existing) => insufficient(existing, priced),
-    suspended: (agentId) => suspended(agentId, target.profile),
+    suspended: (agentId) => agentSuspended(agentId, target.profile),
   });
   context.progress(`authorization ${authorization.token_id}: ${authorization.status}`);
   const base = { authorization_id: authorization.token_id, authorization_status: authorization.status, quoted };
@@ -209,14 +209,6 @@ function withWhatStays(error: unknown, tokenId: string, executionId: string | nu
       ? `Once the stack answers again, call generate_images with authorization_id ${tokenId} and the same prompt, image_size and image_count.`
       : `Once the stack answers again, call generate_images with execution_id ${executionId}; nothing is spent twice.`;
   return new AgentWorded(error.code, `${message} ${stays}`, { nextStep: resume, issues: error.issues });
-}
-
-/** An operator suspended this agent: the agent must not retry; the operator decides when it may spend again. */
-function suspended(agentId: string | null, profile: string | null): UserError {
-  const command = resumeCommand(agentId ?? '<agent_id>', profile);
-  return new UserError('agent_suspended', 'An operator suspended this agent: the stack refuses its spend requests; nothing was requested or spent.', {
-    nextStep: `Do not retry: every spend request is refused until the operator resumes this agent. Tell the user; the operator resumes it with \`${command}\`.`,
-  });
 }
 
 function insufficient(existing: LedgerAuthorization, priced: JobQuote): UserError {

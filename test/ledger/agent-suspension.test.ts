@@ -61,7 +61,8 @@ const resume = (agentId: string, body?: unknown, token = ledger.adminToken) =>
 const claim = (tokenId: string, executionId: string) =>
   call<{ error?: unknown }>(ledger.url, 'POST', `/executor/authorizations/${tokenId}/claim`, { token: actors.executor, body: { execution_id: executionId } });
 const status = (tokenId: string) => ledger.query<{ status: string; execution_id: string | null }>('SELECT status, execution_id FROM authorizations WHERE token_id = ?', tokenId)[0];
-const spending = async (token = actors.agent) => (await call<{ spending: { held_units: string; spent_units: string } }>(ledger.url, 'GET', '/agent/spending', { token })).body.spending;
+const spending = async (token = actors.agent) =>
+  (await call<{ spending: { held_units: string; spent_units: string; agent_status: string } }>(ledger.url, 'GET', '/agent/spending', { token })).body.spending;
 /** Everything the ledger holds about agents and authorizations: compared to prove nothing changed. */
 const snapshot = () => ({
   agents: ledger.query('SELECT * FROM agents ORDER BY agent_id'),
@@ -78,7 +79,7 @@ describe('suspending an agent', () => {
     const claimed = await created('500000', 'approved');
     const execution = exe();
     expect((await claim(claimed, execution)).status).toBe(200);
-    expect(await spending()).toMatchObject({ held_units: '3000000', spent_units: '0' });
+    expect(await spending()).toMatchObject({ held_units: '3000000', spent_units: '0', agent_status: 'active' });
 
     const suspended = await suspend(actors.agentId, { reason: 'runaway loop' });
     expect(suspended.status).toBe(200);
@@ -94,7 +95,7 @@ describe('suspending an agent', () => {
       { status: 'claimed', execution_id: execution },
     ]);
     // The cancelled holds are freed; the claimed one still holds.
-    expect(await spending()).toMatchObject({ held_units: '500000', spent_units: '0' });
+    expect(await spending()).toMatchObject({ held_units: '500000', spent_units: '0', agent_status: 'suspended' });
 
     // A new request is refused and holds nothing.
     const before = snapshot();

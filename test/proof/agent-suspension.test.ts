@@ -128,6 +128,8 @@ describe('a suspended agent on a real stack', () => {
     const withCancelled = toolError(await agent.call('generate_images', { prompt: 'a suspended lighthouse', image_count: 2, authorization_id: approved }));
     expect(withCancelled.code).toBe('authorization_cancelled');
     expect(withCancelled.next_step).toContain('Do not retry');
+    // The free quote says the same rather than "automatic".
+    expect(toolError(await agent.call('quote', { image_count: 1 }))).toMatchObject({ code: 'agent_suspended', next_step: generated.next_step });
     // Its reads stay open: the spending tool shows nothing held but the execution under way.
     expect(structured('spending', await agent.call('spending')).held.amount_units).toBe('3000');
 

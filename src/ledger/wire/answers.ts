@@ -63,6 +63,8 @@ export const spendingSchema = z.object({
   currency: z.string(),
   as_of: timestamp,
   policy: policySchema,
+  /** `active`, or `suspended` by an operator: its requests are refused whatever the room (null from an older ledger). */
+  agent_status: added(z.string()),
 });
 export type LedgerSpending = z.output<typeof spendingSchema>;
 
