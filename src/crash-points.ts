@@ -50,6 +50,12 @@ export const CRASH_POINTS = {
   'resolution.after_release_answer': 'a human releases: the ledger answered the release, before the resolution',
   'resolution.after_record': 'the resolution recorded (the execution final), before the human is answered',
   'ledger.after_resolve_commit': 'ledger: a human resolved a reconciliation record (its settlement or release committed), before it answers',
+  // An operator suspends an agent (docs/ledger.md "Suspending an agent"), and resumes it. The
+  // first is inside the suspension's one transaction — the one point that is not after a durable
+  // step: killed there, nothing of the suspension may remain.
+  'ledger.during_suspend': 'ledger: inside the suspension transaction, the agent marked suspended but its unclaimed authorizations not yet cancelled (nothing committed)',
+  'ledger.after_suspend_commit': 'ledger: the suspension (the agent suspended, its unclaimed authorizations cancelled) committed, before it answers the operator',
+  'ledger.after_resume_commit': 'ledger: the agent resumed (committed), before it answers the operator',
   'api.before_artifact_content': 'executor API: an image of a succeeded execution asked for, before any of its bytes is sent (the download a client makes last)',
 } as const;
 

@@ -5,6 +5,7 @@ import { UserError } from '../errors.js';
 import type { ArtifactView, ExecutionView, ExecutorClient, OfferedTarget } from '../executor/client/executor-client.js';
 import { decideRequest } from '../ledger/authorization-rules.js';
 import type { AgentTarget } from '../stack-client/connect-agent.js';
+import { resumeCommand } from '../stack-client/paid-job/job-authorization.js';
 import { jobDelivery } from '../stack-client/paid-job/job-delivery.js';
 import { jobArtifacts, jobImage, type ReadAgain } from '../stack-client/paid-job/job-images.js';
 import { chooseTarget, IntentRefused, quoteJob, type IntentProblem, type JobQuote } from '../stack-client/paid-job/quote.js';
@@ -48,6 +49,14 @@ export function money(units: bigint, currency = 'USD'): Money {
 
 export function imageUri(executionId: string, ordinal: number): string {
   return `lexec://executions/${executionId}/images/${ordinal}`;
+}
+
+/** An operator suspended this agent: the agent must not retry; the operator decides when it may spend again. */
+export function agentSuspended(agentId: string | null, profile: string | null): UserError {
+  const command = resumeCommand(agentId ?? '<agent_id>', profile);
+  return new UserError('agent_suspended', 'An operator suspended this agent: the stack refuses its spend requests; nothing was requested or spent.', {
+    nextStep: `Do not retry: every spend request is refused until the operator resumes this agent. Tell the user; the operator resumes it with \`${command}\`.`,
+  });
 }
 
 /** An invalid tool argument: code invalid_argument, the field paths, never the value. */
@@ -114,6 +123,8 @@ export function quoteIntent(offered: readonly OfferedTarget[], intent: { target_
 export async function quote(target: AgentTarget, input: ToolInput<'quote'>): Promise<ToolAnswer<ToolOutput<'quote'>>> {
   const priced = quoteIntent(await target.executor.targets(), input);
   const spending = await target.ledger.spending();
+  // A suspended agent's request is refused whatever its policy leaves: say so, not "automatic".
+  if (spending.agent_status === 'suspended') throw agentSuspended(spending.agent_id, target.profile);
   const decision = decideRequest(spending.policy, priced.amountUnits, spending.spent_units + spending.held_units);
   return {
     result: {

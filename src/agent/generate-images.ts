@@ -8,13 +8,13 @@ import type { LedgerAuthorization } from '../ledger/wire/answers.js';
 import type { AgentTarget } from '../stack-client/connect-agent.js';
 import { admitJob, NOT_READY_WINDOW_MS, refuseIfExecutorCannotAdmit } from '../stack-client/paid-job/admission.js';
 import { followExecution } from '../stack-client/paid-job/follow-execution.js';
-import { approveCommand, obtainAuthorization } from '../stack-client/paid-job/job-authorization.js';
+import { approveCommand, obtainAuthorization, resumeCommand } from '../stack-client/paid-job/job-authorization.js';
 import { jobDelivery, type JobDelivery } from '../stack-client/paid-job/job-delivery.js';
 import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
 import { executionRequestBody, promptProblem } from '../stack-client/paid-job/job-request.js';
 import type { JobQuote } from '../stack-client/paid-job/quote.js';
 import { refuseUnusable } from '../stack-client/paid-job/usable-authorization.js';
-import { cancelled, deliverImages, invalidArgument, money, notSucceeded, quoteIntent, spentOf, type DeliveredImage, type ToolAnswer, type ToolContext } from './agent-service.js';
+import { agentSuspended, cancelled, deliverImages, invalidArgument, money, notSucceeded, quoteIntent, spentOf, type DeliveredImage, type ToolAnswer, type ToolContext } from './agent-service.js';
 import type { Money, ToolInput, ToolOutput } from './agent-tools.js';
 import { AgentWorded, agentWording } from './agent-wording.js';
 
@@ -129,6 +129,7 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
     client: 'lexec agent',
     unknown: () => invalidArgument('authorization_id names no authorization of this agent.', ['authorization_id'], 'Use the authorization_id a generate_images call returned, or leave it out to request a new one.'),
     insufficient: (existing) => insufficient(existing, priced),
+    suspended: (agentId) => agentSuspended(agentId, target.profile),
   });
   context.progress(`authorization ${authorization.token_id}: ${authorization.status}`);
   const base = { authorization_id: authorization.token_id, authorization_status: authorization.status, quoted };
@@ -142,7 +143,9 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
     });
   }
   const again = 'Call generate_images without authorization_id to request a new authorization.';
-  refuseUnusable(authorization, again);
+  const afterSuspension = (agentId: string) =>
+    `Do not retry with this authorization or ask for another: an operator suspended this agent, and the stack refuses its spend until the operator resumes it. Tell the user; once the operator has run \`${resumeCommand(agentId, target.profile)}\`, call generate_images without authorization_id.`;
+  refuseUnusable(authorization, again, afterSuspension);
 
   const body = executionRequestBody({ tokenId: authorization.token_id, prompt: input.prompt, targetId: priced.target.target_id, imageSize: priced.imageSize, imageCount: priced.imageCount });
   const admit = async (): Promise<ExecutionView> => {
@@ -159,6 +162,7 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
           }),
         reread: () => target.ledger.showAuthorization(authorization.token_id),
         again,
+        suspended: afterSuspension,
       });
     } catch (error) {
       // Still usable after a conflict: used by another job.

@@ -4,6 +4,7 @@
  * (src/http/refusal-status.ts).
  *
  * - invalid: the request itself is wrong (code `invalid_request`, the field paths at fault);
+ * - forbidden: the caller is known but may not do this now (an agent an operator suspended);
  * - not_found: nothing by that id;
  * - conflict: the request disagrees with what is recorded (code `conflict`, a reason code);
  * - unprocessable: well formed, but a rule refuses it (policy, hold, requirement, ceiling);
@@ -11,7 +12,7 @@
  * - unavailable: not now, retry the identical request (retryable);
  * - internal: a broken invariant, answered without detail (code `internal_error`).
  */
-export type RefusalKind = 'invalid' | 'not_found' | 'conflict' | 'unprocessable' | 'precondition_failed' | 'unavailable' | 'internal';
+export type RefusalKind = 'invalid' | 'forbidden' | 'not_found' | 'conflict' | 'unprocessable' | 'precondition_failed' | 'unavailable' | 'internal';
 
 export interface RefusalOptions {
   readonly reasonCode?: string;

@@ -8,6 +8,7 @@ import { ApiError } from './api-error.js';
  */
 const STATUS: Readonly<Record<RefusalKind, number>> = {
   invalid: 400,
+  forbidden: 403,
   not_found: 404,
   conflict: 409,
   unprocessable: 422,

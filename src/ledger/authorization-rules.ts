@@ -5,10 +5,11 @@ export { centsCeil, unitsFromCents } from '../domain/money.js';
  *   requested → approved (by policy or an approver) | denied
  *   approved → claimed (by exactly one execution) | expired
  *   claimed → settled | released
+ *   requested | approved → cancelled (the agent was suspended before anyone claimed it)
  * No I/O here: the use cases (src/ledger/use-cases/) call these inside the store's transactions.
  */
 
-export const AUTHORIZATION_STATUSES = ['requested', 'approved', 'denied', 'claimed', 'settled', 'released', 'expired'] as const;
+export const AUTHORIZATION_STATUSES = ['requested', 'approved', 'denied', 'claimed', 'settled', 'released', 'expired', 'cancelled'] as const;
 export type AuthorizationStatus = (typeof AUTHORIZATION_STATUSES)[number];
 
 export interface SpendPolicy {
@@ -39,7 +40,7 @@ export function effectiveStatus(status: AuthorizationStatus, expiresAt: number, 
   return (status === 'requested' || status === 'approved') && now >= expiresAt ? 'expired' : status;
 }
 
-/** Statuses whose amount still counts against the daily cap. */
+/** Statuses whose amount still counts against the daily cap (denied, released, expired and cancelled ones hold nothing). */
 export function countsAgainstCap(status: AuthorizationStatus): boolean {
   return status === 'requested' || status === 'approved' || status === 'claimed' || status === 'settled';
 }

@@ -14,6 +14,7 @@ export class LedgerError extends Refusal {
 }
 
 export const notFound = () => new LedgerError('not_found', 'not_found');
+export const forbidden = (reasonCode: string) => new LedgerError('forbidden', 'forbidden', { reasonCode });
 export const conflict = (reasonCode: string, fields?: readonly string[]) => new LedgerError('conflict', 'conflict', { reasonCode, fields });
 export const unprocessable = (code: string, reasonCode?: string, fields?: readonly string[]) => new LedgerError('unprocessable', code, { reasonCode, fields });
 /** The caller expected another version of a record (`If-Match`); `current` is the version it has, so the caller can look and try again. */

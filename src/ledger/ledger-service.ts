@@ -3,6 +3,7 @@ import type { SpendPolicy } from './authorization-rules.js';
 import type { LedgerContractLevel } from './ledger-config.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
 import { createLedgerStore } from './store/ledger-store.js';
+import { createSuspensionStore } from './store/suspension-store.js';
 import { agentSpending } from './use-cases/agent-spending.js';
 import { claimAuthorization } from './use-cases/claim-authorization.js';
 import { decideAuthorization } from './use-cases/decide-authorization.js';
@@ -14,6 +15,7 @@ import { requestAuthorization } from './use-cases/request-authorization.js';
 import { reconciliationRecords, resolveReconciliation } from './use-cases/resolve-reconciliation.js';
 import { settleAuthorization } from './use-cases/settle-authorization.js';
 import { resolveAuthorization, showAuthorization } from './use-cases/show-authorization.js';
+import { resumeAgent, suspendAgent } from './use-cases/suspend-agent.js';
 
 export type { AuthorizationRow } from './store/ledger-rows.js';
 export type { Receipt } from './use-cases/settle-authorization.js';
@@ -41,6 +43,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
   const store = createLedgerStore(options.db);
   const context = {
     store,
+    suspensions: createSuspensionStore(options.db),
     now: options.now,
     crash: options.crashPoints ?? NO_CRASH_POINTS,
     contractLevel: options.contractLevel,
@@ -63,5 +66,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
     openReconciliation: openReconciliation.bind(null, context),
     reconciliationRecords: reconciliationRecords.bind(null, context),
     resolveReconciliation: resolveReconciliation.bind(null, context),
+    suspendAgent: suspendAgent.bind(null, context),
+    resumeAgent: resumeAgent.bind(null, context),
   };
 }

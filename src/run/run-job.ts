@@ -6,7 +6,7 @@ import { connectStackLedger } from '../stack-client/connect-ledger.js';
 import { activeStack, stackStopped } from '../stack-client/locate-stack.js';
 import { admitJob, NOT_READY_WINDOW_MS, refuseIfExecutorCannotAdmit } from '../stack-client/paid-job/admission.js';
 import { followExecution } from '../stack-client/paid-job/follow-execution.js';
-import { approveCommand, denyCommand, obtainAuthorization, waitForDecision } from '../stack-client/paid-job/job-authorization.js';
+import { approveCommand, denyCommand, obtainAuthorization, resumeCommand, waitForDecision } from '../stack-client/paid-job/job-authorization.js';
 import { jobDelivery, type JobDelivery } from '../stack-client/paid-job/job-delivery.js';
 import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
 import { executionRequestBody } from '../stack-client/paid-job/job-request.js';
@@ -185,8 +185,17 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     throw withWhatStays(error, leftBehind(stage, profile));
   });
 
+  // After a suspension: the operator resumes the profile's agent, then runs anew (no --authorization: a cancelled one stays cancelled).
+  const afterResume = (agentId: string) =>
+    `Once the agent may spend again, resume it (\`${resumeCommand(agentId, profile)}\`), then run \`lexec run\` again without --authorization to request a new authorization.`;
   let authorization = await obtainAuthorization(ledger, quote, {
     refused: async (reason) => policyRefused(await policyRoom(ledger, quote, reason), quote),
+    suspended: (agentId) => {
+      const id = agentId ?? stack.handoff.agent.agent_id;
+      return new UserError('agent_suspended', `An operator suspended agent ${id} (the profile's local agent): the ledger refuses its new spend requests; nothing was requested or spent.`, {
+        nextStep: `Once it may spend again, resume it (\`${resumeCommand(id, profile)}\`), then run the command again.`,
+      });
+    },
     existingId: request.authorization,
     client: 'lexec run',
     insufficient: (existing) =>
@@ -223,7 +232,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
       request.progress({ kind: 'authorization', token_id: authorization.token_id, status: authorization.status, amount_units: authorization.amount_units, reused: false });
     }
     const again = 'Run `lexec run` again without --authorization to request a new authorization.';
-    refuseUnusable(authorization, again);
+    refuseUnusable(authorization, again, afterResume);
     stage = { at: 'approved', tokenId: authorization.token_id };
     checkpoint();
 
@@ -238,6 +247,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
         wait: pause,
         reread: () => ledger.showAuthorization(authorization.token_id),
         again,
+        suspended: afterResume,
       });
     stage = { at: 'admitting', tokenId: authorization.token_id };
     let execution = await admit();

@@ -8,6 +8,14 @@ export interface Migration {
   readonly name: string;
   /** SQL to run, or a function for migrations that must check rows before changing them. */
   readonly up: string | ((db: Database.Database) => void);
+  /**
+   * The migration rebuilds tables (SQLite's way to change a table's CHECK constraints: create the
+   * new table, copy the rows, drop the old one, rename the new one). It runs with foreign-key
+   * enforcement off, as SQLite's procedure requires — dropping a referenced table would otherwise
+   * delete or refuse — and `PRAGMA foreign_key_check` must find every reference intact before the
+   * upgrade commits.
+   */
+  readonly rebuildsTables?: boolean;
 }
 
 export interface OpenDatabaseOptions {
@@ -108,17 +116,28 @@ export function migrate(db: Database.Database, migrations: readonly Migration[])
   // A read first, so an up-to-date database takes no write lock and sees no write.
   const applied = appliedVersions(db);
   refuseNewerSchema(db.name, applied, ordered.length);
-  if (pendingMigrations(ordered, applied).length === 0) return;
-  db.transaction(() => {
-    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
-    // Read again under the write lock: another process may have migrated in between.
-    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-    for (const migration of pendingMigrations(ordered, appliedVersions(db))) {
-      if (typeof migration.up === 'string') db.exec(migration.up);
-      else migration.up(db);
-      record.run(migration.version, migration.name, Date.now());
-    }
-  }).immediate();
+  const pending = pendingMigrations(ordered, applied);
+  if (pending.length === 0) return;
+  // `PRAGMA foreign_keys` cannot change inside a transaction: off before it, on again after it.
+  const rebuilds = pending.some((migration) => migration.rebuildsTables === true);
+  const enforcing = Number(db.pragma('foreign_keys', { simple: true })) === 1;
+  if (rebuilds && enforcing) db.pragma('foreign_keys = OFF');
+  try {
+    db.transaction(() => {
+      db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+      // Read again under the write lock: another process may have migrated in between.
+      const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+      for (const migration of pendingMigrations(ordered, appliedVersions(db))) {
+        if (typeof migration.up === 'string') db.exec(migration.up);
+        else migration.up(db);
+        record.run(migration.version, migration.name, Date.now());
+      }
+      // Rebuilt tables were copied with enforcement off: every reference must still hold, or nothing commits.
+      if (rebuilds && (db.pragma('foreign_key_check') as unknown[]).length > 0) throw new BugError('a migration that rebuilds tables left a foreign key without its row');
+    }).immediate();
+  } finally {
+    if (rebuilds && enforcing) db.pragma('foreign_keys = ON');
+  }
 }
 
 /** The versions a database records as applied (empty before its first migration). */

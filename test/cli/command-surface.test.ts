@@ -45,13 +45,15 @@ describe('command surface', () => {
   /** Server-bound ledger verbs: --profile, or --url and --token-file (manual mode), plus their own flags, sorted by name with the global ones. */
   const ledgerVerb = (...own: ReturnType<typeof flag>[]) =>
     [...global, flag('profile'), flag('url'), flag('token-file'), ...own].sort((a, b) => a.name.localeCompare(b.name));
-  const statuses = ['requested', 'approved', 'denied', 'claimed', 'settled', 'released', 'expired'];
+  const statuses = ['requested', 'approved', 'denied', 'claimed', 'settled', 'released', 'expired', 'cancelled'];
 
   it('lists exactly these commands and flags', () => {
     expect(surface).toEqual({
       'agent:mcp': ledgerVerb(flag('executor-url'), flag('executor-token-file')),
       'ledger:agents:add': ledgerVerb(flag('name', { required: true }), flag('credential-file')),
       'ledger:agents:list': ledgerVerb(),
+      'ledger:agents:resume': ledgerVerb(flag('agent-id', { required: true })),
+      'ledger:agents:suspend': ledgerVerb(flag('agent-id', { required: true }), flag('reason')),
       'ledger:approvals:list': ledgerVerb(),
       'ledger:authorizations:approve': ledgerVerb(flag('reason')),
       'ledger:authorizations:deny': ledgerVerb(flag('reason')),

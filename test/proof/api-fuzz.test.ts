@@ -38,6 +38,8 @@ const LEDGER_ROUTES: readonly Route[] = [
   { method: 'POST', path: '/agents', as: 'admin' },
   { method: 'GET', path: '/agents/:agent/policy', as: 'admin' },
   { method: 'PUT', path: '/agents/:agent/policy', as: 'admin' },
+  { method: 'POST', path: '/agents/:agent/suspend', as: 'admin' },
+  { method: 'POST', path: '/agents/:agent/resume', as: 'admin' },
   { method: 'PUT', path: '/credentials/:id', as: 'admin' },
   { method: 'POST', path: '/authorizations', as: 'agent' },
   { method: 'GET', path: '/authorizations', as: 'admin' },

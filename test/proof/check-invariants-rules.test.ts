@@ -83,6 +83,23 @@ describe('the ledger\'s authorizations', () => {
   });
 });
 
+describe('an operator\'s suspension of an agent', () => {
+  it('cancelled_never_claimed: a cancelled authorization that names an execution (its claim then has none either); an execution running on a cancelled authorization', async () => {
+    const claimed = await breached(({ ledger }) => void ledger.prepare("UPDATE authorizations SET execution_id = 'exe_late' WHERE token_id = ?").run(clean.cancelled.token));
+    expect(claimed.rules).toEqual(['cancelled_never_claimed', 'claim_has_execution']);
+    expect(claimed.messages).toContain('cancelled, yet claimed for exe_late');
+    const run = await breached(({ ledger }) => void ledger.prepare("UPDATE authorizations SET status = 'cancelled', cancellation_reason = 'agent_suspended' WHERE token_id = ?").run(first().token));
+    expect(run.rules).toContain('cancelled_never_claimed');
+    expect(run.messages).toContain(`runs on cancelled authorization ${first().token}`);
+  });
+
+  it('suspension_is_whole: a suspended agent whose unclaimed authorization is still approved (half a suspension)', async () => {
+    const half = await breached(({ ledger }) => void ledger.prepare("UPDATE authorizations SET status = 'approved', cancellation_reason = NULL WHERE token_id = ?").run(clean.cancelled.token));
+    expect(half.rules).toEqual(['suspension_is_whole']);
+    expect(half.messages[0]).toMatch(/^agent agt_[0-9a-f-]+ is suspended, yet this authorization is still approved$/);
+  });
+});
+
 describe('money', () => {
   it('hold_matches_ledger: the executor records another hold than the ledger; a settlement in another currency', async () => {
     expect(

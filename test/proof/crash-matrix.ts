@@ -13,6 +13,7 @@ import { startDevServer, temporalCli, type DevServer } from '../support/temporal
 import { checkInvariants } from './check-invariants.js';
 import { drive, ledgerAnswers, ledgerRows, query, submissionLines, tokenOf, type Scenario } from './crash-scenarios.js';
 import { recordResumeFigure, resumeFigure } from './resume-figures.js';
+import { SUSPENSION_POINTS, type SuspensionPoint } from './suspension-points.js';
 import { executionWorkflows, isClosed, temporalRunStates, type RunState, type TemporalRunStates } from './temporal-run-states.js';
 
 /*
@@ -105,12 +106,14 @@ const releasedByHuman = (killed: Expected['killed']): Expected => ({
   resolutionReplayed: false,
 });
 
+/** The points on an execution's path: every point in src/crash-points.ts but an operator's suspension of an agent (suspension-points.ts). */
+type ExecutionPoint = Exclude<CrashPoint, SuspensionPoint>;
+
 /**
- * The disposition of a kill at each point (every point in src/crash-points.ts has one); a point
- * on more than one path (the ledger's settle and release serve the runner and a human alike)
- * lists one per path.
+ * The disposition of a kill at each point on an execution's path; a point on more than one path
+ * (the ledger's settle and release serve the runner and a human alike) lists one per path.
  */
-export const EXPECTED: Readonly<Record<CrashPoint, Expected | readonly Expected[]>> = {
+export const EXPECTED: Readonly<Record<ExecutionPoint, Expected | readonly Expected[]>> = {
   // Nothing or only the claim is durable: the identical request is replayed and runs once.
   'admission.before_claim': succeeds(),
   'ledger.after_claim_commit': succeeds('ledger'),
@@ -175,7 +178,7 @@ export const EXPECTED: Readonly<Record<CrashPoint, Expected | readonly Expected[
 
 /** Every case of the matrix: a point and one of its paths. */
 export function matrixCases(): { name: string; point: CrashPoint; expected: Expected }[] {
-  return (Object.keys(CRASH_POINTS) as CrashPoint[]).flatMap((point) => {
+  return (Object.keys(EXPECTED) as ExecutionPoint[]).flatMap((point) => {
     const paths = [EXPECTED[point]].flat();
     return paths.map((expected) => ({ name: paths.length > 1 ? `${point} (${expected.scenario})` : point, point, expected }));
   });
@@ -230,8 +233,8 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
       await rm(`${armFile}.fired`, { force: true });
     }, 120_000);
 
-    it('every crash point has an expected disposition', () => {
-      expect(Object.keys(EXPECTED).sort()).toEqual(Object.keys(CRASH_POINTS).sort());
+    it('every crash point has an expected disposition (those of a suspension: agent-suspension.test.ts)', () => {
+      expect([...Object.keys(EXPECTED), ...SUSPENSION_POINTS].sort()).toEqual(Object.keys(CRASH_POINTS).sort());
     });
 
     it.each(matrixCases())('killed at $name', async ({ name, point, expected }) => {

@@ -15,7 +15,8 @@ import { checkInvariants, type InvariantInputs, type Rule } from './check-invari
  * billing ambiguous and settled by a human at the ledger; provider error settled by a human at
  * the executor for the images the provider's evidence shows; answer dropped and released by a
  * human; 5xx to the submission and released by a human at the ledger; killed mid-submission and
- * left in reconciliation; never transmitted and released. Its files are copied flat to a
+ * left in reconciliation; never transmitted and released — and then its agent suspended by the
+ * operator, which cancels an approved authorization nobody claimed. Its files are copied flat to a
  * directory of their own; each breach is planted in a copy of that copy (`breached`).
  */
 
@@ -93,6 +94,8 @@ export interface CleanRun {
   killedWhileSubmitting: Run;
   /** The provider down: never transmitted, released. */
   notTransmitted: Run;
+  /** Approved, never claimed, cancelled when the operator suspended the agent (no execution). */
+  cancelled: Run;
 }
 
 /** Every line of a JSON-lines file, parsed. */
@@ -147,6 +150,7 @@ export function cleanRunFixture(): { clean: CleanRun; breached: Breached } {
     releasedAtLedger: none,
     killedWhileSubmitting: none,
     notTransmitted: none,
+    cancelled: none,
   };
 
   beforeAll(async () => {
@@ -198,6 +202,13 @@ export function cleanRunFixture(): { clean: CleanRun; breached: Breached } {
     await s.sandbox.stop('SIGKILL');
     clean.notTransmitted = await admit(s, 1);
     await expectEnd(clean.notTransmitted, 'failed', 'not_transmitted');
+
+    // The operator suspends the agent: its approved, unclaimed authorization is cancelled.
+    const unclaimed = await s.approvedToken();
+    const shown = await call<{ authorization: { agent_id: string } }>(s.ledger.url, 'GET', `/authorizations/${unclaimed}`, { token: s.admin });
+    const suspended = await call<{ cancelled_authorizations: number }>(s.ledger.url, 'POST', `/agents/${shown.body.authorization.agent_id}/suspend`, { token: s.admin, body: { reason: 'fixture' } });
+    expect(suspended.body.cancelled_authorizations).toBe(1);
+    clean.cancelled = { token: unclaimed, execution: '' };
     await s.executor.kill('SIGTERM');
     await s.ledger.stop('SIGTERM');
 

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { generateCapability } from '../../src/credentials/capability.js';
 import { UserError } from '../../src/errors.js';
 import { createLedgerClient, type LedgerClient } from '../../src/ledger/client/ledger-client.js';
-import { LedgerPolicyVersionMismatch } from '../../src/ledger/client/ledger-client-errors.js';
+import { LedgerAgentSuspended, LedgerPolicyVersionMismatch } from '../../src/ledger/client/ledger-client-errors.js';
 import { mintCredential, startTestLedger, type TestLedger } from '../support/ledger.js';
 
 /*
@@ -87,6 +87,21 @@ describe('ledger client against a real ledger', () => {
     expect(await admin.policy(agent.agent_id)).toMatchObject({ version: read.version + 1n, approval_threshold_units: 0n });
     // Without a version the change is unconditional.
     expect(await admin.setPolicy(agent.agent_id, policy)).toMatchObject({ version: read.version + 2n });
+  });
+
+  it('suspends and resumes an agent; the suspended agent\'s request is agent_suspended with the admin\'s next step', async () => {
+    const agent = await admin.addAgent(`halt-${randomUUID().slice(0, 8)}`);
+    const client = createLedgerClient({ url: ledger.url, token: await mintCredential(ledger, 'agent', agent.agent_id) });
+    await client.requestAuthorization({ amountUnits: 1_000n });
+    const suspended = await admin.suspendAgent(agent.agent_id, 'unit test');
+    expect(suspended).toMatchObject({ agent: { status: 'suspended', suspension_reason: 'unit test' }, cancelled_authorizations: 1, changed: true });
+    expect(suspended.agent.suspended_at).toMatch(/^\d{4}-\d\d-\d\dT/);
+    const refused = await refusal(client.requestAuthorization({ amountUnits: 1_000n }));
+    expect(refused).toBeInstanceOf(LedgerAgentSuspended);
+    expect(refused).toMatchObject({ code: 'agent_suspended', issues: [] });
+    expect(refused.nextStep).toContain('lexec ledger agents resume --agent-id <agent_id>');
+    expect(await admin.resumeAgent(agent.agent_id)).toMatchObject({ agent: { status: 'active', suspended_at: null, suspension_reason: null }, changed: true });
+    expect((await refusal(admin.suspendAgent(`agt_${randomUUID()}`, null))).code).toBe('ledger_not_found');
   });
 
   it('registers a digest idempotently: the same registration again is unchanged', async () => {

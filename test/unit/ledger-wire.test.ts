@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { authorizationAnswerSchema, resolutionAnswerSchema, spendingAnswerSchema } from '../../src/ledger/wire/answers.js';
+import { agentSchema, authorizationAnswerSchema, resolutionAnswerSchema, spendingAnswerSchema } from '../../src/ledger/wire/answers.js';
 import { call, setUpActors, startTestLedger } from '../support/ledger.js';
 
 /* The ledger's answers, defined once (src/ledger/wire/answers.ts), as the real ledger writes them. */
@@ -19,6 +19,17 @@ describe('ledger wire shapes', () => {
     } finally {
       await ledger.close();
     }
+  });
+
+  it('reads an older ledger\'s agent and authorization, without the suspension fields, as not suspended and not cancelled', () => {
+    const agent = agentSchema.parse({ agent_id: 'agt_1', name: 'bot', status: 'active', created_at: '2026-11-25T00:00:00.000Z' });
+    expect(agent).toMatchObject({ suspended_at: null, suspension_reason: null });
+    const authorization = {
+      token_id: 't', account_id: 'a', agent_id: 'g', status: 'approved', amount_units: '1', units_scale: 6, currency: 'USD', amount_cents: '1', purpose: null,
+      execution_id: null, decided_by: 'policy', decision_reason: null, created_at: '2026-11-25T00:00:00.000Z', decided_at: null, expires_at: '2026-11-25T01:00:00.000Z',
+      settlement: null, release: null,
+    };
+    expect(authorizationAnswerSchema.parse({ authorization }).authorization.cancellation).toBeNull();
   });
 
   it('refuses an amount sent as a JSON number or a fraction: it may already have lost precision', () => {

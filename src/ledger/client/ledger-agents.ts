@@ -1,5 +1,5 @@
 import { UserError } from '../../errors.js';
-import type { LedgerAgent } from '../wire/answers.js';
+import type { LedgerAgent, LedgerAgentSuspension } from '../wire/answers.js';
 import type { LedgerConnector } from './ledger-connector.js';
 import { discardPendingCredential, registerPendingCredential, writePendingCredential, type IssuedCredential } from './ledger-credentials.js';
 
@@ -51,4 +51,43 @@ export async function addLedgerAgent(request: AddAgentRequest): Promise<AddAgent
 export async function listLedgerAgents(target: LedgerConnector): Promise<ListAgentsResult> {
   const client = await target('admin');
   return { agents: await client.listAgents() };
+}
+
+/** `ledger agents suspend` and `resume`: where the agent stands after the call. */
+export interface AgentSuspensionResult {
+  readonly agent_id: string;
+  readonly name: string;
+  /** `suspended` or `active`. */
+  readonly status: string;
+  /** Requested and approved authorizations nobody had claimed, cancelled by this very call (0 for a resume or a repeat). */
+  readonly cancelled_authorizations: number;
+  /** false when the agent already stood so: nothing was changed. */
+  readonly changed: boolean;
+  readonly suspended_at: string | null;
+  readonly suspension_reason: string | null;
+}
+
+function suspensionResult(answer: LedgerAgentSuspension): AgentSuspensionResult {
+  const { agent } = answer;
+  return {
+    agent_id: agent.agent_id,
+    name: agent.name,
+    status: agent.status,
+    cancelled_authorizations: answer.cancelled_authorizations,
+    changed: answer.changed,
+    suspended_at: agent.suspended_at,
+    suspension_reason: agent.suspension_reason,
+  };
+}
+
+/** `ledger agents suspend` (admin token): new spend requests refused, unclaimed authorizations cancelled; executions under way finish. */
+export async function suspendLedgerAgent(request: { readonly target: LedgerConnector; readonly agentId: string; readonly reason: string | null }): Promise<AgentSuspensionResult> {
+  const client = await request.target('admin');
+  return suspensionResult(await client.suspendAgent(request.agentId, request.reason));
+}
+
+/** `ledger agents resume` (admin token): the agent may request spend again. */
+export async function resumeLedgerAgent(request: { readonly target: LedgerConnector; readonly agentId: string }): Promise<AgentSuspensionResult> {
+  const client = await request.target('admin');
+  return suspensionResult(await client.resumeAgent(request.agentId));
 }

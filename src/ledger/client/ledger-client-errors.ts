@@ -82,6 +82,17 @@ function versionMismatch(url: string, said: string, current: bigint | null): Led
 }
 
 /**
+ * The ledger refused an agent's spend request because an operator suspended the agent (403
+ * `forbidden` / `agent_suspended`). Each client words it for its own surface (`lexec run`, the
+ * agent's tools) with the agent's id; as it is, it says what an admin does.
+ */
+export class LedgerAgentSuspended extends UserError {
+  constructor(message: string, options: UserErrorOptions) {
+    super('agent_suspended', message, options);
+  }
+}
+
+/**
  * Maps a ledger error response to a `UserError` with a stable code. The message names the URL,
  * the status and the server's reason code; it never contains a capability or a submitted value.
  * `body` is null when the response was not a lexec error body.
@@ -91,6 +102,11 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
   const reason = safeCode(body?.reason_code);
   const said = `${status} ${code}${reason === undefined ? '' : `: ${reason}`}`;
   const issues = issuesOf(body);
+  if (status === 403 && code === 'forbidden' && reason === 'agent_suspended') {
+    return new LedgerAgentSuspended(`The ledger at ${context.url} refused the request: an operator suspended this agent, so its new spend requests are refused (${said}); nothing was requested.`, {
+      nextStep: 'Only an admin can let it spend again: `lexec ledger agents resume --agent-id <agent_id>` (`lexec ledger agents list` shows which agents are suspended).',
+    });
+  }
   if (status === 401 || status === 403) {
     const presented = context.presented === null ? 'the capability' : `the ${context.presented} capability`;
     return new UserError('ledger_unauthorized', `The ledger at ${context.url} refused ${presented} (${said}): this request needs ${kinds(context.needs)} capability registered at this ledger.`, {

@@ -6,6 +6,7 @@ import { badResponse, ledgerResponseError, unreachable, type RequestContext } fr
 import {
   agentAnswerSchema,
   agentsAnswerSchema,
+  agentSuspensionAnswerSchema,
   authorizationAnswerSchema,
   authorizationsAnswerSchema,
   credentialRegistrationSchema,
@@ -14,6 +15,7 @@ import {
   spendingAnswerSchema,
   type CredentialRegistration,
   type LedgerAgent,
+  type LedgerAgentSuspension,
   type LedgerAuthorization,
   type LedgerPolicy,
   type LedgerSpending,
@@ -122,6 +124,17 @@ export function createLedgerClient(options: LedgerClientOptions) {
     async listAgents(): Promise<LedgerAgent[]> {
       const schema = agentsAnswerSchema;
       return (await send({ method: 'GET', path: '/agents', needs: ['admin', 'executor'], subject: 'agent', schema })).agents;
+    },
+
+    /** Suspends an agent (admin): its new spend requests refused, its unclaimed authorizations cancelled. Idempotent. */
+    async suspendAgent(agentId: string, reason: string | null): Promise<LedgerAgentSuspension> {
+      const body = reason === null ? {} : { reason };
+      return send({ method: 'POST', path: `/agents/${id(agentId)}/suspend`, body, needs: ['admin'], subject: 'agent', schema: agentSuspensionAnswerSchema });
+    },
+
+    /** Resumes a suspended agent (admin). Idempotent. */
+    async resumeAgent(agentId: string): Promise<LedgerAgentSuspension> {
+      return send({ method: 'POST', path: `/agents/${id(agentId)}/resume`, body: {}, needs: ['admin'], subject: 'agent', schema: agentSuspensionAnswerSchema });
     },
 
     /** Registers the SHA-256 digest of a capability the caller generated and keeps. */

@@ -1,5 +1,5 @@
 import type { LedgerAgent, LedgerAuthorization, LedgerPolicy } from '../wire/answers.js';
-import type { AddAgentResult, ListAgentsResult } from './ledger-agents.js';
+import type { AddAgentResult, AgentSuspensionResult, ListAgentsResult } from './ledger-agents.js';
 import type { AuthorizationListResult } from './ledger-authorizations.js';
 import type { IssuedCredential } from './ledger-credentials.js';
 import type { PolicyInitResult, PolicySetResult, PolicyShowResult } from './ledger-policy.js';
@@ -15,7 +15,7 @@ import { plain } from '../../terminal/plain-text.js';
 
 function statusStyle(output: Output, status: string): string {
   if (status === 'approved' || status === 'settled') return output.style.ok(status);
-  if (status === 'denied' || status === 'expired') return output.style.error(status);
+  if (status === 'denied' || status === 'expired' || status === 'cancelled') return output.style.error(status);
   if (status === 'requested') return output.style.warn(status);
   return status;
 }
@@ -34,6 +34,7 @@ export function renderAuthorization(authorization: LedgerAuthorization, output: 
     output.line(`  settled     ${formatUnits(authorization.settlement.amount_units, plain(authorization.currency))} (receipt ${plain(authorization.settlement.receipt_id)})`);
   }
   if (authorization.release !== null) output.line(`  released    ${plain(authorization.release.reason)}`);
+  if (authorization.cancellation !== null) output.line(`  cancelled   ${plain(authorization.cancellation.reason)} (${authorization.cancellation.cancelled_at}); nothing is held`);
   if (authorization.status === 'requested') output.line(output.style.dim('  awaits an approver: lexec ledger authorizations approve|deny <token_id>'));
 }
 
@@ -58,7 +59,24 @@ function renderApproval(authorization: LedgerAuthorization, output: Output): voi
 }
 
 export function renderAgent(agent: LedgerAgent, output: Output): void {
-  output.line(`${plain(agent.agent_id)}  ${plain(agent.name)}  ${plain(agent.status)}  ${agent.created_at}`);
+  const status = agent.status === 'suspended' ? output.style.warn('suspended') : plain(agent.status);
+  const since = agent.suspended_at === null ? '' : `  since ${agent.suspended_at}${agent.suspension_reason === null ? '' : ` (${plain(agent.suspension_reason)})`}`;
+  output.line(`${plain(agent.agent_id)}  ${plain(agent.name)}  ${status}  ${agent.created_at}${since}`);
+}
+
+export function renderAgentSuspension(result: AgentSuspensionResult, output: Output): void {
+  const agent = `agent ${plain(result.agent_id)} (${plain(result.name)})`;
+  if (result.status === 'suspended') {
+    const reason = result.suspension_reason === null ? '' : ` (reason: ${plain(result.suspension_reason)})`;
+    output.line(result.changed ? `${output.style.ok('✔')} ${agent} suspended${reason}.` : `${agent} was already suspended since ${result.suspended_at ?? '?'}${reason}; nothing changed.`);
+    const cancelled = result.cancelled_authorizations;
+    if (result.changed) output.line(`  ${cancelled} unclaimed authorization${cancelled === 1 ? '' : 's'} cancelled (holds freed); its new spend requests are refused.`);
+    output.line('  Executions already under way finish and settle as usual.');
+    output.line(output.style.dim(`  resume it with: lexec ledger agents resume --agent-id ${plain(result.agent_id)}`));
+    return;
+  }
+  output.line(result.changed ? `${output.style.ok('✔')} ${agent} resumed: it may request spend again.` : `${agent} is active; nothing changed.`);
+  if (result.changed) output.line('  Authorizations cancelled by the suspension stay cancelled; it requests new ones.');
 }
 
 export function renderCredential(credential: IssuedCredential, output: Output): void {

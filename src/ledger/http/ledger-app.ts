@@ -27,7 +27,9 @@ import {
   reconciliationBody,
   releaseBody,
   resolveRecordBody,
+  resumeBody,
   settleBody,
+  suspendBody,
 } from '../wire/requests.js';
 
 export interface LedgerAppDependencies {
@@ -112,6 +114,19 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     const precondition = parseInput(policyPrecondition, { 'if-match': request.headers['if-match'] });
     const policy = parseInput(spendPolicySchema, request.body);
     return { policy: admin.setPolicy(agentId, policy, precondition['if-match'] ?? null) };
+  });
+
+  // The operator's kill switch (docs/ledger.md "Suspending an agent"); both idempotent.
+  app.post('/agents/:agent_id/suspend', { onRequest: auth.requires('admin') }, (request) => {
+    const { agent_id: agentId } = parseInput(agentParams, request.params);
+    const body = parseInput(suspendBody, request.body ?? {});
+    return service.suspendAgent(agentId, body.reason ?? null);
+  });
+
+  app.post('/agents/:agent_id/resume', { onRequest: auth.requires('admin') }, (request) => {
+    const { agent_id: agentId } = parseInput(agentParams, request.params);
+    parseInput(resumeBody, request.body ?? {});
+    return service.resumeAgent(agentId);
   });
 
   app.put('/credentials/:credential_id', { onRequest: auth.requires('admin') }, async (request, reply) => {

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { LedgerAgent, LedgerPolicy } from '../wire/answers.js';
 import type { CredentialKind } from '../../credentials/capability.js';
 import { UNITS_SCALE } from '../../domain/money.js';
+import { redactSecretShapes } from '../../domain/secret-text.js';
 import type { SpendPolicy } from '../authorization-rules.js';
 import { immediateTransaction } from './immediate-transaction.js';
 
@@ -14,8 +15,11 @@ import { immediateTransaction } from './immediate-transaction.js';
 export interface AgentRow {
   agent_id: string;
   name: string;
-  status: string;
+  status: 'active' | 'suspended';
   created_at: bigint;
+  /** Set exactly while suspended (migration 5). */
+  suspended_at: bigint | null;
+  suspension_reason: string | null;
 }
 
 export interface PolicyRow extends SpendPolicy {
@@ -38,6 +42,9 @@ export function agentView(row: AgentRow): LedgerAgent {
     name: row.name,
     status: row.status,
     created_at: new Date(Number(row.created_at)).toISOString(),
+    suspended_at: row.suspended_at === null ? null : new Date(Number(row.suspended_at)).toISOString(),
+    // Text is refused when secret-shaped; redacted all the same, as every free text the ledger shows.
+    suspension_reason: row.suspension_reason === null ? null : redactSecretShapes(row.suspension_reason),
   };
 }
 

@@ -30,6 +30,8 @@ export interface AuthorizationRow {
   policy_approval_threshold_units: bigint | null;
   /** The executor credential that claimed it (migration 4; null before, unless attributable). */
   claimed_by: string | null;
+  /** Why it was cancelled (`agent_suspended`), exactly when its status is `cancelled` (migration 5). */
+  cancellation_reason: string | null;
 }
 
 export interface SettlementRow {
@@ -110,6 +112,7 @@ export function authorizationView(row: AuthorizationRow, settlement: SettlementR
         }
       : null,
     release: release ? { reason: release.reason, released_at: iso(release.created_at) } : null,
+    cancellation: row.cancellation_reason === null ? null : { reason: row.cancellation_reason, cancelled_at: iso(row.closed_at ?? row.created_at) },
   };
 }
 

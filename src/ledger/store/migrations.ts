@@ -157,4 +157,83 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX authorizations_claims_by_credential ON authorizations (claimed_by, token_id) WHERE status = 'claimed';
     `,
   },
+  {
+    version: 5,
+    name: 'agents can be suspended; unclaimed authorizations can be cancelled',
+    // An operator suspends an agent (docs/ledger.md "Suspending an agent"): its status becomes
+    // `suspended` with the time and the operator's reason, and its requested and approved
+    // authorizations nobody claimed become `cancelled` (final, the hold freed). Changing a CHECK
+    // constraint means rebuilding the table (SQLite has no ALTER for it): the agents and the
+    // authorizations are copied into tables of the new shape, column for column. The store itself
+    // keeps a cancelled authorization unclaimed (never an execution id) and final (a trigger).
+    // `disabled`, the old schema's other agent status, was never written by lexec; a row holding it
+    // all the same becomes a suspension from now, and its unclaimed authorizations are cancelled.
+    rebuildsTables: true,
+    up: `
+      CREATE TABLE agents_v5 (
+        agent_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        status TEXT NOT NULL CHECK (status IN ('active', 'suspended')),
+        created_at INTEGER NOT NULL,
+        suspended_at INTEGER,
+        suspension_reason TEXT,
+        CHECK ((status = 'suspended') = (suspended_at IS NOT NULL)),
+        CHECK (status = 'suspended' OR suspension_reason IS NULL)
+      );
+      INSERT INTO agents_v5 (agent_id, name, status, created_at, suspended_at, suspension_reason)
+        SELECT agent_id, name, CASE status WHEN 'active' THEN 'active' ELSE 'suspended' END, created_at,
+          CASE status WHEN 'active' THEN NULL ELSE CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) END, NULL
+        FROM agents;
+      DROP TABLE agents;
+      ALTER TABLE agents_v5 RENAME TO agents;
+
+      CREATE TABLE authorizations_v5 (
+        token_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES owner (account_id),
+        agent_id TEXT NOT NULL REFERENCES agents (agent_id),
+        amount_units INTEGER NOT NULL CHECK (amount_units > 0),
+        units_scale INTEGER NOT NULL CHECK (units_scale = 6),
+        currency TEXT NOT NULL,
+        amount_cents INTEGER NOT NULL CHECK (amount_cents * 10000 >= amount_units),
+        status TEXT NOT NULL CHECK (status IN ('requested', 'approved', 'denied', 'claimed', 'settled', 'released', 'expired', 'cancelled')),
+        purpose TEXT,
+        decided_by TEXT,
+        decision_reason TEXT,
+        execution_id TEXT,
+        created_at INTEGER NOT NULL,
+        decided_at INTEGER,
+        claimed_at INTEGER,
+        closed_at INTEGER,
+        expires_at INTEGER NOT NULL,
+        policy_version INTEGER,
+        policy_per_authorization_cap_units INTEGER,
+        policy_daily_cap_units INTEGER,
+        policy_approval_threshold_units INTEGER,
+        claimed_by TEXT,
+        cancellation_reason TEXT,
+        CHECK ((status IN ('claimed', 'settled', 'released')) <= (execution_id IS NOT NULL)),
+        CHECK ((status = 'cancelled') = (cancellation_reason IS NOT NULL)),
+        CHECK (status <> 'cancelled' OR execution_id IS NULL)
+      );
+      INSERT INTO authorizations_v5 (token_id, account_id, agent_id, amount_units, units_scale, currency, amount_cents, status, purpose,
+          decided_by, decision_reason, execution_id, created_at, decided_at, claimed_at, closed_at, expires_at,
+          policy_version, policy_per_authorization_cap_units, policy_daily_cap_units, policy_approval_threshold_units, claimed_by, cancellation_reason)
+        SELECT token_id, account_id, agent_id, amount_units, units_scale, currency, amount_cents, status, purpose,
+          decided_by, decision_reason, execution_id, created_at, decided_at, claimed_at, closed_at, expires_at,
+          policy_version, policy_per_authorization_cap_units, policy_daily_cap_units, policy_approval_threshold_units, claimed_by, NULL
+        FROM authorizations;
+      DROP TABLE authorizations;
+      ALTER TABLE authorizations_v5 RENAME TO authorizations;
+      CREATE INDEX authorizations_by_agent ON authorizations (agent_id, created_at);
+      CREATE INDEX authorizations_by_status ON authorizations (status, created_at);
+      CREATE INDEX authorizations_claims_by_credential ON authorizations (claimed_by, token_id) WHERE status = 'claimed';
+      CREATE TRIGGER cancellations_are_final BEFORE UPDATE ON authorizations
+        WHEN OLD.status = 'cancelled' AND NEW.status <> 'cancelled'
+        BEGIN SELECT RAISE(ABORT, 'cancelled authorizations are final'); END;
+
+      UPDATE authorizations SET status = 'cancelled', cancellation_reason = 'agent_suspended', closed_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+        WHERE status IN ('requested', 'approved') AND execution_id IS NULL
+          AND agent_id IN (SELECT agent_id FROM agents WHERE status = 'suspended');
+    `,
+  },
 ];

@@ -1,14 +1,16 @@
 import type { LedgerSpending } from '../wire/answers.js';
 import { UNITS_SCALE } from '../../domain/money.js';
 import { ROLLING_WINDOW_MS, type SpendPolicy } from '../authorization-rules.js';
+import type { SuspensionStore } from '../store/suspension-store.js';
 import type { LedgerContext } from './current-authorization.js';
 
 /**
  * An agent's own standing against its daily cap, read in one transaction: settled amounts
  * and live holds in the rolling window the cap uses (exactly what `requestAuthorization`
- * counts), and what is left. `remaining_units` never goes below zero.
+ * counts), and what is left. `remaining_units` never goes below zero. `agent_status` says
+ * whether an operator suspended it (then every request is refused, whatever is left).
  */
-export function agentSpending({ store, now }: LedgerContext, agentId: string, policy: SpendPolicy): Omit<LedgerSpending, 'policy'> {
+export function agentSpending({ store, now, suspensions }: LedgerContext & { readonly suspensions: SuspensionStore }, agentId: string, policy: SpendPolicy): Omit<LedgerSpending, 'policy'> {
   return store.immediate(() => {
     const at = now();
     const { spent, held } = store.windowUnits({ agentId, now: at, since: at - ROLLING_WINDOW_MS });
@@ -22,6 +24,7 @@ export function agentSpending({ store, now }: LedgerContext, agentId: string, po
       units_scale: UNITS_SCALE,
       currency: 'USD',
       as_of: new Date(at).toISOString(),
+      agent_status: suspensions.agent(agentId)?.status ?? null,
     };
   });
 }

@@ -19,11 +19,22 @@ const amount = z
 const timestamp = z.iso.datetime();
 const scale = z.literal(UNITS_SCALE);
 
+/** A field a newer ledger added: absent from an older one's answer, read as null. */
+const added = <T extends z.ZodType>(schema: T) =>
+  schema
+    .nullable()
+    .optional()
+    .transform((value) => value ?? null);
+
 export const agentSchema = z.object({
   agent_id: z.string(),
   name: z.string(),
+  /** `active`, or `suspended` by an operator (new spend requests refused). */
   status: z.string(),
   created_at: timestamp,
+  /** When an operator suspended it and why (the reason may be null); both null while active. */
+  suspended_at: added(timestamp),
+  suspension_reason: added(z.string()),
 });
 export type LedgerAgent = z.output<typeof agentSchema>;
 
@@ -52,6 +63,8 @@ export const spendingSchema = z.object({
   currency: z.string(),
   as_of: timestamp,
   policy: policySchema,
+  /** `active`, or `suspended` by an operator: its requests are refused whatever the room (null from an older ledger). */
+  agent_status: added(z.string()),
 });
 export type LedgerSpending = z.output<typeof spendingSchema>;
 
@@ -88,6 +101,8 @@ export const authorizationSchema = z.object({
     })
     .nullable(),
   release: z.object({ reason: z.string(), released_at: timestamp }).nullable(),
+  /** Set when it was cancelled unclaimed (`agent_suspended`): final, nothing held. */
+  cancellation: added(z.object({ reason: z.string(), cancelled_at: timestamp })),
 });
 export type LedgerAuthorization = z.output<typeof authorizationSchema>;
 
@@ -146,6 +161,16 @@ export type LedgerClaim = z.output<typeof claimSchema>;
 
 /* Envelopes: each route answers one of these. */
 export const agentAnswerSchema = z.object({ agent: agentSchema });
+/**
+ * `POST /agents/{id}/suspend` and `/resume`: the agent as it is now, how many unclaimed
+ * authorizations this very call cancelled, and whether it changed anything (a repeat does not).
+ */
+export const agentSuspensionAnswerSchema = z.object({
+  agent: agentSchema,
+  cancelled_authorizations: z.int().min(0),
+  changed: z.boolean(),
+});
+export type LedgerAgentSuspension = z.output<typeof agentSuspensionAnswerSchema>;
 export const agentsAnswerSchema = z.object({ agents: z.array(agentSchema) });
 export const policyAnswerSchema = z.object({ policy: policySchema });
 export const spendingAnswerSchema = z.object({ spending: spendingSchema });

@@ -55,6 +55,11 @@ export const policyPrecondition = z.strictObject({
     .optional(),
 });
 
+/** `POST /agents/{id}/suspend`: the operator's reason, kept with the suspension (optional; the body may be left out). */
+export const suspendBody = z.strictObject({ reason: shortText(500).optional() });
+/** `POST /agents/{id}/resume`: nothing to say (an empty object, or no body). */
+export const resumeBody = z.strictObject({});
+
 /**
  * A claim may state what the claiming execution needs of the authorization: the ledger then
  * checks it in the claim's own transaction and claims nothing when it does not hold, so the

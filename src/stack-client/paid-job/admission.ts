@@ -1,7 +1,7 @@
 import { UserError } from '../../errors.js';
 import type { ExecutionView, ExecutorClient, ExecutorReadiness } from '../../executor/client/executor-client.js';
 import type { LedgerAuthorization } from '../../ledger/wire/answers.js';
-import { refuseIfUnusableAfterConflict } from './usable-authorization.js';
+import { refuseIfUnusableAfterConflict, type WhenSuspended } from './usable-authorization.js';
 
 /*
  * Admission of a paid job, and reads that outlive an executor restart — the retry rules every
@@ -122,12 +122,14 @@ export async function admitJob(
     readonly wait: (ms: number) => Promise<void>;
     readonly reread: () => Promise<LedgerAuthorization>;
     readonly again: string;
+    /** How this client words a cancellation by an operator's suspension of the agent (default: resume, then `again`). */
+    readonly suspended?: WhenSuspended;
   },
 ): Promise<ExecutionView> {
   try {
     return await admitExecution(executor, body, options);
   } catch (error) {
-    await refuseIfUnusableAfterConflict(error, options.reread, options.again);
+    await refuseIfUnusableAfterConflict(error, options.reread, options.again, options.suspended);
     throw error;
   }
 }

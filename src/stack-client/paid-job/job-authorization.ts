@@ -1,5 +1,6 @@
 import { UserError } from '../../errors.js';
 import type { LedgerClient } from '../../ledger/client/ledger-client.js';
+import { LedgerAgentSuspended } from '../../ledger/client/ledger-client-errors.js';
 import type { LedgerAuthorization } from '../../ledger/wire/answers.js';
 import { policyRefusalReason, type PolicyRoom } from './policy-room.js';
 import type { JobQuote } from './quote.js';
@@ -19,6 +20,11 @@ export function denyCommand(tokenId: string, profile: string): string {
   return `lexec ledger authorizations deny ${tokenId} --profile ${profile}`;
 }
 
+/** The command an operator runs to let a suspended agent spend again; `profile` null in manual mode. */
+export function resumeCommand(agentId: string, profile: string | null): string {
+  return `lexec ledger agents resume --agent-id ${agentId}${profile === null ? '' : ` --profile ${profile}`}`;
+}
+
 export interface AuthorizationChoice {
   /** Continue with this authorization instead of requesting one. */
   readonly existingId: string | undefined;
@@ -30,6 +36,17 @@ export interface AuthorizationChoice {
   readonly unknown?: () => UserError;
   /** The client's words when the spend policy refuses a new request (with the refusing cap); else the ledger's refusal as it is. */
   readonly refused?: (reason: PolicyRoom['reason']) => Promise<UserError>;
+  /** The client's words when an operator suspended the agent (`agentId`: null if the ledger did not say whose); else the ledger's refusal as it is. */
+  readonly suspended?: (agentId: string | null) => UserError;
+}
+
+/** The calling agent's own id, as the ledger knows it (its reads stay open while suspended); null when it cannot be read. */
+async function ownAgentId(ledger: LedgerClient): Promise<string | null> {
+  try {
+    return (await ledger.spending()).agent_id;
+  } catch {
+    return null;
+  }
 }
 
 export async function obtainAuthorization(ledger: LedgerClient, quote: JobQuote, choice: AuthorizationChoice): Promise<LedgerAuthorization> {
@@ -39,6 +56,8 @@ export async function obtainAuthorization(ledger: LedgerClient, quote: JobQuote,
     try {
       return await ledger.requestAuthorization({ amountUnits: quote.amountUnits, purpose });
     } catch (error) {
+      // Nothing was requested: a suspended agent's request is refused before anything is held.
+      if (error instanceof LedgerAgentSuspended && choice.suspended !== undefined) throw choice.suspended(await ownAgentId(ledger));
       const reason = policyRefusalReason(error);
       if (reason === null || choice.refused === undefined) throw error;
       throw await choice.refused(reason);

@@ -2,11 +2,19 @@ import { plain } from '../../terminal/plain-text.js';
 import { UserError } from '../../errors.js';
 import type { LedgerAuthorization } from '../../ledger/wire/answers.js';
 
+/** How a caller words the next step after an operator suspended the agent (`agentId`) and cancelled its authorization. */
+export type WhenSuspended = (agentId: string) => string;
+
+/** The default: the operator resumes the agent, then the caller asks anew. */
+const resumeThenAgain = (again: string): WhenSuspended => (agentId) =>
+  `An operator must resume agent ${agentId} first (\`lexec ledger agents resume --agent-id ${agentId}\`); then ${again.charAt(0).toLowerCase()}${again.slice(1)}`;
+
 /**
  * An authorization the executor will not run on ends the job here, with the reason — for
- * `lexec run` and the agent's `generate_images` alike; `again` says how that caller asks anew.
+ * `lexec run` and the agent's `generate_images` alike; `again` says how that caller asks anew,
+ * `suspended` how it words a cancellation by an operator's suspension of the agent.
  */
-export function refuseUnusable(authorization: LedgerAuthorization, again: string): void {
+export function refuseUnusable(authorization: LedgerAuthorization, again: string, suspended: WhenSuspended = resumeThenAgain(again)): void {
   const reason = authorization.decision_reason === null ? '' : ` (reason: ${plain(authorization.decision_reason)})`;
   if (authorization.status === 'denied') {
     throw new UserError('authorization_denied', `Authorization ${authorization.token_id} was denied${reason}; nothing was spent.`, { nextStep: again });
@@ -22,15 +30,22 @@ export function refuseUnusable(authorization: LedgerAuthorization, again: string
         : `it was released (${plain(authorization.release?.reason ?? 'unused')})`;
     throw new UserError('authorization_released', `Authorization ${authorization.token_id}: ${why}; nothing was charged on it.`, { nextStep: again });
   }
+  if (authorization.status === 'cancelled') {
+    // The ledger cancels an authorization nobody claimed when an operator suspends its agent.
+    const why = authorization.cancellation?.reason === 'agent_suspended' ? `an operator suspended agent ${authorization.agent_id}` : `it was cancelled (${plain(authorization.cancellation?.reason ?? 'unknown')})`;
+    throw new UserError('authorization_cancelled', `Authorization ${authorization.token_id} was cancelled before any execution used it: ${why}; nothing was spent on it and nothing is held.`, {
+      nextStep: suspended(authorization.agent_id),
+    });
+  }
 }
 
 /**
  * The executor refused an admission as a conflict: the authorization may have become unusable
- * since the caller read it (it expired, or the executor released it as an orphan claim while the
- * caller was retrying). Reads it again and ends the job with that reason; returns (and the caller
+ * since the caller read it (it expired, the executor released it as an orphan claim while the
+ * caller was retrying, or an operator suspended the agent and so cancelled it). Reads it again and ends the job with that reason; returns (and the caller
  * reports the conflict as it is) when it still looks usable or cannot be read.
  */
-export async function refuseIfUnusableAfterConflict(error: unknown, reread: () => Promise<LedgerAuthorization>, again: string): Promise<void> {
+export async function refuseIfUnusableAfterConflict(error: unknown, reread: () => Promise<LedgerAuthorization>, again: string, suspended?: WhenSuspended): Promise<void> {
   if (!(error instanceof UserError) || error.code !== 'executor_conflict') return;
   let latest: LedgerAuthorization;
   try {
@@ -38,5 +53,5 @@ export async function refuseIfUnusableAfterConflict(error: unknown, reread: () =
   } catch {
     return;
   }
-  refuseUnusable(latest, again);
+  refuseUnusable(latest, again, suspended);
 }

@@ -55,6 +55,7 @@ export interface ResolutionRow {
 }
 export interface AuthorizationRow {
   token_id: string;
+  agent_id: string;
   amount_units: unknown;
   currency: string;
   status: string;
@@ -81,7 +82,13 @@ export interface RecordRow {
   resolution: string | null;
 }
 
+export interface AgentRow {
+  agent_id: string;
+  status: string;
+}
+
 export interface LedgerRows {
+  readonly agents: readonly AgentRow[];
   readonly authorizations: readonly AuthorizationRow[];
   readonly settlements: readonly SettlementRow[];
   readonly releases: readonly ReleaseRow[];
@@ -125,7 +132,8 @@ export function readDatabases(inputs: { readonly ledgerDatabase: string; readonl
       ledger: ledgerDb.transaction((): LedgerRows => {
         checkIntegers('ledger', ledgerDb, fail);
         return {
-          authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, amount_units, currency, status, execution_id FROM authorizations'),
+          agents: all<AgentRow>(ledgerDb, 'SELECT agent_id, status FROM agents'),
+          authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, agent_id, amount_units, currency, status, execution_id FROM authorizations'),
           settlements: all<SettlementRow>(ledgerDb, 'SELECT settlement_id, token_id, execution_id, receipt_id, receipt_shape, amount_units, currency FROM settlements'),
           releases: all<ReleaseRow>(ledgerDb, 'SELECT token_id, execution_id, reason FROM releases'),
           records: all<RecordRow>(ledgerDb, 'SELECT token_id, execution_id, status, resolution FROM reconciliation_records'),

@@ -16,6 +16,8 @@ export type Rule =
   | 'authorization_status_matches'
   | 'closed_by_claiming_execution'
   | 'claim_has_execution'
+  | 'cancelled_never_claimed'
+  | 'suspension_is_whole'
   | 'hold_matches_ledger'
   | 'settled_within_hold'
   | 'settled_equals_price_times_delivered'

@@ -3,8 +3,9 @@ import type { Fail } from './report.ts';
 
 /*
  * The ledger's authorizations: settle XOR release, once; the status says which; closed by the
- * execution that claimed it; and every claim names an execution the executor has, or was released
- * as claim_without_execution because it never had one.
+ * execution that claimed it; every claim names an execution the executor has, or was released
+ * as claim_without_execution because it never had one; a cancelled authorization was never
+ * claimed nor run; and a suspended agent holds no authorization anyone could still claim.
  */
 
 export function checkAuthorizations(facts: Facts, fail: Fail): void {
@@ -45,6 +46,32 @@ export function checkAuthorizations(facts: Facts, fail: Fail): void {
       fail('claim_has_execution', authorization.token_id, `released as claim_without_execution, but the executor has execution ${executionId}`);
     } else if (!executionIds.has(executionId) && !(orphanRelease && authorization.status === 'released')) {
       fail('claim_has_execution', authorization.token_id, `claimed for ${executionId}, which the executor does not have`);
+    }
+  }
+  checkCancellations(facts, fail);
+}
+
+/**
+ * An operator's suspension of an agent: the ledger cancels, in the suspension's own transaction,
+ * every requested and approved authorization of the agent that no execution claimed, and refuses
+ * its requests from then on. So a cancelled authorization never names an execution, and no
+ * execution runs on one; and while an agent is suspended none of its authorizations is requested
+ * or approved — otherwise the suspension is half done: requests refused, a hold still claimable.
+ */
+function checkCancellations(facts: Facts, fail: Fail): void {
+  const { agents, authorizations, executions, authorizationOf } = facts;
+  for (const authorization of authorizations) {
+    if (authorization.status === 'cancelled' && authorization.execution_id !== null) {
+      fail('cancelled_never_claimed', authorization.token_id, `cancelled, yet claimed for ${authorization.execution_id}`);
+    }
+  }
+  for (const execution of executions) {
+    if (authorizationOf.get(execution.token_id)?.status === 'cancelled') fail('cancelled_never_claimed', execution.execution_id, `runs on cancelled authorization ${execution.token_id}`);
+  }
+  const suspended = new Set(agents.filter((agent) => agent.status === 'suspended').map((agent) => agent.agent_id));
+  for (const authorization of authorizations) {
+    if (suspended.has(authorization.agent_id) && (authorization.status === 'requested' || authorization.status === 'approved')) {
+      fail('suspension_is_whole', authorization.token_id, `agent ${authorization.agent_id} is suspended, yet this authorization is still ${authorization.status}`);
     }
   }
 }

@@ -1,0 +1,59 @@
+import type { LedgerAgentSuspension } from '../wire/answers.js';
+import { forbidden, notFound } from '../ledger-error.js';
+import { agentView, type AgentRow } from '../store/admin-store.js';
+import { AGENT_SUSPENDED, type SuspensionStore } from '../store/suspension-store.js';
+import { commitThenReach, expireAuthorizations, type CommitContext } from './current-authorization.js';
+
+/*
+ * An operator's kill switch (docs/ledger.md "Suspending an agent"). Suspending an agent refuses
+ * its new spend requests from then on and cancels its requested and approved authorizations that
+ * no execution claimed — in one IMMEDIATE transaction, so nobody ever sees half of it: requests
+ * refused while an approved authorization is still claimable, or the reverse. A claim is checked
+ * in its own transaction, so it lands before the suspension (the execution runs on and settles,
+ * releases or parks as ever: money truth wins over the switch) or after it (refused:
+ * `authorization_cancelled`). Resuming lets the agent ask again; what was cancelled stays
+ * cancelled. Both are idempotent: a repeat changes nothing and answers `changed: false`.
+ */
+
+export interface SuspensionContext extends CommitContext {
+  readonly suspensions: SuspensionStore;
+}
+
+function requireAgent(context: SuspensionContext, agentId: string): AgentRow {
+  const row = context.suspensions.agent(agentId);
+  if (!row) throw notFound();
+  return row;
+}
+
+function answer(context: SuspensionContext, agentId: string, cancelled: number, changed: boolean): LedgerAgentSuspension {
+  return { agent: agentView(requireAgent(context, agentId)), cancelled_authorizations: cancelled, changed };
+}
+
+/** Suspends the agent and cancels its unclaimed authorizations; a suspended agent stays as it is (its first reason kept). */
+export function suspendAgent(context: SuspensionContext, agentId: string, reason: string | null): LedgerAgentSuspension {
+  const { suspensions, now, crash } = context;
+  return commitThenReach(context, 'ledger.after_suspend_commit', () => {
+    if (requireAgent(context, agentId).status === 'suspended') return answer(context, agentId, 0, false);
+    // Expiries the clock has reached are persisted first: those authorizations expired, they are not cancelled.
+    expireAuthorizations(context);
+    suspensions.suspend(agentId, reason, now());
+    // Inside the open transaction: a kill here must leave no trace of the suspension at all.
+    crash.reach('ledger.during_suspend');
+    const cancelled = suspensions.cancelUnclaimed(agentId, now());
+    return answer(context, agentId, cancelled, true);
+  });
+}
+
+/** Lets a suspended agent request spend again; an active agent stays as it is. Cancelled authorizations stay cancelled. */
+export function resumeAgent(context: SuspensionContext, agentId: string): LedgerAgentSuspension {
+  return commitThenReach(context, 'ledger.after_resume_commit', () => {
+    if (requireAgent(context, agentId).status === 'active') return answer(context, agentId, 0, false);
+    context.suspensions.resume(agentId);
+    return answer(context, agentId, 0, true);
+  });
+}
+
+/** Refuses a suspended agent's new spend request (403 `forbidden` / `agent_suspended`); call inside the request's transaction. */
+export function refuseIfSuspended(suspensions: SuspensionStore, agentId: string): void {
+  if (suspensions.agent(agentId)?.status === 'suspended') throw forbidden(AGENT_SUSPENDED);
+}
