@@ -75,6 +75,7 @@ const policyBody = z.strictObject({
   approval_threshold_units: units,
   expect_version: z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be the version shown (a whole number)').transform(BigInt),
 });
+const emptyBody = z.strictObject({});
 const loginBody = z.strictObject({ token: z.string().max(200) });
 const decisionBody = z.strictObject({ reason: z.string().max(500, 'must be at most 500 characters').optional() });
 
@@ -190,6 +191,15 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
     return deps.stack.resolve(id, parseInput(resolutionBody, request.body));
   });
   app.get('/api/agents', () => deps.stack.agents());
+  app.post('/api/agents/:agent_id/suspend', (request) => {
+    const { agent_id: agentId } = parseInput(agentParams, request.params);
+    return deps.stack.suspend(agentId, parseInput(decisionBody, request.body ?? {}).reason ?? null);
+  });
+  app.post('/api/agents/:agent_id/resume', (request) => {
+    const { agent_id: agentId } = parseInput(agentParams, request.params);
+    parseInput(emptyBody, request.body ?? {});
+    return deps.stack.resume(agentId);
+  });
   app.post('/api/agents/:agent_id/policy', (request) => {
     const { agent_id: agentId } = parseInput(agentParams, request.params);
     const { expect_version: expectVersion, ...policy } = parseInput(policyBody, request.body);

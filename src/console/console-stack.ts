@@ -128,6 +128,21 @@ export function createConsoleStack(options: ConsoleStackOptions) {
       return { agent_id: agentId, policy: policyView(saved) };
     },
 
+    /**
+     * `lexec ledger agents suspend` (admin capability): in one ledger transaction the agent's new
+     * requests are refused and its unclaimed authorizations cancelled; executions under way finish.
+     */
+    async suspend(agentId: string, reason: string | null) {
+      const answer = await (await connectStackLedger(await stack(), 'admin')).suspendAgent(agentId, reason);
+      return { agent_id: answer.agent.agent_id, name: answer.agent.name, status: answer.agent.status, cancelled_authorizations: answer.cancelled_authorizations, changed: answer.changed };
+    },
+
+    /** `lexec ledger agents resume` (admin capability). */
+    async resume(agentId: string) {
+      const answer = await (await connectStackLedger(await stack(), 'admin')).resumeAgent(agentId);
+      return { agent_id: answer.agent.agent_id, name: answer.agent.name, status: answer.agent.status, cancelled_authorizations: answer.cancelled_authorizations, changed: answer.changed };
+    },
+
     async agents() {
       return { agents: (await agentsWithSpending(await stack())).map(({ agent, spending }) => agentView(agent, spending)) };
     },

@@ -52,6 +52,9 @@ export function agentView(agent: LedgerAgent, spending: LedgerSpending) {
     agent_id: agent.agent_id,
     name: agent.name,
     status: agent.status,
+    /** When an operator suspended it and why (null while active). */
+    suspended_at: agent.suspended_at ?? null,
+    suspension_reason: agent.suspension_reason ?? null,
     window: spending.window,
     spent: money(spending.spent_units, spending.currency),
     held: money(spending.held_units, spending.currency),

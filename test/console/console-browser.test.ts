@@ -242,6 +242,51 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await screenshot('overview');
   }, 120_000);
 
+  it('edits a policy from the version it showed (a change made meanwhile is never overwritten), and suspends and resumes the agent (issue 27 items 1, 4)', async () => {
+    await page.goto(`${consoleProcess.origin}/agents`);
+    const card = page.locator('section.card[data-agent-id]').filter({ hasText: 'local' }).first();
+    await card.waitFor();
+    const id = (await card.getAttribute('data-agent-id')) ?? '';
+    type PolicyJson = { policy: { version: string; approval_threshold_units: string } };
+    const policy = async () => (expectResult(await lexec(['ledger', 'policy', 'show', '--json'])) as PolicyJson).policy;
+    const opened = await policy();
+    const threshold = card.locator(`input[name="approval_threshold_units-${id}"]`);
+    expect(await threshold.inputValue()).toBe('5000');
+
+    await threshold.fill('6000');
+    await card.getByRole('button', { name: 'Save policy' }).click();
+    await expect.poll(() => card.locator('.outcome').last().textContent()).toContain('Saved: the policy of local is at version');
+    expect(await policy()).toMatchObject({ version: String(BigInt(opened.version) + 1n), approval_threshold_units: '6000' });
+
+    // Someone sets the policy from the CLI while the page is open: the page's change is refused, nothing overwritten.
+    const file = join(stack.home, 'policy-elsewhere.json');
+    expectResult(await lexec(['ledger', 'policy', 'show', '--export', file, '--json']));
+    expectResult(await lexec(['ledger', 'policy', 'set', '--file', file, '--json']));
+    await threshold.fill('7000');
+    await card.getByRole('button', { name: 'Save policy' }).click();
+    const now = String(BigInt(opened.version) + 2n);
+    await expect.poll(() => card.locator('.outcome').last().textContent()).toContain(`Nothing was saved: someone changed this policy since you opened it (it is at version ${now} now)`);
+    expect(await policy()).toMatchObject({ version: now, approval_threshold_units: '6000' });
+    // On top of the current values, it saves.
+    await card.getByRole('button', { name: 'Load current values' }).click();
+    await threshold.fill('5000');
+    await card.getByRole('button', { name: 'Save policy' }).click();
+    await expect.poll(() => card.locator('.outcome').last().textContent()).toContain('Saved');
+    expect(await policy()).toMatchObject({ version: String(BigInt(opened.version) + 3n), approval_threshold_units: '5000' });
+
+    // Suspend, with a reason: the agent's run is refused with the operator's next step; resume, and it runs again.
+    await card.locator(`input[name="suspend-reason-${id}"]`).fill('runaway loop');
+    await card.getByRole('button', { name: 'Suspend' }).click();
+    await expect.poll(() => card.textContent()).toContain('Suspended since');
+    expect(await card.textContent()).toContain('runaway loop');
+    const refused = expectFailure(await lexec(['run', 'while suspended', '--out', 'suspended', '--json']), 1, 'agent_suspended');
+    expect(refused.next_step).toContain(`lexec ledger agents resume --agent-id ${id}`);
+    await screenshot('agent-suspended');
+    await card.getByRole('button', { name: 'Resume' }).click();
+    await expect.poll(() => card.textContent()).toContain('Active.');
+    expectResult(await lexec(['run', 'after resuming', '--out', 'resumed', '--json']));
+  }, 180_000);
+
   it('shows a partial delivery as partial: the list marks it, the headline says what came and what it cost (issue 26 item 5)', async () => {
     const waiting = expectResult(await lexec(['run', 'two herons', '--count', '2', '--out', 'herons', '--no-wait', '--json'])) as { authorization: { token_id: string } };
     const tokenId = waiting.authorization.token_id;

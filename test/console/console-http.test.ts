@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExecutorClient } from '../../src/executor/client/executor-client.js';
 import { expectFailure, expectResult, type CliRun } from '../support/cli.js';
@@ -234,6 +235,26 @@ describe('lexec stack console over plain HTTP', () => {
     // Put back what the other tests expect.
     const back = await send('POST', `/api/agents/${id}/policy`, { headers, body: { ...policy, approval_threshold_units: agent?.policy.approval_threshold.units, expect_version: next } });
     expect(back.status, back.body).toBe(200);
+  });
+
+  it('suspend and resume: bad input is refused with field paths, an unknown agent is 404, a repeat changes nothing (issue 27 item 1)', async () => {
+    const session = await signIn();
+    const headers = { 'x-lexec-session': session, origin: consoleProcess.origin };
+    const long = await send('POST', `/api/agents/agt_${randomUUID()}/suspend`, { headers, body: { reason: 'x'.repeat(501) } });
+    expect([long.status, errorOf(long).fields]).toEqual([400, ['reason']]);
+    const unknown = await send('POST', `/api/agents/agt_${randomUUID()}/suspend`, { headers, body: {} });
+    expect([unknown.status, errorOf(unknown).code]).toEqual([404, 'not_found']);
+    const extra = await send('POST', `/api/agents/agt_${randomUUID()}/resume`, { headers, body: { reason: 'no' } });
+    expect([extra.status, errorOf(extra).fields]).toEqual([400, ['reason']]);
+    const { agents } = JSON.parse((await send('GET', '/api/agents', { headers: { 'x-lexec-session': session } })).body) as { agents: { agent_id: string; status: string }[] };
+    const id = agents[0]?.agent_id ?? '';
+    expect(agents[0]?.status).toBe('active');
+    const resumed = await send('POST', `/api/agents/${id}/resume`, { headers, body: {} });
+    expect(JSON.parse(resumed.body)).toMatchObject({ agent_id: id, status: 'active', changed: false, cancelled_authorizations: 0 });
+    // A cross-site form cannot suspend anyone.
+    const crossSite = await send('POST', `/api/agents/${id}/suspend`, { headers: { ...headers, origin: 'http://127.0.0.1:1' }, body: {} });
+    expect(crossSite.status).toBe(403);
+    expect(JSON.parse((await send('GET', '/api/agents', { headers: { 'x-lexec-session': session } })).body)).toMatchObject({ agents: [{ status: 'active' }] });
   });
 
   it('lists executions newest first with exact amounts, and pages through the executor\'s GET /v1/executions', async () => {

@@ -532,8 +532,40 @@ async function agents() {
   return [
     h('h1', {}, 'Agents and policies'),
     table(['Agent', 'Status', 'Per authorization', 'Daily cap', 'Approval above', 'Spent (24 h)', 'Held now', 'Remaining', 'Policy'], rows, 'No agents.'),
-    data.agents.map(policyForm),
+    data.agents.map(agentCard),
   ];
+}
+
+/** An agent's switch: suspend it (new requests refused, unclaimed authorizations cancelled; executions under way finish) or resume it. */
+function suspensionControls(agent) {
+  const id = agent.agent_id;
+  const out = outcome(`suspension-${id}`);
+  const said = (result, verb) =>
+    result.changed
+      ? `${result.name} ${verb}${result.cancelled_authorizations > 0 ? `; ${result.cancelled_authorizations} unclaimed authorization${result.cancelled_authorizations === 1 ? '' : 's'} cancelled (holds freed)` : ''}.`
+      : `${result.name} was already ${result.status}: nothing changed.`;
+  if (agent.status === 'suspended') {
+    return [
+      h('p', { class: 'suspended' }, h('strong', {}, 'Suspended'), ` since ${time(agent.suspended_at)}`, agent.suspension_reason === null ? '' : ` — ${agent.suspension_reason}`, '. Its spend requests are refused.'),
+      h('p', { class: 'actions' }, h('button', { type: 'button', onclick: () => void act(out, () => postJson(`/api/agents/${id}/resume`, {}), (result) => said(result, 'resumed: it may request again')) }, 'Resume')),
+      out,
+    ];
+  }
+  const reasonName = `suspend-reason-${id}`;
+  const suspend = () => {
+    const reason = main.querySelector(`[name="${reasonName}"]`)?.value ?? '';
+    void act(out, () => postJson(`/api/agents/${id}/suspend`, reason === '' ? {} : { reason }), (result) => said(result, 'suspended: its new requests are refused, executions under way finish'));
+  };
+  return [
+    h('p', {}, 'Active. Suspending refuses its new spend requests at once and cancels its requested and approved authorizations not yet claimed; executions already under way finish and settle.'),
+    h('p', {}, h('label', {}, 'Reason (optional): ', h('input', { type: 'text', name: reasonName, maxlength: 500 })), ' ', h('button', { type: 'button', class: 'deny', onclick: suspend }, 'Suspend')),
+    out,
+  ];
+}
+
+/** An agent's card: its switch, then its policy. */
+function agentCard(agent) {
+  return h('section', { class: 'card', 'data-agent-id': agent.agent_id }, h('h2', {}, agent.name, ' ', h('code', { class: 'muted' }, agent.agent_id)), suspensionControls(agent), policyForm(agent));
 }
 
 const POLICY_FIELDS = [
@@ -574,10 +606,8 @@ function policyForm(agent) {
       },
     );
   };
-  return h(
-    'section',
-    { class: 'card', 'data-agent-id': id },
-    h('h2', {}, 'Policy of ', agent.name),
+  return [
+    h('h3', {}, 'Policy'),
     h('p', { class: 'muted' }, 'Amounts in micro-units (1 USD = 1000000). Saved only if the policy is still at the version it had when you opened this page: a change someone made meanwhile is never overwritten.'),
     h(
       'p',
@@ -587,7 +617,7 @@ function policyForm(agent) {
     ),
     h('p', { class: 'actions' }, h('button', { type: 'button', onclick: save }, 'Save policy'), ' ', h('button', { type: 'button', onclick: () => { load(agent.policy); out.textContent = ''; } }, 'Load current values')),
     out,
-  );
+  ];
 }
 
 const VIEWS = { overview, executions, execution, approvals, reconciliation, agents };
