@@ -326,7 +326,9 @@ export async function proofRun({ seed, engine, workDir, temporalCli = null, log 
     throw error;
   } finally {
     for (const stack of stacks) {
-      const stopped = await stopStack(stack);
+      // Interrupted: the runner's stopAll stops every stack (and waits for a stop begun here).
+      if (registry.stopping) break;
+      const stopped = await stopStack(stack, registry);
       registry.stacks.delete(stack.home);
       if (!stopped.stopped) log(`seed ${seed}: stack ${stack.name} stop failed: ${stopped.output}`);
       if (stopped.killed > 0) log(`seed ${seed}: ${stopped.killed} process(es) left after stack ${stack.name} stop, killed`);

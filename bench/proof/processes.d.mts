@@ -23,6 +23,6 @@ export function lexec(
   registry?: RunRegistry | null,
   options?: { finishOnStop?: boolean },
 ): Promise<{ code: number; stdout: string; stderr: string }>;
-export function stopStack(stack: { env: Record<string, string>; stateDir: string }): Promise<{ stopped: boolean; output: string; killed: number }>;
+export function stopStack(stack: { env: Record<string, string>; stateDir: string }, registry?: RunRegistry | null): Promise<{ stopped: boolean; output: string; killed: number }>;
 export function stopAll(registry: RunRegistry): Promise<void>;
 export function settleHome(home: string, options: { keep: boolean; keepDir?: string | null }): string | null;

@@ -111,9 +111,14 @@ function exited(child) {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-/** `lexec stack stop`, then SIGKILL to whatever the stack published that is still running (the same process). */
-export async function stopStack({ env, stateDir }) {
-  const stopped = await lexec(['stack', 'stop', '--json'], env, 120_000);
+/**
+ * `lexec stack stop`, then SIGKILL to whatever the stack published that is still running (the same
+ * process). Given the registry, the stop is one of its commands that a `stopAll` lets finish
+ * before it stops anything itself, so no stop outlives the runner's (which would recreate the
+ * stack's state directory after the runner removed it).
+ */
+export async function stopStack({ env, stateDir }, registry = null) {
+  const stopped = await lexec(['stack', 'stop', '--json'], env, 120_000, registry, { finishOnStop: true });
   const leftovers = publishedProcesses(stateDir).filter(({ pid, startTicks }) => killVerified(pid, startTicks) === 'killed');
   return { stopped: stopped.code === 0, output: stopped.stdout.slice(0, 500), killed: leftovers.length };
 }
