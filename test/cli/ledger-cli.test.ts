@@ -147,7 +147,7 @@ describe('the admin flow through the CLI', () => {
       await lexec(['ledger', 'agents', 'add', ...target(), '--name', 'bot', '--credential-file', botFile(), '--json']),
       'ledger agents add',
     );
-    expect(result.agent).toEqual({ agent_id: matching(/^agt_[0-9a-f-]{36}$/), name: 'bot', status: 'active', created_at: matching(ISO), suspended_at: null, suspension_reason: null });
+    expect(result.agent).toEqual({ agent_id: matching(/^agt_[0-9a-f-]{36}$/), name: 'bot', status: 'active', created_at: matching(ISO), suspended_at: null, suspension_reason: null, suspended_by: null });
     agentId = result.agent.agent_id;
     expect(result.credential).toEqual({
       credential_id: matching(/^cred_[0-9a-f-]{36}$/),
