@@ -1,5 +1,8 @@
+import { join } from 'node:path';
+import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { call, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { composeLedger } from '../../src/ledger/compose-ledger.js';
+import { call, DEFAULT_POLICY, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 
 /*
  * Issue 27 item 3 at the ledger: the runaway-loop breaker. A policy's `max_requests_per_minute` /
@@ -187,5 +190,35 @@ describe('policies with and without velocity limits', () => {
       expect(JSON.stringify(answer.body)).not.toMatch(/many|1e3|100001|2\.5|-3|-1/);
     }
     expect(policyRow()).toEqual(before);
+  });
+});
+
+describe('velocity limits in the configured default policy', () => {
+  it('apply to the agents that follow the default, at every start; an agent given its own policy keeps it', async () => {
+    const config = (policy: typeof DEFAULT_POLICY & Record<string, bigint>) => ({
+      database_path: join(ledger.dir, 'default.db'),
+      admin_capability_path: join(ledger.dir, 'default-credentials', 'admin.capability'),
+      contract_level: 'v4.5' as const,
+      authorization_ttl_seconds: 3600,
+      default_policy: policy,
+    });
+    const start = (policy: typeof DEFAULT_POLICY & Record<string, bigint>) => composeLedger({ config: config(policy), logger: pino({ level: 'silent' }) });
+    const first = await start({ ...DEFAULT_POLICY, max_requests_per_hour: 100n, suspend_after_velocity_refusals: 10n });
+    const follower = first.admin.addAgent('follower');
+    const own = first.admin.addAgent('own');
+    expect(first.admin.policy(follower.agent_id)).toMatchObject({ max_requests_per_minute: null, max_requests_per_hour: 100n, suspend_after_velocity_refusals: 10n, source: 'default' });
+    // Left out, the hour's limit and the breaker are kept from the policy it had.
+    first.admin.setPolicy(own.agent_id, { ...DEFAULT_POLICY, max_requests_per_minute: 5n });
+    first.close();
+
+    // The default loses its breaker and gains a per-minute limit: a change, with a new version.
+    const second = await start({ ...DEFAULT_POLICY, max_requests_per_minute: 20n });
+    try {
+      expect(second.defaultPolicyAppliedTo).toBe(1);
+      expect(second.admin.policy(follower.agent_id)).toMatchObject({ max_requests_per_minute: 20n, max_requests_per_hour: null, suspend_after_velocity_refusals: null, version: 2n });
+      expect(second.admin.policy(own.agent_id)).toMatchObject({ max_requests_per_minute: 5n, max_requests_per_hour: 100n, suspend_after_velocity_refusals: 10n, source: 'operator' });
+    } finally {
+      second.close();
+    }
   });
 });

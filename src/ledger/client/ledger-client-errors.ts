@@ -146,7 +146,7 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
   if (status === 429 && reason === 'velocity_exceeded') {
     const seconds = retryAfter ?? body?.retry_after_seconds ?? 60;
     const limit = safeCode(body?.velocity_limit) ?? null;
-    return new LedgerVelocityExceeded(seconds, limit, `The ledger at ${context.url} refused the request: the agent made more requests than its policy's velocity limit allows${limit === null ? '' : ` (${limit})`} (${said}); nothing was requested.`, {
+    return new LedgerVelocityExceeded(seconds, limit, `The ledger at ${context.url} refused the request: the agent made more requests than its policy's velocity limit${limit === null ? '' : ` (${limit})`} allows (${said}); nothing was requested.`, {
       nextStep: `Wait ${seconds} s before the next request, without retrying meanwhile (every request counts, refused ones too), or have an admin raise the limit (\`lexec ledger policy show\` shows it, \`lexec ledger policy set\` changes it).`,
     });
   }
