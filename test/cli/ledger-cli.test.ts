@@ -48,6 +48,9 @@ interface Policy {
   approval_threshold_units: string;
   units_scale: number;
   currency: string;
+  max_requests_per_minute: string | null;
+  max_requests_per_hour: string | null;
+  suspend_after_velocity_refusals: string | null;
   version: string;
   updated_at: string;
 }
@@ -330,6 +333,9 @@ describe('the admin flow through the CLI', () => {
         approval_threshold_units: '0',
         units_scale: 6,
         currency: 'USD',
+        max_requests_per_minute: null,
+        max_requests_per_hour: null,
+        suspend_after_velocity_refusals: null,
         version: '2',
         updated_at: matching(ISO),
         source: 'operator',
