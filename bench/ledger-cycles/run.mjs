@@ -4,7 +4,8 @@
 // unexpected status, or an authorization did not end up settled).
 //
 //   node bench/ledger-cycles/run.mjs [--cycles N] [--warmup N] [--concurrency 1,8]
-//                                    [--client http|fetch] [--dir PATH]   (from the repository root)
+//                                    [--client http|fetch] [--dir PATH]
+//                                    [--max-requests-per-hour N]   (from the repository root)
 //
 // The ledger is a child process, `node bin/run.js ledger serve --config <tmp>/ledger.json`, in a
 // fresh temporary directory under --dir (default the OS temp dir): port 0 on 127.0.0.1, its own
@@ -14,7 +15,9 @@
 //
 // Set-up (not timed): one agent whose policy has an approval threshold of 0 (every request waits
 // for a human) and caps far above anything the run can spend; an agent, an approver and an
-// executor capability, generated here and registered by their SHA-256 digest.
+// executor capability, generated here and registered by their SHA-256 digest. With
+// --max-requests-per-hour N the policy also sets that velocity limit, so every request is counted
+// in the ledger's request log (N must exceed the run's cycles, or requests are refused).
 //
 // One cycle, each step an HTTP request checked for its expected status and state:
 //   request   agent     POST /authorizations                              201, requested
@@ -57,15 +60,17 @@ const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 
 const USAGE =
-  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--dir PATH (default the OS temp dir)]';
+  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)]';
 
 function parseArgs(argv) {
-  const options = { cycles: 500, warmup: 50, client: 'http', dir: tmpdir(), concurrency: [1, 8] };
+  const options = { cycles: 500, warmup: 50, client: 'http', dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null };
   for (let index = 0; index < argv.length; index += 1) {
     const arg = argv[index];
     const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
     if (name === '--cycles' || name === '--warmup') {
       options[name.slice(2)] = parseCount(name, inline ?? argv[++index], name === '--cycles' ? 1 : 0);
+    } else if (name === '--max-requests-per-hour') {
+      options.maxRequestsPerHour = parseCount(name, inline ?? argv[++index], 1);
     } else if (name === '--client') {
       const value = inline ?? argv[++index];
       if (value !== 'fetch' && value !== 'http') fail(`--client needs "fetch" or "http" (got ${JSON.stringify(value ?? null)}).`);
@@ -263,7 +268,7 @@ async function registerCredential(client, adminToken, generateCapability, capabi
   return token;
 }
 
-async function setUp(client, adminToken, capability) {
+async function setUp(client, adminToken, capability, maxRequestsPerHour) {
   const created = await expect(client, 'add agent', 201, 'POST', '/agents', adminToken, { name: 'bench-ledger-cycles' });
   const agentId = created.agent.agent_id;
   const policy = await expect(client, 'set policy', 200, 'PUT', `/agents/${agentId}/policy`, adminToken, {
@@ -272,6 +277,7 @@ async function setUp(client, adminToken, capability) {
     approval_threshold_units: '0',
     units_scale: 6,
     currency: 'USD',
+    ...(maxRequestsPerHour === null ? {} : { max_requests_per_hour: maxRequestsPerHour }),
   });
   if (policy.policy.approval_threshold_units !== '0') fail(`set policy: the ledger kept an approval threshold of ${policy.policy.approval_threshold_units}.`);
   const register = (kind, id) => registerCredential(client, adminToken, capability.generateCapability, capability.capabilityDigest, kind, id);
@@ -447,6 +453,7 @@ function report(options, outcome, workDir) {
     client: options.client,
     cycles: options.cycles,
     warmup: options.warmup,
+    max_requests_per_hour: options.maxRequestsPerHour,
   };
 
   const header = ['step', ...levels.flatMap((level) => [`c=${level.concurrency} p50 ms`, `c=${level.concurrency} p99 ms`])];
@@ -457,6 +464,7 @@ function report(options, outcome, workDir) {
     `Ledger authorization cycles on loopback — ${facts.node}, ${facts.cpus} CPUs (${facts.cpu_model ?? 'unknown CPU'}), ${facts.platform}`,
     `ledger: lexec ledger serve child process, SQLite WAL + synchronous=FULL on ${facts.filesystem ?? 'unknown filesystem'} (${workDir})`,
     `client: ${client.description}; ${facts.cycles} measured cycles per level after ${facts.warmup} warm-up cycles`,
+    `velocity limit: ${options.maxRequestsPerHour === null ? 'none (requests not counted)' : `max_requests_per_hour ${options.maxRequestsPerHour} (every request counted)`}`,
     '',
     ...levels.map((level) => {
       const server = level.serverCpuPerCycle === null ? 'ledger CPU unknown' : `ledger CPU ${level.serverCpuPerCycle.toFixed(2)} ms/cycle (${(level.serverBusy * 100).toFixed(0)}% of one core)`;
@@ -525,7 +533,7 @@ async function main(options, workDir) {
   const adminToken = readFileSync(adminPath, 'utf8').trim();
   const client = makeClient(options.client, port);
   try {
-    const actors = await setUp(client, adminToken, capability);
+    const actors = await setUp(client, adminToken, capability, options.maxRequestsPerHour);
     const ids = [];
     const levels = [];
     for (const concurrency of options.concurrency) {

@@ -51,11 +51,32 @@ export function imageUri(executionId: string, ordinal: number): string {
   return `lexec://executions/${executionId}/images/${ordinal}`;
 }
 
-/** An operator suspended this agent: the agent must not retry; the operator decides when it may spend again. */
-export function agentSuspended(agentId: string | null, profile: string | null): UserError {
+/**
+ * This agent is suspended — by an operator, or automatically by its policy's runaway-loop breaker
+ * after repeated requests over its velocity limit: the agent must not retry; the operator decides
+ * when it may spend again.
+ */
+export function agentSuspended(agentId: string | null, profile: string | null, by: 'operator' | 'velocity_breaker' = 'operator'): UserError {
   const command = resumeCommand(agentId ?? '<agent_id>', profile);
+  if (by === 'velocity_breaker') {
+    return new UserError('agent_suspended', 'The stack suspended this agent automatically: it kept sending spend requests over its velocity limit (the runaway-loop breaker). Every spend request is refused now; nothing was requested or spent.', {
+      nextStep: `Stop calling generate_images: do not retry or loop. Tell the user that the agent was suspended for requesting too often; the operator looks at why and resumes it with \`${command}\`.`,
+    });
+  }
   return new UserError('agent_suspended', 'An operator suspended this agent: the stack refuses its spend requests; nothing was requested or spent.', {
     nextStep: `Do not retry: every spend request is refused until the operator resumes this agent. Tell the user; the operator resumes it with \`${command}\`.`,
+  });
+}
+
+/**
+ * The spend request was over the agent's velocity limit: wait, do not loop. Every request counts,
+ * refused ones too, so retrying at once only pushes the wait out — and repeated refusals can
+ * suspend the agent.
+ */
+export function velocityExceeded(retryAfterSeconds: number, limit: string | null): UserError {
+  const which = limit === null ? 'its velocity limit' : `its velocity limit (${limit})`;
+  return new UserError('velocity_exceeded', `The stack refused this spend request: this agent sent more spend requests than ${which} allows. Nothing was requested or spent.`, {
+    nextStep: `Wait ${retryAfterSeconds} seconds before calling generate_images again, and do not call it in a loop meanwhile: every call counts against the limit, refused ones too, and repeated refusals suspend this agent. If the user needs more requests, the operator raises the limit with \`lexec ledger policy set\`.`,
   });
 }
 

@@ -14,7 +14,7 @@ import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
 import { executionRequestBody, promptProblem } from '../stack-client/paid-job/job-request.js';
 import type { JobQuote } from '../stack-client/paid-job/quote.js';
 import { refuseUnusable } from '../stack-client/paid-job/usable-authorization.js';
-import { agentSuspended, cancelled, deliverImages, invalidArgument, money, notSucceeded, quoteIntent, spentOf, type DeliveredImage, type ToolAnswer, type ToolContext } from './agent-service.js';
+import { agentSuspended, cancelled, deliverImages, invalidArgument, money, notSucceeded, quoteIntent, spentOf, velocityExceeded, type DeliveredImage, type ToolAnswer, type ToolContext } from './agent-service.js';
 import type { Money, ToolInput, ToolOutput } from './agent-tools.js';
 import { AgentWorded, agentWording } from './agent-wording.js';
 
@@ -129,7 +129,8 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
     client: 'lexec agent',
     unknown: () => invalidArgument('authorization_id names no authorization of this agent.', ['authorization_id'], 'Use the authorization_id a generate_images call returned, or leave it out to request a new one.'),
     insufficient: (existing) => insufficient(existing, priced),
-    suspended: (agentId) => agentSuspended(agentId, target.profile),
+    suspended: (agentId, by) => agentSuspended(agentId, target.profile, by),
+    tooFast: velocityExceeded,
   });
   context.progress(`authorization ${authorization.token_id}: ${authorization.status}`);
   const base = { authorization_id: authorization.token_id, authorization_status: authorization.status, quoted };

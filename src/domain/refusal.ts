@@ -9,10 +9,11 @@
  * - conflict: the request disagrees with what is recorded (code `conflict`, a reason code);
  * - unprocessable: well formed, but a rule refuses it (policy, hold, requirement, ceiling);
  * - precondition_failed: the caller's precondition (an expected version) no longer holds; nothing changed;
+ * - too_many_requests: the caller asks too often (a velocity limit); `retryAfterSeconds` says when it may ask again;
  * - unavailable: not now, retry the identical request (retryable);
  * - internal: a broken invariant, answered without detail (code `internal_error`).
  */
-export type RefusalKind = 'invalid' | 'forbidden' | 'not_found' | 'conflict' | 'unprocessable' | 'precondition_failed' | 'unavailable' | 'internal';
+export type RefusalKind = 'invalid' | 'forbidden' | 'not_found' | 'conflict' | 'unprocessable' | 'precondition_failed' | 'too_many_requests' | 'unavailable' | 'internal';
 
 export interface RefusalOptions {
   readonly reasonCode?: string;
@@ -23,6 +24,8 @@ export interface RefusalOptions {
    * version after a stale precondition): plain tokens, never a submitted value.
    */
   readonly details?: Readonly<Record<string, string>>;
+  /** How many seconds the caller must wait before asking again (a `too_many_requests` refusal). */
+  readonly retryAfterSeconds?: number;
 }
 
 /** A refusal with a stable `code`, an optional safe reason code and field paths; never a submitted value. */
@@ -33,6 +36,7 @@ export class Refusal extends Error {
   readonly fields: readonly string[] | undefined;
   readonly retryable: boolean | undefined;
   readonly details: Readonly<Record<string, string>> | undefined;
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(kind: RefusalKind, code: string, options: RefusalOptions = {}) {
     super(options.reasonCode === undefined ? code : `${code}: ${options.reasonCode}`);
@@ -43,5 +47,6 @@ export class Refusal extends Error {
     this.fields = options.fields;
     this.retryable = options.retryable;
     this.details = options.details;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }

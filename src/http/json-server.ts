@@ -136,6 +136,7 @@ export function createJsonServer({ logger, isRoutine, mapError, rejectionSummary
       request.log.error({ event: 'internal_error', route: request.routeOptions.url ?? 'unmatched', error_name: error.name, error_message: error.message });
     }
     answeredWith.set(request, apiError);
+    if (apiError.retryAfterSeconds !== undefined) void reply.header('retry-after', String(apiError.retryAfterSeconds));
     void reply.code(apiError.status).send(apiError.toBody());
   });
 

@@ -13,6 +13,7 @@ const STATUS: Readonly<Record<RefusalKind, number>> = {
   conflict: 409,
   unprocessable: 422,
   precondition_failed: 412,
+  too_many_requests: 429,
   unavailable: 503,
   internal: 500,
 };
@@ -20,5 +21,5 @@ const STATUS: Readonly<Record<RefusalKind, number>> = {
 /** The HTTP answer for a refusal; null for anything else (the server's own handler decides). */
 export function toApiError(error: unknown): ApiError | null {
   if (!(error instanceof Refusal)) return null;
-  return new ApiError(STATUS[error.kind], error.code, { reasonCode: error.reasonCode, fields: error.fields, retryable: error.retryable, details: error.details });
+  return new ApiError(STATUS[error.kind], error.code, { reasonCode: error.reasonCode, fields: error.fields, retryable: error.retryable, details: error.details, retryAfterSeconds: error.retryAfterSeconds });
 }

@@ -2,8 +2,8 @@ import type { LedgerAgent, LedgerPolicy } from './wire/answers.js';
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { capabilityDigest, digestLookup, digestsEqual, type CredentialKind } from '../credentials/capability.js';
-import { conflict, notFound, unprocessable, versionMismatch } from './ledger-error.js';
-import type { SpendPolicy } from './authorization-rules.js';
+import { conflict, LedgerError, notFound, unprocessable, versionMismatch } from './ledger-error.js';
+import { velocityLimits, type SpendPolicy } from './authorization-rules.js';
 import { agentView, createAdminStore, policyView, type AgentRow } from './store/admin-store.js';
 
 /** The identity a request authenticated as. */
@@ -11,6 +11,26 @@ export interface Principal {
   readonly credential_id: string;
   readonly kind: CredentialKind;
   readonly agent_id: string | null;
+}
+
+/**
+ * A velocity field a policy change leaves out (`undefined`) keeps its current value; `null`
+ * removes it. So a client that predates the fields (an older CLI, the console's cap form) can
+ * change the caps without silently dropping an operator's runaway-loop breaker.
+ */
+function keepUnstatedVelocity(policy: SpendPolicy, current: SpendPolicy): SpendPolicy {
+  const merged = {
+    ...policy,
+    max_requests_per_minute: policy.max_requests_per_minute === undefined ? current.max_requests_per_minute : policy.max_requests_per_minute,
+    max_requests_per_hour: policy.max_requests_per_hour === undefined ? current.max_requests_per_hour : policy.max_requests_per_hour,
+    suspend_after_velocity_refusals:
+      policy.suspend_after_velocity_refusals === undefined ? current.suspend_after_velocity_refusals : policy.suspend_after_velocity_refusals,
+  };
+  // The breaker counts velocity refusals: with no limit left to refuse, it would never trip.
+  if (merged.suspend_after_velocity_refusals != null && velocityLimits(merged).length === 0) {
+    throw new LedgerError('invalid', 'invalid_request', { fields: ['suspend_after_velocity_refusals'] });
+  }
+  return merged;
 }
 
 export type RegisterOutcome = 'created' | 'unchanged';
@@ -100,14 +120,15 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
      * policy is still at that version: checked and written in one IMMEDIATE transaction, so of
      * two changes made from the same version exactly one lands and the other is refused with the
      * version it missed (`policy_version_mismatch`), changing nothing. Without it, the change is
-     * unconditional, as before the precondition existed.
+     * unconditional, as before the precondition existed. A velocity field the change leaves out
+     * keeps its value (null removes it): a client that knows only the caps never drops the breaker.
      */
     setPolicy(agentId: string, policy: SpendPolicy, expectedVersion: bigint | null = null): LedgerPolicy {
       return store.immediate(() => {
         requireAgent(agentId);
-        const current = store.policy(agentId).version;
-        if (expectedVersion !== null && current !== expectedVersion) throw versionMismatch('policy_version_mismatch', current);
-        store.setPolicy(agentId, policy, now());
+        const current = store.policy(agentId);
+        if (expectedVersion !== null && current.version !== expectedVersion) throw versionMismatch('policy_version_mismatch', current.version);
+        store.setPolicy(agentId, keepUnstatedVelocity(policy, current), now());
         return policyView(store.policy(agentId));
       });
     },

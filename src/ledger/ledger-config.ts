@@ -22,6 +22,17 @@ export type LedgerContractLevel = (typeof LEDGER_CONTRACT_LEVELS)[number];
 
 const amount = (what: string) => wholeNumber({ min: 1n, what });
 
+/**
+ * A velocity count of a policy (docs/ledger.md "Velocity limits"): a whole number from 1 to
+ * `max`, or null / left out for none. The bounds are far beyond what one ledger serves (a few
+ * hundred requests a second); a larger figure is a typo, not a limit.
+ */
+const velocityCount = (what: string, max: bigint) =>
+  wholeNumber({ min: 1n, what })
+    .refine((count) => count <= max, `${what} must be at most ${max}`)
+    .nullable()
+    .optional();
+
 export const spendPolicySchema = z
   .strictObject({
     per_authorization_cap_units: amount('the per-authorization cap'),
@@ -29,10 +40,18 @@ export const spendPolicySchema = z
     approval_threshold_units: wholeNumber({ min: 0n, what: 'the approval threshold' }),
     units_scale: z.literal(UNITS_SCALE, { error: `must be ${UNITS_SCALE} (amounts are micro-units)` }),
     currency: z.literal('USD', { error: 'must be "USD"' }),
+    // The runaway-loop breaker, all optional: a policy without them behaves as before they existed.
+    max_requests_per_minute: velocityCount('the requests per minute', 100_000n),
+    max_requests_per_hour: velocityCount('the requests per hour', 1_000_000n),
+    suspend_after_velocity_refusals: velocityCount('the velocity refusals before a suspension', 100_000n),
   })
   .superRefine((policy, ctx) => {
     if (policy.per_authorization_cap_units > policy.daily_cap_units) {
       ctx.addIssue({ code: 'custom', path: ['per_authorization_cap_units'], message: 'must not exceed daily_cap_units' });
+    }
+    // Only a velocity refusal counts towards the breaker: it needs a limit, stated beside it.
+    if (policy.suspend_after_velocity_refusals != null && policy.max_requests_per_minute == null && policy.max_requests_per_hour == null) {
+      ctx.addIssue({ code: 'custom', path: ['suspend_after_velocity_refusals'], message: 'needs max_requests_per_minute or max_requests_per_hour (only a velocity refusal counts)' });
     }
   });
 export type SpendPolicyInput = z.output<typeof spendPolicySchema>;

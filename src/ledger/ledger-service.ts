@@ -4,6 +4,7 @@ import type { LedgerContractLevel } from './ledger-config.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
 import { createLedgerStore } from './store/ledger-store.js';
 import { createSuspensionStore } from './store/suspension-store.js';
+import { createVelocityStore } from './store/velocity-store.js';
 import { agentSpending } from './use-cases/agent-spending.js';
 import { claimAuthorization } from './use-cases/claim-authorization.js';
 import { decideAuthorization } from './use-cases/decide-authorization.js';
@@ -44,6 +45,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
   const context = {
     store,
     suspensions: createSuspensionStore(options.db),
+    velocity: createVelocityStore(options.db),
     now: options.now,
     crash: options.crashPoints ?? NO_CRASH_POINTS,
     contractLevel: options.contractLevel,

@@ -10,8 +10,9 @@ import { spendPolicySchema, type SpendPolicyInput } from './ledger-config.js';
 
 /*
  * A policy file is exactly the body `PUT /agents/{agent_id}/policy` accepts: the three caps as
- * decimal strings of micro-units, `units_scale` 6 and `currency` "USD". Plain JSON, written by
- * lexec without any styling, so it never carries terminal escapes whatever --color says.
+ * decimal strings of micro-units, `units_scale` 6 and `currency` "USD", and the optional velocity
+ * limits (whole numbers). Plain JSON, written by lexec without any styling, so it never carries
+ * terminal escapes whatever --color says.
  */
 
 /** A conservative starting point (the shipped ledger example's default policy). */
@@ -21,14 +22,23 @@ export const STARTER_POLICY: SpendPolicy = {
   approval_threshold_units: 1_000_000n,
 };
 
-/** The policy file document for `policy`. */
+/** The velocity fields of a policy, in the order a policy file lists them. */
+const VELOCITY_FIELDS = ['max_requests_per_minute', 'max_requests_per_hour', 'suspend_after_velocity_refusals'] as const;
+
+/** The policy file document for `policy`: its velocity limits (counts, as JSON integers) only when set. */
 export function policyFileDocument(policy: SpendPolicy) {
+  const velocity: Partial<Record<(typeof VELOCITY_FIELDS)[number], number>> = {};
+  for (const field of VELOCITY_FIELDS) {
+    const count = policy[field];
+    if (count != null) velocity[field] = Number(count);
+  }
   return {
     per_authorization_cap_units: policy.per_authorization_cap_units.toString(),
     daily_cap_units: policy.daily_cap_units.toString(),
     approval_threshold_units: policy.approval_threshold_units.toString(),
     units_scale: UNITS_SCALE,
     currency: 'USD' as const,
+    ...velocity,
   };
 }
 
@@ -95,5 +105,12 @@ export async function readPolicyFile(path: string): Promise<SpendPolicyInput> {
       issues,
     });
   }
-  return parsed.data;
+  // A policy file is the whole policy: a velocity field it leaves out is not set (sent as null,
+  // which removes it), whereas a PUT body that leaves one out keeps it (docs/decisions.md).
+  return {
+    ...parsed.data,
+    max_requests_per_minute: parsed.data.max_requests_per_minute ?? null,
+    max_requests_per_hour: parsed.data.max_requests_per_hour ?? null,
+    suspend_after_velocity_refusals: parsed.data.suspend_after_velocity_refusals ?? null,
+  };
 }

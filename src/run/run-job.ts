@@ -190,12 +190,22 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     `Once the agent may spend again, resume it (\`${resumeCommand(agentId, profile)}\`), then run \`lexec run\` again without --authorization to request a new authorization.`;
   let authorization = await obtainAuthorization(ledger, quote, {
     refused: async (reason) => policyRefused(await policyRoom(ledger, quote, reason), quote),
-    suspended: (agentId) => {
+    suspended: (agentId, by) => {
       const id = agentId ?? stack.handoff.agent.agent_id;
+      if (by === 'velocity_breaker') {
+        return new UserError('agent_suspended', `The ledger suspended agent ${id} (the profile's local agent) automatically: its policy's runaway-loop breaker tripped after repeated requests over the velocity limit. It refuses the agent's new spend requests; nothing was requested or spent.`, {
+          nextStep: `Find out what sent the requests in a loop and stop it; then resume the agent (\`${resumeCommand(id, profile)}\`) and run the command again. If the rate was intended, raise the limit with \`lexec ledger policy set --profile ${profile}\`.`,
+        });
+      }
       return new UserError('agent_suspended', `An operator suspended agent ${id} (the profile's local agent): the ledger refuses its new spend requests; nothing was requested or spent.`, {
         nextStep: `Once it may spend again, resume it (\`${resumeCommand(id, profile)}\`), then run the command again.`,
       });
     },
+    // Not retried: every request counts against the limit, refused ones too.
+    tooFast: (seconds, limit) =>
+      new UserError('velocity_exceeded', `The ledger refused the spend request: the profile's agent made more requests than its policy's velocity limit${limit === null ? '' : ` (${limit})`} allows; nothing was requested or spent.`, {
+        nextStep: `Wait ${seconds} s, then run the command again (every request counts, refused ones too: retrying sooner only pushes the wait out). Or raise the limit: \`lexec ledger policy show --agent-id ${stack.handoff.agent.agent_id} --profile ${profile} --export <file>\`, edit ${limit ?? 'max_requests_per_minute / max_requests_per_hour'}, then \`lexec ledger policy set --file <file>\` with the same flags.`,
+      }),
     existingId: request.authorization,
     client: 'lexec run',
     insufficient: (existing) =>

@@ -48,6 +48,9 @@ interface Policy {
   approval_threshold_units: string;
   units_scale: number;
   currency: string;
+  max_requests_per_minute: string | null;
+  max_requests_per_hour: string | null;
+  suspend_after_velocity_refusals: string | null;
   version: string;
   updated_at: string;
 }
@@ -147,7 +150,7 @@ describe('the admin flow through the CLI', () => {
       await lexec(['ledger', 'agents', 'add', ...target(), '--name', 'bot', '--credential-file', botFile(), '--json']),
       'ledger agents add',
     );
-    expect(result.agent).toEqual({ agent_id: matching(/^agt_[0-9a-f-]{36}$/), name: 'bot', status: 'active', created_at: matching(ISO), suspended_at: null, suspension_reason: null });
+    expect(result.agent).toEqual({ agent_id: matching(/^agt_[0-9a-f-]{36}$/), name: 'bot', status: 'active', created_at: matching(ISO), suspended_at: null, suspension_reason: null, suspended_by: null });
     agentId = result.agent.agent_id;
     expect(result.credential).toEqual({
       credential_id: matching(/^cred_[0-9a-f-]{36}$/),
@@ -330,6 +333,9 @@ describe('the admin flow through the CLI', () => {
         approval_threshold_units: '0',
         units_scale: 6,
         currency: 'USD',
+        max_requests_per_minute: null,
+        max_requests_per_hour: null,
+        suspend_after_velocity_refusals: null,
         version: '2',
         updated_at: matching(ISO),
         source: 'operator',

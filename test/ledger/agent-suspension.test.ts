@@ -22,7 +22,7 @@ interface Authorization {
   cancellation: { reason: string; cancelled_at: string } | null;
 }
 interface Suspension {
-  agent: { agent_id: string; name: string; status: string; suspended_at: string | null; suspension_reason: string | null };
+  agent: { agent_id: string; name: string; status: string; suspended_at: string | null; suspension_reason: string | null; suspended_by: string | null };
   cancelled_authorizations: number;
   changed: boolean;
 }
@@ -84,7 +84,7 @@ describe('suspending an agent', () => {
     const suspended = await suspend(actors.agentId, { reason: 'runaway loop' });
     expect(suspended.status).toBe(200);
     expect(suspended.body).toEqual({
-      agent: { agent_id: actors.agentId, name: 'bot', status: 'suspended', created_at: (expect.any(String) as unknown), suspended_at: (expect.any(String) as unknown), suspension_reason: 'runaway loop' },
+      agent: { agent_id: actors.agentId, name: 'bot', status: 'suspended', created_at: (expect.any(String) as unknown), suspended_at: (expect.any(String) as unknown), suspension_reason: 'runaway loop', suspended_by: 'operator' },
       cancelled_authorizations: 2,
       changed: true,
     });
@@ -144,7 +144,7 @@ describe('suspending an agent', () => {
     expect(snapshot()).toEqual(after);
 
     const resumed = await resume(actors.agentId);
-    expect(resumed.body).toEqual({ agent: { ...first.body.agent, status: 'active', suspended_at: null, suspension_reason: null }, cancelled_authorizations: 0, changed: true });
+    expect(resumed.body).toEqual({ agent: { ...first.body.agent, status: 'active', suspended_at: null, suspension_reason: null, suspended_by: null }, cancelled_authorizations: 0, changed: true });
     expect(status(approved)).toEqual({ status: 'cancelled', execution_id: null });
     const resumedState = snapshot();
     expect(await resume(actors.agentId)).toEqual({ status: 200, body: { ...resumed.body, changed: false } });

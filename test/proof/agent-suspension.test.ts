@@ -54,6 +54,7 @@ interface Suspension {
   changed: boolean;
   suspended_at: string | null;
   suspension_reason: string | null;
+  suspended_by: string | null;
 }
 
 const ledgerDb = () => stack.paths.ledgerDatabase;
@@ -100,6 +101,7 @@ describe('a suspended agent on a real stack', () => {
       changed: true,
       suspended_at: expect.any(String) as unknown,
       suspension_reason: 'runaway loop',
+      suspended_by: 'operator',
     });
     const [claimed] = query<{ token_id: string; status: string }>(ledgerDb(), 'SELECT token_id, status FROM authorizations WHERE execution_id = ?', executionId);
     expect(claimed?.status).toBe('claimed');

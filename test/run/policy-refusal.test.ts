@@ -1,3 +1,6 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectFailure, makeTempDir, removeDir } from '../support/cli.js';
 import { tableAt } from '../support/example-profiles.js';
@@ -7,7 +10,9 @@ import { startRunningStack, type RunningStack } from '../support/running-stack.j
  * A run the agent's spend policy refuses says which cap refused it and what would fit (issue 26
  * item 7): the per-authorization cap with the largest --count within it — not "wait for the
  * rolling daily spend", which cannot help — and the daily cap with what is left of it.
- * Sandbox price: 3/1000 USD a square_hd image (3000 micro-units).
+ * Sandbox price: 3/1000 USD a square_hd image (3000 micro-units). Over the policy's velocity
+ * limit (issue 27 item 3), the run says how long to wait and how to raise the limit, and does not
+ * retry into it.
  */
 
 let stack: RunningStack;
@@ -52,5 +57,30 @@ describe('lexec run refused by the spend policy', () => {
     const error = expectFailure(run, 1, 'ledger_policy_refused');
     expect(error.message).toBe("This run costs 0.006000 USD (2 x square_hd), more than is left of the agent's daily cap in the rolling 24 hours (0.003000 USD left); nothing was requested or spent.");
     expect(error.next_step).toContain('Wait until earlier spend leaves the 24-hour window');
+  });
+
+  it('over the velocity limit: says how many seconds to wait, or how to raise the limit; nothing is requested, nothing retried', async () => {
+    // The same caps, and at most one request an hour: counted from now on, refused ones too.
+    const file = join(work, 'velocity.json');
+    await writeFile(file, JSON.stringify({ per_authorization_cap_units: '7000', daily_cap_units: '9000', approval_threshold_units: '7000', units_scale: 6, currency: 'USD', max_requests_per_hour: 1 }));
+    expect((await stack.lexec(['ledger', 'policy', 'set', '--agent-id', stack.agentId, '--file', file, '--json'])).exitCode).toBe(0);
+    // The first request is refused by the per-authorization cap, and counts.
+    expectFailure(await stack.lexec(['run', 'three lighthouses', '--count', '3', '--out', work, '--json'], { cwd: work }), 1, 'ledger_policy_refused');
+    const before = await held();
+    const run = await stack.lexec(['run', 'one lighthouse', '--out', work, '--json'], { cwd: work });
+    const error = expectFailure(run, 1, 'velocity_exceeded');
+    expect(error.message).toBe("The ledger refused the spend request: the profile's agent made more requests than its policy's velocity limit (max_requests_per_hour) allows; nothing was requested or spent.");
+    const wait = /^Wait (\d+) s, then run the command again/.exec(error.next_step);
+    expect(Number(wait?.[1])).toBeGreaterThan(3000);
+    expect(Number(wait?.[1])).toBeLessThanOrEqual(3600);
+    expect(error.next_step).toContain('lexec ledger policy set');
+    expect(await held()).toBe(before);
+    // Two runs, two requests counted: the refused one was not retried.
+    const db = new Database(stack.paths.ledgerDatabase, { readonly: true });
+    try {
+      expect(db.prepare('SELECT velocity_refused FROM agent_requests ORDER BY requested_at').all()).toEqual([{ velocity_refused: 0 }, { velocity_refused: 1 }]);
+    } finally {
+      db.close();
+    }
   });
 });

@@ -65,6 +65,8 @@ export interface AgentSuspensionResult {
   readonly changed: boolean;
   readonly suspended_at: string | null;
   readonly suspension_reason: string | null;
+  /** `operator`, or `velocity_breaker` (suspended automatically by its policy's runaway-loop breaker); null while active. */
+  readonly suspended_by: string | null;
 }
 
 function suspensionResult(answer: LedgerAgentSuspension): AgentSuspensionResult {
@@ -77,6 +79,7 @@ function suspensionResult(answer: LedgerAgentSuspension): AgentSuspensionResult 
     changed: answer.changed,
     suspended_at: agent.suspended_at,
     suspension_reason: agent.suspension_reason,
+    suspended_by: agent.suspended_by,
   };
 }
 

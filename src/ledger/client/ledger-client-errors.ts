@@ -87,9 +87,37 @@ function versionMismatch(url: string, said: string, current: bigint | null): Led
  * agent's tools) with the agent's id; as it is, it says what an admin does.
  */
 export class LedgerAgentSuspended extends UserError {
-  constructor(message: string, options: UserErrorOptions) {
+  constructor(
+    message: string,
+    options: UserErrorOptions,
+    /** `velocity_breaker` when the agent's own policy suspended it automatically (its runaway-loop breaker); else `operator`. */
+    readonly suspendedBy: 'operator' | 'velocity_breaker' = 'operator',
+  ) {
     super('agent_suspended', message, options);
   }
+}
+
+/**
+ * The ledger refused an agent's spend request over its policy's velocity limit (429
+ * `too_many_requests` / `velocity_exceeded`): nothing was requested. `retryAfterSeconds` is how
+ * long the agent must send nothing before a request is within the limit again (every request
+ * counts, refused ones too); `limit` the policy field it is over. Each client words it for its
+ * own surface; as it is, it says what waiting and the admin can do.
+ */
+export class LedgerVelocityExceeded extends UserError {
+  constructor(
+    readonly retryAfterSeconds: number,
+    readonly limit: string | null,
+    message: string,
+    options: UserErrorOptions,
+  ) {
+    super('ledger_velocity_exceeded', message, options);
+  }
+}
+
+/** Seconds in a `Retry-After` header of whole seconds (the ledger's form); null for anything else. */
+export function retryAfterSeconds(header: string | null): number | null {
+  return header !== null && /^\d{1,9}$/.test(header) ? Number(header) : null;
 }
 
 /**
@@ -97,14 +125,29 @@ export class LedgerAgentSuspended extends UserError {
  * the status and the server's reason code; it never contains a capability or a submitted value.
  * `body` is null when the response was not a lexec error body.
  */
-export function ledgerResponseError(status: number, body: LedgerErrorBody | null, context: RequestContext): UserError {
+export function ledgerResponseError(status: number, body: LedgerErrorBody | null, context: RequestContext, retryAfter: number | null = null): UserError {
   const code = safeCode(body?.code) ?? 'unknown';
   const reason = safeCode(body?.reason_code);
   const said = `${status} ${code}${reason === undefined ? '' : `: ${reason}`}`;
   const issues = issuesOf(body);
   if (status === 403 && code === 'forbidden' && reason === 'agent_suspended') {
+    const resume = 'Only an admin can let it spend again: `lexec ledger agents resume --agent-id <agent_id>` (`lexec ledger agents list` shows which agents are suspended).';
+    if (body?.suspended_by === 'velocity_breaker') {
+      return new LedgerAgentSuspended(
+        `The ledger at ${context.url} refused the request: it suspended this agent automatically after repeated requests over its velocity limit (the policy's runaway-loop breaker), so its new spend requests are refused (${said}); nothing was requested.`,
+        { nextStep: `Find out why the agent looped before it spends again. ${resume}` },
+        'velocity_breaker',
+      );
+    }
     return new LedgerAgentSuspended(`The ledger at ${context.url} refused the request: an operator suspended this agent, so its new spend requests are refused (${said}); nothing was requested.`, {
-      nextStep: 'Only an admin can let it spend again: `lexec ledger agents resume --agent-id <agent_id>` (`lexec ledger agents list` shows which agents are suspended).',
+      nextStep: resume,
+    });
+  }
+  if (status === 429 && reason === 'velocity_exceeded') {
+    const seconds = retryAfter ?? body?.retry_after_seconds ?? 60;
+    const limit = safeCode(body?.velocity_limit) ?? null;
+    return new LedgerVelocityExceeded(seconds, limit, `The ledger at ${context.url} refused the request: the agent made more requests than its policy's velocity limit${limit === null ? '' : ` (${limit})`} allows (${said}); nothing was requested.`, {
+      nextStep: `Wait ${seconds} s before the next request, without retrying meanwhile (every request counts, refused ones too), or have an admin raise the limit (\`lexec ledger policy show\` shows it, \`lexec ledger policy set\` changes it).`,
     });
   }
   if (status === 401 || status === 403) {

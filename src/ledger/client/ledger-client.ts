@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { capabilityKind, type CredentialKind } from '../../credentials/capability.js';
 import { UNITS_SCALE } from '../../domain/money.js';
 import type { AuthorizationStatus } from '../authorization-rules.js';
-import { badResponse, ledgerResponseError, unreachable, type RequestContext } from './ledger-client-errors.js';
+import { badResponse, ledgerResponseError, retryAfterSeconds, unreachable, type RequestContext } from './ledger-client-errors.js';
 import {
   agentAnswerSchema,
   agentsAnswerSchema,
@@ -104,7 +104,7 @@ export function createLedgerClient(options: LedgerClientOptions) {
     }
     if (!response.ok) {
       const body = errorBodySchema.safeParse(document);
-      throw ledgerResponseError(response.status, body.success ? body.data.error : null, context);
+      throw ledgerResponseError(response.status, body.success ? body.data.error : null, context, retryAfterSeconds(response.headers.get('retry-after')));
     }
     const parsed = call.schema.safeParse(document);
     if (!parsed.success) throw badResponse(url, `a ${response.status} response of an unexpected shape`);

@@ -59,7 +59,9 @@ function renderApproval(authorization: LedgerAuthorization, output: Output): voi
 }
 
 export function renderAgent(agent: LedgerAgent, output: Output): void {
-  const status = agent.status === 'suspended' ? output.style.warn('suspended') : plain(agent.status);
+  // An automatic suspension says so: the operator did not ask for it, the agent's policy did.
+  const automatic = agent.suspended_by === 'velocity_breaker' ? ' (automatic: velocity breaker)' : '';
+  const status = agent.status === 'suspended' ? output.style.warn(`suspended${automatic}`) : plain(agent.status);
   const since = agent.suspended_at === null ? '' : `  since ${agent.suspended_at}${agent.suspension_reason === null ? '' : ` (${plain(agent.suspension_reason)})`}`;
   output.line(`${plain(agent.agent_id)}  ${plain(agent.name)}  ${status}  ${agent.created_at}${since}`);
 }
@@ -68,7 +70,8 @@ export function renderAgentSuspension(result: AgentSuspensionResult, output: Out
   const agent = `agent ${plain(result.agent_id)} (${plain(result.name)})`;
   if (result.status === 'suspended') {
     const reason = result.suspension_reason === null ? '' : ` (reason: ${plain(result.suspension_reason)})`;
-    output.line(result.changed ? `${output.style.ok('✔')} ${agent} suspended${reason}.` : `${agent} was already suspended since ${result.suspended_at ?? '?'}${reason}; nothing changed.`);
+    const by = result.suspended_by === 'velocity_breaker' ? ' automatically by its velocity breaker' : '';
+    output.line(result.changed ? `${output.style.ok('✔')} ${agent} suspended${reason}.` : `${agent} was already suspended${by} since ${result.suspended_at ?? '?'}${reason}; nothing changed.`);
     const cancelled = result.cancelled_authorizations;
     if (result.changed) output.line(`  ${cancelled} unclaimed authorization${cancelled === 1 ? '' : 's'} cancelled (holds freed); its new spend requests are refused.`);
     output.line('  Executions already under way finish and settle as usual.');
@@ -91,6 +94,12 @@ export function renderPolicy(policy: LedgerPolicy, output: Output): void {
   output.line(`  per authorization   ${formatUnits(policy.per_authorization_cap_units, currency)}`);
   output.line(`  daily (rolling 24h) ${formatUnits(policy.daily_cap_units, currency)}`);
   output.line(`  approval above      ${formatUnits(policy.approval_threshold_units, currency)}`);
+  // The runaway-loop breaker, only when set (a policy without it reads as before it existed).
+  if (policy.max_requests_per_minute !== null) output.line(`  requests per minute at most ${policy.max_requests_per_minute.toString()}`);
+  if (policy.max_requests_per_hour !== null) output.line(`  requests per hour   at most ${policy.max_requests_per_hour.toString()}`);
+  if (policy.suspend_after_velocity_refusals !== null) {
+    output.line(`  suspend after       ${policy.suspend_after_velocity_refusals.toString()} velocity refusals in the rolling hour`);
+  }
   output.line(
     policy.source === 'default'
       ? '  source              the default policy of the stack\'s configuration ([ledger.default_policy]; a change applies at the next start)'

@@ -20,10 +20,16 @@ export interface AgentRow {
   /** Set exactly while suspended (migration 5). */
   suspended_at: bigint | null;
   suspension_reason: string | null;
+  /** Who suspended it (migration 6): `operator` or `velocity_breaker`; null while active. */
+  suspended_by: 'operator' | 'velocity_breaker' | null;
 }
 
 export interface PolicyRow extends SpendPolicy {
   agent_id: string;
+  /** Null when not set (migration 6). */
+  max_requests_per_minute: bigint | null;
+  max_requests_per_hour: bigint | null;
+  suspend_after_velocity_refusals: bigint | null;
   version: bigint;
   updated_at: bigint;
   follows_default: bigint;
@@ -45,6 +51,7 @@ export function agentView(row: AgentRow): LedgerAgent {
     suspended_at: row.suspended_at === null ? null : new Date(Number(row.suspended_at)).toISOString(),
     // Text is refused when secret-shaped; redacted all the same, as every free text the ledger shows.
     suspension_reason: row.suspension_reason === null ? null : redactSecretShapes(row.suspension_reason),
+    suspended_by: row.status === 'suspended' ? (row.suspended_by ?? 'operator') : null,
   };
 }
 
@@ -56,12 +63,30 @@ export function policyView(row: PolicyRow): LedgerPolicy {
     approval_threshold_units: row.approval_threshold_units,
     units_scale: UNITS_SCALE,
     currency: 'USD',
+    max_requests_per_minute: row.max_requests_per_minute,
+    max_requests_per_hour: row.max_requests_per_hour,
+    suspend_after_velocity_refusals: row.suspend_after_velocity_refusals,
     version: row.version,
     updated_at: new Date(Number(row.updated_at)).toISOString(),
     /** `default`: the configured default, applied again at every ledger start; `operator`: set with `ledger policy set`. */
     source: row.follows_default === 1n ? ('default' as const) : ('operator' as const),
   };
 }
+
+/** A policy's fields as statement parameters (a velocity field not set is NULL). */
+const policyParameters = (policy: SpendPolicy) => ({
+  cap: policy.per_authorization_cap_units,
+  daily: policy.daily_cap_units,
+  threshold: policy.approval_threshold_units,
+  per_minute: policy.max_requests_per_minute ?? null,
+  per_hour: policy.max_requests_per_hour ?? null,
+  suspend_after: policy.suspend_after_velocity_refusals ?? null,
+});
+const ASSIGN = `per_authorization_cap_units = @cap, daily_cap_units = @daily, approval_threshold_units = @threshold,
+  max_requests_per_minute = @per_minute, max_requests_per_hour = @per_hour, suspend_after_velocity_refusals = @suspend_after`;
+// IS NOT: NULL-safe, so setting or clearing a velocity field of the default is a change too.
+const DIFFERS = `per_authorization_cap_units != @cap OR daily_cap_units != @daily OR approval_threshold_units != @threshold
+  OR max_requests_per_minute IS NOT @per_minute OR max_requests_per_hour IS NOT @per_hour OR suspend_after_velocity_refusals IS NOT @suspend_after`;
 
 export type AdminStore = ReturnType<typeof createAdminStore>;
 
@@ -82,32 +107,19 @@ export function createAdminStore(db: Database.Database) {
     ),
     policyOf: db.prepare('SELECT * FROM policies WHERE agent_id = ?'),
     insertDefaultPolicy: db.prepare(
-      `INSERT INTO policies (agent_id, per_authorization_cap_units, daily_cap_units, approval_threshold_units, units_scale, currency, version, updated_at, follows_default)
-       VALUES (?, ?, ?, ?, 6, 'USD', 1, ?, 1)`,
+      `INSERT INTO policies (agent_id, per_authorization_cap_units, daily_cap_units, approval_threshold_units, units_scale, currency, version, updated_at, follows_default,
+         max_requests_per_minute, max_requests_per_hour, suspend_after_velocity_refusals)
+       VALUES (@agent_id, @cap, @daily, @threshold, 6, 'USD', 1, @now, 1, @per_minute, @per_hour, @suspend_after)`,
     ),
     followersToChange: db.prepare(
-      `SELECT agent_id FROM policies WHERE follows_default = 1
-         AND (per_authorization_cap_units != @cap OR daily_cap_units != @daily OR approval_threshold_units != @threshold)
-       ORDER BY agent_id`,
+      `SELECT agent_id FROM policies WHERE follows_default = 1 AND (${DIFFERS}) ORDER BY agent_id`,
     ),
     applyDefault: db.prepare(
-      `UPDATE policies SET per_authorization_cap_units = @cap, daily_cap_units = @daily, approval_threshold_units = @threshold,
-         version = version + 1, updated_at = @now
-       WHERE follows_default = 1
-         AND (per_authorization_cap_units != @cap OR daily_cap_units != @daily OR approval_threshold_units != @threshold)`,
+      `UPDATE policies SET ${ASSIGN}, version = version + 1, updated_at = @now
+       WHERE follows_default = 1 AND (${DIFFERS})`,
     ),
-    setPolicy: db.prepare(
-      `UPDATE policies SET per_authorization_cap_units = ?, daily_cap_units = ?, approval_threshold_units = ?, version = version + 1, updated_at = ?,
-         follows_default = 0
-       WHERE agent_id = ?`,
-    ),
+    setPolicy: db.prepare(`UPDATE policies SET ${ASSIGN}, version = version + 1, updated_at = @now, follows_default = 0 WHERE agent_id = @agent_id`),
   };
-
-  const defaultParameters = (policy: SpendPolicy) => ({
-    cap: policy.per_authorization_cap_units,
-    daily: policy.daily_cap_units,
-    threshold: policy.approval_threshold_units,
-  });
 
   return {
     /** Runs `fn` in one IMMEDIATE transaction: what it reads, checks and writes commits together. */
@@ -128,19 +140,19 @@ export function createAdminStore(db: Database.Database) {
     },
     /** The agent's first policy (version 1), following the default. */
     insertDefaultPolicy(agentId: string, policy: SpendPolicy, at: number): void {
-      statements.insertDefaultPolicy.run(agentId, policy.per_authorization_cap_units, policy.daily_cap_units, policy.approval_threshold_units, at);
+      statements.insertDefaultPolicy.run({ ...policyParameters(policy), agent_id: agentId, now: at });
     },
 
     policy: (agentId: string) => statements.policyOf.get(agentId) as PolicyRow,
     /** The agents that follow the default policy and whose policy differs from `policy`, by agent id. */
-    followersToChange: (policy: SpendPolicy) => (statements.followersToChange.all(defaultParameters(policy)) as { agent_id: string }[]).map((row) => row.agent_id),
+    followersToChange: (policy: SpendPolicy) => (statements.followersToChange.all(policyParameters(policy)) as { agent_id: string }[]).map((row) => row.agent_id),
     /** Gives every agent that follows the default policy `policy`, with a new version where it changes. */
     applyDefault(policy: SpendPolicy, at: number): void {
-      statements.applyDefault.run({ ...defaultParameters(policy), now: at });
+      statements.applyDefault.run({ ...policyParameters(policy), now: at });
     },
     /** The agent's own policy, with a new version; it no longer follows the default. */
     setPolicy(agentId: string, policy: SpendPolicy, at: number): void {
-      statements.setPolicy.run(policy.per_authorization_cap_units, policy.daily_cap_units, policy.approval_threshold_units, at, agentId);
+      statements.setPolicy.run({ ...policyParameters(policy), agent_id: agentId, now: at });
     },
   };
 }

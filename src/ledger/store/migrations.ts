@@ -236,4 +236,31 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
           AND agent_id IN (SELECT agent_id FROM agents WHERE status = 'suspended');
     `,
   },
+  {
+    version: 6,
+    name: 'velocity limits and the runaway-loop breaker',
+    // A policy may cap how many requests its agent makes per minute and per hour, and suspend it
+    // after N velocity refusals in the rolling hour (docs/ledger.md "Velocity limits"); null: not
+    // set, as every existing policy. An agent with a limit has each of its requests logged (time,
+    // and whether velocity refused it) in `agent_requests`, pruned past an hour: refused requests
+    // count too. `suspended_by` tells an operator's suspension from the breaker's; every existing
+    // suspension is an operator's.
+    up: `
+      ALTER TABLE policies ADD COLUMN max_requests_per_minute INTEGER CHECK (max_requests_per_minute IS NULL OR max_requests_per_minute > 0);
+      ALTER TABLE policies ADD COLUMN max_requests_per_hour INTEGER CHECK (max_requests_per_hour IS NULL OR max_requests_per_hour > 0);
+      ALTER TABLE policies ADD COLUMN suspend_after_velocity_refusals INTEGER
+        CHECK (suspend_after_velocity_refusals IS NULL OR (suspend_after_velocity_refusals > 0 AND (max_requests_per_minute IS NOT NULL OR max_requests_per_hour IS NOT NULL)));
+
+      ALTER TABLE agents ADD COLUMN suspended_by TEXT CHECK (suspended_by IS NULL OR (suspended_by IN ('operator', 'velocity_breaker') AND status = 'suspended'));
+      UPDATE agents SET suspended_by = 'operator' WHERE status = 'suspended';
+
+      CREATE TABLE agent_requests (
+        agent_id TEXT NOT NULL REFERENCES agents (agent_id),
+        requested_at INTEGER NOT NULL,
+        velocity_refused INTEGER NOT NULL CHECK (velocity_refused IN (0, 1))
+      );
+      CREATE INDEX agent_requests_by_agent ON agent_requests (agent_id, requested_at);
+      CREATE INDEX agent_velocity_refusals ON agent_requests (agent_id, requested_at) WHERE velocity_refused = 1;
+    `,
+  },
 ];

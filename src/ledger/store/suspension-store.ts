@@ -11,13 +11,16 @@ import type { AgentRow } from './admin-store.js';
 /** Why an authorization was cancelled: the only reason there is. */
 export const AGENT_SUSPENDED = 'agent_suspended';
 
+/** Who suspended an agent: an operator (`ledger agents suspend`), or the runaway-loop breaker of its policy. */
+export type SuspendedBy = 'operator' | 'velocity_breaker';
+
 export type SuspensionStore = ReturnType<typeof createSuspensionStore>;
 
 export function createSuspensionStore(db: Database.Database) {
   const statements = {
     agent: db.prepare('SELECT * FROM agents WHERE agent_id = ?'),
-    suspend: db.prepare("UPDATE agents SET status = 'suspended', suspended_at = ?, suspension_reason = ? WHERE agent_id = ? AND status = 'active'"),
-    resume: db.prepare("UPDATE agents SET status = 'active', suspended_at = NULL, suspension_reason = NULL WHERE agent_id = ? AND status = 'suspended'"),
+    suspend: db.prepare("UPDATE agents SET status = 'suspended', suspended_at = ?, suspension_reason = ?, suspended_by = ? WHERE agent_id = ? AND status = 'active'"),
+    resume: db.prepare("UPDATE agents SET status = 'active', suspended_at = NULL, suspension_reason = NULL, suspended_by = NULL WHERE agent_id = ? AND status = 'suspended'"),
     // Unclaimed: never an execution id. A claimed authorization is an execution under way; it
     // finishes, settles, releases or parks as ever (money truth wins over the switch).
     cancelUnclaimed: db.prepare(
@@ -28,8 +31,8 @@ export function createSuspensionStore(db: Database.Database) {
 
   return {
     agent: (agentId: string) => statements.agent.get(agentId) as AgentRow | undefined,
-    suspend(agentId: string, reason: string | null, at: number): void {
-      statements.suspend.run(at, reason, agentId);
+    suspend(agentId: string, reason: string | null, at: number, by: SuspendedBy): void {
+      statements.suspend.run(at, reason, by, agentId);
     },
     resume(agentId: string): void {
       statements.resume.run(agentId);

@@ -1,18 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { LedgerAuthorization } from '../wire/answers.js';
 import { centsCeil, decideRequest, ROLLING_WINDOW_MS, type SpendPolicy } from '../authorization-rules.js';
-import { unprocessable } from '../ledger-error.js';
-import { loadAuthorization, type LedgerContext } from './current-authorization.js';
+import { unprocessable, type LedgerError } from '../ledger-error.js';
+import { loadAuthorization } from './current-authorization.js';
 import { ownerAccountId } from './owner-account.js';
-import type { SuspensionStore } from '../store/suspension-store.js';
 import { refuseIfSuspended } from './suspend-agent.js';
+import { checkVelocity, type VelocityContext } from './velocity-breaker.js';
 
-export interface RequestContext extends LedgerContext {
+export interface RequestContext extends VelocityContext {
   readonly authorizationTtlMs: number;
   /** The policy of an agent without its own. */
   readonly defaultPolicy: SpendPolicy;
-  /** The agents' status: a suspended agent's request is refused. */
-  readonly suspensions: SuspensionStore;
 }
 
 export interface AuthorizationInput {
@@ -24,17 +22,21 @@ export interface AuthorizationInput {
 /**
  * An agent asks for a spend authorization; caps are checked and the hold taken atomically. A
  * suspended agent is refused in the same transaction, so a request commits before a suspension
- * (and is cancelled by it) or is refused after it — never held past it.
+ * (and is cancelled by it) or is refused after it — never held past it. Velocity limits are
+ * counted and decided in it too (velocity-breaker.ts); a refusal is thrown once the transaction
+ * has committed, so the request's count (and a suspension the breaker made) is kept.
  */
 export function requestAuthorization(context: RequestContext, agentId: string, input: AuthorizationInput): LedgerAuthorization {
   const { store, now } = context;
-  return store.immediate(() => {
+  const outcome = store.immediate((): { refusal: LedgerError } | { authorization: LedgerAuthorization } => {
     refuseIfSuspended(context.suspensions, agentId);
     const at = now();
-    const committed = store.committedUnits({ agentId, now: at, since: at - ROLLING_WINDOW_MS });
     const policy = store.policy(agentId) ?? context.defaultPolicy;
+    const tooFast = checkVelocity(context, agentId, policy, at);
+    if (tooFast !== null) return { refusal: tooFast };
+    const committed = store.committedUnits({ agentId, now: at, since: at - ROLLING_WINDOW_MS });
     const decision = decideRequest(policy, input.amount_units, committed);
-    if (decision.outcome === 'refused') throw unprocessable('policy_refused', decision.reason, ['amount_units']);
+    if (decision.outcome === 'refused') return { refusal: unprocessable('policy_refused', decision.reason, ['amount_units']) };
     const tokenId = randomUUID();
     store.insertAuthorization({
       tokenId,
@@ -52,6 +54,8 @@ export function requestAuthorization(context: RequestContext, agentId: string, i
       policyVersion: 'version' in policy ? (policy.version as bigint) : null,
       policy,
     });
-    return store.authorizationView(loadAuthorization(store, tokenId));
+    return { authorization: store.authorizationView(loadAuthorization(store, tokenId)) };
   });
+  if ('refusal' in outcome) throw outcome.refusal;
+  return outcome.authorization;
 }

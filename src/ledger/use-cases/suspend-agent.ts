@@ -2,6 +2,7 @@ import type { LedgerAgentSuspension } from '../wire/answers.js';
 import { forbidden, notFound } from '../ledger-error.js';
 import { agentView, type AgentRow } from '../store/admin-store.js';
 import { AGENT_SUSPENDED, type SuspensionStore } from '../store/suspension-store.js';
+import type { VelocityStore } from '../store/velocity-store.js';
 import { commitThenReach, expireAuthorizations, type CommitContext } from './current-authorization.js';
 
 /*
@@ -17,6 +18,7 @@ import { commitThenReach, expireAuthorizations, type CommitContext } from './cur
 
 export interface SuspensionContext extends CommitContext {
   readonly suspensions: SuspensionStore;
+  readonly velocity: VelocityStore;
 }
 
 function requireAgent(context: SuspensionContext, agentId: string): AgentRow {
@@ -36,7 +38,7 @@ export function suspendAgent(context: SuspensionContext, agentId: string, reason
     if (requireAgent(context, agentId).status === 'suspended') return answer(context, agentId, 0, false);
     // Expiries the clock has reached are persisted first: those authorizations expired, they are not cancelled.
     expireAuthorizations(context);
-    suspensions.suspend(agentId, reason, now());
+    suspensions.suspend(agentId, reason, now(), 'operator');
     // Inside the open transaction: a kill here must leave no trace of the suspension at all.
     crash.reach('ledger.during_suspend');
     const cancelled = suspensions.cancelUnclaimed(agentId, now());
@@ -49,11 +51,18 @@ export function resumeAgent(context: SuspensionContext, agentId: string): Ledger
   return commitThenReach(context, 'ledger.after_resume_commit', () => {
     if (requireAgent(context, agentId).status === 'active') return answer(context, agentId, 0, false);
     context.suspensions.resume(agentId);
+    // The runaway-loop breaker counts afresh from the resumption (its requests still count against the limits).
+    context.velocity.forgetRefusals(agentId);
     return answer(context, agentId, 0, true);
   });
 }
 
-/** Refuses a suspended agent's new spend request (403 `forbidden` / `agent_suspended`); call inside the request's transaction. */
+/**
+ * Refuses a suspended agent's new spend request (403 `forbidden` / `agent_suspended`; the
+ * breaker's suspension says so with `suspended_by`); call inside the request's transaction.
+ */
 export function refuseIfSuspended(suspensions: SuspensionStore, agentId: string): void {
-  if (suspensions.agent(agentId)?.status === 'suspended') throw forbidden(AGENT_SUSPENDED);
+  const agent = suspensions.agent(agentId);
+  if (agent?.status !== 'suspended') return;
+  throw forbidden(AGENT_SUSPENDED, agent.suspended_by === 'velocity_breaker' ? { suspended_by: 'velocity_breaker' } : undefined);
 }

@@ -35,6 +35,8 @@ export const agentSchema = z.object({
   /** When an operator suspended it and why (the reason may be null); both null while active. */
   suspended_at: added(timestamp),
   suspension_reason: added(z.string()),
+  /** Who suspended it: `operator`, or `velocity_breaker` (its policy's runaway-loop breaker, automatically); null while active. */
+  suspended_by: added(z.string()),
 });
 export type LedgerAgent = z.output<typeof agentSchema>;
 
@@ -45,6 +47,10 @@ export const policySchema = z.object({
   approval_threshold_units: amount,
   units_scale: scale,
   currency: z.string(),
+  /** The runaway-loop breaker (docs/ledger.md "Velocity limits"): null when not set, or from an older ledger. */
+  max_requests_per_minute: added(amount),
+  max_requests_per_hour: added(amount),
+  suspend_after_velocity_refusals: added(amount),
   version: amount,
   updated_at: timestamp,
   /** `default`: follows [ledger.default_policy] (applied at every ledger start); `operator`: set with `ledger policy set`. */
@@ -121,6 +127,12 @@ export const errorBodySchema = z.object({
     retryable: z.boolean().optional(),
     /** A 412 `policy_version_mismatch`: the version the policy is at now (dropped if malformed: the refusal still stands). */
     current_version: amount.optional().catch(undefined),
+    /** A 429: seconds until a request would be within the velocity limits again (also the `Retry-After` header). */
+    retry_after_seconds: z.int().min(0).optional().catch(undefined),
+    /** A 429 `velocity_exceeded`: the policy field of the limit it is over. */
+    velocity_limit: z.string().optional().catch(undefined),
+    /** A 403 `agent_suspended` the runaway-loop breaker caused: `velocity_breaker`. */
+    suspended_by: z.string().optional().catch(undefined),
   }),
 });
 export type LedgerErrorBody = z.output<typeof errorBodySchema>['error'];

@@ -1,6 +1,6 @@
 import { UserError } from '../../errors.js';
 import type { LedgerClient } from '../../ledger/client/ledger-client.js';
-import { LedgerAgentSuspended } from '../../ledger/client/ledger-client-errors.js';
+import { LedgerAgentSuspended, LedgerVelocityExceeded } from '../../ledger/client/ledger-client-errors.js';
 import type { LedgerAuthorization } from '../../ledger/wire/answers.js';
 import { policyRefusalReason, type PolicyRoom } from './policy-room.js';
 import type { JobQuote } from './quote.js';
@@ -36,8 +36,13 @@ export interface AuthorizationChoice {
   readonly unknown?: () => UserError;
   /** The client's words when the spend policy refuses a new request (with the refusing cap); else the ledger's refusal as it is. */
   readonly refused?: (reason: PolicyRoom['reason']) => Promise<UserError>;
-  /** The client's words when an operator suspended the agent (`agentId`: null if the ledger did not say whose); else the ledger's refusal as it is. */
-  readonly suspended?: (agentId: string | null) => UserError;
+  /**
+   * The client's words when the agent is suspended (`agentId`: null if the ledger did not say
+   * whose; `by`: an operator, or the policy's runaway-loop breaker); else the ledger's refusal as it is.
+   */
+  readonly suspended?: (agentId: string | null, by: 'operator' | 'velocity_breaker') => UserError;
+  /** The client's words when the request is over the policy's velocity limit (wait `retryAfterSeconds`, never loop); else the ledger's refusal as it is. */
+  readonly tooFast?: (retryAfterSeconds: number, limit: string | null) => UserError;
 }
 
 /** The calling agent's own id, as the ledger knows it (its reads stay open while suspended); null when it cannot be read. */
@@ -57,7 +62,9 @@ export async function obtainAuthorization(ledger: LedgerClient, quote: JobQuote,
       return await ledger.requestAuthorization({ amountUnits: quote.amountUnits, purpose });
     } catch (error) {
       // Nothing was requested: a suspended agent's request is refused before anything is held.
-      if (error instanceof LedgerAgentSuspended && choice.suspended !== undefined) throw choice.suspended(await ownAgentId(ledger));
+      if (error instanceof LedgerAgentSuspended && choice.suspended !== undefined) throw choice.suspended(await ownAgentId(ledger), error.suspendedBy);
+      // Nothing was requested either; the request is not retried here: every one counts against the limit.
+      if (error instanceof LedgerVelocityExceeded && choice.tooFast !== undefined) throw choice.tooFast(error.retryAfterSeconds, error.limit);
       const reason = policyRefusalReason(error);
       if (reason === null || choice.refused === undefined) throw error;
       throw await choice.refused(reason);
