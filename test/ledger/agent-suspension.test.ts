@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { generateCapability } from '../../src/credentials/capability.js';
-import { call, mintCredential, preciseReceipt, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { call, mintCredential, preciseReceipt, setUpActors, type Actors, type TestLedger, ledgerPerTest } from '../support/ledger.js';
 import { ledgerConfig, spawnLedger } from '../support/ledger-process.js';
 import { distinctive, secretShapeExamples } from '../support/secret-shapes.js';
 
@@ -30,13 +30,9 @@ interface Suspension {
 let ledger: TestLedger;
 let actors: Actors;
 
-beforeEach(async () => {
-  ledger = await startTestLedger();
-  actors = await setUpActors(ledger);
-});
-
-afterEach(async () => {
-  await ledger.close();
+ledgerPerTest((started, its) => {
+  ledger = started;
+  actors = its;
 });
 
 const exe = () => `exe_${randomUUID().replaceAll('-', '')}`;

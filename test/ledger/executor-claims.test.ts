@@ -7,7 +7,7 @@ import { composeLedger } from '../../src/ledger/compose-ledger.js';
 import { LEDGER_MIGRATIONS } from '../../src/ledger/store/migrations.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
-import { call, mintCredential, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { call, mintCredential, type Actors, type TestLedger, ledgerPerTest } from '../support/ledger.js';
 
 /*
  * The ledger's side of orphan claims (docs/ledger.md "Orphan claims"): a claim records the
@@ -25,13 +25,9 @@ interface ClaimsPage {
 let ledger: TestLedger;
 let actors: Actors;
 
-beforeEach(async () => {
-  ledger = await startTestLedger();
-  actors = await setUpActors(ledger);
-});
-
-afterEach(async () => {
-  await ledger.close();
+ledgerPerTest((started, its) => {
+  ledger = started;
+  actors = its;
 });
 
 async function claimedToken(executorToken = actors.executor): Promise<{ token: string; execution: string }> {

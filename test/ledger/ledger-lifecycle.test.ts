@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { call, legacyReceipt, preciseReceipt, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { call, legacyReceipt, preciseReceipt, setUpActors, startTestLedger, type Actors, type TestLedger, ledgerPerTest } from '../support/ledger.js';
 
 interface Authorization {
   token_id: string;
@@ -17,13 +17,9 @@ interface Authorization {
 let ledger: TestLedger;
 let actors: Actors;
 
-beforeEach(async () => {
-  ledger = await startTestLedger();
-  actors = await setUpActors(ledger);
-});
-
-afterEach(async () => {
-  await ledger.close();
+ledgerPerTest((started, its) => {
+  ledger = started;
+  actors = its;
 });
 
 async function request(amountUnits: string, token = actors.agent) {

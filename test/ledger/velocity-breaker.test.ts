@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { composeLedger } from '../../src/ledger/compose-ledger.js';
-import { call, DEFAULT_POLICY, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { call, DEFAULT_POLICY, type Actors, type TestLedger, ledgerPerTest } from '../support/ledger.js';
 
 /*
  * Issue 27 item 3 at the ledger: the runaway-loop breaker. A policy's `max_requests_per_minute` /
@@ -22,13 +22,9 @@ interface ErrorBody {
 let ledger: TestLedger;
 let actors: Actors;
 
-beforeEach(async () => {
-  ledger = await startTestLedger();
-  actors = await setUpActors(ledger);
-});
-
-afterEach(async () => {
-  await ledger.close();
+ledgerPerTest((started, its) => {
+  ledger = started;
+  actors = its;
 });
 
 const CAPS = { per_authorization_cap_units: '5000000', daily_cap_units: '20000000', approval_threshold_units: '1000000', units_scale: 6, currency: 'USD' };

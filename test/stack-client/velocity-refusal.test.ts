@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { agentSuspended, velocityExceeded } from '../../src/agent/agent-service.js';
 import { errorResult } from '../../src/agent/mcp-server.js';
 import { UserError } from '../../src/errors.js';
@@ -6,7 +6,7 @@ import type { OfferedTarget } from '../../src/executor/client/executor-client.js
 import { createLedgerClient } from '../../src/ledger/client/ledger-client.js';
 import { obtainAuthorization } from '../../src/stack-client/paid-job/job-authorization.js';
 import { quoteJob } from '../../src/stack-client/paid-job/quote.js';
-import { call, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { call, type Actors, type TestLedger, ledgerPerTest } from '../support/ledger.js';
 
 /*
  * How the stack's clients take the runaway-loop breaker (issue 27 item 3): a velocity refusal
@@ -19,13 +19,9 @@ import { call, setUpActors, startTestLedger, type Actors, type TestLedger } from
 let ledger: TestLedger;
 let actors: Actors;
 
-beforeEach(async () => {
-  ledger = await startTestLedger();
-  actors = await setUpActors(ledger);
-});
-
-afterEach(async () => {
-  await ledger.close();
+ledgerPerTest((started, its) => {
+  ledger = started;
+  actors = its;
 });
 
 const offered: OfferedTarget = {

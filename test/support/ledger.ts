@@ -9,6 +9,7 @@ import { composeLedger } from '../../src/ledger/compose-ledger.js';
 import type { RejectionSummaryTiming } from '../../src/http/rejection-summariser.js';
 import type { LedgerContractLevel } from '../../src/ledger/ledger-config.js';
 import { readPrivateFile } from '../../src/credentials/private-file.js';
+import { afterEach, beforeEach } from 'vitest';
 import { makeTempDir, removeDir } from './cli.js';
 
 export const DEFAULT_POLICY = {
@@ -175,4 +176,20 @@ export function legacyReceipt(amountCents: number, receiptId = `rcpt_${randomUUI
     currency: 'USD',
     price_model_snapshot: { provider: 'fal', model: 'fal-ai/flux/schnell', estimated_price_cents: amountCents },
   };
+}
+
+/**
+ * A fresh ledger and its actors for every test of the file: started before each test, closed after
+ * it; `use` receives them (the file keeps them in its own variables).
+ */
+export function ledgerPerTest(use: (ledger: TestLedger, actors: Actors) => void, options: TestLedgerOptions = {}): void {
+  let current: TestLedger | undefined;
+  beforeEach(async () => {
+    current = await startTestLedger(options);
+    use(current, await setUpActors(current));
+  });
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
 }
