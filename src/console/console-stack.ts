@@ -49,12 +49,8 @@ export function createConsoleStack(options: ConsoleStackOptions) {
     /** Components and readiness (as `stack status`), engine, spend against the caps per agent. */
     async overview() {
       const status = await stackStatus({ env, profileFlag: profile });
-      // Not usable: what status read from the databases (work in flight, approvals pending) still shows.
-      if (!status.usable) return overviewView(status, null, status.approvals_pending);
-      const running = await stack();
-      const approver = await connectStackLedger(running, 'approver');
-      const [agents, approvals] = await Promise.all([agentsWithSpending(running), approver.pendingApprovals()]);
-      return overviewView(status, agents, approvals.length);
+      // Work in flight and approvals pending are read from the databases (status), usable or not.
+      return overviewView(status, status.usable ? await agentsWithSpending(await stack()) : null);
     },
 
     /** `GET /v1/executions`: every agent's executions, an operator's view (reconciliation capability). */

@@ -63,7 +63,7 @@ export function agentView(agent: LedgerAgent, spending: LedgerSpending) {
   };
 }
 
-export function overviewView(status: StatusResult, agents: readonly { agent: LedgerAgent; spending: LedgerSpending }[] | null, pendingApprovals: number | null) {
+export function overviewView(status: StatusResult, agents: readonly { agent: LedgerAgent; spending: LedgerSpending }[] | null) {
   return {
     profile: status.profile,
     state: status.state,
@@ -86,7 +86,7 @@ export function overviewView(status: StatusResult, agents: readonly { agent: Led
     awaiting_human: status.awaiting_human,
     /** Executions admitted and not finished: a stop lets them resume at the next start (`stack stop --wait` lets them finish first). */
     executions_in_flight: status.executions_in_flight,
-    pending_approvals: pendingApprovals,
+    pending_approvals: status.approvals_pending,
     spend: agents?.map(({ agent, spending }) => agentView(agent, spending)) ?? [],
   };
 }

@@ -12,6 +12,8 @@ export const EXECUTION_PHASES = ['submit_provider', 'poll_provider_operation', '
 export type ExecutionPhase = (typeof EXECUTION_PHASES)[number];
 
 export const TERMINAL_STATES: readonly ExecutionState[] = ['succeeded', 'failed'];
+/** Admitted and not finished: each holds its authorization (a stop lets it resume at the next start). */
+export const IN_FLIGHT_STATES: readonly ExecutionState[] = ['pending', 'scheduled', 'running'];
 
 /**
  * The execution id for a spend authorization: derived, not random, so that a crash between the

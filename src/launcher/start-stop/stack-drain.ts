@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { countExecutions, IN_FLIGHT_STATES } from '../status/executor-database.js';
+import { IN_FLIGHT_STATES } from '../../executor/domain/execution-states.js';
+import { countExecutions } from '../status/executor-database.js';
 
 /*
  * `stack stop --wait` (docs/stack-runtime.md "Stop"): with the handoff already withdrawn (no new

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { IN_FLIGHT_STATES } from '../../executor/domain/execution-states.js';
 
 /*
  * Read-only counts from a profile's executor database, for the launcher's reports (`stack stop`,
@@ -53,9 +54,6 @@ export function countExecutions(databasePath: string, states: readonly string[])
 export function countRescheduledRuns(databasePath: string, now = Date.now()): Promise<RescheduledRuns | null> {
   return readOnly(databasePath, (db) => rescheduledRuns(db, now));
 }
-
-/** Executions not yet terminal: admitted and not finished, each holding its authorization. */
-export const IN_FLIGHT_STATES = ['pending', 'scheduled', 'running'] as const;
 
 export interface ExecutorCounts {
   readonly awaiting_human: number | null;

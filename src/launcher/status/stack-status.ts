@@ -13,6 +13,7 @@ import type { ComponentExit, ComponentState, SupervisorPhase } from '../supervis
 import { knownProfilePaths } from '../profiles/existing-profile.js';
 import { executorCounts as readExecutorCounts, type ExecutorCounts, type RescheduledRuns } from './executor-database.js';
 import { countPendingApprovals } from './ledger-database.js';
+import { engineStateOf } from '../../executor/domain/readiness-state.js';
 import { generationEngine, type GenerationEngine } from '../generations/generation-engine.js';
 
 /*
@@ -152,7 +153,8 @@ function nextStep(paths: ProfilePaths, state: OverallState, phase: SupervisorPha
 
 /** The executor's probe says its workflow engine is not answering (`HTTP 503 (workflow_engine_unavailable)`). */
 function engineDown(components: readonly ComponentReport[]): boolean {
-  return components.some((component) => component.name === 'executor' && /\((workflow_engine_unavailable|workflow_engine_cancelled)\)$/.test(component.probe_error ?? ''));
+  const reason = /\(([a-z0-9_]+)\)$/.exec(components.find((component) => component.name === 'executor')?.probe_error ?? '')?.[1];
+  return reason !== undefined && engineStateOf(reason) === 'unreachable';
 }
 
 /** The directory a component's probe says is full (`HTTP 503 (disk_full: /path)`), or null. */
