@@ -125,6 +125,7 @@ export function createLedgerStore(db: Database.Database) {
        ORDER BY created_at DESC LIMIT @limit`,
     ),
     claim: db.prepare("UPDATE authorizations SET status = 'claimed', execution_id = ?, claimed_at = ?, claimed_by = ? WHERE token_id = ?"),
+    sameCredentialLine: db.prepare('SELECT 1 FROM credentials a JOIN credentials b ON a.lineage = b.lineage WHERE a.credential_id = ? AND b.credential_id = ?'),
     openRecordOf: db.prepare("SELECT record_id FROM reconciliation_records WHERE token_id = ? AND status = 'open'"),
     insertRecord: db.prepare(
       "INSERT INTO reconciliation_records (record_id, token_id, execution_id, reason, evidence, status, created_at) VALUES (?, ?, ?, ?, ?, 'open', ?)",
@@ -192,6 +193,8 @@ export function createLedgerStore(db: Database.Database) {
     claim(tokenId: string, executionId: string, at: number, credentialId: string): void {
       statements.claim.run(executionId, at, credentialId, tokenId);
     },
+    /** Whether two credentials are of one line (one of them rotated from the other, directly or not; ledger migration 7). */
+    sameCredentialLine: (a: string, b: string) => statements.sameCredentialLine.get(a, b) !== undefined,
 
     settlementByReceipt: (receiptId: string) => statements.settlementByReceipt.get(receiptId) as SettlementRow | undefined,
     insertSettlement(settlement: NewSettlement): void {

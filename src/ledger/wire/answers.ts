@@ -113,10 +113,37 @@ export const authorizationSchema = z.object({
 export type LedgerAuthorization = z.output<typeof authorizationSchema>;
 
 export const credentialRegistrationSchema = z.object({
-  credential: z.object({ credential_id: z.string(), kind: z.string(), agent_id: z.string().nullable() }),
+  credential: z.object({ credential_id: z.string(), kind: z.string(), agent_id: z.string().nullable(), holder_name: added(z.string()) }),
   outcome: z.enum(['created', 'unchanged']),
 });
 export type CredentialRegistration = z.output<typeof credentialRegistrationSchema>;
+
+/** A credential as `GET /credentials` shows it (never a capability, digest or lookup). */
+export const credentialSchema = z.object({
+  credential_id: z.string(),
+  kind: z.string(),
+  agent_id: z.string().nullable(),
+  /** The person it belongs to (named approvers); null when issued without a name. */
+  holder_name: z.string().nullable(),
+  /** `active`; `expiring` while a rotation's grace runs (`expires_at`); `revoked` (`revoked_at`). */
+  status: z.enum(['active', 'expiring', 'revoked']),
+  created_at: timestamp,
+  /** The minute of its last accepted use (null: never used since lexec recorded uses). */
+  last_used_at: timestamp.nullable(),
+  expires_at: timestamp.nullable(),
+  revoked_at: timestamp.nullable(),
+  /** The id of the first credential of its line (a rotation keeps the line). */
+  lineage: z.string(),
+  rotated_from: z.string().nullable(),
+  replaced_by: z.string().nullable(),
+});
+export type LedgerCredential = z.output<typeof credentialSchema>;
+
+export const credentialListSchema = z.object({ credentials: z.array(credentialSchema) });
+export const credentialRevocationSchema = z.object({ credential: credentialSchema, changed: z.boolean() });
+export type LedgerCredentialRevocation = z.output<typeof credentialRevocationSchema>;
+export const credentialRotationSchema = z.object({ credential: credentialSchema, replaced: credentialSchema, outcome: z.enum(['created', 'unchanged']) });
+export type LedgerCredentialRotation = z.output<typeof credentialRotationSchema>;
 
 /** `{"error":{…}}` as every lexec server writes it (src/http/api-error.ts). */
 export const errorBodySchema = z.object({
