@@ -11,7 +11,7 @@ export interface RequestContext {
   /** The kind the presented capability declares in its prefix (not secret). */
   readonly presented: CredentialKind | null;
   /** What a 404 means for this route. */
-  readonly subject: 'agent' | 'authorization';
+  readonly subject: 'agent' | 'authorization' | 'credential';
 }
 
 // Codes, reasons and field paths come from the server. They are shown to the operator, so only
@@ -41,6 +41,11 @@ function issuesOf(body: LedgerErrorBody | null): FieldIssue[] {
 function conflictNextStep(reason: string | undefined): string {
   if (reason === 'agent_exists') return 'Choose another name; `lexec ledger agents list` shows the agents that exist.';
   if (reason === 'credential_exists') return 'That credential is already registered differently; run the command again to issue a new one.';
+  if (reason === 'last_admin_credential') {
+    return 'The ledger keeps at least one admin credential: rotate it instead (`lexec ledger credentials rotate <credential_id> --credential-file …`), then revoke the old one if it is still in its grace.';
+  }
+  if (reason === 'credential_revoked') return 'That credential is revoked and stays so; issue a new one (`lexec ledger credentials create`), or rotate the one that replaced it.';
+  if (reason === 'credential_already_rotated') return 'It was already rotated: `lexec ledger credentials list` shows the credential that replaced it (`replaced_by`); rotate that one.';
   if (reason?.startsWith('authorization_') === true) {
     return 'Only a requested authorization can be decided; `lexec ledger authorizations show <token_id>` shows where it stands.';
   }

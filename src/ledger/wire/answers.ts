@@ -140,6 +140,7 @@ export const credentialSchema = z.object({
 export type LedgerCredential = z.output<typeof credentialSchema>;
 
 export const credentialListSchema = z.object({ credentials: z.array(credentialSchema) });
+export const credentialAnswerSchema = z.object({ credential: credentialSchema });
 export const credentialRevocationSchema = z.object({ credential: credentialSchema, changed: z.boolean() });
 export type LedgerCredentialRevocation = z.output<typeof credentialRevocationSchema>;
 export const credentialRotationSchema = z.object({ credential: credentialSchema, replaced: credentialSchema, outcome: z.enum(['created', 'unchanged']) });
