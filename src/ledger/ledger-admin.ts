@@ -1,8 +1,7 @@
 import type { LedgerAgent, LedgerPolicy } from './wire/answers.js';
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { capabilityDigest, digestLookup, digestsEqual, type CredentialKind } from '../credentials/capability.js';
-import { conflict, LedgerError, notFound, unprocessable, versionMismatch } from './ledger-error.js';
+import { conflict, LedgerError, notFound, versionMismatch } from './ledger-error.js';
 import { velocityLimits, type SpendPolicy } from './authorization-rules.js';
 import { agentView, createAdminStore, policyView, type AgentRow } from './store/admin-store.js';
 

@@ -37,12 +37,13 @@ async function lexec(args: readonly string[], options?: CliOptions): Promise<Cli
 const target = (tokenFile = ledger.adminCapabilityPath) => ['--url', ledger.url, '--token-file', tokenFile];
 const file = (name: string) => join(root, 'credentials', name);
 
-function result<T>(run: CliRun): T {
+/** The `--json` result of a run that succeeded, as docs/ledger-cli.md documents it. */
+function result<T>(run: CliRun, shape?: (value: unknown) => T): T {
   expect(run.stderr).toBe('');
   expect(run.exitCode).toBe(0);
-  const document = JSON.parse(run.stdout) as { ok: boolean; result: T };
+  const document = JSON.parse(run.stdout) as { ok: boolean; result: unknown };
   expect(document.ok).toBe(true);
-  return document.result;
+  return shape === undefined ? (document.result as T) : shape(document.result);
 }
 
 function failure(run: CliRun, exitCode: number, code: string): { message: string; next_step: string; issues: { path: string }[] } {
