@@ -1,5 +1,6 @@
 import type { CredentialKind } from '../../credentials/capability.js';
 import { UserError, type FieldIssue, type UserErrorOptions } from '../../errors.js';
+import { plain } from '../../terminal/plain-text.js';
 import type { LedgerErrorBody } from '../wire/answers.js';
 
 /** What a request was for, so a refusal can be explained in the caller's terms. */
@@ -165,6 +166,14 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
     return new UserError('ledger_not_found', `The ledger at ${context.url} has no such ${context.subject} (${said}).`, {
       nextStep: `Check the ${context.subject} id (\`lexec ledger ${context.subject}s list\` lists them) and that --url names the right ledger.`,
       issues,
+    });
+  }
+  const decided = /^authorization_(approved|denied)$/.exec(reason ?? '')?.[1];
+  if (status === 409 && decided !== undefined && body?.decided_at !== undefined) {
+    // Lost to another approver (or decided the other way before): who, and when.
+    const who = body.decided_by_name !== undefined ? plain(body.decided_by_name) : body.decided_by === 'policy' ? 'the policy (below the approval threshold)' : `approver credential ${safeCode(body.decided_by) ?? 'unknown'}`;
+    return new UserError('ledger_already_decided', `The request was already ${decided} by ${who} at ${body.decided_at}; nothing changed.`, {
+      nextStep: '`lexec ledger authorizations show <token_id>` shows the decision and its reason.',
     });
   }
   if (status === 409) {

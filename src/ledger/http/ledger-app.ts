@@ -229,7 +229,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
       const principal = auth.principal(request);
       const { token_id: tokenId } = parseInput(tokenParams, request.params);
       const body = parseInput(decisionBody, request.body ?? {});
-      return { authorization: service.decide(tokenId, decision, principal.credential_id, body.reason) };
+      return { authorization: service.decide(tokenId, decision, principal, body.reason) };
     });
   }
 

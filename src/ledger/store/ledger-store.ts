@@ -41,6 +41,8 @@ export interface NewAuthorization {
 export interface Decision {
   readonly status: 'approved' | 'denied';
   readonly decidedBy: string;
+  /** The named approver's name, kept with the decision. */
+  readonly decidedByName: string | null;
   readonly reason: string | null;
   readonly decidedAt: number;
   readonly closedAt: number | null;
@@ -118,7 +120,7 @@ export function createLedgerStore(db: Database.Database) {
          policy_version, policy_per_authorization_cap_units, policy_daily_cap_units, policy_approval_threshold_units)
        VALUES (?, ?, ?, ?, 6, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
-    decide: db.prepare('UPDATE authorizations SET status = ?, decided_by = ?, decision_reason = ?, decided_at = ?, closed_at = ? WHERE token_id = ?'),
+    decide: db.prepare('UPDATE authorizations SET status = ?, decided_by = ?, decided_by_name = ?, decision_reason = ?, decided_at = ?, closed_at = ? WHERE token_id = ?'),
     pendingApprovals: db.prepare("SELECT * FROM authorizations WHERE status = 'requested' ORDER BY created_at"),
     list: db.prepare(
       `SELECT * FROM authorizations WHERE (@agent_id IS NULL OR agent_id = @agent_id) AND (@status IS NULL OR status = @status)
@@ -185,7 +187,7 @@ export function createLedgerStore(db: Database.Database) {
       );
     },
     decide(tokenId: string, decision: Decision): void {
-      statements.decide.run(decision.status, decision.decidedBy, decision.reason, decision.decidedAt, decision.closedAt, tokenId);
+      statements.decide.run(decision.status, decision.decidedBy, decision.decidedByName, decision.reason, decision.decidedAt, decision.closedAt, tokenId);
     },
     pendingApprovals: () => statements.pendingApprovals.all() as AuthorizationRow[],
     list: (filter: { agentId: string | null; status: AuthorizationStatus | null; limit: number }) =>

@@ -273,7 +273,8 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
     // credential of the line), so the executor's claims made under an older credential of its
     // line stay its own, and registering the line's first id again with the current capability is
     // `unchanged` (bootstrap stays idempotent after a rotation). `last_used_at` is kept to the
-    // minute. `holder_name` is the person an approver credential belongs to (named approvers).
+    // minute. `holder_name` is the person an approver credential belongs to (named approvers), and
+    // an authorization keeps the name of the person who decided it (`decided_by_name`).
     // The credentials table is rebuilt to hold the new constraints; the secret side of a row
     // (digest, lookup, kind, agent) can never change and no credential row is ever deleted.
     rebuildsTables: true,
@@ -303,6 +304,8 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'a credential''s identity never changes'); END;
       CREATE TRIGGER credentials_are_kept BEFORE DELETE ON credentials
         BEGIN SELECT RAISE(ABORT, 'credentials are revoked, never deleted'); END;
+
+      ALTER TABLE authorizations ADD COLUMN decided_by_name TEXT;
     `,
   },
 ];

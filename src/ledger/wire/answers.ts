@@ -86,6 +86,8 @@ export const authorizationSchema = z.object({
   purpose: z.string().nullable(),
   execution_id: z.string().nullable(),
   decided_by: z.string().nullable(),
+  /** The person who decided it (a named approver's credential); null for the policy or an unnamed credential. */
+  decided_by_name: added(z.string()),
   decision_reason: z.string().nullable(),
   /** The policy the request was decided under; null for one made before the ledger kept it (absent from older ledgers). */
   policy: z
@@ -161,6 +163,10 @@ export const errorBodySchema = z.object({
     velocity_limit: z.string().optional().catch(undefined),
     /** A 403 `agent_suspended` the runaway-loop breaker caused: `velocity_breaker`. */
     suspended_by: z.string().optional().catch(undefined),
+    /** A 409 `authorization_approved|denied`: who decided it already (credential id, a named approver's name) and when. */
+    decided_by: z.string().max(128).optional().catch(undefined),
+    decided_by_name: z.string().max(100).optional().catch(undefined),
+    decided_at: timestamp.optional().catch(undefined),
   }),
 });
 export type LedgerErrorBody = z.output<typeof errorBodySchema>['error'];
