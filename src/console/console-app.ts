@@ -7,9 +7,10 @@ import { ApiError } from '../http/api-error.js';
 import { createJsonServer, parseInput } from '../http/json-server.js';
 import type { ConsoleAssets } from './console-assets.js';
 import { CONSOLE_VIEWS, consolePage, loginPage, type ConsoleView } from './console-pages.js';
-import { SESSION_HEADER, type ConsoleSessions } from './console-sessions.js';
+import { SESSION_HEADER, type ConsoleSession, type ConsoleSessions } from './console-sessions.js';
 import type { ConsoleStack } from './console-stack.js';
-import { LedgerPolicyVersionMismatch } from '../ledger/client/ledger-client-errors.js';
+import { LedgerAlreadyDecided, LedgerPolicyVersionMismatch } from '../ledger/client/ledger-client-errors.js';
+import { freeText } from '../config/schema-parts.js';
 
 /*
  * The console's HTTP server (docs/console.md): HTML shells, one script and one stylesheet, and
@@ -76,7 +77,11 @@ const policyBody = z.strictObject({
   expect_version: z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be the version shown (a whole number)').transform(BigInt),
 });
 const emptyBody = z.strictObject({});
-const loginBody = z.strictObject({ token: z.string().max(200) });
+/** The login exchange: the one-time token, and who signs in (the named approver the session decides as). */
+const loginBody = z.strictObject({
+  token: z.string().max(200),
+  name: freeText(z.string().trim().min(1, 'must not be blank').max(100, 'must be at most 100 characters')),
+});
 const decisionBody = z.strictObject({ reason: z.string().max(500, 'must be at most 500 characters').optional() });
 
 const SAFE_CODE = /^[a-z0-9_]{1,60}$/;
@@ -95,6 +100,12 @@ export function consoleError(error: unknown): ApiError | null {
   const reason = SAFE_CODE.test(error.code) ? { reasonCode: error.code } : {};
   const fields = error.issues.map((issue) => issue.path).filter((path) => /^[A-Za-z0-9_.[\]-]{1,160}$/.test(path));
   if (UNAVAILABLE.has(error.code) || error.code.startsWith('profile_')) return new ApiError(503, 'stack_unavailable', { ...reason, retryable: true });
+  // Another approver was first (or it was decided the other way): who and when, for the page to say.
+  if (error instanceof LedgerAlreadyDecided) {
+    const details: Record<string, string> = { decision: error.decision, decided_at: error.decidedAt };
+    if (error.decidedByName !== null) details.decided_by_name = error.decidedByName;
+    return new ApiError(409, 'already_decided', { reasonCode: error.code, details });
+  }
   if (error.code.endsWith('_not_found')) return new ApiError(404, 'not_found', reason);
   if (error.code.endsWith('_conflict')) return new ApiError(409, 'conflict', reason);
   if (error.code.endsWith('_invalid_request')) return new ApiError(400, 'invalid_request', { ...reason, fields });
@@ -116,6 +127,13 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
     done(null, payload);
   });
 
+  const sessionOf = new WeakMap<FastifyRequest, ConsoleSession>();
+  const approverName = (request: FastifyRequest): string => {
+    const session = sessionOf.get(request);
+    if (session === undefined) throw new Error(`route ${request.routeOptions.url ?? 'unmatched'} ran without a session`);
+    return session.approverName;
+  };
+
   /** Throws the refusal of a request that may not reach its route. */
   const admit = (request: FastifyRequest): void => {
     const origin = deps.origin();
@@ -127,7 +145,9 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
     if (PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
     const secret = sessionSecret(request);
     if (secret === undefined) throw new ApiError(401, 'unauthorized', { reasonCode: 'session_missing' });
-    if (!deps.sessions.use(secret)) throw new ApiError(401, 'unauthorized', { reasonCode: 'session_invalid' });
+    const session = deps.sessions.use(secret);
+    if (session === null) throw new ApiError(401, 'unauthorized', { reasonCode: 'session_invalid' });
+    sessionOf.set(request, session);
   };
   app.addHook('onRequest', (request, _reply, done) => {
     try {
@@ -149,7 +169,8 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
   app.get('/login', (_request, reply) => html(reply, loginPage()));
   // The secret goes in the body, for the page to keep in its tab's sessionStorage: no cookie.
   app.post(LOGIN_PATH, (request) => {
-    const secret = deps.sessions.login(parseInput(loginBody, request.body).token);
+    const body = parseInput(loginBody, request.body);
+    const secret = deps.sessions.login(body.token, body.name);
     if (secret === null) throw new ApiError(401, 'unauthorized', { reasonCode: 'login_token_invalid' });
     return { signed_in: true, session: secret };
   });
@@ -182,7 +203,7 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
   for (const decision of ['approve', 'deny'] as const) {
     app.post(`/api/approvals/:token_id/${decision}`, (request) => {
       const { token_id: tokenId } = parseInput(tokenParams, request.params);
-      return deps.stack.decide(tokenId, decision, parseInput(decisionBody, request.body ?? {}).reason);
+      return deps.stack.decide(tokenId, decision, parseInput(decisionBody, request.body ?? {}).reason, approverName(request));
     });
   }
   app.get('/api/reconciliations', () => deps.stack.reconciliations());

@@ -56,13 +56,22 @@ ${links}
 `;
 }
 
-/** The login page: its script posts the token from the URL's fragment (never sent to a server by the browser). */
+/**
+ * The login page: it asks who signs in (the name every approval and denial of this session is
+ * recorded under: a named approver), then its script posts the token from the URL's fragment
+ * (never sent to a server by the browser) with the name.
+ */
 export function loginPage(): string {
   return `${head('Sign in', '/assets/login.js')}
 <body data-view="login">
 <main id="main">
 <h1>lexec console</h1>
-<p id="login-status">Signing in…</p>
+<form id="login-form">
+<p><label>Your name: <input type="text" name="approver-name" id="approver-name" maxlength="100" autocomplete="name" required></label></p>
+<p class="hint">Requests you approve or deny are recorded as decided by this name.</p>
+<p><button type="submit">Sign in</button></p>
+</form>
+<p id="login-status" role="status"></p>
 </main>
 </body>
 </html>

@@ -25,6 +25,13 @@ export const systemClock: ConsoleClock = { now: () => Date.now() };
 interface SessionTimes {
   readonly startedAt: number;
   lastUsedAt: number;
+  /** Who signed in: the named approver this session decides as. */
+  readonly approverName: string;
+}
+
+/** A live session, as a route sees it. */
+export interface ConsoleSession {
+  readonly approverName: string;
 }
 
 const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
@@ -49,8 +56,8 @@ export function createConsoleSessions(options: { readonly clock: ConsoleClock })
       return token;
     },
 
-    /** Exchanges the current, unexpired login token for a new session secret, once; null for anything else. */
-    login(token: unknown): string | null {
+    /** Exchanges the current, unexpired login token for a new session secret of `approverName`, once; null for anything else. */
+    login(token: unknown, approverName: string): string | null {
       if (typeof token !== 'string' || !SECRET.test(token) || login === null) return null;
       if (!timingSafeEqual(digest(token), login.digest)) return null;
       const { expiresAt } = login;
@@ -58,22 +65,22 @@ export function createConsoleSessions(options: { readonly clock: ConsoleClock })
       const now = clock.now();
       if (now > expiresAt) return null;
       const secret = random();
-      sessions.set(keyOf(secret), { startedAt: now, lastUsedAt: now });
+      sessions.set(keyOf(secret), { startedAt: now, lastUsedAt: now, approverName });
       return secret;
     },
 
     /**
-     * Whether a secret names a live session; a hit counts as use (the idle lifetime starts again).
-     * Expired sessions are dropped on the way.
+     * The live session a secret names, or null; a hit counts as use (the idle lifetime starts
+     * again). Expired sessions are dropped on the way.
      */
-    use(secret: string | undefined): boolean {
+    use(secret: string | undefined): ConsoleSession | null {
       const now = clock.now();
       for (const [key, times] of sessions) if (expired(times, now)) sessions.delete(key);
-      if (secret === undefined || !SECRET.test(secret)) return false;
+      if (secret === undefined || !SECRET.test(secret)) return null;
       const times = sessions.get(keyOf(secret));
-      if (times === undefined) return false;
+      if (times === undefined) return null;
       times.lastUsedAt = now;
-      return true;
+      return { approverName: times.approverName };
     },
 
     logout(secret: string): void {

@@ -7,6 +7,7 @@ import { connectStackLedger, ledgerConnector } from '../stack-client/connect-led
 import { connectStackExecutor, reconciliationConnector, type ExecutorRole } from '../stack-client/connect-executor.js';
 import type { LedgerAgent } from '../ledger/wire/answers.js';
 import type { SpendPolicy } from '../ledger/authorization-rules.js';
+import { namedApproverClient } from './named-approver.js';
 import { agentView, approvalView, executionDetailView, executionRowView, overviewView, policyView, reconciliationView, type AgentNames } from './console-views.js';
 
 /*
@@ -89,11 +90,11 @@ export function createConsoleStack(options: ConsoleStackOptions) {
       return { approvals: pending.map((authorization) => approvalView(authorization, names.get(authorization.agent_id) ?? null, policies.get(authorization.agent_id) ?? null)) };
     },
 
-    /** `lexec ledger authorizations approve|deny`, with the stack's approver capability. */
-    async decide(tokenId: string, decision: 'approve' | 'deny', reason: string | undefined) {
-      const target = ledgerConnector({ env, profile, url: undefined, tokenFile: undefined });
-      const { authorization } = await decideLedgerAuthorization({ target, tokenId, decision, reason });
-      return { token_id: authorization.token_id, status: authorization.status };
+    /** `lexec ledger authorizations approve|deny`, as the named approver who signed in (named-approver.ts). */
+    async decide(tokenId: string, decision: 'approve' | 'deny', reason: string | undefined, approverName: string) {
+      const approver = await namedApproverClient(await stack(), approverName);
+      const { authorization } = await decideLedgerAuthorization({ target: () => Promise.resolve(approver), tokenId, decision, reason });
+      return { token_id: authorization.token_id, status: authorization.status, decided_by_name: authorization.decided_by_name };
     },
 
     async reconciliations() {

@@ -28,6 +28,11 @@ class ConsoleError extends Error {
     this.fields = body?.error?.fields ?? [];
     /** The policy's version now, when a change was refused for being made from an older one. */
     this.currentVersion = typeof body?.error?.current_version === 'string' ? body.error.current_version : null;
+    /** Who decided a request first (a lost race): the decision, the approver's name (or null) and when. */
+    this.decided =
+      body?.error?.code === 'already_decided' && typeof body.error.decided_at === 'string'
+        ? { decision: String(body.error.decision ?? 'decided'), by: typeof body.error.decided_by_name === 'string' ? body.error.decided_by_name : null, at: body.error.decided_at }
+        : null;
   }
 }
 
@@ -57,6 +62,7 @@ const FIELD_HINTS = {
 function explain(error) {
   if (!(error instanceof ConsoleError)) return 'The console did not answer; is `lexec stack console` still running?';
   if (error.currentVersion !== null) return error.message;
+  if (error.decided !== null) return `Already ${error.decided.decision} by ${error.decided.by ?? 'another approver'} at ${new Date(error.decided.at).toLocaleString()}; nothing changed.`;
   const fields = error.fields.length > 0 ? ` Fields: ${error.fields.join(', ')}.` : '';
   const hints = error.fields.map((field) => FIELD_HINTS[field]).filter((hint) => hint !== undefined);
   return `${EXPLAINED[error.code] ?? 'Refused.'}${error.reason === null ? '' : ` (${error.reason})`}${fields}${hints.map((hint) => ` ${hint}`).join('')}`;
@@ -387,7 +393,7 @@ async function approvals() {
     const reasonName = `reason-${approval.token_id}`;
     const decide = (decision) => () => {
       const reason = main.querySelector(`[name="${reasonName}"]`)?.value ?? '';
-      void act(out, () => postJson(`/api/approvals/${approval.token_id}/${decision}`, reason === '' ? {} : { reason }), (result) => `Authorization ${result.token_id}: ${result.status}.`);
+      void act(out, () => postJson(`/api/approvals/${approval.token_id}/${decision}`, reason === '' ? {} : { reason }), (result) => `Authorization ${result.token_id}: ${result.status}${result.decided_by_name ? ` by ${result.decided_by_name}` : ''}.`);
     };
     return h(
       'section',

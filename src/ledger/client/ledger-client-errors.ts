@@ -53,6 +53,20 @@ function conflictNextStep(reason: string | undefined): string {
   return 'Look at the current state with the matching `lexec ledger … show` or `list` command before changing it.';
 }
 
+/** Another approver decided the request first (or it was decided the other way): by whom and when. */
+export class LedgerAlreadyDecided extends UserError {
+  constructor(
+    readonly decision: string,
+    /** The named approver's name; null for the policy or an unnamed credential. */
+    readonly decidedByName: string | null,
+    readonly decidedAt: string,
+    message: string,
+    options: UserErrorOptions,
+  ) {
+    super('ledger_already_decided', message, options);
+  }
+}
+
 /** The ledger refused a request under the agent's spend policy; `reason` is the ledger's reason code (e.g. `per_authorization_cap_exceeded`). */
 export class LedgerPolicyRefused extends UserError {
   constructor(
@@ -172,7 +186,7 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
   if (status === 409 && decided !== undefined && body?.decided_at !== undefined) {
     // Lost to another approver (or decided the other way before): who, and when.
     const who = body.decided_by_name !== undefined ? plain(body.decided_by_name) : body.decided_by === 'policy' ? 'the policy (below the approval threshold)' : `approver credential ${safeCode(body.decided_by) ?? 'unknown'}`;
-    return new UserError('ledger_already_decided', `The request was already ${decided} by ${who} at ${body.decided_at}; nothing changed.`, {
+    return new LedgerAlreadyDecided(decided, body.decided_by_name === undefined ? null : plain(body.decided_by_name), body.decided_at, `The request was already ${decided} by ${who} at ${body.decided_at}; nothing changed.`, {
       nextStep: '`lexec ledger authorizations show <token_id>` shows the decision and its reason.',
     });
   }
