@@ -3,6 +3,7 @@ import { capabilityDigest, digestsEqual, generateCapability } from '../credentia
 import { readPrivateFile, writePrivateFile } from '../credentials/private-file.js';
 import { UserError } from '../errors.js';
 import type { LedgerAdmin } from './ledger-admin.js';
+import { LEDGER_ACTOR } from './store/audit-store.js';
 
 export type AdminCapabilityOutcome = 'created' | 'reused';
 
@@ -16,7 +17,8 @@ async function exists(path: string): Promise<boolean> {
 /**
  * On first start the ledger creates its admin capability in a private file (0600 in a 0700
  * directory) and stores only its digest. Later starts read the file descriptor-safely and check
- * it against the stored digest. Any disagreement fails closed: the ledger does not start.
+ * it against the stored digest. Any disagreement fails closed: the ledger does not start. The
+ * registration is the ledger's own act in the audit trail.
  */
 export async function ensureAdminCapability(path: string, admin: LedgerAdmin): Promise<AdminCapabilityOutcome> {
   const stored = admin.adminDigest();
@@ -28,12 +30,12 @@ export async function ensureAdminCapability(path: string, admin: LedgerAdmin): P
     }
     const token = generateCapability('admin');
     await writePrivateFile(path, `${token}\n`);
-    admin.registerCredential('admin', 'admin', null, capabilityDigest(token));
+    admin.registerCredential('admin', 'admin', null, capabilityDigest(token), LEDGER_ACTOR);
     return 'created';
   }
   const digest = capabilityDigest(await readPrivateFile(path, 'ledger admin capability'));
   if (stored === null) {
-    admin.registerCredential('admin', 'admin', null, digest);
+    admin.registerCredential('admin', 'admin', null, digest, LEDGER_ACTOR);
     return 'reused';
   }
   if (!digestsEqual(stored, digest)) {
