@@ -52,7 +52,7 @@ const eventsAfter = async (after: string) => {
 };
 const credentialOf = (kind: string) => ledger.query<{ credential_id: string }>('SELECT credential_id FROM credentials WHERE kind = ?', kind)[0]?.credential_id ?? '';
 const admin = { actor_kind: 'admin', actor_credential_id: 'admin', actor_name: null };
-const post = (path: string, body: unknown = {}, token = ledger.adminToken) => call<Record<string, unknown>>(ledger.url, 'POST', path, { token, body });
+const post = (path: string, body: unknown = {}, token = ledger.adminToken) => call(ledger.url, 'POST', path, { token, body });
 
 async function requestAuthorization(amountUnits: string): Promise<string> {
   const answer = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', {
@@ -354,8 +354,8 @@ describe('the audit table', () => {
       at: Date.now(),
     } as const;
     try {
-      expect(() => store.record(entry)).toThrow(BugError);
-      db.transaction(() => store.record(entry)).immediate();
+      expect(() => { store.record(entry); }).toThrow(BugError);
+      db.transaction(() => { store.record(entry); }).immediate();
       const [row] = db.prepare("SELECT after, reason FROM audit_events WHERE subject_id = 'cred_leaky'").all() as { after: string; reason: string }[];
       expect(row?.after).toBe('{"status":"revoked","note":"was [redacted]"}');
       expect(row?.reason).toMatch(/^pasted \[redacted\] x+$/);
