@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectFailure, expectResult, makeTempDir, removeDir, runLexec, type CliRun } from '../support/cli.js';
+import type { LedgerAuditPage } from '../../src/ledger/wire/answers.js';
 import { startLedgerProcess, type TemporaryLedgerProcess } from '../support/ledger-process.js';
 import { secretShapeExamples } from '../support/secret-shapes.js';
 
@@ -14,23 +15,8 @@ import { secretShapeExamples } from '../support/secret-shapes.js';
  * the flag at fault; no output of any run holds a capability.
  */
 
-interface AuditEvent {
-  audit_id: string;
-  at: string;
-  actor_kind: string;
-  actor_credential_id: string | null;
-  actor_name: string | null;
-  action: string;
-  agent_id: string | null;
-  subject_id: string;
-  before: Record<string, unknown> | null;
-  after: Record<string, unknown> | null;
-  reason: string | null;
-}
-interface AuditResult {
-  events: AuditEvent[];
-  next_after: string | null;
-}
+/** The `--json` result: one page of the audit trail as the ledger answers it. */
+type AuditResult = LedgerAuditPage;
 
 let ledger: TemporaryLedgerProcess;
 let root: string;

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { capabilityDigest, generateCapability } from '../../src/credentials/capability.js';
 import { BugError } from '../../src/errors.js';
 import { createAuditStore, MAX_AUDIT_REASON } from '../../src/ledger/store/audit-store.js';
+import type { LedgerAuditPage } from '../../src/ledger/wire/answers.js';
 import { call, preciseReceipt, TEST_ADMIN, type Actors, type TestLedger, ledgerPerTest } from '../support/ledger.js';
 import { distinctive, secretShapeExamples } from '../support/secret-shapes.js';
 
@@ -15,24 +16,7 @@ import { distinctive, secretShapeExamples } from '../support/secret-shapes.js';
  * secret-shaped text reaches it. A real ledger app on a real SQLite file.
  */
 
-interface AuditEvent {
-  audit_id: string;
-  at: string;
-  actor_kind: string;
-  actor_credential_id: string | null;
-  actor_name: string | null;
-  action: string;
-  agent_id: string | null;
-  subject_id: string;
-  before: Record<string, unknown> | null;
-  after: Record<string, unknown> | null;
-  reason: string | null;
-}
-interface AuditPage {
-  events: AuditEvent[];
-  next_after: string | null;
-  error?: { code: string; reason_code?: string; fields?: string[] };
-}
+type AuditPage = LedgerAuditPage & { error?: { code: string; reason_code?: string; fields?: string[] } };
 
 let ledger: TestLedger;
 let actors: Actors;
@@ -53,6 +37,19 @@ const eventsAfter = async (after: string) => {
 const credentialOf = (kind: string) => ledger.query<{ credential_id: string }>('SELECT credential_id FROM credentials WHERE kind = ?', kind)[0]?.credential_id ?? '';
 const admin = { actor_kind: 'admin', actor_credential_id: 'admin', actor_name: null };
 const post = (path: string, body: unknown = {}, token = ledger.adminToken) => call(ledger.url, 'POST', path, { token, body });
+
+/** The event of a suspension of the test's agent that cancelled one authorization. */
+const suspensionEvent = (actor: typeof admin | { actor_kind: string; actor_credential_id: null; actor_name: null }, by: string, reason: string, at: unknown) => ({
+  ...actor,
+  audit_id: expect.any(String) as unknown,
+  at,
+  action: 'agent_suspended',
+  agent_id: actors.agentId,
+  subject_id: actors.agentId,
+  before: { status: 'active' },
+  after: { status: 'suspended', suspended_by: by, cancelled_authorizations: 1 },
+  reason,
+});
 
 async function requestAuthorization(amountUnits: string): Promise<string> {
   const answer = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', {
@@ -101,17 +98,7 @@ describe('the audit trail of operator actions', () => {
 
     const events = await eventsAfter(before);
     expect(events).toEqual([
-      {
-        ...admin,
-        audit_id: expect.any(String) as unknown,
-        at: new Date(Number(suspendedAt)).toISOString(),
-        action: 'agent_suspended',
-        agent_id: actors.agentId,
-        subject_id: actors.agentId,
-        before: { status: 'active' },
-        after: { status: 'suspended', suspended_by: 'operator', cancelled_authorizations: 1 },
-        reason: 'runaway loop',
-      },
+      suspensionEvent(admin, 'operator', 'runaway loop', new Date(Number(suspendedAt)).toISOString()),
       {
         ...admin,
         audit_id: expect.any(String) as unknown,
@@ -171,32 +158,22 @@ describe('the audit trail of operator actions', () => {
     expect((await post(`/authorizations/${approved}/approve`, {}, actors.approver)).status).toBe(200);
     expect((await post(`/authorizations/${approved}/deny`, {}, actors.approver)).status).toBe(409);
     expect((await post(`/authorizations/${denied}/deny`, {}, actors.approver)).status).toBe(200);
-    const approver = { actor_kind: 'approver', actor_credential_id: credentialOf('approver'), actor_name: null };
     const decidedAt = (token: string) => ledger.query<{ decided_at: bigint }>('SELECT decided_at FROM authorizations WHERE token_id = ?', token)[0]?.decided_at;
-    expect(await eventsAfter(before)).toEqual([
-      {
-        ...approver,
-        audit_id: expect.any(String) as unknown,
-        at: new Date(Number(decidedAt(approved))).toISOString(),
-        action: 'authorization_approved',
-        agent_id: actors.agentId,
-        subject_id: approved,
-        before: { status: 'requested' },
-        after: { status: 'approved', amount_units: '2000000', currency: 'USD' },
-        reason: 'poster for the launch',
-      },
-      {
-        ...approver,
-        audit_id: expect.any(String) as unknown,
-        at: new Date(Number(decidedAt(denied))).toISOString(),
-        action: 'authorization_denied',
-        agent_id: actors.agentId,
-        subject_id: denied,
-        before: { status: 'requested' },
-        after: { status: 'denied', amount_units: '3000000', currency: 'USD' },
-        reason: null,
-      },
-    ]);
+    /** The event of a decision by the approver's credential, at the decision's own time. */
+    const decision = (token: string, status: 'approved' | 'denied', amountUnits: string, reason: string | null) => ({
+      audit_id: expect.any(String) as unknown,
+      at: new Date(Number(decidedAt(token))).toISOString(),
+      actor_kind: 'approver',
+      actor_credential_id: credentialOf('approver'),
+      actor_name: null,
+      action: `authorization_${status}`,
+      agent_id: actors.agentId,
+      subject_id: token,
+      before: { status: 'requested' },
+      after: { status, amount_units: amountUnits, currency: 'USD' },
+      reason,
+    });
+    expect(await eventsAfter(before)).toEqual([decision(approved, 'approved', '2000000', 'poster for the launch'), decision(denied, 'denied', '3000000', null)]);
   });
 
   it('records a reconciliation resolved by a human, settled or released, with the note; a replay records nothing', async () => {
@@ -212,33 +189,24 @@ describe('the audit trail of operator actions', () => {
     expect((await post(`/reconciliation-records/${records.settle ?? ''}/resolve`, settle, actors.reconciliation)).status).toBe(200);
     expect((await post(`/reconciliation-records/${records.settle ?? ''}/resolve`, settle, actors.reconciliation)).body).toMatchObject({ replayed: true });
     expect((await post(`/reconciliation-records/${records.release ?? ''}/resolve`, { resolution: 'release', reason: 'provider: no charge' }, actors.reconciliation)).status).toBe(200);
-    const reconciler = { actor_kind: 'reconciliation', actor_credential_id: credentialOf('reconciliation') };
-    const events = await eventsAfter(before);
-    expect(events.map((event) => ({ ...event, audit_id: '', at: '' }))).toEqual([
-      {
-        ...reconciler,
-        audit_id: '',
-        at: '',
-        actor_name: null,
-        action: 'reconciliation_resolved',
-        agent_id: actors.agentId,
-        subject_id: records.settle,
-        before: { status: 'open', token_id: expect.any(String) as unknown },
-        after: { status: 'resolved', resolution: 'settled', authorization_status: 'settled', settled_units: '300000' },
-        reason: null,
-      },
-      {
-        ...reconciler,
-        audit_id: '',
-        at: '',
-        actor_name: null,
-        action: 'reconciliation_resolved',
-        agent_id: actors.agentId,
-        subject_id: records.release,
-        before: { status: 'open', token_id: expect.any(String) as unknown },
-        after: { status: 'resolved', resolution: 'released', authorization_status: 'released' },
-        reason: 'provider: no charge',
-      },
+    const resolvedAt = (record: string) => ledger.query<{ resolved_at: bigint; token_id: string }>('SELECT resolved_at, token_id FROM reconciliation_records WHERE record_id = ?', record)[0];
+    /** The event of a record resolved by the reconciliation credential, at the resolution's own time. */
+    const resolution = (record: string, after: Record<string, string>, reason: string | null) => ({
+      audit_id: expect.any(String) as unknown,
+      at: new Date(Number(resolvedAt(record)?.resolved_at)).toISOString(),
+      actor_kind: 'reconciliation',
+      actor_credential_id: credentialOf('reconciliation'),
+      actor_name: null,
+      action: 'reconciliation_resolved',
+      agent_id: actors.agentId,
+      subject_id: record,
+      before: { status: 'open', token_id: resolvedAt(record)?.token_id },
+      after: { status: 'resolved', ...after },
+      reason,
+    });
+    expect(await eventsAfter(before)).toEqual([
+      resolution(records.settle ?? '', { resolution: 'settled', authorization_status: 'settled', settled_units: '300000' }, null),
+      resolution(records.release ?? '', { resolution: 'released', authorization_status: 'released' }, 'provider: no charge'),
     ]);
   });
 
@@ -250,21 +218,9 @@ describe('the audit trail of operator actions', () => {
     const refused = [];
     for (let index = 0; index < 2; index += 1) refused.push((await call(ledger.url, 'POST', '/authorizations', { token: actors.agent, body: { amount_units: '1000', units_scale: 6, currency: 'USD' } })).status);
     expect(refused).toEqual([429, 403]);
-    expect(await eventsAfter(before)).toEqual([
-      {
-        audit_id: expect.any(String) as unknown,
-        at: expect.any(String) as unknown,
-        actor_kind: 'ledger',
-        actor_credential_id: null,
-        actor_name: null,
-        action: 'agent_suspended',
-        agent_id: actors.agentId,
-        subject_id: actors.agentId,
-        before: { status: 'active' },
-        after: { status: 'suspended', suspended_by: 'velocity_breaker', cancelled_authorizations: 1 },
-        reason: 'velocity: 2 refusals in the last hour (limit 1 requests per minute); suspended automatically by the runaway-loop breaker',
-      },
-    ]);
+    const reason = 'velocity: 2 refusals in the last hour (limit 1 requests per minute); suspended automatically by the runaway-loop breaker';
+    const ledgerItself = { actor_kind: 'ledger', actor_credential_id: null, actor_name: null };
+    expect(await eventsAfter(before)).toEqual([suspensionEvent(ledgerItself, 'velocity_breaker', reason, expect.any(String))]);
   });
 });
 
