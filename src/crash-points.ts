@@ -56,6 +56,8 @@ export const CRASH_POINTS = {
   'ledger.during_suspend': 'ledger: inside the suspension transaction, the agent marked suspended but its unclaimed authorizations not yet cancelled (nothing committed)',
   'ledger.after_suspend_commit': 'ledger: the suspension (the agent suspended, its unclaimed authorizations cancelled) committed, before it answers the operator',
   'ledger.after_resume_commit': 'ledger: the agent resumed (committed), before it answers the operator',
+  // An approver's decision (approve or deny) and its audit event, one transaction.
+  'ledger.after_decision_commit': 'ledger: an approver decided a request (approved or denied, with its audit event: committed), before it answers the approver',
   'api.before_artifact_content': 'executor API: an image of a succeeded execution asked for, before any of its bytes is sent (the download a client makes last)',
 } as const;
 

@@ -1,5 +1,5 @@
 import { MAX_AMOUNT_UNITS, parseWholeNumber } from '../domain/money.js';
-import { UsageError } from '../errors.js';
+import { UsageError, type FieldIssue } from '../errors.js';
 
 /*
  * Checks of flag and argument values that oclif's parser cannot express. Each failure is a usage
@@ -9,8 +9,8 @@ import { UsageError } from '../errors.js';
 
 const HELP = 'Run the command with --help to see its flags.';
 
-function invalid(name: string, expected: string): UsageError {
-  return new UsageError('invalid_flag_value', `${name} must be ${expected}.`, { nextStep: HELP });
+function invalid(name: string, expected: string, issues: readonly FieldIssue[] = []): UsageError {
+  return new UsageError('invalid_flag_value', `${name} must be ${expected}.`, { nextStep: HELP, issues });
 }
 
 /** An amount in micro-units (1 USD = 1000000): digits only, at least 1; never a float. */
@@ -60,4 +60,21 @@ export function tokenIdArgument(value: string): string {
     throw new UsageError('invalid_argument', 'TOKEN_ID must be a spend authorization token id (a UUID).', { nextStep: HELP });
   }
   return value.toLowerCase();
+}
+
+const DURATION_UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/**
+ * `--since`: an ISO 8601 time (`2026-11-25`, `2026-11-25T10:00:00Z`), or a duration back from
+ * `now` (`30s`, `15m`, `2h`, `7d`). Returns the instant in ms since the epoch.
+ */
+export function sinceFlag(value: string, now: number, name = '--since'): number {
+  const duration = /^(\d{1,9})(s|m|h|d)$/.exec(value);
+  if (duration !== null) return now - Number(duration[1]) * DURATION_UNIT_MS[duration[2] as keyof typeof DURATION_UNIT_MS];
+  const at = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2})?)?$/.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(at)) {
+    const expected = 'a duration back from now (30s, 15m, 2h, 7d) or an ISO 8601 time (2026-11-25 or 2026-11-25T10:00:00Z)';
+    throw invalid(name, expected, [{ path: name, message: `must be ${expected}` }]);
+  }
+  return at;
 }

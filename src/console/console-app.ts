@@ -76,6 +76,13 @@ const policyBody = z.strictObject({
   approval_threshold_units: units,
   expect_version: z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be the version shown (a whole number)').transform(BigInt),
 });
+/** The Audit view's query: a period back from now, an agent, the page after an audit id. */
+const AUDIT_PERIODS = { '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000, all: null } as const;
+const auditQuery = z.strictObject({
+  period: z.enum(['24h', '7d', '30d', 'all'], { error: 'must be 24h, 7d, 30d or all' }).default('24h'),
+  agent_id: agentParams.shape.agent_id.optional(),
+  after: z.string().regex(/^\d{1,19}$/, 'must be an audit id').optional(),
+});
 const emptyBody = z.strictObject({});
 /** The login exchange: the one-time token, and who signs in (the named approver the session decides as). */
 const loginBody = z.strictObject({
@@ -212,6 +219,11 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
     return deps.stack.resolve(id, parseInput(resolutionBody, request.body));
   });
   app.get('/api/agents', () => deps.stack.agents());
+  app.get('/api/audit', (request) => {
+    const query = parseInput(auditQuery, request.query);
+    const back = AUDIT_PERIODS[query.period];
+    return deps.stack.audit({ since: back === null ? null : Date.now() - back, after: query.after, agentId: query.agent_id });
+  });
   app.post('/api/agents/:agent_id/suspend', (request) => {
     const { agent_id: agentId } = parseInput(agentParams, request.params);
     return deps.stack.suspend(agentId, parseInput(decisionBody, request.body ?? {}).reason ?? null);

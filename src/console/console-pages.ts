@@ -7,7 +7,7 @@
  * nodes, and asks for a session only when it calls the API.
  */
 
-export const CONSOLE_VIEWS = ['overview', 'executions', 'approvals', 'reconciliation', 'agents'] as const;
+export const CONSOLE_VIEWS = ['overview', 'executions', 'approvals', 'reconciliation', 'agents', 'audit'] as const;
 export type ConsoleView = (typeof CONSOLE_VIEWS)[number] | 'execution';
 
 const NAV: readonly (readonly [string, string, ConsoleView])[] = [
@@ -16,6 +16,7 @@ const NAV: readonly (readonly [string, string, ConsoleView])[] = [
   ['/approvals', 'Approvals', 'approvals'],
   ['/reconciliation', 'Reconciliation', 'reconciliation'],
   ['/agents', 'Agents and policies', 'agents'],
+  ['/audit', 'Audit', 'audit'],
 ];
 
 const SAFE = /^[A-Za-z0-9_-]*$/;

@@ -8,7 +8,7 @@ import { connectStackExecutor, reconciliationConnector, type ExecutorRole } from
 import type { LedgerAgent } from '../ledger/wire/answers.js';
 import type { SpendPolicy } from '../ledger/authorization-rules.js';
 import { namedApproverClient } from './named-approver.js';
-import { agentView, approvalView, executionDetailView, executionRowView, overviewView, policyView, reconciliationView, type AgentNames } from './console-views.js';
+import { agentView, approvalView, auditEventView, executionDetailView, executionRowView, overviewView, policyView, reconciliationView, type AgentNames } from './console-views.js';
 
 /*
  * What the console reads from and does to one profile's running stack — the profile named at
@@ -138,6 +138,22 @@ export function createConsoleStack(options: ConsoleStackOptions) {
     async resume(agentId: string) {
       const answer = await (await connectStackLedger(await stack(), 'admin')).resumeAgent(agentId);
       return { agent_id: answer.agent.agent_id, name: answer.agent.name, status: answer.agent.status, cancelled_authorizations: answer.cancelled_authorizations, changed: answer.changed };
+    },
+
+    /**
+     * A page of the audit trail (admin capability), oldest first from `since` (ms), of one agent or
+     * all: its events named for the page, and every agent by name (the view's agent filter).
+     */
+    async audit(query: { readonly since: number | null; readonly after: string | undefined; readonly agentId: string | undefined }) {
+      const admin = await connectStackLedger(await stack(), 'admin');
+      const since = query.since === null ? undefined : new Date(query.since).toISOString();
+      const [page, agents] = await Promise.all([admin.audit({ since, after: query.after, agentId: query.agentId, limit: 100 }), admin.listAgents()]);
+      const names: AgentNames = new Map(agents.map((agent) => [agent.agent_id, agent.name]));
+      return {
+        events: page.events.map((event) => auditEventView(event, names)),
+        next_after: page.next_after,
+        agents: agents.map((agent) => ({ agent_id: agent.agent_id, name: agent.name })),
+      };
     },
 
     async agents() {

@@ -2,7 +2,8 @@ import { atUnitsScale, formatUnits } from '../domain/money.js';
 import type { ArtifactView, ExecutionDetail, ExecutionSummary, ReconciliationEntry } from '../executor/client/executor-client.js';
 import type { StatusResult } from '../launcher/status/stack-status.js';
 import type { GenerationEngine } from '../launcher/generations/generation-engine.js';
-import type { LedgerAgent, LedgerAuthorization, LedgerPolicy, LedgerSpending } from '../ledger/wire/answers.js';
+import { auditChange } from '../ledger/client/ledger-audit.js';
+import type { LedgerAgent, LedgerAuditEvent, LedgerAuthorization, LedgerPolicy, LedgerSpending } from '../ledger/wire/answers.js';
 import { jobDelivery } from '../stack-client/paid-job/job-delivery.js';
 
 /*
@@ -216,5 +217,27 @@ export function reconciliationView(entry: ReconciliationEntry, names: AgentNames
       submit_window: attempt.submit_window ?? null,
       correlation: attempt.correlation ?? null,
     })),
+  };
+}
+
+/**
+ * One operator action of the audit trail as the Audit view shows it: who (the credential's kind
+ * and id, or the ledger; a person's name once credentials carry one), the agent by name, what it
+ * acted on, what changed in one line (auditChange), and the operator's reason (the ledger
+ * redacts secret-shaped text in it).
+ */
+export function auditEventView(event: LedgerAuditEvent, names: AgentNames) {
+  return {
+    audit_id: event.audit_id,
+    at: event.at,
+    actor_kind: event.actor_kind,
+    actor_credential_id: event.actor_credential_id,
+    actor_name: event.actor_name,
+    action: event.action,
+    agent_id: event.agent_id,
+    agent_name: event.agent_id === null ? null : (names.get(event.agent_id) ?? null),
+    subject_id: event.subject_id,
+    change: auditChange(event),
+    reason: event.reason,
   };
 }

@@ -3,6 +3,7 @@ import { capabilityDigest, generateCapability } from '../credentials/capability.
 import { readPrivateFile, writePrivateFile } from '../credentials/private-file.js';
 import { UserError } from '../errors.js';
 import type { CredentialLifecycle } from './credential-lifecycle.js';
+import { LEDGER_ACTOR } from './store/audit-store.js';
 
 /** `revoked`: the file's capability belongs to this database but was revoked (or rotated away): the ledger starts, and says so. */
 export type AdminCapabilityOutcome = 'created' | 'reused' | 'revoked';
@@ -21,7 +22,8 @@ async function exists(path: string): Promise<boolean> {
  * installation's, or a database without its file) fails closed: the ledger does not start. A
  * file whose credential was revoked or rotated away (`ledger credentials rotate`, whose new
  * capability went elsewhere) is of this installation: the ledger starts and reports `revoked`,
- * so the operator learns why admin commands are refused.
+ * so the operator learns why admin commands are refused. The registration is the ledger's own
+ * act in the audit trail.
  */
 export async function ensureAdminCapability(path: string, credentials: CredentialLifecycle): Promise<AdminCapabilityOutcome> {
   if (!(await exists(path))) {
@@ -32,13 +34,13 @@ export async function ensureAdminCapability(path: string, credentials: Credentia
     }
     const token = generateCapability('admin');
     await writePrivateFile(path, `${token}\n`);
-    credentials.register({ credentialId: 'admin', kind: 'admin', agentId: null, digest: capabilityDigest(token), holderName: null });
+    credentials.register({ credentialId: 'admin', kind: 'admin', agentId: null, digest: capabilityDigest(token), holderName: null, actor: LEDGER_ACTOR });
     return 'created';
   }
   const digest = capabilityDigest(await readPrivateFile(path, 'ledger admin capability'));
   const standing = credentials.adminFileStanding(digest);
   if (standing === 'no_admin') {
-    credentials.register({ credentialId: 'admin', kind: 'admin', agentId: null, digest, holderName: null });
+    credentials.register({ credentialId: 'admin', kind: 'admin', agentId: null, digest, holderName: null, actor: LEDGER_ACTOR });
     return 'reused';
   }
   if (standing === 'foreign') {

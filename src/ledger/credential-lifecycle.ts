@@ -3,6 +3,7 @@ import { capabilityDigest, digestLookup, digestsEqual, MAX_ROTATION_GRACE_SECOND
 import { redactSecretShapes } from '../domain/secret-text.js';
 import { conflict, notFound, unprocessable } from './ledger-error.js';
 import { immediateTransaction } from './store/immediate-transaction.js';
+import { createAuditStore, type AuditActor } from './store/audit-store.js';
 import { createCredentialStore, type CredentialFilter, type CredentialLifecycleRow } from './store/credential-store.js';
 import type { LedgerCredential } from './wire/answers.js';
 
@@ -55,6 +56,8 @@ export interface CredentialRegistrationInput {
   readonly agentId: string | null;
   readonly digest: Buffer;
   readonly holderName: string | null;
+  /** Who registers it (the audit trail's actor): the route's principal, or the ledger itself. */
+  readonly actor: AuditActor;
 }
 
 export interface RotationInput {
@@ -86,6 +89,7 @@ export type CredentialLifecycle = ReturnType<typeof createCredentialLifecycle>;
 
 export function createCredentialLifecycle({ db, now }: { db: Database.Database; now: () => number }) {
   const store = createCredentialStore(db);
+  const audit = createAuditStore(db);
   const immediate = immediateTransaction(db);
 
   function requireCredential(credentialId: string): CredentialLifecycleRow {
@@ -143,6 +147,8 @@ export function createCredentialLifecycle({ db, now }: { db: Database.Database; 
         }
         if (store.byLookup(lookup) !== undefined) throw conflict('credential_exists');
         store.insert({ ...input, lookup, at, lineage: input.credentialId, rotatedFrom: null });
+        const credential = { credential_id: input.credentialId, kind: input.kind, agent_id: input.agentId };
+        audit.credentialChanged({ action: 'credential_registered', actor: input.actor, credential, at, after: input.holderName === null ? {} : { holder_name: input.holderName } });
         return { outcome: 'created', credential: credentialView(requireCredential(input.credentialId), at) };
       });
     },
@@ -162,13 +168,21 @@ export function createCredentialLifecycle({ db, now }: { db: Database.Database; 
      * credential changes nothing (`changed: false`). The last admin credential that is not
      * revoked is never revoked: nobody could govern the ledger again (`last_admin_credential`).
      */
-    revoke(credentialId: string): Revocation {
+    revoke(credentialId: string, actor: AuditActor): Revocation {
       return immediate(() => {
         const at = now();
         const row = requireCredential(credentialId);
         if (!accepted(row, at)) return { credential: credentialView(row, at), changed: false };
         if (row.kind === 'admin' && row.revoked_at === null && store.unrevokedOfKind('admin', credentialId) === 0) throw conflict('last_admin_credential');
         store.revoke(credentialId, at);
+        audit.credentialChanged({
+          action: 'credential_revoked',
+          actor,
+          credential: row,
+          at,
+          before: { status: credentialView(row, at).status },
+          after: { status: 'revoked' },
+        });
         return { credential: credentialView(requireCredential(credentialId), at), changed: true };
       });
     },
@@ -178,7 +192,7 @@ export function createCredentialLifecycle({ db, now }: { db: Database.Database; 
      * transaction: the new capability works at once, the old one until the grace ends (0: at
      * once refused). Asking the same rotation again (same new id and digest) is `unchanged`.
      */
-    rotate(credentialId: string, input: RotationInput): Rotation {
+    rotate(credentialId: string, input: RotationInput, actor: AuditActor): Rotation {
       if (!Number.isInteger(input.graceSeconds) || input.graceSeconds < 0 || input.graceSeconds > MAX_ROTATION_GRACE_SECONDS) {
         throw unprocessable('invalid_request', 'grace_out_of_range', ['grace_seconds']);
       }
@@ -207,7 +221,23 @@ export function createCredentialLifecycle({ db, now }: { db: Database.Database; 
           lineage: old.lineage,
           rotatedFrom: credentialId,
         });
-        store.replace(credentialId, input.newCredentialId, at + input.graceSeconds * 1000);
+        audit.credentialChanged({
+          action: 'credential_registered',
+          actor,
+          credential: { credential_id: input.newCredentialId, kind: old.kind, agent_id: old.agent_id },
+          at,
+          after: { rotated_from: credentialId },
+        });
+        const refusedFrom = at + input.graceSeconds * 1000;
+        store.replace(credentialId, input.newCredentialId, refusedFrom);
+        audit.credentialChanged({
+          action: 'credential_rotated',
+          actor,
+          credential: old,
+          at,
+          before: { status: 'active' },
+          after: { replaced_by: input.newCredentialId, grace_seconds: String(input.graceSeconds), refused_from: new Date(refusedFrom).toISOString() },
+        });
         return { credential: credentialView(requireCredential(input.newCredentialId), at), replaced: credentialView(requireCredential(credentialId), at), outcome: 'created' };
       });
     },

@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { conflict, LedgerError, notFound, versionMismatch } from './ledger-error.js';
 import { velocityLimits, type SpendPolicy } from './authorization-rules.js';
-import { agentView, createAdminStore, policyView, type AgentRow } from './store/admin-store.js';
+import { agentView, createAdminStore, policyAuditState, policyView, type AgentRow } from './store/admin-store.js';
+import { createAuditStore, LEDGER_ACTOR, type AuditActor, type CredentialActor } from './store/audit-store.js';
 
 export type { Principal } from './credential-lifecycle.js';
 
@@ -29,9 +30,15 @@ function keepUnstatedVelocity(policy: SpendPolicy, current: SpendPolicy): SpendP
 
 export type LedgerAdmin = ReturnType<typeof createLedgerAdmin>;
 
-/** The admin's use cases: agents and their policies (SQL: store/admin-store.ts; credentials: credential-lifecycle.ts). */
+/**
+ * The admin's use cases: agents and their policies (SQL: store/admin-store.ts; credentials:
+ * credential-lifecycle.ts). Each change is in the audit trail (store/audit-store.ts), in its
+ * transaction, with who made it: the route's principal, or the ledger itself (LEDGER_ACTOR) for
+ * its own acts at start.
+ */
 export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Database; now: () => number; defaultPolicy: SpendPolicy }) {
   const store = createAdminStore(db);
+  const audit = createAuditStore(db);
 
   function requireAgent(agentId: string): AgentRow {
     const row = store.agent(agentId);
@@ -40,13 +47,14 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
   }
 
   return {
-    addAgent(name: string): LedgerAgent {
+    addAgent(name: string, actor: CredentialActor): LedgerAgent {
       return store.immediate(() => {
         if (store.agentNamed(name)) throw conflict('agent_exists', ['name']);
         const agentId = `agt_${randomUUID()}`;
         const at = now();
         store.insertAgent(agentId, name, at);
         store.insertDefaultPolicy(agentId, defaultPolicy, at);
+        audit.record({ actor, action: 'agent_added', agentId, subjectId: agentId, after: { name, status: 'active', policy_version: '1' }, at });
         return agentView(requireAgent(agentId));
       });
     },
@@ -55,12 +63,17 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
      * Applies the configured default policy to every agent that follows it (never given its own
      * with \`ledger policy set\`): called once when the ledger starts, so a changed
      * \`[ledger.default_policy]\` — a lowered cap included — holds from that start on. A policy that
-     * changes gets a new version. Returns the agents changed.
+     * changes gets a new version, audited as the ledger's own change. Returns the agents changed.
      */
     applyDefaultPolicy(): string[] {
       return store.immediate(() => {
         const changed = store.followersToChange(defaultPolicy);
-        store.applyDefault(defaultPolicy, now());
+        const before = changed.map((agentId) => policyAuditState(store.policy(agentId)));
+        const at = now();
+        store.applyDefault(defaultPolicy, at);
+        changed.forEach((agentId, index) => {
+          audit.record({ actor: LEDGER_ACTOR, action: 'policy_changed', agentId, subjectId: agentId, before: before[index], after: policyAuditState(store.policy(agentId)), at });
+        });
         return changed;
       });
     },
@@ -81,14 +94,18 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
      * version it missed (`policy_version_mismatch`), changing nothing. Without it, the change is
      * unconditional, as before the precondition existed. A velocity field the change leaves out
      * keeps its value (null removes it): a client that knows only the caps never drops the breaker.
+     * The change is audited with the policy before and after; a refused one changes and audits nothing.
      */
-    setPolicy(agentId: string, policy: SpendPolicy, expectedVersion: bigint | null = null): LedgerPolicy {
+    setPolicy(agentId: string, policy: SpendPolicy, actor: CredentialActor, expectedVersion: bigint | null = null): LedgerPolicy {
       return store.immediate(() => {
         requireAgent(agentId);
         const current = store.policy(agentId);
         if (expectedVersion !== null && current.version !== expectedVersion) throw versionMismatch('policy_version_mismatch', current.version);
-        store.setPolicy(agentId, keepUnstatedVelocity(policy, current), now());
-        return policyView(store.policy(agentId));
+        const at = now();
+        store.setPolicy(agentId, keepUnstatedVelocity(policy, current), at);
+        const changed = store.policy(agentId);
+        audit.record({ actor, action: 'policy_changed', agentId, subjectId: agentId, before: policyAuditState(current), after: policyAuditState(changed), at });
+        return policyView(changed);
       });
     },
   };

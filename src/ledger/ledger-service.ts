@@ -2,10 +2,12 @@ import type Database from 'better-sqlite3';
 import type { SpendPolicy } from './authorization-rules.js';
 import type { LedgerContractLevel } from './ledger-config.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
+import { createAuditStore } from './store/audit-store.js';
 import { createLedgerStore } from './store/ledger-store.js';
 import { createSuspensionStore } from './store/suspension-store.js';
 import { createVelocityStore } from './store/velocity-store.js';
 import { agentSpending } from './use-cases/agent-spending.js';
+import { auditTrail } from './use-cases/audit-trail.js';
 import { claimAuthorization } from './use-cases/claim-authorization.js';
 import { decideAuthorization } from './use-cases/decide-authorization.js';
 import { listAuthorizations, pendingApprovals } from './use-cases/list-authorizations.js';
@@ -46,6 +48,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
     store,
     suspensions: createSuspensionStore(options.db),
     velocity: createVelocityStore(options.db),
+    audit: createAuditStore(options.db),
     now: options.now,
     crash: options.crashPoints ?? NO_CRASH_POINTS,
     contractLevel: options.contractLevel,
@@ -70,5 +73,6 @@ export function createLedgerService(options: LedgerServiceOptions) {
     resolveReconciliation: resolveReconciliation.bind(null, context),
     suspendAgent: suspendAgent.bind(null, context),
     resumeAgent: resumeAgent.bind(null, context),
+    auditTrail: auditTrail.bind(null, context),
   };
 }

@@ -50,6 +50,7 @@ describe('command surface', () => {
   it('lists exactly these commands and flags', () => {
     expect(surface).toEqual({
       'agent:mcp': ledgerVerb(flag('executor-url'), flag('executor-token-file')),
+      'ledger:audit': ledgerVerb(flag('since'), flag('agent-id'), flag('limit'), flag('after')),
       'ledger:agents:add': ledgerVerb(flag('name', { required: true }), flag('credential-file')),
       'ledger:agents:list': ledgerVerb(),
       'ledger:agents:resume': ledgerVerb(flag('agent-id', { required: true })),

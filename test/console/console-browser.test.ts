@@ -17,9 +17,10 @@ import { startRunningStack, type RunningStack } from '../support/running-stack.j
  * real sandbox stack and the real `lexec stack console` process: log in with the printed link
  * (the session lives in that tab; no cookie); watch a `lexec run` appear and its image render;
  * approve a request above the threshold from the page and see the run finish; resolve a
- * reconciliation from the page and see the ledger settle; markup in a prompt, a purpose and a
- * note is shown as text; a page on another port of 127.0.0.1 gets nothing; and no capability is
- * in any page, script or answer the browser received. With LEXEC_UPDATE_SCREENSHOTS=1 it writes
+ * reconciliation from the page and see the ledger settle; the audit trail says who approved,
+ * changed a policy, suspended and resumed; markup in a prompt, a purpose and a note is shown as
+ * text; a page on another port of 127.0.0.1 gets nothing; and no capability is in any page,
+ * script or answer the browser received. With LEXEC_UPDATE_SCREENSHOTS=1 it writes
  * docs/console/*.png (CI never rewrites tracked files).
  */
 
@@ -286,6 +287,33 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await expect.poll(() => card.textContent()).toContain('Active.');
     expectResult(await lexec(['run', 'after resuming', '--out', 'resumed', '--json']));
   }, 180_000);
+
+  it('shows the audit trail read-only: who approved, changed the policy, suspended and resumed, the agent by name, what changed and why (issue 27 item 6)', async () => {
+    await page.getByRole('link', { name: 'Audit' }).click();
+    await page.waitForURL(`${consoleProcess.origin}/audit`);
+    const rows = page.locator('main tbody tr');
+    await rows.first().waitFor();
+    // The approval made from the page: the stack's approver credential, with the reason typed.
+    const approval = rows.filter({ hasText: 'authorization_approved' }).filter({ hasText: 'fine for the demo' });
+    expect(await approval.count()).toBe(1);
+    expect(await approval.textContent()).toMatch(/approver lexec-local-approver-[0-9a-f]{16}authorization_approvedlocal agt_/);
+    expect(await approval.textContent()).toContain('status requested → approved; amount_units 0.006000 USD');
+    // The policy edits, as the stack's admin credential, each from its version to the next.
+    const raised = rows.filter({ hasText: 'policy_changed' }).filter({ hasText: 'approval_threshold_units 0.005000 USD → 0.006000 USD' });
+    expect(await raised.count()).toBe(1);
+    expect(await raised.textContent()).toMatch(/admin adminpolicy_changedlocal agt_[0-9a-f-]{36}agt_[0-9a-f-]{36}version \d+ → \d+/);
+    const suspension = rows.filter({ hasText: 'agent_suspended' });
+    expect(await suspension.textContent()).toContain('status active → suspended; suspended_by operator; cancelled_authorizations 0runaway loop');
+    expect(await rows.filter({ hasText: 'agent_resumed' }).textContent()).toContain('status suspended → active');
+    // Read-only: no form, no button in the view.
+    expect(await page.locator('main button, main input').count()).toBe(0);
+    await screenshot('audit');
+    // Filtered to the agent by name: its own events only.
+    await page.locator('select[name="audit-agent"]').selectOption({ label: 'local' });
+    await page.waitForURL(/\/audit\?agent_id=agt_/);
+    await rows.first().waitFor();
+    expect(await rows.filter({ hasNotText: 'local agt_' }).count()).toBe(0);
+  }, 120_000);
 
   it('shows a partial delivery as partial: the list marks it, the headline says what came and what it cost (issue 26 item 5)', async () => {
     const waiting = expectResult(await lexec(['run', 'two herons', '--count', '2', '--out', 'herons', '--no-wait', '--json'])) as { authorization: { token_id: string } };

@@ -257,6 +257,52 @@ describe('lexec stack console over plain HTTP', () => {
     expect(JSON.parse((await send('GET', '/api/agents', { headers: { 'x-lexec-session': session } })).body)).toMatchObject({ agents: [{ status: 'active' }] });
   });
 
+  it('the Audit view: the operator actions above, by the stack\'s admin credential, the agent by name; filters checked with field paths; no URL, path or capability (issue 27 item 6)', async () => {
+    const session = await signIn();
+    const read = (query = '') => send('GET', `/api/audit${query}`, { headers: { 'x-lexec-session': session } });
+    type AuditAnswer = { events: Record<string, unknown>[]; next_after: string | null; agents: { agent_id: string; name: string }[] };
+    const answer = await read();
+    expect(answer.status, answer.body).toBe(200);
+    const { events, agents } = JSON.parse(answer.body) as AuditAnswer;
+    const [agent] = agents;
+    const changes = events.filter((event) => event.action === 'policy_changed' && event.actor_kind === 'admin');
+    expect(changes.length).toBeGreaterThanOrEqual(2);
+    expect(changes[0]).toEqual({
+      audit_id: expect.stringMatching(/^\d+$/) as unknown,
+      at: expect.any(String) as unknown,
+      actor_kind: 'admin',
+      actor_credential_id: 'admin',
+      actor_name: null,
+      action: 'policy_changed',
+      agent_id: agent?.agent_id,
+      agent_name: agent?.name,
+      subject_id: agent?.agent_id,
+      change: expect.stringMatching(/^version \d+ → \d+; source \w+ → operator; .*approval_threshold_units [\d.]+ USD → 0\.900000 USD/) as unknown,
+      reason: null,
+    });
+    // One agent's, from all time: the same events and more; a page of them continues with `after`.
+    const all = JSON.parse((await read(`?period=all&agent_id=${agent?.agent_id ?? ''}`)).body) as AuditAnswer;
+    expect(all.events.length).toBeGreaterThanOrEqual(changes.length);
+    expect(all.events.every((event) => event.agent_id === agent?.agent_id)).toBe(true);
+    const later = JSON.parse((await read(`?period=all&after=${String(all.events.at(-1)?.audit_id)}`)).body) as AuditAnswer;
+    expect(later.events).toEqual([]);
+    expect(answer.body).not.toMatch(/https?:\/\/|\/state\/|\.db|\.capability|lexec_/);
+
+    for (const [query, fields] of [
+      ['?period=1y', ['period']],
+      ['?agent_id=bot', ['agent_id']],
+      ['?after=last', ['after']],
+      ['?since=2026-01-01', ['since']],
+    ] as const) {
+      const bad = await read(query);
+      expect([query, bad.status, errorOf(bad).fields]).toEqual([query, 400, fields]);
+    }
+    const unknown = await read(`?agent_id=agt_${randomUUID()}`);
+    expect([unknown.status, errorOf(unknown)]).toEqual([404, { code: 'not_found', reason_code: 'ledger_not_found' }]);
+    const shell = await send('GET', '/audit');
+    expect([shell.status, shell.body]).toEqual([200, expect.stringContaining('<a href="/audit" aria-current="page">Audit</a>')]);
+  });
+
   it('lists executions newest first with exact amounts, and pages through the executor\'s GET /v1/executions', async () => {
     for (const prompt of ['a lighthouse', 'a harbour']) {
       const run = await stack.lexec(['run', prompt, '--out', `${stack.home}/out-${prompt.replace(' ', '-')}`, '--json'], { timeoutMs: 120_000 });

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { capabilityDigest, generateCapability, type CredentialKind } from '../../src/credentials/capability.js';
 import { writePrivateFile } from '../../src/credentials/private-file.js';
 import { composeLedger } from '../../src/ledger/compose-ledger.js';
+import { LEDGER_ACTOR } from '../../src/ledger/store/audit-store.js';
 import type { LedgerCredential } from '../../src/ledger/wire/answers.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
 import { call, DEFAULT_POLICY, ledgerPerTest, type Actors, type TestLedger } from '../support/ledger.js';
@@ -263,7 +264,7 @@ describe("the ledger's own admin capability file at start", () => {
     try {
       const first = await composeLedger({ config, logger: pino({ level: 'silent' }) });
       expect(first.adminCapability).toBe('created');
-      first.credentials.rotate('admin', { newCredentialId: 'admin-2', digest: capabilityDigest(generateCapability('admin')), graceSeconds: 0 });
+      first.credentials.rotate('admin', { newCredentialId: 'admin-2', digest: capabilityDigest(generateCapability('admin')), graceSeconds: 0 }, LEDGER_ACTOR);
       first.close();
 
       const second = await composeLedger({ config, logger: pino({ level: 'silent' }) });

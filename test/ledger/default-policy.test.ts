@@ -5,6 +5,7 @@ import { createLedgerAdmin } from '../../src/ledger/ledger-admin.js';
 import { LEDGER_MIGRATIONS } from '../../src/ledger/store/migrations.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
+import { TEST_ADMIN } from '../support/ledger.js';
 
 /*
  * [ledger.default_policy] is not a template copied once: an agent that was never given its own
@@ -36,9 +37,9 @@ function start(defaultPolicy: SpendPolicy) {
 describe('the default spend policy', () => {
   it('applies at the next start to every agent that follows it; an agent with its own policy keeps it', () => {
     const first = start(FIRST);
-    const follower = first.admin.addAgent('follower').agent_id;
-    const own = first.admin.addAgent('own').agent_id;
-    first.admin.setPolicy(own, policy(3_000_000n, 9_000_000n, 500_000n));
+    const follower = first.admin.addAgent('follower', TEST_ADMIN).agent_id;
+    const own = first.admin.addAgent('own', TEST_ADMIN).agent_id;
+    first.admin.setPolicy(own, policy(3_000_000n, 9_000_000n, 500_000n), TEST_ADMIN);
     expect(first.admin.policy(follower)).toMatchObject({ source: 'default', version: 1n, approval_threshold_units: 1_000_000n });
     expect(first.admin.policy(own)).toMatchObject({ source: 'operator', version: 2n });
     first.db.close();
@@ -58,8 +59,8 @@ describe('the default spend policy', () => {
 
   it('an agent stops following the default once the operator sets its policy', () => {
     const first = start(FIRST);
-    const agent = first.admin.addAgent('bot').agent_id;
-    first.admin.setPolicy(agent, FIRST);
+    const agent = first.admin.addAgent('bot', TEST_ADMIN).agent_id;
+    first.admin.setPolicy(agent, FIRST, TEST_ADMIN);
     first.db.close();
     const second = start(LOWER);
     expect(second.applied).toEqual([]);

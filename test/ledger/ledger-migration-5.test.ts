@@ -7,7 +7,7 @@ import { composeLedger } from '../../src/ledger/compose-ledger.js';
 import { LEDGER_MIGRATIONS } from '../../src/ledger/store/migrations.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
-import { DEFAULT_POLICY } from '../support/ledger.js';
+import { DEFAULT_POLICY, TEST_ADMIN } from '../support/ledger.js';
 
 /*
  * Ledger migration 5 (agent suspension) on a database of the previous version: the agents and
@@ -175,7 +175,7 @@ describe('ledger migration 5 (agents can be suspended, authorizations cancelled)
       expect(() => service.requestAuthorization('agt_d', { amount_units: 1000n, currency: 'USD' })).toThrow(/agent_suspended/);
       expect(service.requestAuthorization('agt_a', { amount_units: 1000n, currency: 'USD' }).status).toBe('approved');
       expect(service.show(tokens.disabledApproved)).toMatchObject({ status: 'cancelled', cancellation: { reason: 'agent_suspended' } });
-      expect(service.resumeAgent('agt_d')).toMatchObject({ agent: { status: 'active' }, changed: true });
+      expect(service.resumeAgent('agt_d', TEST_ADMIN)).toMatchObject({ agent: { status: 'active' }, changed: true });
       expect(service.requestAuthorization('agt_d', { amount_units: 1000n, currency: 'USD' }).status).toBe('approved');
     } finally {
       composed.close();

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { composeLedger } from '../../src/ledger/compose-ledger.js';
-import { call, DEFAULT_POLICY, type Actors, type TestLedger, ledgerPerTest } from '../support/ledger.js';
+import { call, DEFAULT_POLICY, TEST_ADMIN, type Actors, type TestLedger, ledgerPerTest } from '../support/ledger.js';
 
 /*
  * Issue 27 item 3 at the ledger: the runaway-loop breaker. A policy's `max_requests_per_minute` /
@@ -200,11 +200,11 @@ describe('velocity limits in the configured default policy', () => {
     });
     const start = (policy: typeof DEFAULT_POLICY & Record<string, bigint>) => composeLedger({ config: config(policy), logger: pino({ level: 'silent' }) });
     const first = await start({ ...DEFAULT_POLICY, max_requests_per_hour: 100n, suspend_after_velocity_refusals: 10n });
-    const follower = first.admin.addAgent('follower');
-    const own = first.admin.addAgent('own');
+    const follower = first.admin.addAgent('follower', TEST_ADMIN);
+    const own = first.admin.addAgent('own', TEST_ADMIN);
     expect(first.admin.policy(follower.agent_id)).toMatchObject({ max_requests_per_minute: null, max_requests_per_hour: 100n, suspend_after_velocity_refusals: 10n, source: 'default' });
     // Left out, the hour's limit and the breaker are kept from the policy it had.
-    first.admin.setPolicy(own.agent_id, { ...DEFAULT_POLICY, max_requests_per_minute: 5n });
+    first.admin.setPolicy(own.agent_id, { ...DEFAULT_POLICY, max_requests_per_minute: 5n }, TEST_ADMIN);
     first.close();
 
     // The default loses its breaker and gains a per-minute limit: a change, with a new version.

@@ -27,7 +27,8 @@ import type { SuspensionPoint } from './suspension-points.js';
  * clears the fault, no timed bound — finishes and settles exactly once. Then the ledger is
  * SIGKILLed at each of the suspension's crash points (suspension-points.ts) and restarted by the
  * supervisor: never half a suspension, never a cancelled authorization claimed, the operator's
- * repeat answered as a no-op, and the independent checker quiet at the end.
+ * repeat answered as a no-op (and recorded once in the audit trail), and the independent checker
+ * quiet at the end.
  */
 
 let stack: RunningStack;
@@ -60,11 +61,13 @@ interface Suspension {
 const ledgerDb = () => stack.paths.ledgerDatabase;
 const row = (tokenId: string) => query<{ status: string; execution_id: string | null }>(ledgerDb(), 'SELECT status, execution_id FROM authorizations WHERE token_id = ?', tokenId)[0];
 const agentStatus = () => query<{ status: string }>(ledgerDb(), 'SELECT status FROM agents WHERE agent_id = ?', stack.agentId)[0]?.status;
-/** The ledger's agents and authorizations as stored: compared to prove a refusal changed nothing. */
+/** The ledger's agents, authorizations and audit trail as stored: compared to prove a refusal or a repeat changed (and recorded) nothing. */
 const ledgerState = () => ({
   agents: query(ledgerDb(), 'SELECT * FROM agents ORDER BY agent_id'),
   authorizations: query(ledgerDb(), 'SELECT * FROM authorizations ORDER BY token_id'),
+  audit: query(ledgerDb(), 'SELECT * FROM audit_events ORDER BY audit_id'),
 });
+const auditOf = (action: string) => query<{ actor_kind: string; reason: string | null }>(ledgerDb(), 'SELECT actor_kind, reason FROM audit_events WHERE action = ? AND subject_id = ? ORDER BY audit_id', action, stack.agentId);
 
 async function requestAs(amountUnits: string, status: 'approved' | 'requested'): Promise<string> {
   const answer = await call<{ authorization: { token_id: string; status: string } }>(stack.ledgerUrl, 'POST', '/authorizations', {
@@ -212,6 +215,8 @@ describe('a suspended agent on a real stack', () => {
       const approved = await requestAs('6000', 'approved');
       await killedAt('ledger.after_suspend_commit', () => suspend('--reason', 'answer lost'));
       expect([agentStatus(), row(approved)]).toEqual(['suspended', { status: 'cancelled', execution_id: null }]);
+      // Its audit event committed with it.
+      expect(auditOf('agent_suspended').at(-1)).toEqual({ actor_kind: 'admin', reason: 'answer lost' });
       const state = ledgerState();
       expect(expectResult(await suspend('--reason', 'asked again'))).toMatchObject({ status: 'suspended', cancelled_authorizations: 0, changed: false, suspension_reason: 'answer lost' });
       expectFailure(await run('after the lost answer'), 1, 'agent_suspended');
@@ -222,14 +227,16 @@ describe('a suspended agent on a real stack', () => {
     }, 180_000);
 
     it('ledger.after_resume_commit: the resumption survives; asked again, nothing changes; the agent runs and settles', async () => {
+      const resumptions = auditOf('agent_resumed').length;
       await killedAt('ledger.after_resume_commit', resume);
       expect(agentStatus()).toBe('active');
+      expect(auditOf('agent_resumed')).toHaveLength(resumptions + 1);
       expect(expectResult(await resume())).toMatchObject({ status: 'active', changed: false });
       await executorReady();
       const result = expectResult(await run('a lighthouse after the resumption')) as { authorization: { status: string } };
       expect(result.authorization.status).toBe('settled');
 
-      // Everything this stack wrote: no cancelled authorization claimed, no half suspension, every money rule.
+      // Everything this stack wrote: no cancelled authorization claimed, no half suspension, every money rule, every operator action audited.
       const report = checkInvariants({
         ledgerDatabase: stack.paths.ledgerDatabase,
         executorDatabase: stack.paths.executorDatabase,

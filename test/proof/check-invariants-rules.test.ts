@@ -100,6 +100,78 @@ describe('an operator\'s suspension of an agent', () => {
   });
 });
 
+describe('the ledger\'s audit trail of operator actions', () => {
+  /** Since when the ledger keeps its trail (found by the migration's name, as the checker does). */
+  const since = (ledger: Database.Database) => ledger.prepare("SELECT applied_at FROM schema_migrations WHERE name = 'operator actions are audited'").pluck().get() as bigint;
+  const suspendedAgent = (ledger: Database.Database) => ledger.prepare("SELECT agent_id FROM agents WHERE status = 'suspended'").pluck().get() as string;
+
+  it('the clean run holds every operator action with its event: the admin credential, the agent, its credentials, the resolutions at the ledger, the suspension', async () => {
+    expect(await breached(() => undefined)).toEqual({ rules: [], messages: [] });
+    const actions = await breached(({ ledger }) => {
+      const rows = ledger.prepare('SELECT action, actor_kind FROM audit_events ORDER BY audit_id').all() as { action: string; actor_kind: string }[];
+      expect(rows[0]).toEqual({ action: 'credential_registered', actor_kind: 'ledger' });
+      expect(rows.map((row) => row.action)).toEqual(expect.arrayContaining(['agent_added', 'reconciliation_resolved', 'agent_suspended']));
+    });
+    expect(actions.rules).toEqual([]);
+  });
+
+  it('operator_action_audited: a suspension whose event is gone, or was written apart from it (another time), or by the ledger for an operator\'s', async () => {
+    const gone = await breached(({ ledger }) => void ledger.exec("DELETE FROM audit_events WHERE action = 'agent_suspended'"));
+    expect(gone.rules).toEqual(['operator_action_audited']);
+    expect(gone.messages[0]).toMatch(/^suspended by an operator at \d+: 0 audit events at that time \(0 of that action\)$/);
+    const apart = await breached(({ ledger }) => void ledger.exec("UPDATE audit_events SET at = at + 1 WHERE action = 'agent_suspended'"));
+    expect(apart.messages[0]).toMatch(/^suspended by an operator at \d+: 0 audit events at that time \(1 of that action\)$/);
+    const byLedger = await breached(({ ledger }) => void ledger.exec("UPDATE audit_events SET actor_kind = 'ledger', actor_credential_id = NULL WHERE action = 'agent_suspended'"));
+    expect(byLedger).toEqual({ rules: ['operator_action_audited'], messages: ['suspended by an operator: its audit event names ledger'] });
+    // The breaker's suspension is the ledger's own act: an event naming a credential is wrong.
+    const breaker = await breached(({ ledger }) => void ledger.prepare("UPDATE agents SET suspended_by = 'velocity_breaker' WHERE agent_id = ?").run(suspendedAgent(ledger)));
+    expect(breaker).toEqual({ rules: ['operator_action_audited'], messages: ['suspended by the velocity breaker: its audit event names admin admin'] });
+  });
+
+  it('operator_action_audited: a human decision, a policy change, an agent added or a credential registered without its event; a change recorded twice', async () => {
+    const decided = await breached(({ ledger }) => {
+      ledger.prepare("UPDATE authorizations SET decided_by = 'cred_human', decided_at = ? WHERE token_id = ?").run(since(ledger) + 1n, first().token);
+    });
+    expect(decided.rules).toEqual(['operator_action_audited']);
+    expect(decided.messages).toEqual([expect.stringMatching(/^authorization_approved by cred_human at \d+: 0 audit events at that time \(0 of that action\)$/) as string]);
+    const policy = await breached(({ ledger }) => void ledger.prepare('UPDATE policies SET version = version + 1, updated_at = ?').run(since(ledger) + 1n));
+    expect(policy.rules).toEqual(['operator_action_audited']);
+    expect(policy.messages[0]).toMatch(/^policy at version \d+: 0 audit events made it$/);
+    const added = await breached(({ ledger }) => void ledger.exec("DELETE FROM audit_events WHERE action IN ('agent_added', 'credential_registered')"));
+    expect(added.rules).toEqual(['operator_action_audited']);
+    expect(added.messages).toEqual(expect.arrayContaining([expect.stringMatching(/^agent added at \d+: 0 audit events/), expect.stringMatching(/^credential registered at \d+: 0 audit events/)]));
+    const twice = await breached(({ ledger }) => {
+      ledger.exec("INSERT INTO audit_events (at, actor_credential_id, actor_kind, action, agent_id, subject_id, before, after, reason) SELECT at, actor_credential_id, actor_kind, action, agent_id, subject_id, before, after, reason FROM audit_events WHERE action = 'reconciliation_resolved' LIMIT 1");
+    });
+    expect(twice.rules).toEqual(['operator_action_audited']);
+    expect(twice.messages[0]).toMatch(/^resolved by cred_[0-9a-f-]+ at \d+: 2 audit events at that time/);
+  });
+
+  it('audit_event_has_change: an approval the ledger never made; a resolution by another credential than the one the record names', async () => {
+    const invented = await breached(({ ledger }) => {
+      ledger
+        .prepare("INSERT INTO audit_events (at, actor_credential_id, actor_kind, action, agent_id, subject_id) SELECT ?, 'cred_ghost', 'approver', 'authorization_approved', agent_id, token_id FROM authorizations WHERE token_id = ?")
+        .run(since(ledger) + 1n, first().token);
+    });
+    expect(invented).toEqual({ rules: ['audit_event_has_change'], messages: [expect.stringMatching(/^audit event \d+ \(authorization_approved by cred_ghost\): the ledger holds no such decision$/) as string] });
+    const other = await breached(({ ledger }) => void ledger.exec("UPDATE audit_events SET actor_credential_id = 'cred_other' WHERE action = 'reconciliation_resolved'"));
+    expect(other.rules).toEqual(['audit_event_has_change', 'operator_action_audited']);
+    expect(other.messages).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^resolved by cred_\S+: its audit event names reconciliation cred_other$/) as string,
+        expect.stringMatching(/^audit event \d+ \(reconciliation_resolved by cred_other\): the ledger holds no such resolution$/) as string,
+      ]),
+    );
+  });
+
+  it('a ledger from before the trail (no audit migration) is not judged by it', async () => {
+    const old = await breached(({ ledger }) => {
+      ledger.exec("DELETE FROM audit_events; DELETE FROM schema_migrations WHERE name = 'operator actions are audited'");
+    });
+    expect(old).toEqual({ rules: [], messages: [] });
+  });
+});
+
 describe('money', () => {
   it('hold_matches_ledger: the executor records another hold than the ledger; a settlement in another currency', async () => {
     expect(
@@ -180,8 +252,8 @@ describe('every execution\'s end', () => {
   it('reconciliation_has_ledger_record: a parked execution without its record (then, having reached the provider, no money record either)', async () => {
     const remove = (run: Run) => ({ ledger }: Planted) => void ledger.prepare('DELETE FROM reconciliation_records WHERE token_id = ?').run(run.token);
     expect((await breached(remove(clean.killedWhileSubmitting))).rules).toEqual(['reconciliation_has_ledger_record', 'submitted_has_money_record']);
-    // Settled at the ledger by a human: the settlement is its money record.
-    expect((await breached(remove(clean.settledAtLedger))).rules).toEqual(['reconciliation_has_ledger_record']);
+    // Settled at the ledger by a human: the settlement is its money record (the human's audited resolution now names a record the ledger lacks).
+    expect((await breached(remove(clean.settledAtLedger))).rules).toEqual(['audit_event_has_change', 'reconciliation_has_ledger_record']);
   });
 
   it('succeeded_has_one_settlement: a succeeded execution the ledger never settled (its submission reached the provider)', async () => {

@@ -3,6 +3,7 @@ import { readDatabases } from './checker/read-databases.ts';
 import { readSources } from './checker/read-sandbox.ts';
 import { findings, type InvariantReport } from './checker/report.ts';
 import { checkArtifactFiles } from './checker/rules-artifacts.ts';
+import { checkAudit } from './checker/rules-audit.ts';
 import { checkAuthorizations } from './checker/rules-authorizations.ts';
 import { checkLifecycle } from './checker/rules-lifecycle.ts';
 import { checkMoney } from './checker/rules-money.ts';
@@ -24,6 +25,7 @@ export type { InvariantReport, Rule, Violation } from './checker/report.ts';
  *   checker/rules-money.ts           holds, settlements, receipts, a human's resolutions
  *   checker/rules-lifecycle.ts       every execution's end
  *   checker/rules-artifacts.ts       the artifact files
+ *   checker/rules-audit.ts           the ledger's audit trail of operator actions
  *
  * Rule ids are stable (docs/reliability.md lists what each reads). Every rule runs whatever the
  * others find. Relative imports name their `.ts` file: bench/proof/driver.mjs loads the checker
@@ -55,6 +57,7 @@ export function checkInvariants(inputs: InvariantInputs): InvariantReport {
   checkMoney(facts, fail);
   checkLifecycle(facts, fail);
   checkArtifactFiles(facts.artifacts, inputs.artifactRoot, fail);
+  checkAudit(facts, fail);
 
   return {
     violations,

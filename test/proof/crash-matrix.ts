@@ -13,7 +13,7 @@ import { startDevServer, temporalCli, type DevServer } from '../support/temporal
 import { checkInvariants } from './check-invariants.js';
 import { drive, ledgerAnswers, ledgerRows, query, submissionLines, tokenOf, type Scenario } from './crash-scenarios.js';
 import { recordResumeFigure, resumeFigure } from './resume-figures.js';
-import { SUSPENSION_POINTS, type SuspensionPoint } from './suspension-points.js';
+import { OPERATOR_POINTS, type OperatorPoint } from './suspension-points.js';
 import { executionWorkflows, isClosed, temporalRunStates, type RunState, type TemporalRunStates } from './temporal-run-states.js';
 
 /*
@@ -106,8 +106,8 @@ const releasedByHuman = (killed: Expected['killed']): Expected => ({
   resolutionReplayed: false,
 });
 
-/** The points on an execution's path: every point in src/crash-points.ts but an operator's suspension of an agent (suspension-points.ts). */
-type ExecutionPoint = Exclude<CrashPoint, SuspensionPoint>;
+/** The points on an execution's path: every point in src/crash-points.ts but an operator action's (suspension-points.ts). */
+type ExecutionPoint = Exclude<CrashPoint, OperatorPoint>;
 
 /**
  * The disposition of a kill at each point on an execution's path; a point on more than one path
@@ -233,8 +233,8 @@ export function crashMatrix(engine: 'embedded' | 'temporal'): void {
       await rm(`${armFile}.fired`, { force: true });
     }, 120_000);
 
-    it('every crash point has an expected disposition (those of a suspension: agent-suspension.test.ts)', () => {
-      expect([...Object.keys(EXPECTED), ...SUSPENSION_POINTS].sort()).toEqual(Object.keys(CRASH_POINTS).sort());
+    it('every crash point has an expected disposition (those of operator actions: agent-suspension.test.ts, audit-crash.test.ts)', () => {
+      expect([...Object.keys(EXPECTED), ...OPERATOR_POINTS].sort()).toEqual(Object.keys(CRASH_POINTS).sort());
     });
 
     it.each(matrixCases())('killed at $name', async ({ name, point, expected }) => {

@@ -7,3 +7,11 @@ import type { CrashPoint } from '../../src/crash-points.js';
  */
 export const SUSPENSION_POINTS = ['ledger.during_suspend', 'ledger.after_suspend_commit', 'ledger.after_resume_commit'] as const satisfies readonly CrashPoint[];
 export type SuspensionPoint = (typeof SUSPENSION_POINTS)[number];
+
+/**
+ * Every operator action's crash points, on no execution's path either: the suspension's, and an
+ * approver's decision (test/proof/audit-crash.test.ts kills a `lexec ledger serve` there and finds
+ * the decision's audit event committed with it).
+ */
+export const OPERATOR_POINTS = [...SUSPENSION_POINTS, 'ledger.after_decision_commit'] as const satisfies readonly CrashPoint[];
+export type OperatorPoint = (typeof OPERATOR_POINTS)[number];

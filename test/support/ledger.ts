@@ -18,6 +18,9 @@ export const DEFAULT_POLICY = {
   approval_threshold_units: 1_000_000n,
 };
 
+/** Who acts when a test calls the admin's use cases directly (not through a route): the admin credential. */
+export const TEST_ADMIN = { credential_id: 'admin', kind: 'admin' } as const;
+
 export interface TestLedger {
   readonly url: string;
   readonly dir: string;

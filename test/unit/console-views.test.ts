@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { executionDetailView } from '../../src/console/console-views.js';
+import { auditEventView, executionDetailView } from '../../src/console/console-views.js';
 import { atUnitsScale } from '../../src/domain/money.js';
 import type { ExecutionDetail } from '../../src/executor/client/executor-client.js';
 
@@ -43,5 +43,29 @@ describe('the console execution detail', () => {
     const shown = executionDetailView(detail({ exact_amount: null, scale: null }), [], new Map([['agt_1', 'nightly-batch']]));
     expect(shown).toMatchObject({ agent_id: 'agt_1', agent_name: 'nightly-batch' });
     expect(executionDetailView(detail({ exact_amount: null, scale: null }), [], new Map()).agent_name).toBeNull();
+  });
+});
+
+describe('the console Audit view', () => {
+  const event = {
+    audit_id: '7',
+    at: '2026-11-25T10:00:00.000Z',
+    actor_kind: 'approver',
+    actor_credential_id: 'cred_1',
+    actor_name: null,
+    action: 'authorization_approved',
+    agent_id: 'agt_1',
+    subject_id: '0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10',
+    before: { status: 'requested' },
+    after: { status: 'approved', amount_units: '2000000', currency: 'USD' },
+    reason: 'launch poster',
+  };
+
+  it('names the agent, says what changed in one line, and keeps a place for the person\'s name', () => {
+    // Every field of the event but before/after, which become one line.
+    const picked = Object.fromEntries(Object.entries(event).filter(([key]) => key !== 'before' && key !== 'after'));
+    expect(auditEventView(event, new Map([['agt_1', 'bot']]))).toEqual({ ...picked, agent_name: 'bot', change: 'status requested → approved; amount_units 2.000000 USD' });
+    expect(auditEventView({ ...event, agent_id: null }, new Map()).agent_name).toBeNull();
+    expect(auditEventView(event, new Map()).agent_name).toBeNull();
   });
 });

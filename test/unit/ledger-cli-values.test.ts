@@ -2,7 +2,8 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { agentIdFlag, amountUnitsFlag, tokenIdArgument, versionFlag, wholeNumberFlag } from '../../src/cli/flag-values.js';
+import { agentIdFlag, amountUnitsFlag, sinceFlag, tokenIdArgument, versionFlag, wholeNumberFlag } from '../../src/cli/flag-values.js';
+import { auditActor, auditChange } from '../../src/ledger/client/ledger-audit.js';
 import { formatUnits } from '../../src/domain/money.js';
 import { plain } from '../../src/terminal/plain-text.js';
 import { UsageError } from '../../src/errors.js';
@@ -88,6 +89,46 @@ describe('formatUnits and plain', () => {
 
   it('removes control characters from text that came from the ledger', () => {
     expect(plain('poster\u001b[31m draft\u0007\u009b')).toBe('poster[31m draft');
+  });
+});
+
+describe('sinceFlag', () => {
+  const now = Date.parse('2026-11-25T12:00:00Z');
+
+  it('reads a duration back from now, or an ISO 8601 time', () => {
+    expect(sinceFlag('30s', now)).toBe(now - 30_000);
+    expect(sinceFlag('2h', now)).toBe(now - 7_200_000);
+    expect(sinceFlag('7d', now)).toBe(now - 7 * 86_400_000);
+    expect(sinceFlag('2026-11-25', now)).toBe(Date.parse('2026-11-25'));
+    expect(sinceFlag('2026-11-25T10:00:00+01:00', now)).toBe(Date.parse('2026-11-25T09:00:00Z'));
+  });
+
+  it.each(['garbage', '2h ago', '-2h', '1w', '2026-13-45', '25/11/2026', ''])('refuses %j naming the flag, with it as the field at fault', (value) => {
+    expect(usageCode(() => sinceFlag(value, now))).toBe('invalid_flag_value');
+    expect(() => sinceFlag(value, now)).toThrow(/^--since must be a duration back from now/);
+    try {
+      sinceFlag(value, now);
+    } catch (error) {
+      expect((error as UsageError).issues.map((issue) => issue.path)).toEqual(['--since']);
+    }
+  });
+});
+
+describe('an audit event in a few words', () => {
+  it('says each field that changed before → after, amounts in their currency, a field on one side alone with its value', () => {
+    const policy = (version: string, cap: string, perMinute: string | null) => ({ version, source: 'operator', per_authorization_cap_units: cap, max_requests_per_minute: perMinute });
+    expect(auditChange({ before: policy('3', '5000000', null), after: policy('4', '2000000', '30') })).toBe(
+      'version 3 → 4; per_authorization_cap_units 5.000000 USD → 2.000000 USD; max_requests_per_minute none → 30',
+    );
+    expect(auditChange({ before: { status: 'requested' }, after: { status: 'approved', amount_units: '2500', currency: 'USD' } })).toBe('status requested → approved; amount_units 0.002500 USD');
+    expect(auditChange({ before: { status: 'suspended', suspended_at: null }, after: { status: 'active' } })).toBe('status suspended → active; suspended_at none');
+    expect(auditChange({ before: null, after: null })).toBe('');
+  });
+
+  it('names who acted: the credential, the ledger itself, a person once credentials carry names', () => {
+    expect(auditActor({ actor_kind: 'approver', actor_credential_id: 'cred_1', actor_name: null })).toBe('approver cred_1');
+    expect(auditActor({ actor_kind: 'ledger', actor_credential_id: null, actor_name: null })).toBe('ledger');
+    expect(auditActor({ actor_kind: 'approver', actor_credential_id: 'cred_1', actor_name: 'Ada' })).toBe('Ada (approver cred_1)');
   });
 });
 

@@ -1,10 +1,10 @@
 import { Flags } from '@oclif/core';
-import { wholeNumberFlag } from '../../cli/flag-values.js';
+import { sinceFlag, wholeNumberFlag } from '../../cli/flag-values.js';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderFollowedLines, renderFollowedTail, renderLogsJsonLines, renderLogsResult } from '../../launcher/logs/render-logs.js';
-import { followStackLogs, LOG_LEVELS, parseSince, LOG_COMPONENT_CHOICES, MAX_LOG_LINES, MIN_LOG_LINES, readStackLogs, type LogsRequest, type LogsResult } from '../../launcher/logs/stack-logs.js';
+import { followStackLogs, LOG_LEVELS, LOG_COMPONENT_CHOICES, MAX_LOG_LINES, MIN_LOG_LINES, readStackLogs, type LogsRequest, type LogsResult } from '../../launcher/logs/stack-logs.js';
 
 export default class StackLogs extends LexecCommand<LogsResult> {
   static override summary = "Print the last lines of a component's log (or all, merged by time), across rotated files.";
@@ -41,7 +41,7 @@ export default class StackLogs extends LexecCommand<LogsResult> {
       lines: wholeNumberFlag(flags.lines, '--lines', MIN_LOG_LINES, MAX_LOG_LINES),
       executionId: flags['execution-id'],
       minLevel: flags.level === undefined ? null : LOG_LEVELS[flags.level],
-      since: flags.since === undefined ? null : parseSince(flags.since, Date.now()),
+      since: flags.since === undefined ? null : sinceFlag(flags.since, Date.now()),
     };
     if (!flags.follow) return readStackLogs(request);
     this.followed = true;

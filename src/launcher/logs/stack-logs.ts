@@ -38,25 +38,6 @@ export interface LogsRequest extends ProfileRequest {
 export const LOG_LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 } as const;
 export type LogLevelName = keyof typeof LOG_LEVELS;
 
-/**
- * `--since`: an ISO 8601 time, or a duration before `now` (`30s`, `15m`, `2h`, `7d`). Returns
- * the instant in ms since the epoch; a usage error otherwise.
- */
-export function parseSince(text: string, now: number): number {
-  const duration = /^(\d{1,9})(s|m|h|d)$/.exec(text);
-  if (duration !== null) {
-    const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[duration[2] as 's' | 'm' | 'h' | 'd'];
-    return now - Number(duration[1]) * unit;
-  }
-  const at = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2})?)?$/.test(text) ? Date.parse(text) : Number.NaN;
-  if (Number.isNaN(at)) {
-    throw new UsageError('invalid_flag_value', '--since must be a duration (30s, 15m, 2h, 7d) or an ISO 8601 time (2026-11-25 or 2026-11-25T10:00:00Z).', {
-      nextStep: 'Run `lexec stack logs --help` to see its flags.',
-    });
-  }
-  return at;
-}
-
 /** The line filter of `--level` and `--since`: a line without the field asked about is left out. */
 function lineFilter(request: LogsRequest): ((line: LogLine) => boolean) | null {
   const minLevel = request.minLevel ?? null;

@@ -7,6 +7,7 @@ import {
   agentAnswerSchema,
   agentsAnswerSchema,
   agentSuspensionAnswerSchema,
+  auditAnswerSchema,
   authorizationAnswerSchema,
   authorizationsAnswerSchema,
   credentialAnswerSchema,
@@ -23,6 +24,7 @@ import {
   type LedgerCredentialRevocation,
   type LedgerCredentialRotation,
   type LedgerAgentSuspension,
+  type LedgerAuditPage,
   type LedgerAuthorization,
   type LedgerPolicy,
   type LedgerSpending,
@@ -70,6 +72,21 @@ export interface AuthorizationFilter {
   readonly agentId?: string | undefined;
   readonly status?: AuthorizationStatus | undefined;
   readonly limit?: number | undefined;
+}
+
+/** What `GET /audit` is asked for: events after `after`, at or after `since` (an ISO time), of one agent or all. */
+export interface AuditFilter {
+  readonly since?: string | undefined;
+  readonly after?: string | undefined;
+  readonly agentId?: string | undefined;
+  readonly limit?: number | undefined;
+}
+
+/** `?a=1&b=2` of the parameters given (an undefined one is left out), or '' when none is. */
+function queryString(parameters: Readonly<Record<string, string | number | undefined>>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(parameters)) if (value !== undefined) query.set(name, String(value));
+  return query.size === 0 ? '' : `?${query.toString()}`;
 }
 
 interface Call<S extends z.ZodType> {
@@ -278,13 +295,15 @@ export function createLedgerClient(options: LedgerClientOptions) {
     },
 
     async listAuthorizations(filter: AuthorizationFilter = {}): Promise<LedgerAuthorization[]> {
-      const query = new URLSearchParams();
-      if (filter.agentId !== undefined) query.set('agent_id', filter.agentId);
-      if (filter.status !== undefined) query.set('status', filter.status);
-      if (filter.limit !== undefined) query.set('limit', String(filter.limit));
-      const search = query.size === 0 ? '' : `?${query.toString()}`;
+      const search = queryString({ agent_id: filter.agentId, status: filter.status, limit: filter.limit });
       const schema = authorizationsAnswerSchema;
       return (await send({ method: 'GET', path: `/authorizations${search}`, needs: ['admin'], subject: 'authorization', schema })).authorizations;
+    },
+
+    /** One page of the audit trail of operator actions, oldest first (admin): `GET /audit`. */
+    async audit(filter: AuditFilter = {}): Promise<LedgerAuditPage> {
+      const search = queryString({ since: filter.since, after: filter.after, agent_id: filter.agentId, limit: filter.limit });
+      return send({ method: 'GET', path: `/audit${search}`, needs: ['admin'], subject: 'agent', schema: auditAnswerSchema });
     },
 
     async showAuthorization(tokenId: string): Promise<LedgerAuthorization> {

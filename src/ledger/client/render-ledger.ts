@@ -1,11 +1,13 @@
 import type { LedgerAgent, LedgerAuthorization, LedgerCredential, LedgerCredentialRevocation, LedgerPolicy } from '../wire/answers.js';
 import type { AddAgentResult, AgentSuspensionResult, ListAgentsResult } from './ledger-agents.js';
+import { auditActor, auditChange, type AuditResult } from './ledger-audit.js';
 import type { AuthorizationListResult } from './ledger-authorizations.js';
 import type { IssuedCredential, ListCredentialsResult, RotateCredentialResult } from './ledger-credentials.js';
 import type { PolicyInitResult, PolicySetResult, PolicyShowResult } from './ledger-policy.js';
 import { formatUnits } from '../../domain/money.js';
 import type { Output } from '../../terminal/output.js';
 import { plain } from '../../terminal/plain-text.js';
+import { table } from '../../terminal/table.js';
 
 /*
  * Human rendering of ledger records, shared by the ledger commands. Free text that came from the
@@ -198,4 +200,18 @@ export function renderPolicyShown(result: PolicyShowResult, output: Output): voi
   if (result.exported_to !== null) output.line(`${output.style.ok('✔')} exported to ${result.exported_to}`);
   // How to change it without overwriting a change someone else makes meanwhile.
   output.line(output.style.dim(`  change it only if still at this version: lexec ledger policy set --file <path> --expect-version ${result.policy.version.toString()}`));
+}
+
+/** The audit trail as a table, oldest first; every cell from the ledger made safe for a terminal. */
+export function renderAudit(result: AuditResult, output: Output): void {
+  if (result.events.length === 0) {
+    output.line('No operator actions recorded for this query.');
+    return;
+  }
+  const header = ['#', 'when', 'who', 'action', 'agent', 'subject', 'change', 'reason'];
+  const rows = result.events.map((event) =>
+    [event.audit_id, event.at, auditActor(event), event.action, event.agent_id ?? '—', event.subject_id, auditChange(event), event.reason ?? ''].map(plain),
+  );
+  for (const line of table([header, ...rows])) output.line(line);
+  if (result.next_after !== null) output.line(output.style.dim(`  more: run it again with --after ${plain(result.next_after)} (and the same filters)`));
 }

@@ -17,6 +17,8 @@ import type { LedgerService, Receipt } from '../ledger-service.js';
 import type { LedgerSpending } from '../wire/answers.js';
 import {
   agentBody,
+  agentId as agentIdSchema,
+  auditQuery,
   authorizationRequestBody,
   claimBody,
   claimsQuery,
@@ -54,7 +56,7 @@ export interface LedgerAppDependencies {
 }
 
 const tokenParams = z.strictObject({ token_id: z.uuid({ error: 'must be a UUID' }) });
-const agentParams = z.strictObject({ agent_id: z.string().regex(/^agt_[0-9a-f-]{36}$/, 'must be an agent id') });
+const agentParams = z.strictObject({ agent_id: agentIdSchema });
 const recordParams = z.strictObject({ record_id: z.string().regex(/^rec_[0-9a-f-]{36}$/, 'must be a record id') });
 const listQuery = z.strictObject({
   agent_id: z.string().max(64).optional(),
@@ -103,9 +105,11 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     return { agents: admin.listAgents() };
   });
 
+  // Every operator action below is in the audit trail, in its own transaction, with the
+  // authenticated principal as who did it (store/audit-store.ts); GET /audit reads it.
   app.post('/agents', { onRequest: auth.requires('admin') }, async (request, reply) => {
     const body = parseInput(agentBody, request.body);
-    return reply.code(201).send({ agent: admin.addAgent(body.name) });
+    return reply.code(201).send({ agent: admin.addAgent(body.name, auth.principal(request)) });
   });
 
   app.get('/agents/:agent_id/policy', { onRequest: auth.requires('admin') }, (request) => {
@@ -120,20 +124,20 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     // Only the one header is handed to the schema: nothing else of the request reaches an issue.
     const precondition = parseInput(policyPrecondition, { 'if-match': request.headers['if-match'] });
     const policy = parseInput(spendPolicySchema, request.body);
-    return { policy: admin.setPolicy(agentId, policy, precondition['if-match'] ?? null) };
+    return { policy: admin.setPolicy(agentId, policy, auth.principal(request), precondition['if-match'] ?? null) };
   });
 
   // The operator's kill switch (docs/ledger.md "Suspending an agent"); both idempotent.
   app.post('/agents/:agent_id/suspend', { onRequest: auth.requires('admin') }, (request) => {
     const { agent_id: agentId } = parseInput(agentParams, request.params);
     const body = parseInput(suspendBody, request.body ?? {});
-    return service.suspendAgent(agentId, body.reason ?? null);
+    return service.suspendAgent(agentId, body.reason ?? null, auth.principal(request));
   });
 
   app.post('/agents/:agent_id/resume', { onRequest: auth.requires('admin') }, (request) => {
     const { agent_id: agentId } = parseInput(agentParams, request.params);
     parseInput(resumeBody, request.body ?? {});
-    return service.resumeAgent(agentId);
+    return service.resumeAgent(agentId, auth.principal(request));
   });
 
   const credentialParams = z.strictObject({ credential_id: credentialId });
@@ -162,6 +166,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
       agentId: body.agent_id ?? null,
       digest: Buffer.from(body.digest_sha256, 'hex'),
       holderName: body.holder_name ?? null,
+      actor: auth.principal(request),
     });
     const { credential, outcome } = registered;
     return reply
@@ -173,13 +178,13 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   app.post('/credentials/:credential_id/revoke', { onRequest: auth.requires('admin') }, (request) => {
     const id = parseInput(credentialParams, request.params).credential_id;
     parseInput(revokeBody, request.body ?? {});
-    return credentials.revoke(id);
+    return credentials.revoke(id, auth.principal(request));
   });
 
   app.post('/credentials/:credential_id/rotate', { onRequest: auth.requires('admin') }, async (request, reply) => {
     const id = parseInput(credentialParams, request.params).credential_id;
     const body = parseInput(rotateBody, request.body);
-    const rotation = credentials.rotate(id, { newCredentialId: body.new_credential_id, digest: Buffer.from(body.digest_sha256, 'hex'), graceSeconds: body.grace_seconds });
+    const rotation = credentials.rotate(id, { newCredentialId: body.new_credential_id, digest: Buffer.from(body.digest_sha256, 'hex'), graceSeconds: body.grace_seconds }, auth.principal(request));
     return reply.code(rotation.outcome === 'created' ? 201 : 200).send(rotation);
   });
 
@@ -284,7 +289,13 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     const body = parseInput(resolveRecordBody, request.body);
     const resolution =
       body.resolution === 'settle' ? { kind: 'settle' as const, receipt: parseReceipt(body.receipt, 'receipt') } : { kind: 'release' as const, reason: body.reason };
-    return service.resolveReconciliation(recordId, principal.credential_id, resolution);
+    return service.resolveReconciliation(recordId, principal, resolution);
+  });
+
+  // The audit trail, oldest first; `next_after` continues it (docs/ledger.md "Audit trail").
+  app.get('/audit', { onRequest: auth.requires('admin') }, (request) => {
+    const query = parseInput(auditQuery, request.query);
+    return service.auditTrail({ since: query.since ?? null, after: query.after ?? null, agentId: query.agent_id ?? null, limit: query.limit });
   });
 
   return app;

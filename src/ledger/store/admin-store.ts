@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { LedgerAgent, LedgerPolicy } from '../wire/answers.js';
+import type { LedgerAgent, LedgerAuditState, LedgerPolicy } from '../wire/answers.js';
 import { UNITS_SCALE } from '../../domain/money.js';
 import { redactSecretShapes } from '../../domain/secret-text.js';
 import type { SpendPolicy } from '../authorization-rules.js';
@@ -62,6 +62,21 @@ export function policyView(row: PolicyRow): LedgerPolicy {
     updated_at: new Date(Number(row.updated_at)).toISOString(),
     /** `default`: the configured default, applied again at every ledger start; `operator`: set with `ledger policy set`. */
     source: row.follows_default === 1n ? ('default' as const) : ('operator' as const),
+  };
+}
+
+/** A policy as the audit trail keeps it before and after a change: its version, where it comes from, its limits (digits; null: not set). */
+export function policyAuditState(row: PolicyRow): LedgerAuditState {
+  const digits = (value: bigint | null) => (value === null ? null : value.toString());
+  return {
+    version: row.version.toString(),
+    source: row.follows_default === 1n ? 'default' : 'operator',
+    per_authorization_cap_units: row.per_authorization_cap_units.toString(),
+    daily_cap_units: row.daily_cap_units.toString(),
+    approval_threshold_units: row.approval_threshold_units.toString(),
+    max_requests_per_minute: digits(row.max_requests_per_minute),
+    max_requests_per_hour: digits(row.max_requests_per_hour),
+    suspend_after_velocity_refusals: digits(row.suspend_after_velocity_refusals),
   };
 }
 

@@ -308,4 +308,38 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE authorizations ADD COLUMN decided_by_name TEXT;
     `,
   },
+  {
+    version: 8,
+    name: 'operator actions are audited',
+    // The audit trail (docs/ledger.md "Audit trail", store/audit-store.ts): one row per operator
+    // action, written in the transaction of the change it records. Who (the credential and its
+    // kind, or `ledger` for the ledger's own acts: the breaker's suspension, the default policy
+    // applied at start, its own admin credential), what, when, the state before and after (JSON
+    // objects of ledger-made values, never free text) and the operator's reason (redacted and
+    // bounded before it is written). Append-only: triggers refuse every UPDATE and DELETE.
+    // `audit_id` only grows (AUTOINCREMENT: an id is never reused), so a reader pages with it.
+    // Nothing is backfilled: what happened before this migration was never recorded.
+    up: `
+      CREATE TABLE audit_events (
+        audit_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        actor_credential_id TEXT,
+        actor_kind TEXT NOT NULL CHECK (actor_kind IN ('admin', 'agent', 'approver', 'executor', 'reconciliation', 'ledger')),
+        action TEXT NOT NULL CHECK (action IN ('agent_added', 'agent_suspended', 'agent_resumed', 'policy_changed', 'authorization_approved', 'authorization_denied',
+          'reconciliation_resolved', 'credential_registered', 'credential_revoked', 'credential_rotated')),
+        agent_id TEXT REFERENCES agents (agent_id),
+        subject_id TEXT NOT NULL,
+        before TEXT CHECK (before IS NULL OR (json_valid(before) AND json_type(before) = 'object')),
+        after TEXT CHECK (after IS NULL OR (json_valid(after) AND json_type(after) = 'object')),
+        reason TEXT CHECK (reason IS NULL OR length(reason) <= 500),
+        CHECK ((actor_kind = 'ledger') = (actor_credential_id IS NULL))
+      );
+      CREATE INDEX audit_events_by_agent ON audit_events (agent_id, audit_id);
+      CREATE INDEX audit_events_by_time ON audit_events (at);
+      CREATE TRIGGER audit_events_are_final BEFORE UPDATE ON audit_events
+        BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+      CREATE TRIGGER audit_events_are_kept BEFORE DELETE ON audit_events
+        BEGIN SELECT RAISE(ABORT, 'audit events are never deleted'); END;
+    `,
+  },
 ];

@@ -1,8 +1,12 @@
 import type { LedgerAuthorization } from '../wire/answers.js';
 import { LedgerError } from '../ledger-error.js';
 import type { AuthorizationRow } from '../store/ledger-rows.js';
-import type { Principal } from '../credential-lifecycle.js';
-import { currentAuthorization, loadAuthorization, type LedgerContext } from './current-authorization.js';
+import type { AuditStore, CredentialActor } from '../store/audit-store.js';
+import { commitThenReach, currentAuthorization, loadAuthorization, type CommitContext } from './current-authorization.js';
+
+export interface DecisionContext extends CommitContext {
+  readonly audit: AuditStore;
+}
 
 /**
  * The request was decided already — by someone else, or the other way: the refusal says by whom
@@ -18,29 +22,40 @@ function alreadyDecided(row: AuthorizationRow): LedgerError {
 }
 
 /**
- * An approver decides a pending request. The same approver deciding the same way again is a no-op
- * (a retry after a lost answer); anyone else finds it decided (`authorization_<status>`, with who
- * and when).
+ * An approver decides a pending request, in the audit trail in the same transaction. The same
+ * approver deciding the same way again is a no-op (a retry after a lost answer; no second audit
+ * event); anyone else finds it decided (`authorization_<status>`, with who and when).
  */
 export function decideAuthorization(
-  context: LedgerContext,
+  context: DecisionContext,
   tokenId: string,
   decision: 'approved' | 'denied',
-  approver: Pick<Principal, 'credential_id' | 'holder_name'>,
+  approver: CredentialActor & { readonly holder_name: string | null },
   reason?: string,
 ): LedgerAuthorization {
   const { store, now } = context;
-  return store.immediate(() => {
+  return commitThenReach(context, 'ledger.after_decision_commit', () => {
     const row = currentAuthorization(context, tokenId);
     if (row.status === decision && row.decided_by === approver.credential_id) return store.authorizationView(row);
     if (row.status !== 'requested') throw alreadyDecided(row);
+    const at = now();
     store.decide(tokenId, {
       status: decision,
       decidedBy: approver.credential_id,
       decidedByName: approver.holder_name,
       reason: reason ?? null,
-      decidedAt: now(),
-      closedAt: decision === 'denied' ? now() : null,
+      decidedAt: at,
+      closedAt: decision === 'denied' ? at : null,
+    });
+    context.audit.record({
+      actor: { credential_id: approver.credential_id, kind: approver.kind },
+      action: decision === 'approved' ? 'authorization_approved' : 'authorization_denied',
+      agentId: row.agent_id,
+      subjectId: tokenId,
+      before: { status: row.status },
+      after: { status: decision, amount_units: row.amount_units.toString(), currency: row.currency },
+      reason: reason ?? null,
+      at,
     });
     return store.authorizationView(loadAuthorization(store, tokenId));
   });

@@ -1,5 +1,6 @@
 import type { ReconciliationRecordView } from '../store/ledger-rows.js';
 import { conflict, notFound } from '../ledger-error.js';
+import type { AuditStore, CredentialActor } from '../store/audit-store.js';
 import { commitThenReach, type CommitContext, type LedgerContext } from './current-authorization.js';
 import { releaseWithin } from './release-authorization.js';
 import { settleWithin, type Receipt, type SettleContext } from './settle-authorization.js';
@@ -12,11 +13,11 @@ export function reconciliationRecords({ store }: LedgerContext, status: 'open' |
 /** How a human resolves a record: settle its authorization by a receipt, or release it. */
 export type RecordResolution = { kind: 'settle'; receipt: Receipt } | { kind: 'release'; reason: string };
 
-/** Resolves a record by settling or releasing its authorization, in the same transaction. */
+/** Resolves a record by settling or releasing its authorization, in the same transaction as its audit event. */
 export function resolveReconciliation(
-  context: SettleContext & CommitContext,
+  context: SettleContext & CommitContext & { readonly audit: AuditStore },
   recordId: string,
-  credentialId: string,
+  actor: CredentialActor,
   resolution: RecordResolution,
 ): { replayed: boolean; record: ReconciliationRecordView } {
   const { store, now } = context;
@@ -28,9 +29,21 @@ export function resolveReconciliation(
       if (record.resolution === wanted) return { replayed: true, record: store.recordView(recordId) };
       throw conflict('record_resolved');
     }
-    if (resolution.kind === 'settle') settleWithin(context, record.token_id, record.execution_id, resolution.receipt);
-    else releaseWithin(context, record.token_id, record.execution_id, 'reconciled_no_charge');
-    store.resolveRecord(recordId, { resolution: wanted, resolvedBy: credentialId, note: resolution.kind === 'release' ? resolution.reason : null, at: now() });
+    const closed = resolution.kind === 'settle' ? settleWithin(context, record.token_id, record.execution_id, resolution.receipt) : releaseWithin(context, record.token_id, record.execution_id, 'reconciled_no_charge');
+    const note = resolution.kind === 'release' ? resolution.reason : null;
+    const at = now();
+    store.resolveRecord(recordId, { resolution: wanted, resolvedBy: actor.credential_id, note, at });
+    const settled = store.authorizationView(closed.row).settlement;
+    context.audit.record({
+      actor,
+      action: 'reconciliation_resolved',
+      agentId: closed.row.agent_id,
+      subjectId: recordId,
+      before: { status: 'open', token_id: record.token_id },
+      after: { status: 'resolved', resolution: wanted, authorization_status: closed.row.status, ...(settled === null ? {} : { settled_units: settled.amount_units.toString() }) },
+      reason: note,
+      at,
+    });
     return { replayed: false, record: store.recordView(recordId) };
   });
 }

@@ -1,7 +1,9 @@
 import type { LedgerAgentSuspension } from '../wire/answers.js';
 import { forbidden, notFound } from '../ledger-error.js';
 import { agentView, type AgentRow } from '../store/admin-store.js';
-import { AGENT_SUSPENDED, type SuspensionStore } from '../store/suspension-store.js';
+import type { AuditActor, AuditStore } from '../store/audit-store.js';
+import { iso } from '../store/ledger-rows.js';
+import { AGENT_SUSPENDED, type SuspendedBy, type SuspensionStore } from '../store/suspension-store.js';
 import type { VelocityStore } from '../store/velocity-store.js';
 import { commitThenReach, expireAuthorizations, type CommitContext } from './current-authorization.js';
 
@@ -14,11 +16,13 @@ import { commitThenReach, expireAuthorizations, type CommitContext } from './cur
  * releases or parks as ever: money truth wins over the switch) or after it (refused:
  * `authorization_cancelled`). Resuming lets the agent ask again; what was cancelled stays
  * cancelled. Both are idempotent: a repeat changes nothing and answers `changed: false`.
+ * Each change is in the audit trail, in its own transaction (store/audit-store.ts); a repeat is not.
  */
 
 export interface SuspensionContext extends CommitContext {
   readonly suspensions: SuspensionStore;
   readonly velocity: VelocityStore;
+  readonly audit: AuditStore;
 }
 
 function requireAgent(context: SuspensionContext, agentId: string): AgentRow {
@@ -32,27 +36,53 @@ function answer(context: SuspensionContext, agentId: string, cancelled: number, 
 }
 
 /** Suspends the agent and cancels its unclaimed authorizations; a suspended agent stays as it is (its first reason kept). */
-export function suspendAgent(context: SuspensionContext, agentId: string, reason: string | null): LedgerAgentSuspension {
+export function suspendAgent(context: SuspensionContext, agentId: string, reason: string | null, actor: AuditActor): LedgerAgentSuspension {
   const { suspensions, now, crash } = context;
   return commitThenReach(context, 'ledger.after_suspend_commit', () => {
     if (requireAgent(context, agentId).status === 'suspended') return answer(context, agentId, 0, false);
     // Expiries the clock has reached are persisted first: those authorizations expired, they are not cancelled.
     expireAuthorizations(context);
-    suspensions.suspend(agentId, reason, now(), 'operator');
+    const at = now();
+    suspensions.suspend(agentId, reason, at, 'operator');
     // Inside the open transaction: a kill here must leave no trace of the suspension at all.
     crash.reach('ledger.during_suspend');
-    const cancelled = suspensions.cancelUnclaimed(agentId, now());
+    const cancelled = suspensions.cancelUnclaimed(agentId, at);
+    auditSuspension(context.audit, { actor, by: 'operator', agentId, reason, at, cancelled });
     return answer(context, agentId, cancelled, true);
   });
 }
 
+/** A suspension in the audit trail (an operator's, or the velocity breaker's as the ledger's own act), in its transaction. */
+export function auditSuspension(audit: AuditStore, suspension: { actor: AuditActor; by: SuspendedBy; agentId: string; reason: string | null; at: number; cancelled: number }): void {
+  audit.record({
+    actor: suspension.actor,
+    action: 'agent_suspended',
+    agentId: suspension.agentId,
+    subjectId: suspension.agentId,
+    before: { status: 'active' },
+    after: { status: 'suspended', suspended_by: suspension.by, cancelled_authorizations: suspension.cancelled },
+    reason: suspension.reason,
+    at: suspension.at,
+  });
+}
+
 /** Lets a suspended agent request spend again; an active agent stays as it is. Cancelled authorizations stay cancelled. */
-export function resumeAgent(context: SuspensionContext, agentId: string): LedgerAgentSuspension {
+export function resumeAgent(context: SuspensionContext, agentId: string, actor: AuditActor): LedgerAgentSuspension {
   return commitThenReach(context, 'ledger.after_resume_commit', () => {
-    if (requireAgent(context, agentId).status === 'active') return answer(context, agentId, 0, false);
+    const suspended = requireAgent(context, agentId);
+    if (suspended.status === 'active') return answer(context, agentId, 0, false);
     context.suspensions.resume(agentId);
     // The runaway-loop breaker counts afresh from the resumption (its requests still count against the limits).
     context.velocity.forgetRefusals(agentId);
+    context.audit.record({
+      actor,
+      action: 'agent_resumed',
+      agentId,
+      subjectId: agentId,
+      before: { status: 'suspended', suspended_by: suspended.suspended_by ?? 'operator', suspended_at: iso(suspended.suspended_at) },
+      after: { status: 'active' },
+      at: context.now(),
+    });
     return answer(context, agentId, 0, true);
   });
 }

@@ -1,8 +1,10 @@
 import { breakerReason, decideVelocity, tripsBreaker, velocityLimits, type SpendPolicy } from '../authorization-rules.js';
 import { forbidden, tooManyRequests, type LedgerError } from '../ledger-error.js';
+import { LEDGER_ACTOR, type AuditStore } from '../store/audit-store.js';
 import { AGENT_SUSPENDED, type SuspensionStore } from '../store/suspension-store.js';
 import type { VelocityStore } from '../store/velocity-store.js';
 import { expireAuthorizations, type LedgerContext } from './current-authorization.js';
+import { auditSuspension } from './suspend-agent.js';
 
 /*
  * The runaway-loop breaker (docs/ledger.md "Velocity limits"). Called inside a spend request's
@@ -11,13 +13,14 @@ import { expireAuthorizations, type LedgerContext } from './current-authorizatio
  * `velocity_exceeded` and how long to wait. The Nth velocity refusal in the rolling hour suspends
  * the agent as an operator's suspension does — in the same transaction, its unclaimed
  * authorizations cancelled, holds freed — recorded as the breaker's (`suspended_by`
- * `velocity_breaker`) with why. The refusal is returned, not thrown: the count and the
- * suspension must commit with it.
+ * `velocity_breaker`) with why, and in the audit trail as the ledger's own act. The refusal is
+ * returned, not thrown: the count and the suspension must commit with it.
  */
 
 export interface VelocityContext extends LedgerContext {
   readonly suspensions: SuspensionStore;
   readonly velocity: VelocityStore;
+  readonly audit: AuditStore;
 }
 
 /** Counts and decides this request against the agent's velocity limits; the refusal to answer with after the commit, or null. */
@@ -32,8 +35,10 @@ export function checkVelocity(context: VelocityContext, agentId: string, policy:
   if (!tripsBreaker(policy, refusals)) return tooManyRequests('velocity_exceeded', decision.retryAfterSeconds, { velocity_limit: decision.field });
   // As an operator's suspension (use-cases/suspend-agent.ts): expiries first, then the switch and its cancellations.
   expireAuthorizations(context);
-  context.suspensions.suspend(agentId, breakerReason(policy, refusals), at, 'velocity_breaker');
-  context.suspensions.cancelUnclaimed(agentId, at);
+  const reason = breakerReason(policy, refusals);
+  context.suspensions.suspend(agentId, reason, at, 'velocity_breaker');
+  const cancelled = context.suspensions.cancelUnclaimed(agentId, at);
+  auditSuspension(context.audit, { actor: LEDGER_ACTOR, by: 'velocity_breaker', agentId, reason, at, cancelled });
   // Waiting would not help any more: the agent is suspended until an operator resumes it.
   return forbidden(AGENT_SUSPENDED, { suspended_by: 'velocity_breaker' });
 }

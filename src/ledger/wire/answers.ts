@@ -205,6 +205,32 @@ export const claimSchema = z.object({
 });
 export type LedgerClaim = z.output<typeof claimSchema>;
 
+/** A value of an audit event's `before` or `after`: ledger-made (a status, a version, an amount as digits, an id), never free text. */
+const auditValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+
+/**
+ * One operator action of the audit trail (`GET /audit`; docs/ledger.md "Audit trail"). Who:
+ * `actor_kind` is the credential's kind, or `ledger` for the ledger's own acts (then
+ * `actor_credential_id` is null); `actor_name` is the person's name once credentials carry one
+ * (null until then, and from an older ledger). `action` is any string: a newer ledger may record
+ * more kinds of action. `before`/`after` are the state the action changed, where it applies.
+ */
+export const auditEventSchema = z.object({
+  audit_id: z.string().regex(/^\d{1,19}$/, 'must be a decimal digit string'),
+  at: timestamp,
+  actor_kind: z.string(),
+  actor_credential_id: z.string().nullable(),
+  actor_name: added(z.string()),
+  action: z.string(),
+  agent_id: z.string().nullable(),
+  subject_id: z.string(),
+  before: z.record(z.string(), auditValue).nullable(),
+  after: z.record(z.string(), auditValue).nullable(),
+  reason: z.string().nullable(),
+});
+export type LedgerAuditEvent = z.output<typeof auditEventSchema>;
+export type LedgerAuditState = NonNullable<LedgerAuditEvent['after']>;
+
 /* Envelopes: each route answers one of these. */
 export const agentAnswerSchema = z.object({ agent: agentSchema });
 /**
@@ -226,3 +252,6 @@ export const authorizationsAnswerSchema = z.object({ authorizations: z.array(aut
 export const resolutionAnswerSchema = z.object({ authorization: resolutionSchema });
 /** `GET /executor/claims`: one page of the caller's claims; `next_after` continues it (null: the last page). */
 export const claimsAnswerSchema = z.object({ claims: z.array(claimSchema), next_after: z.string().nullable() });
+/** `GET /audit`: one page of the audit trail, oldest first; `next_after` continues it (null: the last page for now). */
+export const auditAnswerSchema = z.object({ events: z.array(auditEventSchema), next_after: z.string().nullable() });
+export type LedgerAuditPage = z.output<typeof auditAnswerSchema>;

@@ -64,8 +64,8 @@ export const rotateBody = z.strictObject({
 
 export const decisionBody = z.strictObject({ reason: shortText(500).optional() });
 
-/** The largest version a precondition can name (a version is an SQLite INTEGER). */
-const MAX_VERSION = 9_223_372_036_854_775_807n;
+/** The largest SQLite INTEGER: the largest version a precondition can name, the largest audit id. */
+const MAX_INTEGER = 9_223_372_036_854_775_807n;
 
 /**
  * The precondition of `PUT /agents/{agent_id}/policy`: `If-Match` names the policy version the
@@ -78,7 +78,7 @@ export const policyPrecondition = z.strictObject({
     .string()
     .regex(/^(?:\d{1,19}|"\d{1,19}")$/, 'must be a policy version: a whole number, as in If-Match: 3')
     .transform((value) => BigInt(value.replaceAll('"', '')))
-    .refine((version) => version <= MAX_VERSION, `must be at most ${MAX_VERSION}`)
+    .refine((version) => version <= MAX_INTEGER, `must be at most ${MAX_INTEGER}`)
     .optional(),
 });
 
@@ -150,6 +150,28 @@ export const claimsQuery = z.strictObject({
   older_than_seconds: digits('a number of seconds', 0, MAX_CLAIM_AGE_SECONDS),
   limit: digits('a page size', 1, 500).optional().transform((limit) => limit ?? 100),
   after: z.uuid({ error: 'must be a token id (the next_after of the previous page)' }).optional(),
+});
+
+/** An agent id as the ledger issues it: `agt_` and a UUID. */
+export const agentId = z.string({ error: 'must be an agent id' }).regex(/^agt_[0-9a-f-]{36}$/, 'must be an agent id (agt_ followed by a UUID)');
+
+/**
+ * The query of `GET /audit`: events oldest first, from `since` (an ISO 8601 time with its offset)
+ * and after `after` (the previous page's `next_after`), of one agent or all, a bounded page.
+ */
+export const auditQuery = z.strictObject({
+  since: z.iso
+    .datetime({ offset: true, error: 'must be an ISO 8601 time with its offset, as in 2026-11-25T10:00:00Z' })
+    .transform((text) => Date.parse(text))
+    .optional(),
+  after: z
+    .string({ error: 'must be an audit id' })
+    .regex(/^\d{1,19}$/, 'must be an audit id (the next_after of the previous page)')
+    .transform(BigInt)
+    .refine((id) => id <= MAX_INTEGER, `must be at most ${MAX_INTEGER}`)
+    .optional(),
+  agent_id: agentId.optional(),
+  limit: digits('a page size', 1, 500).optional().transform((limit) => limit ?? 100),
 });
 
 export const reconciliationBody = z.strictObject({

@@ -60,6 +60,9 @@ export interface AuthorizationRow {
   currency: string;
   status: string;
   execution_id: string | null;
+  /** `policy` when the policy approved it, a credential id when a human decided it, null while undecided. */
+  decided_by: string | null;
+  decided_at: bigint | null;
 }
 export interface SettlementRow {
   settlement_id: string;
@@ -76,15 +79,52 @@ export interface ReleaseRow {
   reason: string;
 }
 export interface RecordRow {
+  record_id: string;
   token_id: string;
   execution_id: string;
   status: string;
   resolution: string | null;
+  /** `executor` when the executor's settle or release closed it, a credential id when a human resolved it. */
+  resolved_by: string | null;
+  resolved_at: bigint | null;
 }
 
 export interface AgentRow {
   agent_id: string;
   status: string;
+  created_at: bigint;
+  suspended_at: bigint | null;
+  suspended_by: string | null;
+}
+
+export interface PolicyRow {
+  agent_id: string;
+  version: bigint;
+  updated_at: bigint;
+}
+
+export interface CredentialRow {
+  credential_id: string;
+  created_at: bigint;
+}
+
+/** One operator action of the ledger's audit trail; `before`/`after` as stored (JSON text). */
+export interface AuditEventRow {
+  audit_id: bigint;
+  at: bigint;
+  actor_credential_id: string | null;
+  actor_kind: string;
+  action: string;
+  agent_id: string | null;
+  subject_id: string;
+  before: string | null;
+  after: string | null;
+}
+
+/** The audit trail and since when the ledger keeps it (its migration's applied_at); null for a ledger from before it. */
+export interface AuditRows {
+  readonly since: bigint;
+  readonly events: readonly AuditEventRow[];
 }
 
 export interface LedgerRows {
@@ -93,6 +133,9 @@ export interface LedgerRows {
   readonly settlements: readonly SettlementRow[];
   readonly releases: readonly ReleaseRow[];
   readonly records: readonly RecordRow[];
+  readonly policies: readonly PolicyRow[];
+  readonly credentials: readonly CredentialRow[];
+  readonly audit: AuditRows | null;
 }
 
 export interface ExecutorRows {
@@ -124,6 +167,15 @@ function withDatabase<T>(path: string, read: (db: Database.Database) => T): T {
 
 const all = <T>(db: Database.Database, sql: string) => db.prepare(sql).all() as T[];
 
+/** The name of the ledger migration that began the audit trail (found by name: its number may change when branches merge). */
+const AUDIT_MIGRATION = 'operator actions are audited';
+
+function readAudit(db: Database.Database): AuditRows | null {
+  const since = db.prepare('SELECT applied_at FROM schema_migrations WHERE name = ?').pluck().get(AUDIT_MIGRATION) as bigint | undefined;
+  if (since === undefined) return null;
+  return { since, events: all<AuditEventRow>(db, 'SELECT audit_id, at, actor_credential_id, actor_kind, action, agent_id, subject_id, before, after FROM audit_events ORDER BY audit_id') };
+}
+
 /** Both databases' rows, each read in one transaction; `amounts_are_integers` reports through `fail`. */
 export function readDatabases(inputs: { readonly ledgerDatabase: string; readonly executorDatabase: string }, fail: Fail): { ledger: LedgerRows; executor: ExecutorRows } {
   return withDatabase(inputs.ledgerDatabase, (ledgerDb) => {
@@ -132,11 +184,14 @@ export function readDatabases(inputs: { readonly ledgerDatabase: string; readonl
       ledger: ledgerDb.transaction((): LedgerRows => {
         checkIntegers('ledger', ledgerDb, fail);
         return {
-          agents: all<AgentRow>(ledgerDb, 'SELECT agent_id, status FROM agents'),
-          authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, agent_id, amount_units, currency, status, execution_id FROM authorizations'),
+          agents: all<AgentRow>(ledgerDb, 'SELECT agent_id, status, created_at, suspended_at, suspended_by FROM agents'),
+          authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, agent_id, amount_units, currency, status, execution_id, decided_by, decided_at FROM authorizations'),
           settlements: all<SettlementRow>(ledgerDb, 'SELECT settlement_id, token_id, execution_id, receipt_id, receipt_shape, amount_units, currency FROM settlements'),
           releases: all<ReleaseRow>(ledgerDb, 'SELECT token_id, execution_id, reason FROM releases'),
-          records: all<RecordRow>(ledgerDb, 'SELECT token_id, execution_id, status, resolution FROM reconciliation_records'),
+          records: all<RecordRow>(ledgerDb, 'SELECT record_id, token_id, execution_id, status, resolution, resolved_by, resolved_at FROM reconciliation_records'),
+          policies: all<PolicyRow>(ledgerDb, 'SELECT agent_id, version, updated_at FROM policies'),
+          credentials: all<CredentialRow>(ledgerDb, 'SELECT credential_id, created_at FROM credentials'),
+          audit: readAudit(ledgerDb),
         };
       })(),
       executor: executorDb.transaction((): ExecutorRows => {

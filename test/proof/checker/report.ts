@@ -31,7 +31,9 @@ export type Rule =
   | 'submitted_has_money_record'
   | 'failed_has_release'
   | 'artifacts_intact'
-  | 'amounts_are_integers';
+  | 'amounts_are_integers'
+  | 'operator_action_audited'
+  | 'audit_event_has_change';
 
 export interface Violation {
   readonly rule: Rule;
