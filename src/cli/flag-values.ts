@@ -1,5 +1,6 @@
 import { MAX_AMOUNT_UNITS, parseWholeNumber } from '../domain/money.js';
 import { UsageError } from '../errors.js';
+import { idempotencyKey } from '../ledger/wire/requests.js';
 
 /*
  * Checks of flag and argument values that oclif's parser cannot express. Each failure is a usage
@@ -52,4 +53,10 @@ export function tokenIdArgument(value: string): string {
     throw new UsageError('invalid_argument', 'TOKEN_ID must be a spend authorization token id (a UUID).', { nextStep: HELP });
   }
   return value.toLowerCase();
+}
+
+/** An `Idempotency-Key` for a spend request, as the ledger takes it: 1-255 printable ASCII characters. */
+export function idempotencyKeyFlag(value: string, name = '--idempotency-key'): string {
+  if (!idempotencyKey.safeParse(value).success) throw invalid(name, '1-255 printable ASCII characters (letters, digits, spaces and punctuation)');
+  return value;
 }

@@ -41,6 +41,9 @@ function issuesOf(body: LedgerErrorBody | null): FieldIssue[] {
 function conflictNextStep(reason: string | undefined): string {
   if (reason === 'agent_exists') return 'Choose another name; `lexec ledger agents list` shows the agents that exist.';
   if (reason === 'credential_exists') return 'That credential is already registered differently; run the command again to issue a new one.';
+  if (reason === 'idempotency_key_reused') {
+    return 'That idempotency key names an open authorization requested with another amount or purpose; nothing was requested. Repeat that request exactly to continue it, or use another key for a different request (the key is free again once its authorization is claimed or final).';
+  }
   if (reason?.startsWith('authorization_') === true) {
     return 'Only a requested authorization can be decided; `lexec ledger authorizations show <token_id>` shows where it stands.';
   }

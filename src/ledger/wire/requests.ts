@@ -60,12 +60,8 @@ export const policyPrecondition = z.strictObject({
  * requests"): 1-255 printable ASCII characters, chosen by the agent; absent, every request opens
  * its own authorization (as before the header existed). Never echoed: only its path is reported.
  */
-export const idempotencyKeyHeader = z.strictObject({
-  'idempotency-key': z
-    .string({ error: 'must be 1-255 printable ASCII characters' })
-    .regex(/^[\x20-\x7e]{1,255}$/, 'must be 1-255 printable ASCII characters')
-    .optional(),
-});
+export const idempotencyKey = z.string({ error: 'must be 1-255 printable ASCII characters' }).regex(/^[\x20-\x7e]{1,255}$/, 'must be 1-255 printable ASCII characters');
+export const idempotencyKeyHeader = z.strictObject({ 'idempotency-key': idempotencyKey.optional() });
 
 /** `POST /agents/{id}/suspend`: the operator's reason, kept with the suspension (optional; the body may be left out). */
 export const suspendBody = z.strictObject({ reason: shortText(500).optional() });
