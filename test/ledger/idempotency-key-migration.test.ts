@@ -1,12 +1,10 @@
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { composeLedger } from '../../src/ledger/compose-ledger.js';
 import { LEDGER_MIGRATIONS } from '../../src/ledger/store/migrations.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
-import { DEFAULT_POLICY } from '../support/ledger.js';
+import { call, mintCredential, startTestLedger } from '../support/ledger.js';
 
 /*
  * The ledger migration that gives spend requests an idempotency key, on a database at the schema
@@ -87,21 +85,24 @@ describe('ledger migration: spend requests carry an idempotency key', () => {
   });
 
   it('the migrated ledger serves keyed and unkeyed requests: an old open authorization is never the answer to a key', async () => {
-    const path = before();
-    const composed = await composeLedger({
-      config: { database_path: path, admin_capability_path: join(dir, 'credentials', 'admin.capability'), contract_level: 'v4.5', authorization_ttl_seconds: 3600, default_policy: DEFAULT_POLICY },
-      logger: pino({ level: 'silent' }),
-    });
+    before();
+    // The app on the migrated file, as `ledger serve` builds it; the old rows' agent asks.
+    const ledger = await startTestLedger({ dir });
     try {
-      const { service } = composed;
-      const input = { amount_units: 1000n, currency: 'USD' };
-      const first = service.requestAuthorization('agt_a', input, 'job');
-      expect(first).toMatchObject({ replayed: false, authorization: { status: 'approved' } });
-      expect(['tok-requested', 'tok-approved']).not.toContain(first.authorization.token_id);
-      expect(service.requestAuthorization('agt_a', input, 'job')).toMatchObject({ replayed: true, authorization: { token_id: first.authorization.token_id } });
-      expect(service.requestAuthorization('agt_a', input).replayed).toBe(false);
+      const token = await mintCredential(ledger, 'agent', 'agt_a');
+      const request = (key?: string) =>
+        call<{ authorization: { token_id: string; status: string }; replayed: boolean }>(ledger.url, 'POST', '/authorizations', {
+          token,
+          body: { amount_units: '1000', units_scale: 6, currency: 'USD' },
+          ...(key === undefined ? {} : { headers: { 'idempotency-key': key } }),
+        });
+      const first = await request('job');
+      expect(first).toMatchObject({ status: 201, body: { replayed: false, authorization: { status: 'approved' } } });
+      expect(['tok-requested', 'tok-approved']).not.toContain(first.body.authorization.token_id);
+      expect(await request('job')).toMatchObject({ status: 200, body: { replayed: true, authorization: { token_id: first.body.authorization.token_id } } });
+      expect(await request()).toMatchObject({ status: 201, body: { replayed: false } });
     } finally {
-      composed.close();
+      await ledger.close();
     }
   });
 });

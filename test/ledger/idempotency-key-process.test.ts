@@ -1,9 +1,6 @@
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readPrivateFile } from '../../src/credentials/private-file.js';
 import { setUpActors } from '../support/ledger.js';
-import { ledgerConfig, spawnLedger, startLedgerProcess, type LedgerProcess, type TemporaryLedgerProcess } from '../support/ledger-process.js';
+import { startLedgerPair, type LedgerPair } from '../support/ledger-process.js';
 
 /*
  * Issue 27 item 5's race on real `lexec ledger serve` processes: concurrent requests with one
@@ -12,27 +9,19 @@ import { ledgerConfig, spawnLedger, startLedgerProcess, type LedgerProcess, type
  * UNIQUE index allows one open authorization per agent and key.
  */
 
-let ledger: TemporaryLedgerProcess;
-let other: LedgerProcess;
-let adminToken: string;
-let reader: Database.Database;
+let pair: LedgerPair;
 
 beforeAll(async () => {
-  ledger = await startLedgerProcess();
-  const databasePath = join(ledger.dir, 'state', 'ledger.db');
-  other = await spawnLedger(ledger.dir, ledgerConfig(ledger.dir, { database_path: databasePath }), 'other.json');
-  adminToken = await readPrivateFile(ledger.adminCapabilityPath, 'admin capability');
-  reader = new Database(databasePath, { readonly: true });
+  pair = await startLedgerPair();
 }, 60_000);
 
 afterAll(async () => {
-  reader.close();
-  await other.stop();
-  await ledger.stop();
+  await pair.stop();
 });
 
 describe('Idempotency-Key on real ledger processes', () => {
   it('20 concurrent requests with one key, across two processes on one database: one authorization, one hold, 1 x 201 and 19 replays naming it', async () => {
+    const { ledger, other, adminToken, reader } = pair;
     const actors = await setUpActors({ url: ledger.url, adminToken }, 'racer');
     const request = (url: string) =>
       fetch(`${url}/authorizations`, {

@@ -43,11 +43,9 @@ function version5(): string {
 describe('ledger migration 6 (velocity limits and the runaway-loop breaker)', () => {
   it('keeps every policy without a limit, marks an existing suspension as the operator\'s, starts an empty request log; the store holds its rules', () => {
     const path = version5();
-    // Up to this migration: later ones are tested on their own.
-    const throughSix = LEDGER_MIGRATIONS.filter((migration) => migration.version <= 6);
-    const db = openDatabase(path, throughSix);
+    const db = openDatabase(path, LEDGER_MIGRATIONS);
     try {
-      expect(all(db, 'SELECT MAX(version) AS v FROM schema_migrations')).toEqual([{ v: 6n }]);
+      expect(all(db, 'SELECT MAX(version) AS v FROM schema_migrations')).toEqual([{ v: BigInt(LEDGER_MIGRATIONS.length) }]);
       expect(all(db, 'SELECT agent_id, status, suspended_at, suspension_reason, suspended_by FROM agents ORDER BY agent_id')).toEqual([
         { agent_id: 'agt_a', status: 'active', suspended_at: null, suspension_reason: null, suspended_by: null },
         { agent_id: 'agt_s', status: 'suspended', suspended_at: 5n, suspension_reason: 'by hand', suspended_by: 'operator' },
@@ -65,8 +63,8 @@ describe('ledger migration 6 (velocity limits and the runaway-loop breaker)', ()
       db.close();
     }
     // Reopening changes nothing.
-    const again = openDatabase(path, throughSix);
-    expect(all(again, 'SELECT COUNT(*) AS n FROM schema_migrations')).toEqual([{ n: 6n }]);
+    const again = openDatabase(path, LEDGER_MIGRATIONS);
+    expect(all(again, 'SELECT COUNT(*) AS n FROM schema_migrations')).toEqual([{ n: BigInt(LEDGER_MIGRATIONS.length) }]);
     again.close();
   });
 

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectResult, makeTempDir, removeDir, type CliRun } from '../support/cli.js';
+import { describe, expect, it } from 'vitest';
+import { expectResult } from '../support/cli.js';
 import { tableAt } from '../support/example-profiles.js';
-import { startBackgroundRun, type BackgroundRun } from '../support/background-run.js';
-import { startRunningStack, type RunningStack } from '../support/running-stack.js';
+import type { BackgroundRun } from '../support/background-run.js';
+import { runSessionPerFile, type RunSession } from '../support/run-session.js';
+import type { RunningStack } from '../support/running-stack.js';
 
 /*
  * Issue 27 item 5: one hold per intent. `lexec run` sends its spend request with an idempotency
@@ -28,18 +29,20 @@ interface Authorization {
 }
 
 let stack: RunningStack;
-let work: string;
-const runs: CliRun[] = [];
+let lexec: RunSession['lexec'];
+let startRun: RunSession['startRun'];
 
-async function lexec(args: readonly string[]): Promise<CliRun> {
-  const run = await stack.lexec(args, { cwd: work, timeoutMs: 120_000 });
-  runs.push(run);
-  return run;
-}
-
-function startRun(args: readonly string[]): BackgroundRun {
-  return startBackgroundRun(args, { cwd: work, env: { HOME: stack.home, ...stack.env }, onDone: (run) => runs.push(run) });
-}
+runSessionPerFile(
+  (session) => {
+    ({ stack, lexec, startRun } = session);
+  },
+  {
+    edit: (profile) => {
+      tableAt(profile, 'ledger.default_policy').approval_threshold_units = '1000';
+      tableAt(profile, 'sandbox').complete_after_ms = 300;
+    },
+  },
+);
 
 /** The approve command a waiting run prints, for an authorization other than `not` when given. */
 const approveLine = (not?: string) => new RegExp(`approve it with:\\s+lexec ledger authorizations approve (${not === undefined ? '' : `(?!${not})`}[0-9a-f-]{36}) --profile sandbox\\n`);
@@ -63,26 +66,6 @@ async function approve(tokenId: string): Promise<void> {
 }
 
 const result = async (run: BackgroundRun) => expectResult(await run.done) as RunJson;
-
-beforeAll(async () => {
-  work = await makeTempDir('lexec-rerun-work-');
-  stack = await startRunningStack({
-    edit: (profile) => {
-      tableAt(profile, 'ledger.default_policy').approval_threshold_units = '1000';
-      tableAt(profile, 'sandbox').complete_after_ms = 300;
-    },
-  });
-}, 180_000);
-
-afterAll(async () => {
-  const secrets = await Promise.all((['admin', 'agent', 'approver', 'caller'] as const).map((role) => stack.capability(role)));
-  await stack.stop();
-  await removeDir(work);
-  for (const run of runs) {
-    expect(run.stdout + run.stderr).not.toMatch(/lexec_[a-z]+_[A-Za-z0-9_-]{43}/);
-    for (const secret of secrets) expect(run.stdout + run.stderr).not.toContain(secret);
-  }
-}, 120_000);
 
 describe('lexec run again while its request awaits approval', () => {
   it.each([['SIGKILL (the terminal closed)', 'SIGKILL'], ['SIGINT (Ctrl-C)', 'SIGINT']] as const)(
