@@ -8,7 +8,7 @@ import type { LedgerAuthorization } from '../ledger/wire/answers.js';
 import type { AgentTarget } from '../stack-client/connect-agent.js';
 import { admitJob, NOT_READY_WINDOW_MS, refuseIfExecutorCannotAdmit } from '../stack-client/paid-job/admission.js';
 import { followExecution } from '../stack-client/paid-job/follow-execution.js';
-import { approveCommand, obtainAuthorization, resumeCommand } from '../stack-client/paid-job/job-authorization.js';
+import { approveCommand, obtainAuthorization, resumeCommand, takenByAnotherJob } from '../stack-client/paid-job/job-authorization.js';
 import { jobDelivery, type JobDelivery } from '../stack-client/paid-job/job-delivery.js';
 import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
 import { executionRequestBody, promptProblem } from '../stack-client/paid-job/job-request.js';
@@ -30,7 +30,16 @@ const DEFAULT_WAIT_SECONDS = 50;
 /** Thrown inside a wait when wait_seconds has passed: the call answers "running". */
 class StillRunning extends Error {}
 
-export async function generateImages(target: AgentTarget, input: ToolInput<'generate_images'>, context: ToolContext): Promise<ToolAnswer<ToolOutput<'generate_images'>>> {
+/**
+ * One generate_images call. `requestedAgain`: this call already requested once more after another
+ * job took the request it continued (takenByAnotherJob); it does not do so twice.
+ */
+export async function generateImages(
+  target: AgentTarget,
+  input: ToolInput<'generate_images'>,
+  context: ToolContext,
+  requestedAgain = false,
+): Promise<ToolAnswer<ToolOutput<'generate_images'>>> {
   const deadline = Date.now() + (input.wait_seconds ?? DEFAULT_WAIT_SECONDS) * 1000;
   const delivery = input.delivery ?? 'auto';
   const pause = async (ms: number) => {
@@ -124,15 +133,21 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
   // Before an authorization is asked for: a stack that cannot run the job (a full disk) holds nothing.
   await refuseIfExecutorCannotAdmit(target.executor);
 
-  let authorization = await obtainAuthorization(target.ledger, priced, {
+  const obtained = await obtainAuthorization(target.ledger, priced, {
     existingId: input.authorization_id,
     client: 'lexec agent',
+    prompt: input.prompt,
     unknown: () => invalidArgument('authorization_id names no authorization of this agent.', ['authorization_id'], 'Use the authorization_id a generate_images call returned, or leave it out to request a new one.'),
     insufficient: (existing) => insufficient(existing, priced),
     suspended: (agentId, by) => agentSuspended(agentId, target.profile, by),
     tooFast: velocityExceeded,
   });
-  context.progress(`authorization ${authorization.token_id}: ${authorization.status}`);
+  let { authorization } = obtained;
+  // The same call made again while its request is open continues it: one hold, one approval.
+  const continued = obtained.continued
+    ? `This continues the request an identical earlier call opened at ${authorization.created_at} (${authorization.status === 'requested' ? 'awaiting approval' : authorization.status}); nothing new was requested. `
+    : '';
+  context.progress(`authorization ${authorization.token_id}: ${authorization.status}${obtained.continued ? ` (continuing the request opened at ${authorization.created_at} instead of opening a new one)` : ''}`);
   const base = { authorization_id: authorization.token_id, authorization_status: authorization.status, quoted };
   if (authorization.status === 'requested') {
     const command = approveCommand(authorization.token_id, target.profile);
@@ -140,7 +155,7 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
       ...base,
       status: 'awaiting_approval',
       approve_command: command,
-      next_step: `A human must approve this spend: ask the operator to run \`${command}\`. Once approved, call generate_images again with authorization_id ${authorization.token_id} and the same prompt, image_size and image_count. The agent cannot approve its own spend.`,
+      next_step: `${continued}A human must approve this spend: ask the operator to run \`${command}\`. Once approved, call generate_images again with authorization_id ${authorization.token_id} and the same prompt, image_size and image_count. The agent cannot approve its own spend.`,
     });
   }
   const again = 'Call generate_images without authorization_id to request a new authorization.';
@@ -149,32 +164,44 @@ export async function generateImages(target: AgentTarget, input: ToolInput<'gene
   refuseUnusable(authorization, again, afterSuspension);
 
   const body = executionRequestBody({ tokenId: authorization.token_id, prompt: input.prompt, targetId: priced.target.target_id, imageSize: priced.imageSize, imageCount: priced.imageCount });
+  const reread = () => target.ledger.showAuthorization(authorization.token_id);
+  const admitOnce = (): Promise<ExecutionView> =>
+    admitJob(target.executor, body, {
+      until: Date.now() + NOT_READY_WINDOW_MS,
+      now: Date.now,
+      onNotReady: () => {
+        context.progress('the executor is not admitting executions right now; retrying');
+      },
+      wait: (ms) =>
+        delay(ms, undefined, { signal: context.signal }).catch(() => {
+          throw cancelled();
+        }),
+      reread,
+      again,
+      suspended: afterSuspension,
+    });
+  // Still usable after a conflict: used by another job.
+  const worded = (error: unknown) => (error instanceof UserError && error.code === 'executor_conflict' ? alreadyUsed(authorization) : error);
   const admit = async (): Promise<ExecutionView> => {
     try {
-      return await admitJob(target.executor, body, {
-        until: Date.now() + NOT_READY_WINDOW_MS,
-        now: Date.now,
-        onNotReady: () => {
-          context.progress('the executor is not admitting executions right now; retrying');
-        },
-        wait: (ms) =>
-          delay(ms, undefined, { signal: context.signal }).catch(() => {
-            throw cancelled();
-          }),
-        reread: () => target.ledger.showAuthorization(authorization.token_id),
-        again,
-        suspended: afterSuspension,
-      });
+      return await admitOnce();
     } catch (error) {
-      // Still usable after a conflict: used by another job.
-      if (error instanceof UserError && error.code === 'executor_conflict') throw alreadyUsed(authorization);
-      throw error;
+      throw worded(error);
     }
   };
-  let executionId: string | null = null;
+  let admitted: ExecutionView;
   try {
-    const admitted = await admit();
-    executionId = admitted.execution_id;
+    admitted = await admitOnce();
+  } catch (error) {
+    // Another job took the request this call continued: request once more (its key is free now), once.
+    if (!requestedAgain && (await takenByAnotherJob(error, obtained, reread))) {
+      context.progress(`authorization ${authorization.token_id} was taken meanwhile by another job's execution; requesting a new authorization for this call`);
+      return generateImages(target, input, context, true);
+    }
+    throw withWhatStays(worded(error), authorization.token_id, null);
+  }
+  const executionId = admitted.execution_id;
+  try {
     const done = await finish(admitted, { ...base, authorization_status: 'claimed' }, admit);
     if (done.result.status !== 'succeeded') return done;
     // The ledger's own word on the authorization once the receipt is in (settled).

@@ -1,5 +1,6 @@
 import { MAX_AMOUNT_UNITS, parseWholeNumber } from '../domain/money.js';
 import { UsageError, type FieldIssue } from '../errors.js';
+import { idempotencyKey } from '../ledger/wire/requests.js';
 
 /*
  * Checks of flag and argument values that oclif's parser cannot express. Each failure is a usage
@@ -77,4 +78,10 @@ export function sinceFlag(value: string, now: number, name = '--since'): number 
     throw invalid(name, expected, [{ path: name, message: `must be ${expected}` }]);
   }
   return at;
+}
+
+/** An `Idempotency-Key` for a spend request, as the ledger takes it: 1-255 printable ASCII characters. */
+export function idempotencyKeyFlag(value: string, name = '--idempotency-key'): string {
+  if (!idempotencyKey.safeParse(value).success) throw invalid(name, '1-255 printable ASCII characters (letters, digits, spaces and punctuation)');
+  return value;
 }

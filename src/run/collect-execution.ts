@@ -14,7 +14,18 @@ import { saveArtifact, type SavedFile } from './save-artifact.js';
 
 export type RunProgress =
   | { readonly kind: 'quoted'; readonly target_id: string; readonly label: string | null; readonly image_size: string; readonly image_count: number; readonly amount_units: bigint }
-  | { readonly kind: 'authorization'; readonly token_id: string; readonly status: string; readonly amount_units: bigint; readonly reused: boolean }
+  | {
+      readonly kind: 'authorization';
+      readonly token_id: string;
+      readonly status: string;
+      readonly amount_units: bigint;
+      /** Continued with `--authorization`. */
+      readonly reused: boolean;
+      /** When the open request this run continues was opened (the same command ran before and its request is still open); null: not one. */
+      readonly continued_from: string | null;
+    }
+  /** Another job's execution took the authorization this run continued; it requests a new one. */
+  | { readonly kind: 'authorization_taken'; readonly token_id: string }
   | {
       readonly kind: 'approval_needed';
       readonly token_id: string;

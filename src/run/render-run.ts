@@ -23,8 +23,15 @@ export function renderRunProgress(event: RunProgress, output: Output): void {
     case 'authorization': {
       const status = event.status === 'approved' ? style.ok(event.status) : event.status === 'requested' ? style.warn(event.status) : event.status;
       output.diagnostics.line(`authorization ${event.token_id}: ${status}${event.reused ? ' (continuing with it)' : ''}, ${usd(event.amount_units)}`);
+      if (event.continued_from !== null) {
+        const where = event.status === 'requested' ? 'awaiting approval' : event.status;
+        output.diagnostics.line(`continuing the request this command opened at ${event.continued_from} (${where}) instead of opening a new one`);
+      }
       return;
     }
+    case 'authorization_taken':
+      output.diagnostics.line(style.warn(`! authorization ${event.token_id} was taken meanwhile by another job's execution; requesting a new authorization for this one`));
+      return;
     case 'approval_needed':
       output.diagnostics.line(style.warn(`This authorization needs a human approval (the profile's policy sends amounts above its threshold to an approver).`));
       // Under --no-wait the summary says the same once, at the end.

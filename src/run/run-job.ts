@@ -6,7 +6,16 @@ import { connectStackLedger } from '../stack-client/connect-ledger.js';
 import { activeStack, stackStopped } from '../stack-client/locate-stack.js';
 import { admitJob, NOT_READY_WINDOW_MS, refuseIfExecutorCannotAdmit } from '../stack-client/paid-job/admission.js';
 import { followExecution } from '../stack-client/paid-job/follow-execution.js';
-import { approveCommand, denyCommand, obtainAuthorization, resumeCommand, waitForDecision } from '../stack-client/paid-job/job-authorization.js';
+import {
+  approveCommand,
+  denyCommand,
+  obtainAuthorization,
+  resumeCommand,
+  takenByAnotherJob,
+  waitForDecision,
+  type AuthorizationChoice,
+  type ObtainedAuthorization,
+} from '../stack-client/paid-job/job-authorization.js';
 import { jobDelivery, type JobDelivery } from '../stack-client/paid-job/job-delivery.js';
 import { isStackFailure } from '../stack-client/paid-job/job-failures.js';
 import { executionRequestBody } from '../stack-client/paid-job/job-request.js';
@@ -188,7 +197,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
   // After a suspension: the operator resumes the profile's agent, then runs anew (no --authorization: a cancelled one stays cancelled).
   const afterResume = (agentId: string) =>
     `Once the agent may spend again, resume it (\`${resumeCommand(agentId, profile)}\`), then run \`lexec run\` again without --authorization to request a new authorization.`;
-  let authorization = await obtainAuthorization(ledger, quote, {
+  const choice: AuthorizationChoice = {
     refused: async (reason) => policyRefused(await policyRoom(ledger, quote, reason), quote),
     suspended: (agentId, by) => {
       const id = agentId ?? stack.handoff.agent.agent_id;
@@ -208,13 +217,23 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
       }),
     existingId: request.authorization,
     client: 'lexec run',
+    prompt: request.prompt,
     insufficient: (existing) =>
       new UserError('authorization_insufficient', `Authorization ${existing.token_id} holds ${formatUnits(existing.amount_units, existing.currency)}, less than this request costs (${formatUnits(quote.amountUnits, 'USD')}).`, {
         nextStep: 'Run the command with the same prompt, size and count as the run that requested it, or without --authorization to request a new one.',
       }),
-  });
-  stage = { at: 'approval', tokenId: authorization.token_id };
-  request.progress({ kind: 'authorization', token_id: authorization.token_id, status: authorization.status, amount_units: authorization.amount_units, reused: request.authorization !== undefined });
+  };
+  /** Requests (or continues) the job's authorization and says which. */
+  const obtain = async (): Promise<ObtainedAuthorization> => {
+    const got = await obtainAuthorization(ledger, quote, choice);
+    const { authorization: held } = got;
+    stage = { at: 'approval', tokenId: held.token_id };
+    const continued = got.continued ? held.created_at : null;
+    request.progress({ kind: 'authorization', token_id: held.token_id, status: held.status, amount_units: held.amount_units, reused: request.authorization !== undefined, continued_from: continued });
+    return got;
+  };
+  let obtained = await obtain();
+  let authorization = obtained.authorization;
   const pending = (status: string, execution: RunResult['execution'] = null): RunResult => ({
     profile,
     authorization: { token_id: authorization.token_id, status, amount_units: authorization.amount_units },
@@ -227,7 +246,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
   });
 
   // From here on an authorization exists: a transient failure must say what stays behind.
-  const proceed = async (): Promise<RunResult> => {
+  const proceed = async (requestedAgain = false): Promise<RunResult> => {
     if (authorization.status === 'requested') {
       request.progress({
         kind: 'approval_needed',
@@ -239,7 +258,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
       });
       if (!request.wait) return pending('requested');
       authorization = await waitForDecision(ledger, authorization, pause, APPROVAL_POLL_MS);
-      request.progress({ kind: 'authorization', token_id: authorization.token_id, status: authorization.status, amount_units: authorization.amount_units, reused: false });
+      request.progress({ kind: 'authorization', token_id: authorization.token_id, status: authorization.status, amount_units: authorization.amount_units, reused: false, continued_from: null });
     }
     const again = 'Run `lexec run` again without --authorization to request a new authorization.';
     refuseUnusable(authorization, again, afterResume);
@@ -260,7 +279,17 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
         suspended: afterResume,
       });
     stage = { at: 'admitting', tokenId: authorization.token_id };
-    let execution = await admit();
+    let execution: ExecutionView;
+    try {
+      execution = await admit();
+    } catch (error) {
+      // Another job took the request this run continued: request once more (its key is free now), once.
+      if (requestedAgain || !(await takenByAnotherJob(error, obtained, () => ledger.showAuthorization(authorization.token_id)))) throw error;
+      request.progress({ kind: 'authorization_taken', token_id: authorization.token_id });
+      obtained = await obtain();
+      authorization = obtained.authorization;
+      return proceed(true);
+    }
     stage = { at: 'execution', tokenId: authorization.token_id, executionId: execution.execution_id };
     execution = await followExecution(executor, execution, {
       progress,

@@ -217,6 +217,38 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
     expect(ledger).toMatchObject({ status: 'settled', execution_id: done.execution_id, settlement: { amount_units: '6000' } });
   });
 
+  it('the same call again while its request awaits approval continues that request (one hold, one approval); without authorization_id it finishes on it; once used, the same call is a new job', async () => {
+    const job = { prompt: prompt('a bridge of reeds, agent test rerun'), image_count: 2 };
+    const pending = async () =>
+      (expectResult(await stack.lexec(['ledger', 'approvals', 'list', '--json'])) as { authorizations: { token_id: string; created_at: string }[] }).authorizations;
+    const before = (await pending()).length;
+    const waiting = structured('generate_images', await call('generate_images', job));
+    expect(waiting).toMatchObject({ status: 'awaiting_approval', authorization_status: 'requested' });
+    const tokenId = waiting.authorization_id ?? '';
+    const opened = (await pending()).find((authorization) => authorization.token_id === tokenId);
+
+    const progress: Progress[] = [];
+    const again = structured('generate_images', await call('generate_images', job, progress));
+    expect(again).toMatchObject({ status: 'awaiting_approval', authorization_id: tokenId, approve_command: waiting.approve_command });
+    expect(again.next_step).toMatch(new RegExp(`^This continues the request an identical earlier call opened at ${opened?.created_at ?? 'missing'} \\(awaiting approval\\); nothing new was requested\\. A human must approve`));
+    expect(progress.map((entry) => entry.message)).toContainEqual(`authorization ${tokenId}: requested (continuing the request opened at ${opened?.created_at ?? 'missing'} instead of opening a new one)`);
+    seen.push(JSON.stringify(progress));
+    expect((await pending()).length).toBe(before + 1);
+
+    const [, ...args] = (waiting.approve_command ?? '').split(' ');
+    expect((await stack.lexec([...args, '--json'])).exitCode).toBe(0);
+    const done = structured('generate_images', await call('generate_images', job));
+    expect(done).toMatchObject({ status: 'succeeded', authorization_id: tokenId, authorization_status: 'settled', spent: { amount_units: '6000' } });
+    expect(await ledgerAuthorization(tokenId)).toMatchObject({ status: 'settled', execution_id: done.execution_id, settlement: { amount_units: '6000' } });
+
+    const later = structured('generate_images', await call('generate_images', job));
+    expect(later).toMatchObject({ status: 'awaiting_approval' });
+    expect(later.authorization_id).not.toBe(tokenId);
+    expect(later.next_step).not.toContain('continues the request');
+    // Leave nothing waiting for the tests after this one.
+    expect((await stack.lexec(['ledger', 'authorizations', 'deny', later.authorization_id ?? '', '--profile', 'sandbox', '--json'])).exitCode).toBe(0);
+  });
+
   it('a partial delivery (the provider returns 1 of 2 images) says partial: delivery, next_step and get_execution; billed for the one delivered (issue 26 item 5)', async () => {
     const job = { prompt: prompt('two herons, one shy, agent test partial'), image_count: 2 };
     const waiting = structured('generate_images', await call('generate_images', job));

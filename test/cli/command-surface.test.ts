@@ -59,7 +59,7 @@ describe('command surface', () => {
       'ledger:authorizations:approve': ledgerVerb(flag('reason')),
       'ledger:authorizations:deny': ledgerVerb(flag('reason')),
       'ledger:authorizations:list': ledgerVerb(flag('agent-id'), flag('status', { options: statuses }), flag('limit')),
-      'ledger:authorizations:request': ledgerVerb(flag('amount-units', { required: true }), flag('purpose')),
+      'ledger:authorizations:request': ledgerVerb(flag('amount-units', { required: true }), flag('idempotency-key'), flag('purpose')),
       'ledger:authorizations:show': ledgerVerb(),
       'ledger:credentials:create': ledgerVerb(
         flag('kind', { required: true, options: ['approver', 'executor', 'reconciliation', 'agent'] }),

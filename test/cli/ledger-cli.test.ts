@@ -40,6 +40,7 @@ interface Authorization {
   purpose: string | null;
   decided_by: string | null;
   decision_reason: string | null;
+  created_at: string;
 }
 interface Policy {
   agent_id: string;
@@ -83,7 +84,7 @@ interface Results {
   'ledger agents add': { agent: Agent; credential: Credential | null };
   'ledger agents list': { agents: Agent[] };
   'ledger credentials create': { credential: Credential };
-  'ledger authorizations request': { authorization: Authorization };
+  'ledger authorizations request': { authorization: Authorization; replayed: boolean };
   'ledger authorizations show': { authorization: Authorization };
   'ledger authorizations approve': { authorization: Authorization };
   'ledger authorizations deny': { authorization: Authorization };
@@ -492,6 +493,31 @@ describe('ledger verbs refuse bad input with a clear code and a non-zero exit', 
     expect(error.message).toContain('400 invalid_request: secret_shaped_text');
     expect(error.issues).toEqual([{ path: 'purpose', message: 'refused by the ledger (secret_shaped_text)' }]);
     expect(run.stdout + run.stderr).not.toContain(capability.slice(-16));
+  });
+
+  it('--idempotency-key: the same request again answers the open authorization it opened (replayed); another amount under the key is ledger_conflict; a bad key is a usage error', async () => {
+    const key = 'poster-draft-7';
+    const request = (amountUnits: string, ...extra: string[]) =>
+      lexec(['ledger', 'authorizations', 'request', ...target(botFile()), '--amount-units', amountUnits, '--purpose', 'poster draft', '--idempotency-key', key, ...extra]);
+    const first = succeeded(await request('2500000', '--json'), 'ledger authorizations request');
+    expect(first).toMatchObject({ replayed: false, authorization: { status: 'requested', amount_units: '2500000' } });
+    const again = succeeded(await request('2500000', '--json'), 'ledger authorizations request');
+    expect(again).toEqual({ replayed: true, authorization: first.authorization });
+    const human = await request('2500000');
+    expect(human.exitCode, human.stderr).toBe(0);
+    expect(human.stdout).toContain(`the idempotency key names this open authorization, requested at ${first.authorization.created_at}: nothing new was requested`);
+    expect(human.stdout).toContain(`authorization ${first.authorization.token_id}`);
+
+    const before = query<{ n: number }>('SELECT COUNT(*) AS n FROM authorizations');
+    const reused = failed(await request('2600000', '--json'), 1, 'ledger_conflict');
+    expect(reused.message).toContain('409 conflict: idempotency_key_reused');
+    expect(reused.issues).toEqual([{ path: 'idempotency-key', message: 'refused by the ledger (idempotency_key_reused)' }]);
+    for (const bad of ['', 'k'.repeat(256), 'tab\there']) {
+      const run = await lexec(['ledger', 'authorizations', 'request', ...target(botFile()), '--amount-units', '1000', `--idempotency-key=${bad}`, '--json']);
+      expect(failed(run, 2, 'invalid_flag_value').message).toMatch(/^--idempotency-key must be 1-255 printable ASCII characters/);
+    }
+    expect(query<{ n: number }>('SELECT COUNT(*) AS n FROM authorizations')).toEqual(before);
+    for (const run of runs.slice(-5)) expect(run.stdout + run.stderr).not.toContain(key);
   });
 
   it('an unknown authorization is ledger_not_found; a malformed token id or agent id is a usage error', async () => {

@@ -173,10 +173,10 @@ describe('ledger migration 5 (agents can be suspended, authorizations cancelled)
         ['agt_d', 'suspended'],
       ]);
       expect(() => service.requestAuthorization('agt_d', { amount_units: 1000n, currency: 'USD' })).toThrow(/agent_suspended/);
-      expect(service.requestAuthorization('agt_a', { amount_units: 1000n, currency: 'USD' }).status).toBe('approved');
+      expect(service.requestAuthorization('agt_a', { amount_units: 1000n, currency: 'USD' }).authorization.status).toBe('approved');
       expect(service.show(tokens.disabledApproved)).toMatchObject({ status: 'cancelled', cancellation: { reason: 'agent_suspended' } });
       expect(service.resumeAgent('agt_d', TEST_ADMIN)).toMatchObject({ agent: { status: 'active' }, changed: true });
-      expect(service.requestAuthorization('agt_d', { amount_units: 1000n, currency: 'USD' }).status).toBe('approved');
+      expect(service.requestAuthorization('agt_d', { amount_units: 1000n, currency: 'USD' }).authorization.status).toBe('approved');
     } finally {
       composed.close();
     }

@@ -82,7 +82,7 @@ describe('ledger migration 6 (velocity limits and the runaway-loop breaker)', ()
         ['agt_a', 'active', null],
         ['agt_s', 'suspended', 'operator'],
       ]);
-      for (let index = 0; index < 5; index += 1) expect(service.requestAuthorization('agt_a', { amount_units: 1000n, currency: 'USD' }).status).toBe('approved');
+      for (let index = 0; index < 5; index += 1) expect(service.requestAuthorization('agt_a', { amount_units: 1000n, currency: 'USD' }).authorization.status).toBe('approved');
       let refusal: unknown;
       try {
         service.requestAuthorization('agt_s', { amount_units: 1000n, currency: 'USD' });

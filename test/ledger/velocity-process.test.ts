@@ -1,12 +1,11 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readPrivateFile } from '../../src/credentials/private-file.js';
 import { expectFailure, expectResult, runLexec } from '../support/cli.js';
 import { setUpActors, type Actors } from '../support/ledger.js';
-import { ledgerConfig, spawnLedger, startLedgerProcess, type LedgerProcess, type TemporaryLedgerProcess } from '../support/ledger-process.js';
+import { startLedgerPair, type LedgerPair, type LedgerProcess, type TemporaryLedgerProcess } from '../support/ledger-process.js';
 
 /*
  * Issue 27 item 3's proofs on real `lexec ledger serve` processes: concurrent requests cannot slip
@@ -20,20 +19,16 @@ let ledger: TemporaryLedgerProcess;
 let other: LedgerProcess;
 let adminToken: string;
 let reader: Database.Database;
+let pair: LedgerPair;
 
 beforeAll(async () => {
-  ledger = await startLedgerProcess();
-  const databasePath = join(ledger.dir, 'state', 'ledger.db');
   // A second process on the same database: the count must hold across processes, not only within one.
-  other = await spawnLedger(ledger.dir, ledgerConfig(ledger.dir, { database_path: databasePath }), 'other.json');
-  adminToken = await readPrivateFile(ledger.adminCapabilityPath, 'admin capability');
-  reader = new Database(databasePath, { readonly: true });
+  pair = await startLedgerPair();
+  ({ ledger, other, adminToken, reader } = pair);
 }, 60_000);
 
 afterAll(async () => {
-  reader.close();
-  await other.stop();
-  await ledger.stop();
+  await pair.stop();
 });
 
 const CAPS = { per_authorization_cap_units: '5000000', daily_cap_units: '20000000', approval_threshold_units: '1000000', units_scale: 6, currency: 'USD' };

@@ -1,10 +1,9 @@
 import { readFile } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectFailure, expectResult, makeTempDir, removeDir, type CliRun } from '../support/cli.js';
+import { describe, expect, it } from 'vitest';
+import { expectFailure, expectResult, type CliRun } from '../support/cli.js';
 import { tableAt } from '../support/example-profiles.js';
 import { decodePng } from '../support/png.js';
-import { startBackgroundRun } from '../support/background-run.js';
-import { startRunningStack, type RunningStack } from '../support/running-stack.js';
+import { runSessionPerFile, type RunSession } from '../support/run-session.js';
 
 /*
  * `lexec run` when the profile's policy wants a human: the approval threshold is set below the
@@ -23,21 +22,10 @@ interface RunJson {
   files: { path: string; bytes: number; sha256: string }[];
 }
 
-let stack: RunningStack;
-let work: string;
-const runs: CliRun[] = [];
-const ok = (run: CliRun) => expectResult(run) as RunJson;
-
-async function lexec(args: readonly string[]): Promise<CliRun> {
-  const run = await stack.lexec(args, { cwd: work, timeoutMs: 120_000 });
-  runs.push(run);
-  return run;
-}
-
+let lexec: RunSession['lexec'];
 /** `lexec run …` as a child that keeps running while the test reads its stderr and acts. */
-function startRun(args: readonly string[]) {
-  return startBackgroundRun(args, { cwd: work, env: { HOME: stack.home, ...stack.env }, onDone: (run) => runs.push(run) });
-}
+let startRun: RunSession['startRun'];
+const ok = (run: CliRun) => expectResult(run) as RunJson;
 
 const APPROVE = /approve it with:\s+(lexec ledger authorizations approve ([0-9a-f-]{36}) --profile sandbox)\n/;
 
@@ -54,25 +42,17 @@ async function authorization(tokenId: string): Promise<{ status: string; settlem
   return (JSON.parse(run.stdout) as { result: { authorization: { status: string; settlement: { amount_units: string } | null } } }).result.authorization;
 }
 
-beforeAll(async () => {
-  work = await makeTempDir('lexec-approval-work-');
-  stack = await startRunningStack({
+runSessionPerFile(
+  (session) => {
+    ({ lexec, startRun } = session);
+  },
+  {
     edit: (profile) => {
       tableAt(profile, 'ledger.default_policy').approval_threshold_units = '1000';
       tableAt(profile, 'sandbox').complete_after_ms = 3000;
     },
-  });
-}, 180_000);
-
-afterAll(async () => {
-  const secrets = await Promise.all((['admin', 'agent', 'approver', 'caller'] as const).map((role) => stack.capability(role)));
-  await stack.stop();
-  await removeDir(work);
-  for (const run of runs) {
-    expect(run.stdout + run.stderr).not.toMatch(/lexec_[a-z]+_[A-Za-z0-9_-]{43}/);
-    for (const secret of secrets) expect(run.stdout + run.stderr).not.toContain(secret);
-  }
-}, 120_000);
+  },
+);
 
 describe('lexec run under a policy that wants a human approval', () => {
   it('says so, prints the exact approve command and waits; approving with it lets the run finish', async () => {

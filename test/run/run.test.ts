@@ -3,12 +3,13 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectFailure, expectResult, makeTempDir, removeDir, type CliRun } from '../support/cli.js';
+import { describe, expect, it } from 'vitest';
+import { expectFailure, expectResult, type CliRun } from '../support/cli.js';
 import { decodePng } from '../support/png.js';
 import { generateCapability } from '../../src/credentials/capability.js';
 import { writeHandoff } from '../../src/launcher/handoff/handoff.js';
 import { canListen } from '../../src/process/port-probe.js';
+import { runSessionPerFile, type RunSession } from '../support/run-session.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
 import { eventually, readState } from '../support/stack-home.js';
 
@@ -39,14 +40,12 @@ interface Authorization {
 
 let stack: RunningStack;
 let work: string;
-const runs: CliRun[] = [];
+let lexec: RunSession['lexec'];
 const ok = (run: CliRun) => expectResult(run) as RunJson;
 
-async function lexec(args: readonly string[]): Promise<CliRun> {
-  const run = await stack.lexec(args, { cwd: work, timeoutMs: 120_000 });
-  runs.push(run);
-  return run;
-}
+runSessionPerFile((session) => {
+  ({ stack, work, lexec } = session);
+});
 
 async function authorizations(): Promise<Authorization[]> {
   const run = await lexec(['ledger', 'authorizations', 'list', '--json']);
@@ -55,21 +54,6 @@ async function authorizations(): Promise<Authorization[]> {
 }
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
-
-beforeAll(async () => {
-  work = await makeTempDir('lexec-run-work-');
-  stack = await startRunningStack();
-}, 180_000);
-
-afterAll(async () => {
-  const secrets = await Promise.all((['admin', 'agent', 'approver', 'caller', 'reconciliation'] as const).map((role) => stack.capability(role)));
-  await stack.stop();
-  await removeDir(work);
-  for (const run of runs) {
-    expect(run.stdout + run.stderr).not.toMatch(/lexec_[a-z]+_[A-Za-z0-9_-]{43}/);
-    for (const secret of secrets) expect(run.stdout + run.stderr).not.toContain(secret);
-  }
-}, 120_000);
 
 describe('lexec run on a running sandbox stack', () => {
   it('produces real PNG files, prints the exact spend, and the ledger settled exactly that amount', async () => {

@@ -41,14 +41,18 @@ async function setPolicy(velocity: Record<string, number>) {
   expect((await call(ledger.url, 'PUT', `/agents/${actors.agentId}/policy`, { token: ledger.adminToken, body })).status).toBe(200);
 }
 
-/** `obtainAuthorization` as a client calls it, recording which of its words it was given. */
+let jobs = 0;
+
+/** `obtainAuthorization` as a client calls it, for a new job each time (another prompt: another key), recording which of its words it was given. */
 async function obtain() {
   const said: string[] = [];
   const client = createLedgerClient({ url: ledger.url, token: actors.agent });
+  jobs += 1;
   try {
-    return { authorization: await obtainAuthorization(client, quote, {
+    return { authorization: (await obtainAuthorization(client, quote, {
       existingId: undefined,
       client: 'test',
+      prompt: `job ${jobs}`,
       insufficient: () => new UserError('insufficient', 'insufficient', { nextStep: '-' }),
       suspended: (agentId, by) => {
         said.push(`suspended ${String(agentId)} ${by}`);
@@ -58,7 +62,7 @@ async function obtain() {
         said.push(`too fast ${String(limit)}`);
         return velocityExceeded(seconds, limit);
       },
-    }), said };
+    })).authorization, said };
   } catch (error) {
     return { error: error as UserError, said };
   }

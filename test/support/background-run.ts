@@ -11,6 +11,8 @@ export interface BackgroundRun {
   readonly done: Promise<CliRun>;
   /** Ctrl-C. */
   interrupt(): void;
+  /** Sends the run another signal: SIGKILL (a closed terminal), SIGSTOP / SIGCONT (hold it still while the test acts). */
+  signal(name: NodeJS.Signals): void;
   /** Waits until stderr matches (generous: the machine may be busy); fails if the run ends first. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
 }
@@ -31,6 +33,7 @@ export function startBackgroundRun(args: readonly string[], options: { readonly 
   return {
     done,
     interrupt: () => child.kill('SIGINT'),
+    signal: (name) => child.kill(name),
     async waitFor(pattern: RegExp, timeoutMs = 60_000): Promise<RegExpExecArray> {
       const deadline = Date.now() + timeoutMs;
       for (;;) {

@@ -1,5 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { readPrivateFile } from '../../src/credentials/private-file.js';
 import { makeTempDir, removeDir } from './cli.js';
 import { SERVER_START_TIMEOUT_MS, spawnServerProcess } from './server-process.js';
 
@@ -97,4 +99,36 @@ export async function startLedgerProcess(options: { defaultPolicy?: DefaultPolic
     await removeDir(dir);
     throw error;
   }
+}
+
+/** Two ledger processes on one database, for races that must hold across processes, not only within one. */
+export interface LedgerPair {
+  readonly ledger: TemporaryLedgerProcess;
+  /** The second process, on the first one's database. */
+  readonly other: LedgerProcess;
+  readonly adminToken: string;
+  /** A read-only look at the shared database. */
+  readonly reader: Database.Database;
+  stop(): Promise<void>;
+}
+
+export async function startLedgerPair(): Promise<LedgerPair> {
+  const ledger = await startLedgerProcess();
+  const databasePath = join(ledger.dir, 'state', 'ledger.db');
+  const other = await spawnLedger(ledger.dir, ledgerConfig(ledger.dir, { database_path: databasePath }), 'other.json').catch(async (error: unknown) => {
+    await ledger.stop();
+    throw error;
+  });
+  const reader = new Database(databasePath, { readonly: true });
+  return {
+    ledger,
+    other,
+    adminToken: await readPrivateFile(ledger.adminCapabilityPath, 'admin capability'),
+    reader,
+    async stop() {
+      reader.close();
+      await other.stop();
+      await ledger.stop();
+    },
+  };
 }

@@ -38,8 +38,9 @@ describe('ledger client against a real ledger', () => {
   it('reads amounts as bigint and sends them as decimal strings', async () => {
     const agent = await admin.addAgent(`bot-${randomUUID().slice(0, 8)}`);
     const client = createLedgerClient({ url: `${ledger.url}/`, token: await mintCredential(ledger, 'agent', agent.agent_id) });
-    const authorization = await client.requestAuthorization({ amountUnits: 900_000n, purpose: 'unit' });
+    const { authorization, replayed } = await client.requestAuthorization({ amountUnits: 900_000n, purpose: 'unit' });
     expect(authorization).toMatchObject({ status: 'approved', amount_units: 900_000n, amount_cents: 90n, units_scale: 6, currency: 'USD' });
+    expect(replayed).toBe(false);
     const policy = await admin.policy(agent.agent_id);
     expect(policy).toMatchObject({ per_authorization_cap_units: 5_000_000n, version: 1n });
   });
@@ -74,6 +75,22 @@ describe('ledger client against a real ledger', () => {
     const invalid = await refusal(admin.addAgent('Not A Name'));
     expect(invalid).toMatchObject({ code: 'ledger_invalid_request', issues: [{ path: 'name', message: 'refused by the ledger (invalid_request)' }] });
     expect(invalid.message).not.toContain('Not A Name');
+  });
+
+  it('sends an idempotency key and reports a replay; the same key with another amount is ledger_conflict naming the key, never its value', async () => {
+    const agent = await admin.addAgent(`key-${randomUUID().slice(0, 8)}`);
+    const client = createLedgerClient({ url: ledger.url, token: await mintCredential(ledger, 'agent', agent.agent_id) });
+    const key = `secretive-key-${randomUUID()}`;
+    const first = await client.requestAuthorization({ amountUnits: 2_000_000n, purpose: 'unit', idempotencyKey: key });
+    expect(first).toMatchObject({ replayed: false, authorization: { status: 'requested' } });
+    const again = await client.requestAuthorization({ amountUnits: 2_000_000n, purpose: 'unit', idempotencyKey: key });
+    expect(again).toEqual({ replayed: true, authorization: first.authorization });
+    const reused = await refusal(client.requestAuthorization({ amountUnits: 3_000_000n, purpose: 'unit', idempotencyKey: key }));
+    expect(reused).toMatchObject({ code: 'ledger_conflict', issues: [{ path: 'idempotency-key', message: 'refused by the ledger (idempotency_key_reused)' }] });
+    expect(reused.nextStep).toContain('Repeat that request exactly to continue it, or use another key');
+    expect(JSON.stringify([reused.message, reused.nextStep, reused.issues])).not.toContain(key);
+    // Without a key, a new one each time.
+    expect((await client.requestAuthorization({ amountUnits: 2_000_000n, purpose: 'unit' })).replayed).toBe(false);
   });
 
   it('sets a policy from the version it read; from a stale one it throws LedgerPolicyVersionMismatch with the current version', async () => {

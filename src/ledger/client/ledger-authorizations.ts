@@ -10,14 +10,20 @@ export interface AuthorizationListResult {
   readonly authorizations: readonly LedgerAuthorization[];
 }
 
-/** `ledger authorizations request` (agent token): USD micro-units, scale 6. */
+/** `ledger authorizations request`: the authorization, and whether it is the open one the idempotency key opened earlier. */
+export interface AuthorizationRequestResult extends AuthorizationResult {
+  readonly replayed: boolean;
+}
+
+/** `ledger authorizations request` (agent token): USD micro-units, scale 6; with an idempotency key, an identical repeat answers the open authorization it opened. */
 export async function requestLedgerAuthorization(request: {
   readonly target: LedgerConnector;
   readonly amountUnits: bigint;
   readonly purpose?: string | undefined;
-}): Promise<AuthorizationResult> {
+  readonly idempotencyKey?: string | undefined;
+}): Promise<AuthorizationRequestResult> {
   const client = await request.target('agent');
-  return { authorization: await client.requestAuthorization({ amountUnits: request.amountUnits, purpose: request.purpose }) };
+  return client.requestAuthorization({ amountUnits: request.amountUnits, purpose: request.purpose, idempotencyKey: request.idempotencyKey });
 }
 
 /** `ledger authorizations list` (admin token): newest first, filtered by the ledger. */

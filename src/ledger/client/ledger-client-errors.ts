@@ -47,6 +47,9 @@ function conflictNextStep(reason: string | undefined): string {
   }
   if (reason === 'credential_revoked') return 'That credential is revoked and stays so; issue a new one (`lexec ledger credentials create`), or rotate the one that replaced it.';
   if (reason === 'credential_already_rotated') return 'It was already rotated: `lexec ledger credentials list` shows the credential that replaced it (`replaced_by`); rotate that one.';
+  if (reason === 'idempotency_key_reused') {
+    return 'That idempotency key names an open authorization requested with another amount or purpose; nothing was requested. Repeat that request exactly to continue it, or use another key for a different request (the key is free again once its authorization is claimed or final).';
+  }
   if (reason?.startsWith('authorization_') === true) {
     return 'Only a requested authorization can be decided; `lexec ledger authorizations show <token_id>` shows where it stands.';
   }

@@ -9,6 +9,7 @@ import {
   agentSuspensionAnswerSchema,
   auditAnswerSchema,
   authorizationAnswerSchema,
+  authorizationRequestAnswerSchema,
   authorizationsAnswerSchema,
   credentialAnswerSchema,
   credentialListSchema,
@@ -26,6 +27,7 @@ import {
   type LedgerAgentSuspension,
   type LedgerAuditPage,
   type LedgerAuthorization,
+  type LedgerAuthorizationRequest,
   type LedgerPolicy,
   type LedgerSpending,
 } from '../wire/answers.js';
@@ -283,15 +285,22 @@ export function createLedgerClient(options: LedgerClientOptions) {
       return (await send({ method: 'GET', path: '/approvals', needs: ['approver'], subject: 'authorization', schema })).authorizations;
     },
 
-    async requestAuthorization(request: { amountUnits: bigint; purpose?: string | undefined }): Promise<LedgerAuthorization> {
+    /**
+     * Requests a spend authorization for the calling agent. With `idempotencyKey` (sent as
+     * `Idempotency-Key`), while the authorization an identical earlier request under that key
+     * opened is still open, the ledger answers that one again (`replayed`) instead of opening
+     * another; the same key with another amount or purpose is refused (`ledger_conflict`).
+     */
+    async requestAuthorization(request: { amountUnits: bigint; purpose?: string | undefined; idempotencyKey?: string | undefined }): Promise<LedgerAuthorizationRequest> {
       const body = {
         amount_units: request.amountUnits,
         units_scale: UNITS_SCALE,
         currency: 'USD',
         ...(request.purpose === undefined ? {} : { purpose: request.purpose }),
       };
-      const schema = authorizationAnswerSchema;
-      return (await send({ method: 'POST', path: '/authorizations', body, needs: ['agent'], subject: 'authorization', schema })).authorization;
+      const headers: Record<string, string> = request.idempotencyKey === undefined ? {} : { 'idempotency-key': request.idempotencyKey };
+      const schema = authorizationRequestAnswerSchema;
+      return send({ method: 'POST', path: '/authorizations', body, headers, needs: ['agent'], subject: 'authorization', schema });
     },
 
     async listAuthorizations(filter: AuthorizationFilter = {}): Promise<LedgerAuthorization[]> {

@@ -1,7 +1,7 @@
 import type { LedgerAgent, LedgerAuthorization, LedgerCredential, LedgerCredentialRevocation, LedgerPolicy } from '../wire/answers.js';
 import type { AddAgentResult, AgentSuspensionResult, ListAgentsResult } from './ledger-agents.js';
 import { auditActor, auditChange, type AuditResult } from './ledger-audit.js';
-import type { AuthorizationListResult } from './ledger-authorizations.js';
+import type { AuthorizationListResult, AuthorizationRequestResult } from './ledger-authorizations.js';
 import type { IssuedCredential, ListCredentialsResult, RotateCredentialResult } from './ledger-credentials.js';
 import type { PolicyInitResult, PolicySetResult, PolicyShowResult } from './ledger-policy.js';
 import { formatUnits } from '../../domain/money.js';
@@ -38,6 +38,12 @@ export function renderAuthorization(authorization: LedgerAuthorization, output: 
   if (authorization.release !== null) output.line(`  released    ${plain(authorization.release.reason)}`);
   if (authorization.cancellation !== null) output.line(`  cancelled   ${plain(authorization.cancellation.reason)} (${authorization.cancellation.cancelled_at}); nothing is held`);
   if (authorization.status === 'requested') output.line(output.style.dim('  awaits an approver: lexec ledger authorizations approve|deny <token_id>'));
+}
+
+/** `ledger authorizations request`: the authorization, first saying when it is the open one the idempotency key opened earlier. */
+export function renderAuthorizationRequest(result: AuthorizationRequestResult, output: Output): void {
+  if (result.replayed) output.line(output.style.warn(`the idempotency key names this open authorization, requested at ${result.authorization.created_at}: nothing new was requested`));
+  renderAuthorization(result.authorization, output);
 }
 
 export function renderAuthorizationRow(authorization: LedgerAuthorization, output: Output): void {

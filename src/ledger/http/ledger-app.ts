@@ -26,6 +26,7 @@ import {
   credentialId,
   credentialsQuery,
   decisionBody,
+  idempotencyKeyHeader,
   legacyCentsReceipt,
   policyPrecondition,
   preciseReceipt,
@@ -190,9 +191,13 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
 
   app.post('/authorizations', { onRequest: auth.requires('agent') }, async (request, reply) => {
     const principal = auth.principal(request);
+    // Only the one header is handed to the schema, as for If-Match; the key itself is never echoed.
+    const header = parseInput(idempotencyKeyHeader, { 'idempotency-key': request.headers['idempotency-key'] });
     const body = parseInput(authorizationRequestBody, request.body);
-    const authorization = service.requestAuthorization(principal.agent_id ?? '', body);
-    return reply.code(201).send({ authorization });
+    const { authorization, replayed } = service.requestAuthorization(principal.agent_id ?? '', body, header['idempotency-key'] ?? null);
+    // A replay answers the open authorization the key opened (docs/ledger.md "Idempotent requests").
+    if (replayed) void reply.header('Idempotent-Replayed', 'true');
+    return reply.code(replayed ? 200 : 201).send({ authorization, replayed });
   });
 
   app.get('/authorizations', { onRequest: auth.requires('admin') }, (request) => {

@@ -34,6 +34,9 @@ export interface AuthorizationRow {
   claimed_by: string | null;
   /** Why it was cancelled (`agent_suspended`), exactly when its status is `cancelled` (migration 5). */
   cancellation_reason: string | null;
+  /** The agent's `Idempotency-Key` and the SHA-256 fingerprint of its request (migration 7; both null without a key). Never shown. */
+  idempotency_key: string | null;
+  request_fingerprint: string | null;
 }
 
 export interface SettlementRow {

@@ -35,6 +35,8 @@ export interface NewAuthorization {
   readonly expiresAt: number;
   readonly policyVersion: bigint | null;
   readonly policy: SpendPolicy;
+  /** The agent's `Idempotency-Key` and the fingerprint of the request it came with; both null without a key. */
+  readonly idempotency: { readonly key: string; readonly fingerprint: string } | null;
 }
 
 /** An approver's decision on a requested authorization (`closedAt`: set for a denial). */
@@ -117,8 +119,13 @@ export function createLedgerStore(db: Database.Database) {
     insertAuthorization: db.prepare(
       `INSERT INTO authorizations (token_id, account_id, agent_id, amount_units, units_scale, currency, amount_cents, status, purpose,
          decided_by, decided_at, created_at, expires_at,
-         policy_version, policy_per_authorization_cap_units, policy_daily_cap_units, policy_approval_threshold_units)
-       VALUES (?, ?, ?, ?, 6, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         policy_version, policy_per_authorization_cap_units, policy_daily_cap_units, policy_approval_threshold_units,
+         idempotency_key, request_fingerprint)
+       VALUES (?, ?, ?, ?, 6, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    // By the partial UNIQUE index (migration 7): at most one row.
+    openByIdempotencyKey: db.prepare(
+      "SELECT * FROM authorizations WHERE agent_id = ? AND idempotency_key = ? AND status IN ('requested', 'approved') AND idempotency_key IS NOT NULL",
     ),
     decide: db.prepare('UPDATE authorizations SET status = ?, decided_by = ?, decided_by_name = ?, decision_reason = ?, decided_at = ?, closed_at = ? WHERE token_id = ?'),
     pendingApprovals: db.prepare("SELECT * FROM authorizations WHERE status = 'requested' ORDER BY created_at"),
@@ -184,8 +191,12 @@ export function createLedgerStore(db: Database.Database) {
         row.policy.per_authorization_cap_units,
         row.policy.daily_cap_units,
         row.policy.approval_threshold_units,
+        row.idempotency?.key ?? null,
+        row.idempotency?.fingerprint ?? null,
       );
     },
+    /** The agent's authorization this key opened while it is still stored as open (requested or approved; its expiry not checked). */
+    openByIdempotencyKey: (agentId: string, key: string) => statements.openByIdempotencyKey.get(agentId, key) as AuthorizationRow | undefined,
     decide(tokenId: string, decision: Decision): void {
       statements.decide.run(decision.status, decision.decidedBy, decision.decidedByName, decision.reason, decision.decidedAt, decision.closedAt, tokenId);
     },

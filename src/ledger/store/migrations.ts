@@ -342,4 +342,20 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'audit events are never deleted'); END;
     `,
   },
+  {
+    version: 9,
+    name: 'spend requests carry an idempotency key',
+    // An agent may send `Idempotency-Key` with a spend request (docs/ledger.md "Idempotent
+    // requests"): the authorization keeps the key and the SHA-256 fingerprint of the request it
+    // opened, both or neither. While that authorization is open — requested, or approved and
+    // unclaimed — the key names it and no other of the agent's: the partial UNIQUE index makes
+    // "one open authorization per key" a property of the store. Once it is claimed or final it
+    // leaves the index and the key is free again. Existing rows: no key.
+    up: `
+      ALTER TABLE authorizations ADD COLUMN idempotency_key TEXT;
+      ALTER TABLE authorizations ADD COLUMN request_fingerprint TEXT CHECK ((request_fingerprint IS NULL) = (idempotency_key IS NULL));
+      CREATE UNIQUE INDEX one_open_authorization_per_idempotency_key ON authorizations (agent_id, idempotency_key)
+        WHERE status IN ('requested', 'approved') AND idempotency_key IS NOT NULL;
+    `,
+  },
 ];

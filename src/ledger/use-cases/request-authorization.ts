@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { fingerprint } from '../../domain/canonical-json.js';
+import { UNITS_SCALE } from '../../domain/money.js';
 import type { LedgerAuthorization } from '../wire/answers.js';
 import { centsCeil, decideRequest, ROLLING_WINDOW_MS, type SpendPolicy } from '../authorization-rules.js';
-import { unprocessable, type LedgerError } from '../ledger-error.js';
-import { loadAuthorization } from './current-authorization.js';
+import { conflict, unprocessable, type LedgerError } from '../ledger-error.js';
+import type { AuthorizationRow } from '../store/ledger-rows.js';
+import { currentAuthorization, loadAuthorization, type LedgerContext } from './current-authorization.js';
 import { ownerAccountId } from './owner-account.js';
 import { refuseIfSuspended } from './suspend-agent.js';
 import { checkVelocity, type VelocityContext } from './velocity-breaker.js';
@@ -19,17 +22,51 @@ export interface AuthorizationInput {
   purpose?: string | undefined;
 }
 
+/** The authorization a request opened, or — `replayed` — the open one its idempotency key names. */
+export interface RequestedAuthorization {
+  readonly authorization: LedgerAuthorization;
+  readonly replayed: boolean;
+}
+
+/** The SHA-256 fingerprint of a request as parsed: what a repeat under the same key must match. */
+function requestFingerprint(input: AuthorizationInput): string {
+  return fingerprint({ amount_units: input.amount_units, units_scale: UNITS_SCALE, currency: input.currency, purpose: input.purpose ?? null });
+}
+
+/**
+ * The agent's authorization the key opened, while it is still open: requested, or approved and
+ * unclaimed. One past its expiry is persisted as expired first (expiry is otherwise lazy), so a
+ * repeat never answers it as usable and the key is free for a new one.
+ */
+function openUnderKey(context: LedgerContext, agentId: string, key: string): AuthorizationRow | null {
+  const stored = context.store.openByIdempotencyKey(agentId, key);
+  if (stored === undefined) return null;
+  const row = currentAuthorization(context, stored.token_id);
+  return row.status === 'requested' || row.status === 'approved' ? row : null;
+}
+
 /**
  * An agent asks for a spend authorization; caps are checked and the hold taken atomically. A
  * suspended agent is refused in the same transaction, so a request commits before a suspension
  * (and is cancelled by it) or is refused after it — never held past it. Velocity limits are
  * counted and decided in it too (velocity-breaker.ts); a refusal is thrown once the transaction
  * has committed, so the request's count (and a suspension the breaker made) is kept.
+ *
+ * With an idempotency key (docs/ledger.md "Idempotent requests"), a repeat while the
+ * authorization the key opened is still open answers that one (`replayed`) — or, with another
+ * body, is refused `idempotency_key_reused` — before the velocity limits: it opens nothing, so it
+ * is neither counted nor refused by them. Suspension is checked first and wins.
  */
-export function requestAuthorization(context: RequestContext, agentId: string, input: AuthorizationInput): LedgerAuthorization {
+export function requestAuthorization(context: RequestContext, agentId: string, input: AuthorizationInput, idempotencyKey: string | null = null): RequestedAuthorization {
   const { store, now } = context;
-  const outcome = store.immediate((): { refusal: LedgerError } | { authorization: LedgerAuthorization } => {
+  const idempotency = idempotencyKey === null ? null : { key: idempotencyKey, fingerprint: requestFingerprint(input) };
+  const outcome = store.immediate((): { refusal: LedgerError } | RequestedAuthorization => {
     refuseIfSuspended(context.suspensions, agentId);
+    if (idempotency !== null) {
+      const open = openUnderKey(context, agentId, idempotency.key);
+      if (open !== null && open.request_fingerprint !== idempotency.fingerprint) throw conflict('idempotency_key_reused', ['idempotency-key']);
+      if (open !== null) return { authorization: store.authorizationView(open), replayed: true };
+    }
     const at = now();
     const policy = store.policy(agentId) ?? context.defaultPolicy;
     const tooFast = checkVelocity(context, agentId, policy, at);
@@ -53,9 +90,10 @@ export function requestAuthorization(context: RequestContext, agentId: string, i
       expiresAt: at + context.authorizationTtlMs,
       policyVersion: 'version' in policy ? (policy.version as bigint) : null,
       policy,
+      idempotency,
     });
-    return { authorization: store.authorizationView(loadAuthorization(store, tokenId)) };
+    return { authorization: store.authorizationView(loadAuthorization(store, tokenId)), replayed: false };
   });
   if ('refusal' in outcome) throw outcome.refusal;
-  return outcome.authorization;
+  return outcome;
 }

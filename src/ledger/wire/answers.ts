@@ -248,6 +248,12 @@ export const policyAnswerSchema = z.object({ policy: policySchema });
 export const spendingAnswerSchema = z.object({ spending: spendingSchema });
 export const authorizationAnswerSchema = z.object({ authorization: authorizationSchema });
 export const authorizationsAnswerSchema = z.object({ authorizations: z.array(authorizationSchema) });
+/**
+ * `POST /authorizations`: the authorization, and whether it is the open one the request's
+ * `Idempotency-Key` opened earlier (`replayed`; absent from an older ledger, which always opens a new one).
+ */
+export const authorizationRequestAnswerSchema = z.object({ authorization: authorizationSchema, replayed: added(z.boolean()).transform((replayed) => replayed ?? false) });
+export type LedgerAuthorizationRequest = z.output<typeof authorizationRequestAnswerSchema>;
 /** `GET /executor/authorizations/{id}` and the claim (which resolves). */
 export const resolutionAnswerSchema = z.object({ authorization: resolutionSchema });
 /** `GET /executor/claims`: one page of the caller's claims; `next_after` continues it (null: the last page). */

@@ -82,6 +82,14 @@ export const policyPrecondition = z.strictObject({
     .optional(),
 });
 
+/**
+ * The `Idempotency-Key` of `POST /authorizations` (Stripe's header; docs/ledger.md "Idempotent
+ * requests"): 1-255 printable ASCII characters, chosen by the agent; absent, every request opens
+ * its own authorization (as before the header existed). Never echoed: only its path is reported.
+ */
+export const idempotencyKey = z.string({ error: 'must be 1-255 printable ASCII characters' }).regex(/^[\x20-\x7e]{1,255}$/, 'must be 1-255 printable ASCII characters');
+export const idempotencyKeyHeader = z.strictObject({ 'idempotency-key': idempotencyKey.optional() });
+
 /** `POST /agents/{id}/suspend`: the operator's reason, kept with the suspension (optional; the body may be left out). */
 export const suspendBody = z.strictObject({ reason: shortText(500).optional() });
 /** `POST /agents/{id}/resume`: nothing to say (an empty object, or no body). */
