@@ -362,6 +362,29 @@ const ledgerRecordRecheck = `
   UPDATE executions SET ledger_record_at = NULL WHERE state = 'reconciliation';
 `;
 
+/**
+ * The executor's own capabilities, by digest (docs/credentials.md "The executor's credential
+ * table"): the caller and reconciliation capabilities it accepts, checked on every request, so a
+ * revoked one is refused at its next request and a rotation's old capability at the end of its
+ * grace (`expires_at`). Only the SHA-256 digest is kept, never the capability; `lookup` is its
+ * first 8 bytes in hex, the index a presented capability is found by before it is compared in
+ * full. `last_used_at` is written at most once a minute per credential.
+ */
+const executorCredentials = `
+  CREATE TABLE credentials (
+    credential_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('caller', 'reconciliation')),
+    lookup TEXT NOT NULL UNIQUE CHECK (length(lookup) = 16),
+    digest BLOB NOT NULL CHECK (length(digest) = 32),
+    created_at INTEGER NOT NULL,
+    last_used_at INTEGER,
+    status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
+    revoked_at INTEGER,
+    expires_at INTEGER,
+    CHECK ((status = 'revoked') = (revoked_at IS NOT NULL))
+  );
+`;
+
 export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'legacy_v4_3_whole_cents', up: legacySchema },
   { version: 2, name: 'micro_units', up: microUnits },
@@ -374,4 +397,5 @@ export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 9, name: 'park_evidence', up: parkEvidence },
   { version: 10, name: 'ledger_record_answered', up: ledgerRecordAnswered },
   { version: 11, name: 'ledger_record_recheck', up: ledgerRecordRecheck },
+  { version: 12, name: 'executor_credentials', up: executorCredentials },
 ];
