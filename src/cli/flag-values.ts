@@ -1,4 +1,5 @@
 import { MAX_AMOUNT_UNITS, parseWholeNumber } from '../domain/money.js';
+import { EXECUTOR_CREDENTIAL_ID } from '../executor/domain/credential-standing.js';
 import { UsageError } from '../errors.js';
 
 /*
@@ -52,4 +53,14 @@ export function tokenIdArgument(value: string): string {
     throw new UsageError('invalid_argument', 'TOKEN_ID must be a spend authorization token id (a UUID).', { nextStep: HELP });
   }
   return value.toLowerCase();
+}
+
+/** An executor credential id as `lexec executor credentials list` shows it: `caller-` or `reconciliation-` and 16 hex digits. */
+export function executorCredentialIdArgument(value: string): string {
+  if (!EXECUTOR_CREDENTIAL_ID.test(value)) {
+    throw new UsageError('invalid_argument', 'CREDENTIAL_ID must be an executor credential id (caller- or reconciliation- and 16 hex digits).', {
+      nextStep: '`lexec executor credentials list --config <executor configuration>` lists them.',
+    });
+  }
+  return value;
 }
