@@ -19,7 +19,7 @@ export interface FollowedPrivateFile {
 
 /**
  * Reads a private file now (its errors are the start's) and follows it afterwards: before each use
- * its identity (device, inode, size, modification time in ns; a symbolic link not followed) is
+ * its identity (device, inode, size, modification and change times in ns; a symbolic link not followed) is
  * compared with that of the version in use, and a file that differs is read again
  * descriptor-safely. A replacement that cannot be read, is not private, or is refused by `accept`
  * leaves the previous content in use and is reported once, not at every use; the next change is

@@ -59,20 +59,25 @@ export async function writePrivateFile(path: string, content: string): Promise<v
   }
 }
 
-/** What tells one version of a file from another without reading it: a replaced or rewritten file differs in at least one. */
+/**
+ * What tells one version of a file from another without reading it: a replaced or rewritten file
+ * differs in at least one. The change time is there too, so a file whose mode was fixed (chmod
+ * changes no content and no mtime) is looked at again.
+ */
 export interface FileIdentity {
   readonly dev: bigint;
   readonly ino: bigint;
   readonly size: bigint;
   readonly mtimeNs: bigint;
+  readonly ctimeNs: bigint;
 }
 
 export function sameFileIdentity(a: FileIdentity, b: FileIdentity): boolean {
-  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs;
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 }
 
-function identityOf(info: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint }): FileIdentity {
-  return { dev: info.dev, ino: info.ino, size: info.size, mtimeNs: info.mtimeNs };
+function identityOf(info: FileIdentity): FileIdentity {
+  return { dev: info.dev, ino: info.ino, size: info.size, mtimeNs: info.mtimeNs, ctimeNs: info.ctimeNs };
 }
 
 /** The identity of the file at `path` itself (a symbolic link is not followed), or null when there is none. */
