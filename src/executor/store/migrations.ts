@@ -363,12 +363,10 @@ const ledgerRecordRecheck = `
 `;
 
 /**
- * The executor's own capabilities, by digest (docs/credentials.md "The executor's credential
- * table"): the caller and reconciliation capabilities it accepts, checked on every request, so a
- * revoked one is refused at its next request and a rotation's old capability at the end of its
- * grace (`expires_at`). Only the SHA-256 digest is kept, never the capability; `lookup` is its
- * first 8 bytes in hex, the index a presented capability is found by before it is compared in
- * full. `last_used_at` is written at most once a minute per credential.
+ * The caller and reconciliation capabilities the executor accepts, by SHA-256 digest only, read on
+ * every request (docs/credentials.md "The executor's credential table"). `lookup` (the digest's
+ * first 8 bytes in hex) finds a row before the digest is compared in full; `expires_at` ends a
+ * rotation's grace; `last_used_at` is written at most once a minute.
  */
 const executorCredentials = `
   CREATE TABLE credentials (
