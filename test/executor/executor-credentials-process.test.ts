@@ -47,6 +47,29 @@ async function settled(s: Stack, executionId: string, tokenId: string, caller: s
   expect((await s.authorization(tokenId)).status).toBe('settled');
 }
 
+/**
+ * A stack whose executor reaches the ledger through a relay, with one execution under way: held at
+ * its settlement (the relay keeps the request unanswered) until the test lets it go with
+ * `relay.hold(null)`; the executor then settles it on its next attempt.
+ */
+async function heldAtSettlement() {
+  const relays: Awaited<ReturnType<typeof harness.ledgerRelay>>[] = [];
+  const s = await harness.stack({
+    relay: async (url) => {
+      const relay = await harness.ledgerRelay(url);
+      relays.push(relay);
+      return relay.url;
+    },
+  });
+  const [relay] = relays;
+  if (relay === undefined) throw new Error('the stack started without its relay');
+  relay.hold(/\/settle$/);
+  const tokenId = await s.approvedToken();
+  const executionId = await s.submit(tokenId);
+  await until('the settlement held', () => Promise.resolve(relay.heldCount() > 0 ? true : undefined));
+  return { s, relay, tokenId, executionId };
+}
+
 describe('executor credentials against a running executor', () => {
   it('a revoked caller capability is refused at its next request while the executor runs, and fails the next start closed until rotated', async () => {
     const s = await harness.stack();
@@ -86,20 +109,14 @@ describe('executor credentials against a running executor', () => {
   });
 
   it('a caller rotation with a grace accepts both capabilities until it ends, then only the new one; the execution under way settles', async () => {
-    let relay: Awaited<ReturnType<typeof harness.ledgerRelay>> | undefined;
-    const s = await harness.stack({ relay: async (url) => (relay = await harness.ledgerRelay(url)).url });
-    // The execution is held at its settlement (the relay keeps the request unanswered) across the rotation.
-    relay?.hold(/\/settle$/);
-    const tokenId = await s.approvedToken();
-    const executionId = await s.submit(tokenId);
-    await until('the settlement held', () => Promise.resolve((relay?.heldCount() ?? 0) > 0 ? true : undefined));
+    const { s, relay, tokenId, executionId } = await heldAtSettlement();
     const rotated = expectResult(await credentials(s, 'rotate', '--role', 'caller', '--grace-seconds', '8')) as { previous: View };
     expect(rotated.previous.status).toBe('expiring');
     const caller = await managedFile('caller');
     expect(caller).not.toBe(s.caller);
     expect((await detail(s, executionId, s.caller)).status).toBe(200);
     expect((await detail(s, executionId, caller)).status).toBe(200);
-    relay?.hold(null);
+    relay.hold(null);
 
     await until('the old capability refused', async () => ((await detail(s, executionId, s.caller)).status === 401 ? true : undefined));
     expect((await listed(s)).find((credential) => credential.credential_id === rotated.previous.credential_id)?.status).toBe('expired');
@@ -117,13 +134,7 @@ describe('executor credentials against a running executor', () => {
   });
 
   it('a ledger credential replaced in its file is used from the next ledger call; an execution under way across the change settles', async () => {
-    let relay: Awaited<ReturnType<typeof harness.ledgerRelay>> | undefined;
-    const s = await harness.stack({ relay: async (url) => (relay = await harness.ledgerRelay(url)).url });
-    // An execution held at its settlement (the relay keeps the request unanswered) while the credential changes.
-    relay?.hold(/\/settle$/);
-    const underWay = await s.approvedToken();
-    const underWayId = await s.submit(underWay);
-    await until('the settlement held', () => Promise.resolve((relay?.heldCount() ?? 0) > 0 ? true : undefined));
+    const { s, relay, tokenId: underWay, executionId: underWayId } = await heldAtSettlement();
 
     // What the launcher's stack rotation does: the new capability registered at the ledger first, then the file replaced.
     const next = generateCapability('executor');
@@ -134,7 +145,7 @@ describe('executor credentials against a running executor', () => {
     });
     expect(registered.status).toBe(201);
     await writePrivateFile(managedCredentialPaths(join(harness.dir(), 'executor', 'credentials')).ledger, `${next}\n`);
-    relay?.hold(null);
+    relay.hold(null);
 
     const tokenId = await s.approvedToken();
     const executionId = await s.submit(tokenId);

@@ -3,7 +3,7 @@ import { isAbsolute } from 'node:path';
 import Database from 'better-sqlite3';
 import type { z } from 'zod';
 import { toFieldIssues } from '../../config/zod-issues.js';
-import { UsageError, UserError } from '../../errors.js';
+import { BugError, UsageError, UserError } from '../../errors.js';
 import { loadExecutorConfig } from '../config/validate-executor-config.js';
 import { credentialStanding, type CredentialStanding, type ExecutorCredentialKind } from '../domain/credential-standing.js';
 import { createCredentialStore, type CredentialRecord, type CredentialStore } from '../store/credential-store.js';
@@ -46,6 +46,13 @@ export function credentialView(record: CredentialRecord, now: number): ExecutorC
     expires_at: iso(record.expiresAt),
     revoked_at: iso(record.revokedAt),
   };
+}
+
+/** The view of a credential this command just wrote (its absence is a bug: nothing deletes rows). */
+export function storedView(store: CredentialStore, credentialId: string, now: number): ExecutorCredentialView {
+  const record = store.byId(credentialId);
+  if (record === undefined) throw new BugError(`credential ${credentialId} vanished from the executor's credential table`);
+  return credentialView(record, now);
 }
 
 /** Parses a service request (the launcher calls these in-process): a bad one is a usage error naming each field. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { BugError, UserError } from '../../errors.js';
+import { UserError } from '../../errors.js';
 import { EXECUTOR_CREDENTIAL_ID } from '../domain/credential-standing.js';
-import { credentialView, executorDatabasePath, parseCredentialRequest, withCredentialStore, type ExecutorCredentialView, type ExecutorDatabaseTarget } from './executor-credential-database.js';
+import { executorDatabasePath, parseCredentialRequest, storedView, withCredentialStore, type ExecutorCredentialView, type ExecutorDatabaseTarget } from './executor-credential-database.js';
 
 export interface RevokeExecutorCredentialRequest {
   readonly target: ExecutorDatabaseTarget;
@@ -35,8 +35,6 @@ export async function revokeExecutorCredential(request: RevokeExecutorCredential
       }
       return store.revoke(credentialId, now);
     });
-    const record = store.byId(credentialId);
-    if (record === undefined) throw new BugError(`credential ${credentialId} vanished after its revocation`);
-    return { database_path: databasePath, changed, credential: credentialView(record, now) };
+    return { database_path: databasePath, changed, credential: storedView(store, credentialId, now) };
   });
 }

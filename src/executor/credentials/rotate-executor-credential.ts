@@ -2,13 +2,13 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { capabilityDigest, digestLookup, digestsEqual, generateCapability } from '../../credentials/capability.js';
 import { readPrivateFile, writePrivateFile } from '../../credentials/private-file.js';
-import { BugError, errorCode, UserError } from '../../errors.js';
+import { errorCode, UserError } from '../../errors.js';
 import { acquireProcessLock } from '../../storage/process-lock.js';
 import { loadExecutorConfig } from '../config/validate-executor-config.js';
 import { EXECUTOR_CREDENTIAL_KINDS, executorCredentialId, MAX_GRACE_SECONDS, type ExecutorCredentialKind } from '../domain/credential-standing.js';
 import { managedCredentialPaths } from '../managed-credentials.js';
 import type { CredentialRecord, CredentialStore } from '../store/credential-store.js';
-import { credentialView, parseCredentialRequest, withCredentialStore, type ExecutorCredentialView } from './executor-credential-database.js';
+import { parseCredentialRequest, storedView, withCredentialStore, type ExecutorCredentialView } from './executor-credential-database.js';
 import { replacementNextStep } from './register-configured-credentials.js';
 
 export interface RotateExecutorCredentialRequest {
@@ -45,6 +45,51 @@ function previousRecord(store: CredentialStore, role: ExecutorCredentialKind, to
   return row !== undefined && row.kind === role && digestsEqual(row.digest, digest) ? row : null;
 }
 
+/** The capability the managed file holds now (checked private); a missing file means no bootstrap ran. */
+async function currentCapability(file: string, role: ExecutorCredentialKind, stateDir: string): Promise<string> {
+  try {
+    return await readPrivateFile(file, `${role} capability`);
+  } catch (error) {
+    throw error instanceof UserError && error.code === 'secret_file_missing' ? managedCredentialsMissing(stateDir) : error;
+  }
+}
+
+/** Step 1: a new capability, its digest registered (committed) before any file holds it. */
+function registerNew(store: CredentialStore, role: ExecutorCredentialKind): { token: string; credentialId: string } {
+  const token = generateCapability(role);
+  const digest = capabilityDigest(token);
+  const lookup = digestLookup(digest);
+  const credentialId = executorCredentialId(role, lookup);
+  store.transaction(() => {
+    store.insert({ credentialId, kind: role, lookup, digest, at: Date.now() });
+  });
+  return { token, credentialId };
+}
+
+/** Step 2: the file replaced atomically; on failure the new credential is revoked again and the old one, still in the file, stays accepted. */
+async function replaceFile(store: CredentialStore, file: string, fresh: { token: string; credentialId: string }, role: ExecutorCredentialKind, stateDir: string): Promise<void> {
+  try {
+    await writePrivateFile(file, `${fresh.token}\n`);
+  } catch (error) {
+    store.revoke(fresh.credentialId, Date.now());
+    throw new UserError('credential_file_unwritable', `The credential file ${file} cannot be replaced (${error instanceof UserError ? error.code : (errorCode(error) ?? 'error')}); the ${role} capability in it was not changed.`, {
+      nextStep: `Check that ${stateDir} is this user's private (0700) directory and that the file system is writable, then rotate again.`,
+    });
+  }
+}
+
+/** Step 3: the credential the file held ends: revoked now (no grace), or accepted until the grace is over. Its id, or null when the table did not hold it. */
+function endPrevious(store: CredentialStore, role: ExecutorCredentialKind, previousToken: string, graceSeconds: number): string | null {
+  return store.transaction(() => {
+    const record = previousRecord(store, role, previousToken);
+    if (record === null) return null;
+    const now = Date.now();
+    if (graceSeconds === 0) store.revoke(record.credentialId, now);
+    else store.expire(record.credentialId, now + graceSeconds * 1000);
+    return record.credentialId;
+  });
+}
+
 /**
  * Replaces a managed executor's caller or reconciliation capability while it runs. In an order that
  * never leaves the file holding a capability the executor refuses: the new capability is
@@ -66,41 +111,20 @@ export async function rotateExecutorCredential(request: RotateExecutorCredential
   const databasePath = config.storage.database_path;
   const unlock = await lockRotation(stateDir);
   try {
-    const current = await readPrivateFile(file, `${role} capability`).catch((error: unknown) => {
-      throw error instanceof UserError && error.code === 'secret_file_missing' ? managedCredentialsMissing(stateDir) : error;
-    });
+    const current = await currentCapability(file, role, stateDir);
     return await withCredentialStore(databasePath, async (store) => {
-      const token = generateCapability(role);
-      const digest = capabilityDigest(token);
-      const lookup = digestLookup(digest);
-      const credentialId = executorCredentialId(role, lookup);
-      store.transaction(() => {
-        store.insert({ credentialId, kind: role, lookup, digest, at: Date.now() });
-      });
-      try {
-        await writePrivateFile(file, `${token}\n`);
-      } catch (error) {
-        // The file still holds the old capability, still accepted; the new one is given to nobody.
-        store.revoke(credentialId, Date.now());
-        throw new UserError('credential_file_unwritable', `The credential file ${file} cannot be replaced (${error instanceof UserError ? error.code : (errorCode(error) ?? 'error')}); the ${role} capability in it was not changed.`, {
-          nextStep: `Check that ${stateDir} is this user's private (0700) directory and that the file system is writable, then rotate again.`,
-        });
-      }
-      const previous = store.transaction(() => {
-        const record = previousRecord(store, role, current);
-        if (record === null) return null;
-        const now = Date.now();
-        if (graceSeconds === 0) store.revoke(record.credentialId, now);
-        else store.expire(record.credentialId, now + graceSeconds * 1000);
-        return record.credentialId;
-      });
+      const fresh = registerNew(store, role);
+      await replaceFile(store, file, fresh, role, stateDir);
+      const previous = endPrevious(store, role, current, graceSeconds);
       const now = Date.now();
-      const view = (id: string) => {
-        const record = store.byId(id);
-        if (record === undefined) throw new BugError(`credential ${id} vanished during its rotation`);
-        return credentialView(record, now);
+      return {
+        database_path: databasePath,
+        role,
+        credential_file: file,
+        grace_seconds: graceSeconds,
+        credential: storedView(store, fresh.credentialId, now),
+        previous: previous === null ? null : storedView(store, previous, now),
       };
-      return { database_path: databasePath, role, credential_file: file, grace_seconds: graceSeconds, credential: view(credentialId), previous: previous === null ? null : view(previous) };
     });
   } finally {
     await unlock();
