@@ -110,7 +110,7 @@ describe('executor credentials against a running executor', () => {
 
   it('a caller rotation with a grace accepts both capabilities until it ends, then only the new one; the execution under way settles', async () => {
     const { s, relay, tokenId, executionId } = await heldAtSettlement();
-    const rotated = expectResult(await credentials(s, 'rotate', '--role', 'caller', '--grace-seconds', '8')) as { previous: View };
+    const rotated = expectResult(await credentials(s, 'rotate', '--role', 'caller', '--grace-seconds', '10')) as { previous: View };
     expect(rotated.previous.status).toBe('expiring');
     const caller = await managedFile('caller');
     expect(caller).not.toBe(s.caller);
