@@ -47,6 +47,14 @@ export function agentIdFlag(value: string, name = '--agent-id'): string {
   return value;
 }
 
+/** A credential id, as the ledger names them (letters, digits, _ . : -; at most 128). */
+export function credentialIdArgument(value: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(value) || value === 'self') {
+    throw new UsageError('invalid_argument', 'CREDENTIAL_ID must be a credential id (as `lexec ledger credentials list` shows it).', { nextStep: HELP });
+  }
+  return value;
+}
+
 /** A spend authorization token id: a UUID. */
 export function tokenIdArgument(value: string): string {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) {

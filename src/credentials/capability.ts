@@ -4,6 +4,9 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 export const CREDENTIAL_KINDS = ['admin', 'agent', 'approver', 'executor', 'reconciliation', 'caller'] as const;
 export type CredentialKind = (typeof CREDENTIAL_KINDS)[number];
 
+/** The longest grace a rotation may give the old capability (ledger and executor alike): a day. */
+export const MAX_ROTATION_GRACE_SECONDS = 86_400;
+
 const CAPABILITY = /^lexec_([a-z]+)_([A-Za-z0-9_-]{43})$/;
 
 /** A new random 256-bit capability, prefixed by its kind: `lexec_<kind>_<43 base64url chars>`. */

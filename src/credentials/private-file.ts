@@ -60,6 +60,22 @@ export async function writePrivateFile(path: string, content: string): Promise<v
 }
 
 /**
+ * Moves a private file written with `writePrivateFile` over `to` in the same directory, atomically
+ * (rename, then fsync of the directory): a reader sees the old secret or the new one, never
+ * neither. Used to put a rotated capability in place once the server accepts it.
+ */
+export async function promotePrivateFile(from: string, to: string): Promise<void> {
+  if (dirname(from) !== dirname(to)) throw new Error('promotePrivateFile moves within one directory only');
+  await rename(from, to);
+  const directory = await open(dirname(to), constants.O_RDONLY);
+  try {
+    await directory.sync();
+  } finally {
+    await directory.close();
+  }
+}
+
+/**
  * What tells one version of a file from another without reading it: a replaced or rewritten file
  * differs in at least one. The change time is there too, so a file whose mode was fixed (chmod
  * changes no content and no mtime) is looked at again.

@@ -8,7 +8,7 @@ export interface AuthenticatedPrincipal {
   readonly agent_id: string | null;
 }
 
-export interface CredentialGuard {
+export interface CredentialGuard<P extends AuthenticatedPrincipal = AuthenticatedPrincipal> {
   /**
    * A route's `onRequest` hook admitting only `Authorization: Bearer <capability>` of one of
    * `kinds`. `onRequest` runs before the body is read and parsed (preValidation and preHandler
@@ -16,15 +16,15 @@ export interface CredentialGuard {
    */
   requires(...kinds: CredentialKind[]): onRequestAsyncHookHandler;
   /** The principal the route's `requires` hook admitted (a route without one is a bug). */
-  principal(request: FastifyRequest): AuthenticatedPrincipal;
+  principal(request: FastifyRequest): P;
 }
 
 /**
  * Builds a guard over `authenticate`. Every failure is the same bare 401: nothing tells a caller
  * whether the capability was malformed, unknown or of the wrong kind.
  */
-export function credentialGuard(authenticate: (token: string) => AuthenticatedPrincipal | null): CredentialGuard {
-  const admitted = new WeakMap<FastifyRequest, AuthenticatedPrincipal>();
+export function credentialGuard<P extends AuthenticatedPrincipal>(authenticate: (token: string) => P | null): CredentialGuard<P> {
+  const admitted = new WeakMap<FastifyRequest, P>();
   return {
     requires(...kinds) {
       return (request) => {

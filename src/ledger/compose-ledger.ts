@@ -7,6 +7,7 @@ import { MIN_FREE_BYTES, watchDiskSpace } from '../storage/disk-space.js';
 import { openDatabase } from '../storage/open-database.js';
 import { tightenedEvent } from '../storage/private-state.js';
 import { ensureAdminCapability, type AdminCapabilityOutcome } from './admin-capability.js';
+import { createCredentialLifecycle, type CredentialLifecycle } from './credential-lifecycle.js';
 import { createExecutorClaims } from './executor-claims.js';
 import { buildLedgerApp } from './http/ledger-app.js';
 import { createLedgerAdmin, type LedgerAdmin } from './ledger-admin.js';
@@ -19,6 +20,7 @@ export interface ComposedLedger {
   readonly buildInfo: BuildInfo;
   readonly service: LedgerService;
   readonly admin: LedgerAdmin;
+  readonly credentials: CredentialLifecycle;
   readonly app: ReturnType<typeof buildLedgerApp>;
   /** Whether the admin capability file was created now or found. */
   readonly adminCapability: AdminCapabilityOutcome;
@@ -74,7 +76,8 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       defaultPolicy,
       crashPoints,
     });
-    const adminCapability = await ensureAdminCapability(config.admin_capability_path, admin);
+    const credentials = createCredentialLifecycle({ db, now });
+    const adminCapability = await ensureAdminCapability(config.admin_capability_path, credentials);
     // [ledger.default_policy] as configured now holds for every agent that follows it.
     const following = admin.applyDefaultPolicy();
     service.ownerAccountId();
@@ -91,6 +94,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
     const app = buildLedgerApp({
       service,
       admin,
+      credentials,
       claims,
       buildInfo,
       contractLevel: config.contract_level,
@@ -102,6 +106,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       buildInfo,
       service,
       admin,
+      credentials,
       app,
       adminCapability,
       defaultPolicyAppliedTo: following.length,

@@ -1,17 +1,11 @@
 import type { LedgerAgent, LedgerPolicy } from './wire/answers.js';
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { capabilityDigest, digestLookup, digestsEqual, type CredentialKind } from '../credentials/capability.js';
-import { conflict, LedgerError, notFound, unprocessable, versionMismatch } from './ledger-error.js';
+import { conflict, LedgerError, notFound, versionMismatch } from './ledger-error.js';
 import { velocityLimits, type SpendPolicy } from './authorization-rules.js';
 import { agentView, createAdminStore, policyView, type AgentRow } from './store/admin-store.js';
 
-/** The identity a request authenticated as. */
-export interface Principal {
-  readonly credential_id: string;
-  readonly kind: CredentialKind;
-  readonly agent_id: string | null;
-}
+export type { Principal } from './credential-lifecycle.js';
 
 /**
  * A velocity field a policy change leaves out (`undefined`) keeps its current value; `null`
@@ -33,11 +27,9 @@ function keepUnstatedVelocity(policy: SpendPolicy, current: SpendPolicy): SpendP
   return merged;
 }
 
-export type RegisterOutcome = 'created' | 'unchanged';
-
 export type LedgerAdmin = ReturnType<typeof createLedgerAdmin>;
 
-/** The admin's use cases: credentials, agents and their policies (SQL: store/admin-store.ts). */
+/** The admin's use cases: agents and their policies (SQL: store/admin-store.ts; credentials: credential-lifecycle.ts). */
 export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Database; now: () => number; defaultPolicy: SpendPolicy }) {
   const store = createAdminStore(db);
 
@@ -48,39 +40,6 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
   }
 
   return {
-    /** Finds the credential a presented capability belongs to; constant-time on the digest. */
-    authenticate(token: string): Principal | null {
-      const digest = capabilityDigest(token);
-      const row = store.credentialByLookup(digestLookup(digest));
-      if (!row || !digestsEqual(row.digest, digest)) return null;
-      return { credential_id: row.credential_id, kind: row.kind, agent_id: row.agent_id };
-    },
-
-    /**
-     * Registers a credential by the digest of a capability the caller generated and keeps.
-     * Idempotent: the same id with the same kind, agent and digest is `unchanged`; any
-     * difference is a conflict (fail closed), never an overwrite.
-     */
-    registerCredential(credentialId: string, kind: CredentialKind, agentId: string | null, digest: Buffer): RegisterOutcome {
-      return store.immediate(() => {
-        if ((kind === 'agent') !== (agentId !== null)) throw unprocessable('invalid_credential', 'agent_id_required_for_agent_kind_only', ['agent_id']);
-        if (agentId !== null) requireAgent(agentId);
-        const existing = store.credentialById(credentialId);
-        if (existing) {
-          if (existing.kind === kind && existing.agent_id === agentId && digestsEqual(existing.digest, digest)) return 'unchanged';
-          throw conflict('credential_exists');
-        }
-        if (store.credentialByLookup(digestLookup(digest))) throw conflict('credential_exists');
-        store.insertCredential({ credentialId, kind, agentId, lookup: digestLookup(digest), digest, at: now() });
-        return 'created';
-      });
-    },
-
-    /** The digest stored for the admin credential, if any. */
-    adminDigest(): Buffer | null {
-      return store.adminDigest() ?? null;
-    },
-
     addAgent(name: string): LedgerAgent {
       return store.immediate(() => {
         if (store.agentNamed(name)) throw conflict('agent_exists', ['name']);

@@ -35,6 +35,8 @@ export async function serveLedger(configPath: string): Promise<LedgerStopped> {
     });
     // Claims no executor can tell its own (ledger migration 4): a human settles or releases them.
     if (ledger.unattributedClaims > 0) logger.warn({ event: 'ledger_unattributed_claims', claims: ledger.unattributedClaims });
+    // The admin file's capability was revoked or rotated away: admin commands with it are refused.
+    if (ledger.adminCapability === 'revoked') logger.warn({ event: 'ledger_admin_capability_revoked', path: config.admin_capability_path });
     if (ledger.crashPointsEnabled) logger.warn({ event: 'crash_points_enabled', variable: CRASH_FILE_ENV });
     const signal = await new Promise<string>((resolve) => {
       process.once('SIGINT', () => {

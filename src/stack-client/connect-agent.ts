@@ -70,8 +70,8 @@ export async function prepareAgentConnection(request: AgentConnectionRequest): P
       if (capabilityKind(agentToken) !== 'agent') throw wrongKind('--token-file', 'an agent');
       if (capabilityKind(callerToken) !== 'caller') throw wrongKind('--executor-token-file', 'an executor caller');
       return {
-        ledger: createLedgerClient({ url: ledgerUrl, token: agentToken }),
-        executor: createExecutorClient({ url: executorUrl, token: callerToken }),
+        ledger: createLedgerClient({ url: ledgerUrl, token: agentToken, reloadToken: () => readLedgerToken(request.tokenFile ?? '') }),
+        executor: createExecutorClient({ url: executorUrl, token: callerToken, reloadToken: () => readLedgerToken(request.executorTokenFile ?? '') }),
         profile: null,
       };
     };

@@ -12,7 +12,8 @@ import { activeStack, readHandoffCredential, type ActiveStack } from './locate-s
 export type ExecutorRole = 'caller' | 'reconciliation';
 
 export async function connectStackExecutor(stack: ActiveStack, role: ExecutorRole): Promise<ExecutorClient> {
-  return createExecutorClient({ url: stack.handoff.executor.endpoint, token: await readHandoffCredential(stack, role) });
+  const reloadToken = () => readHandoffCredential(stack, role);
+  return createExecutorClient({ url: stack.handoff.executor.endpoint, token: await reloadToken(), reloadToken });
 }
 
 /** What `lexec executor reconciliation list|resolve` are given: the selected profile's executor, with its reconciliation capability. */

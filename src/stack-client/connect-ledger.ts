@@ -73,7 +73,7 @@ export async function connectLedger(target: LedgerTarget, role: LedgerRole): Pro
   if (choice.mode === 'manual') {
     const url = ledgerBaseUrl(choice.url);
     const token = await readLedgerToken(choice.tokenFile);
-    return createLedgerClient({ url, token });
+    return createLedgerClient({ url, token, reloadToken: () => readLedgerToken(choice.tokenFile) });
   }
   return connectStackLedger(choice.stack, role);
 }
@@ -92,7 +92,8 @@ export async function stackAgent(target: LedgerTarget): Promise<StackAgentRef | 
 /** A client of a running stack's ledger, presenting the handoff's credential for `role`. */
 export async function connectStackLedger(stack: ActiveStack, role: LedgerRole): Promise<LedgerClient> {
   const token = await readHandoffCredential(stack, role);
-  return withStackHints(createLedgerClient({ url: ledgerBaseUrl(stack.handoff.ledger.endpoint), token }), stack.paths.name);
+  const reloadToken = () => readHandoffCredential(stack, role);
+  return withStackHints(createLedgerClient({ url: ledgerBaseUrl(stack.handoff.ledger.endpoint), token, reloadToken }), stack.paths.name);
 }
 
 /** Replaces next steps that talk about --url / --token-file with ones about the profile's stack. */

@@ -138,6 +138,8 @@ export interface ExecutorClientOptions {
   readonly url: string;
   /** The caller capability. Never logged or put in an error. */
   readonly token: string;
+  /** Reads the capability again from its file: a request refused with 401 goes once more if it changed (a rotation). */
+  readonly reloadToken?: () => Promise<string>;
   readonly timeoutMs?: number;
   /** Largest artifact accepted, in bytes. */
   readonly maxArtifactBytes?: number;
@@ -247,9 +249,22 @@ export function createExecutorClient(options: ExecutorClientOptions) {
   const timeoutMs = options.timeoutMs ?? 15_000;
   const maxArtifactBytes = options.maxArtifactBytes ?? 64 * 1024 * 1024;
 
+  let token = options.token;
+
   /** `extra`: a read's own wait on top of the answer timeout, and who may abort it. */
   async function request(method: 'GET' | 'POST', path: string, body?: unknown, extra: { waitMs?: number; signal?: AbortSignal } = {}): Promise<Response> {
-    const headers: Record<string, string> = { authorization: `Bearer ${options.token}` };
+    const response = await exchange(method, path, body, extra);
+    if (response.status !== 401 || options.reloadToken === undefined) return response;
+    // A 401 changed nothing at the executor: after a rotation the same request goes again with the file's new capability.
+    const current = await options.reloadToken().catch(() => null);
+    if (current === null || current === token) return response;
+    await response.body?.cancel();
+    token = current;
+    return exchange(method, path, body, extra);
+  }
+
+  async function exchange(method: 'GET' | 'POST', path: string, body: unknown, extra: { waitMs?: number; signal?: AbortSignal }): Promise<Response> {
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const bound = timeoutMs + (extra.waitMs ?? 0);
     try {

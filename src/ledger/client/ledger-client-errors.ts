@@ -1,5 +1,6 @@
 import type { CredentialKind } from '../../credentials/capability.js';
 import { UserError, type FieldIssue, type UserErrorOptions } from '../../errors.js';
+import { plain } from '../../terminal/plain-text.js';
 import type { LedgerErrorBody } from '../wire/answers.js';
 
 /** What a request was for, so a refusal can be explained in the caller's terms. */
@@ -11,7 +12,7 @@ export interface RequestContext {
   /** The kind the presented capability declares in its prefix (not secret). */
   readonly presented: CredentialKind | null;
   /** What a 404 means for this route. */
-  readonly subject: 'agent' | 'authorization';
+  readonly subject: 'agent' | 'authorization' | 'credential';
 }
 
 // Codes, reasons and field paths come from the server. They are shown to the operator, so only
@@ -41,6 +42,11 @@ function issuesOf(body: LedgerErrorBody | null): FieldIssue[] {
 function conflictNextStep(reason: string | undefined): string {
   if (reason === 'agent_exists') return 'Choose another name; `lexec ledger agents list` shows the agents that exist.';
   if (reason === 'credential_exists') return 'That credential is already registered differently; run the command again to issue a new one.';
+  if (reason === 'last_admin_credential') {
+    return 'The ledger keeps at least one admin credential: rotate it instead (`lexec ledger credentials rotate <credential_id> --credential-file …`), then revoke the old one if it is still in its grace.';
+  }
+  if (reason === 'credential_revoked') return 'That credential is revoked and stays so; issue a new one (`lexec ledger credentials create`), or rotate the one that replaced it.';
+  if (reason === 'credential_already_rotated') return 'It was already rotated: `lexec ledger credentials list` shows the credential that replaced it (`replaced_by`); rotate that one.';
   if (reason?.startsWith('authorization_') === true) {
     return 'Only a requested authorization can be decided; `lexec ledger authorizations show <token_id>` shows where it stands.';
   }
@@ -160,6 +166,14 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
     return new UserError('ledger_not_found', `The ledger at ${context.url} has no such ${context.subject} (${said}).`, {
       nextStep: `Check the ${context.subject} id (\`lexec ledger ${context.subject}s list\` lists them) and that --url names the right ledger.`,
       issues,
+    });
+  }
+  const decided = /^authorization_(approved|denied)$/.exec(reason ?? '')?.[1];
+  if (status === 409 && decided !== undefined && body?.decided_at !== undefined) {
+    // Lost to another approver (or decided the other way before): who, and when.
+    const who = body.decided_by_name !== undefined ? plain(body.decided_by_name) : body.decided_by === 'policy' ? 'the policy (below the approval threshold)' : `approver credential ${safeCode(body.decided_by) ?? 'unknown'}`;
+    return new UserError('ledger_already_decided', `The request was already ${decided} by ${who} at ${body.decided_at}; nothing changed.`, {
+      nextStep: '`lexec ledger authorizations show <token_id>` shows the decision and its reason.',
     });
   }
   if (status === 409) {

@@ -9,12 +9,19 @@ import {
   agentSuspensionAnswerSchema,
   authorizationAnswerSchema,
   authorizationsAnswerSchema,
+  credentialAnswerSchema,
+  credentialListSchema,
   credentialRegistrationSchema,
+  credentialRevocationSchema,
+  credentialRotationSchema,
   errorBodySchema,
   policyAnswerSchema,
   spendingAnswerSchema,
   type CredentialRegistration,
   type LedgerAgent,
+  type LedgerCredential,
+  type LedgerCredentialRevocation,
+  type LedgerCredentialRotation,
   type LedgerAgentSuspension,
   type LedgerAuthorization,
   type LedgerPolicy,
@@ -27,6 +34,12 @@ export interface LedgerClientOptions {
   readonly url: string;
   /** The capability presented as `Authorization: Bearer …`. Never logged or put in an error. */
   readonly token: string;
+  /**
+   * Reads the capability again from where it came (its file). Given, a request the ledger
+   * refuses with 401 is sent once more if the capability changed meanwhile: a long-lived client
+   * (a `lexec run` waiting for an approval) follows a rotation instead of failing with it.
+   */
+  readonly reloadToken?: () => Promise<string>;
   /** Per-request limit; the ledger answers in milliseconds, so a long wait means trouble. */
   readonly timeoutMs?: number;
 }
@@ -38,6 +51,19 @@ export interface CredentialRegistrationRequest {
   readonly kind: IssuableCredentialKind;
   readonly agentId: string | null;
   readonly digestSha256: string;
+  /** The person it belongs to (a named approver); left out when null or absent. */
+  readonly holderName?: string | null;
+}
+
+export interface CredentialRotationRequest {
+  readonly newCredentialId: string;
+  readonly digestSha256: string;
+  readonly graceSeconds: number;
+}
+
+export interface CredentialListFilter {
+  readonly kind?: CredentialKind | undefined;
+  readonly agentId?: string | undefined;
 }
 
 export interface AuthorizationFilter {
@@ -74,16 +100,14 @@ export type LedgerClient = ReturnType<typeof createLedgerClient>;
 export function createLedgerClient(options: LedgerClientOptions) {
   const url = options.url.replace(/\/+$/, '');
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  let token = options.token;
   const presented = capabilityKind(options.token);
 
-  async function send<S extends z.ZodType>(call: Call<S>): Promise<z.output<S>> {
-    const context: RequestContext = { url, needs: call.needs, presented, subject: call.subject };
-    const headers: Record<string, string> = { ...call.headers, authorization: `Bearer ${options.token}`, accept: 'application/json' };
+  async function exchange(call: Call<z.ZodType>): Promise<{ response: Response; text: string }> {
+    const headers: Record<string, string> = { ...call.headers, authorization: `Bearer ${token}`, accept: 'application/json' };
     if (call.body !== undefined) headers['content-type'] = 'application/json';
-    let response: Response;
-    let text: string;
     try {
-      response = await fetch(`${url}${call.path}`, {
+      const response = await fetch(`${url}${call.path}`, {
         method: call.method,
         headers,
         body: call.body === undefined ? undefined : toJson(call.body),
@@ -91,9 +115,29 @@ export function createLedgerClient(options: LedgerClientOptions) {
         redirect: 'manual',
         signal: AbortSignal.timeout(timeoutMs),
       });
-      text = await response.text();
+      return { response, text: await response.text() };
     } catch (error) {
       throw unreachable(url, error, timeoutMs);
+    }
+  }
+
+  /** The capability in its file now, when it is not the one just refused (a rotation); else null. */
+  async function rotatedToken(): Promise<string | null> {
+    if (options.reloadToken === undefined) return null;
+    const current = await options.reloadToken().catch(() => null);
+    return current !== null && current !== token && capabilityKind(current) === presented ? current : null;
+  }
+
+  async function send<S extends z.ZodType>(call: Call<S>): Promise<z.output<S>> {
+    const context: RequestContext = { url, needs: call.needs, presented, subject: call.subject };
+    let { response, text } = await exchange(call);
+    // A 401 changed nothing at the ledger, so the same request can go again with the new capability.
+    if (response.status === 401) {
+      const rotated = await rotatedToken();
+      if (rotated !== null) {
+        token = rotated;
+        ({ response, text } = await exchange(call));
+      }
     }
     if (response.status >= 300 && response.status < 400) throw badResponse(url, `a redirect (${response.status}), which lexec does not follow`);
     let document: unknown;
@@ -139,7 +183,12 @@ export function createLedgerClient(options: LedgerClientOptions) {
 
     /** Registers the SHA-256 digest of a capability the caller generated and keeps. */
     async registerCredential(credentialId: string, request: CredentialRegistrationRequest): Promise<CredentialRegistration> {
-      const body = { kind: request.kind, digest_sha256: request.digestSha256, ...(request.agentId === null ? {} : { agent_id: request.agentId }) };
+      const body = {
+        kind: request.kind,
+        digest_sha256: request.digestSha256,
+        ...(request.agentId === null ? {} : { agent_id: request.agentId }),
+        ...(request.holderName == null ? {} : { holder_name: request.holderName }),
+      };
       return send({
         method: 'PUT',
         path: `/credentials/${id(credentialId)}`,
@@ -148,6 +197,39 @@ export function createLedgerClient(options: LedgerClientOptions) {
         subject: 'agent',
         schema: credentialRegistrationSchema,
       });
+    },
+
+    /** Every credential the ledger knows (admin), oldest first; never a capability. */
+    async listCredentials(filter: CredentialListFilter = {}): Promise<LedgerCredential[]> {
+      const query = new URLSearchParams();
+      if (filter.kind !== undefined) query.set('kind', filter.kind);
+      if (filter.agentId !== undefined) query.set('agent_id', filter.agentId);
+      const path = `/credentials${query.size === 0 ? '' : `?${query.toString()}`}`;
+      return (await send({ method: 'GET', path, needs: ['admin'], subject: 'credential', schema: credentialListSchema })).credentials;
+    },
+
+    /** One credential (admin). */
+    async credential(credentialId: string): Promise<LedgerCredential> {
+      const schema = credentialAnswerSchema;
+      return (await send({ method: 'GET', path: `/credentials/${id(credentialId)}`, needs: ['admin'], subject: 'credential', schema })).credential;
+    },
+
+    /** The credential this client presents (any kind). */
+    async selfCredential(): Promise<LedgerCredential> {
+      const schema = credentialAnswerSchema;
+      const needs = ['admin', 'agent', 'approver', 'executor', 'reconciliation'] as const;
+      return (await send({ method: 'GET', path: '/credentials/self', needs, subject: 'credential', schema })).credential;
+    },
+
+    /** Revokes a credential (admin): refused from its next request. Repeating it changes nothing (`changed: false`). */
+    async revokeCredential(credentialId: string): Promise<LedgerCredentialRevocation> {
+      return send({ method: 'POST', path: `/credentials/${id(credentialId)}/revoke`, body: {}, needs: ['admin'], subject: 'credential', schema: credentialRevocationSchema });
+    },
+
+    /** Replaces a credential by one whose capability the caller generated (admin); the old one works for `graceSeconds` more. */
+    async rotateCredential(credentialId: string, request: CredentialRotationRequest): Promise<LedgerCredentialRotation> {
+      const body = { new_credential_id: request.newCredentialId, digest_sha256: request.digestSha256, grace_seconds: request.graceSeconds };
+      return send({ method: 'POST', path: `/credentials/${id(credentialId)}/rotate`, body, needs: ['admin'], subject: 'credential', schema: credentialRotationSchema });
     },
 
     async policy(agentId: string): Promise<LedgerPolicy> {

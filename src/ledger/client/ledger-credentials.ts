@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { unlink } from 'node:fs/promises';
+import { access, unlink } from 'node:fs/promises';
 import { dirname, isAbsolute } from 'node:path';
-import { capabilityDigest, generateCapability } from '../../credentials/capability.js';
-import { ensurePrivateDirectory } from '../../credentials/private-file.js';
+import { capabilityDigest, capabilityKind, generateCapability, type CredentialKind } from '../../credentials/capability.js';
+import { ensurePrivateDirectory, readPrivateFile } from '../../credentials/private-file.js';
 import { errorCode, UsageError, UserError } from '../../errors.js';
-import type { IssuableCredentialKind, LedgerClient } from './ledger-client.js';
+import { createLedgerClient, type IssuableCredentialKind, type LedgerClient } from './ledger-client.js';
+import type { LedgerCredential, LedgerCredentialRevocation, LedgerCredentialRotation } from '../wire/answers.js';
 import { writeNewFile } from '../../storage/write-new-file.js';
 import type { LedgerConnector } from './ledger-connector.js';
 
@@ -13,13 +14,15 @@ export interface IssuedCredential {
   readonly credential_id: string;
   readonly kind: IssuableCredentialKind;
   readonly agent_id: string | null;
+  /** The person it belongs to (a named approver), or null. */
+  readonly holder_name: string | null;
   readonly credential_file: string;
   readonly outcome: 'created' | 'unchanged';
 }
 
 /** A capability already written to its private file but not yet registered at the ledger. */
-export interface PendingCredential {
-  readonly kind: IssuableCredentialKind;
+export interface PendingCredential<K extends Exclude<CredentialKind, 'caller'> = IssuableCredentialKind> {
+  readonly kind: K;
   readonly file: string;
   readonly digestSha256: string;
 }
@@ -30,7 +33,7 @@ export interface PendingCredential {
  * directory — happens while nothing has changed anywhere. An existing file is never replaced:
  * it may be the only copy of a credential in use.
  */
-export async function writePendingCredential(file: string, kind: IssuableCredentialKind): Promise<PendingCredential> {
+export async function writePendingCredential<K extends Exclude<CredentialKind, 'caller'>>(file: string, kind: K): Promise<PendingCredential<K>> {
   if (!isAbsolute(file)) {
     throw new UsageError('credential_file_not_absolute', 'The --credential-file path must be absolute; got a relative path.', {
       nextStep: 'Pass the full path where the new capability should be written, for example --credential-file "$PWD/credentials/agent.capability".',
@@ -60,18 +63,23 @@ export async function writePendingCredential(file: string, kind: IssuableCredent
  * is removed: an unregistered capability is useless, and a registered one whose registration
  * answer was lost is harmless without its secret. Either way the operator can simply retry.
  */
-export async function registerPendingCredential(client: LedgerClient, pending: PendingCredential, agentId: string | null): Promise<IssuedCredential> {
+export async function registerPendingCredential(
+  client: LedgerClient,
+  pending: PendingCredential,
+  agentId: string | null,
+  holderName: string | null = null,
+): Promise<IssuedCredential> {
   const credentialId = `cred_${randomUUID()}`;
   try {
-    const registered = await client.registerCredential(credentialId, { kind: pending.kind, agentId, digestSha256: pending.digestSha256 });
-    return { credential_id: credentialId, kind: pending.kind, agent_id: agentId, credential_file: pending.file, outcome: registered.outcome };
+    const registered = await client.registerCredential(credentialId, { kind: pending.kind, agentId, digestSha256: pending.digestSha256, holderName });
+    return { credential_id: credentialId, kind: pending.kind, agent_id: agentId, holder_name: holderName, credential_file: pending.file, outcome: registered.outcome };
   } catch (error) {
     await discardPendingCredential(pending);
     throw error;
   }
 }
 
-export async function discardPendingCredential(pending: PendingCredential): Promise<void> {
+export async function discardPendingCredential(pending: { readonly file: string }): Promise<void> {
   await unlink(pending.file).catch(() => undefined);
 }
 
@@ -80,6 +88,8 @@ export interface CreateCredentialRequest {
   readonly kind: IssuableCredentialKind;
   readonly agentId: string | null;
   readonly credentialFile: string;
+  /** The person the credential belongs to (a named approver); null: none. */
+  readonly holderName: string | null;
 }
 
 export interface CreateCredentialResult {
@@ -95,5 +105,91 @@ export async function createLedgerCredential(request: CreateCredentialRequest): 
   }
   const client = await request.target('admin');
   const pending = await writePendingCredential(request.credentialFile, request.kind);
-  return { credential: await registerPendingCredential(client, pending, request.agentId) };
+  return { credential: await registerPendingCredential(client, pending, request.agentId, request.holderName) };
+}
+
+export interface ListCredentialsRequest {
+  readonly target: LedgerConnector;
+  readonly kind: CredentialKind | undefined;
+  readonly agentId: string | undefined;
+}
+
+export interface ListCredentialsResult {
+  readonly credentials: readonly LedgerCredential[];
+}
+
+/** `ledger credentials list`: every credential with its status and last use (admin token); never a capability. */
+export async function listLedgerCredentials(request: ListCredentialsRequest): Promise<ListCredentialsResult> {
+  const client = await request.target('admin');
+  return { credentials: await client.listCredentials({ kind: request.kind, agentId: request.agentId }) };
+}
+
+/** `ledger credentials revoke`: refused from its next request on; a repeat changes nothing (`changed: false`). */
+export async function revokeLedgerCredential(request: { target: LedgerConnector; credentialId: string }): Promise<LedgerCredentialRevocation> {
+  const client = await request.target('admin');
+  return client.revokeCredential(request.credentialId);
+}
+
+export interface RotateCredentialRequest {
+  readonly target: LedgerConnector;
+  readonly credentialId: string;
+  readonly credentialFile: string;
+  readonly graceSeconds: number;
+}
+
+export interface RotateCredentialResult extends LedgerCredentialRotation {
+  readonly credential_file: string;
+}
+
+const LEDGER_KINDS = ['admin', 'agent', 'approver', 'executor', 'reconciliation'] as const;
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * A rotation whose answer was lost is finished already when `file` holds the capability of a
+ * credential the ledger accepts as rotated from `credentialId`: asking again is then a replay,
+ * never a second rotation (which would leave the first new capability registered and unused).
+ */
+async function finishedRotation(url: string, file: string, credentialId: string): Promise<LedgerCredential | null> {
+  const token = await readPrivateFile(file, 'credential').catch(() => null);
+  if (token === null || capabilityKind(token) === null) return null;
+  const self = await createLedgerClient({ url, token })
+    .selfCredential()
+    .catch(() => null);
+  return self !== null && self.rotated_from === credentialId ? self : null;
+}
+
+/**
+ * `ledger credentials rotate`: a new capability of the credential's kind is written to `file`
+ * (0600) before anything changes at the ledger, then the ledger replaces the old credential with
+ * it in one transaction (the old one works `graceSeconds` more). A refusal removes the file; a
+ * lost answer keeps it (the rotation may have landed): the same command again finds it done.
+ */
+export async function rotateLedgerCredential(request: RotateCredentialRequest): Promise<RotateCredentialResult> {
+  const client = await request.target('admin');
+  const old = await client.credential(request.credentialId);
+  if (isAbsolute(request.credentialFile) && (await exists(request.credentialFile))) {
+    const done = await finishedRotation(client.url, request.credentialFile, request.credentialId);
+    if (done !== null) return { credential: done, replaced: await client.credential(request.credentialId), outcome: 'unchanged', credential_file: request.credentialFile };
+  }
+  const kind = LEDGER_KINDS.find((known) => known === old.kind);
+  if (kind === undefined) throw new UserError('ledger_bad_response', `The ledger at ${client.url} answered a credential of a kind lexec does not know; nothing was changed.`, { nextStep: 'Use a lexec of the ledger\'s own version.' });
+  const pending = await writePendingCredential(request.credentialFile, kind);
+  try {
+    const rotation = await client.rotateCredential(request.credentialId, {
+      newCredentialId: `cred_${randomUUID()}`,
+      digestSha256: pending.digestSha256,
+      graceSeconds: request.graceSeconds,
+    });
+    return { ...rotation, credential_file: pending.file };
+  } catch (error) {
+    // Only a refusal proves nothing changed; an unreachable ledger may have rotated before its answer was lost.
+    if (error instanceof UserError && !['ledger_unreachable', 'ledger_bad_response', 'ledger_server_error'].includes(error.code)) await discardPendingCredential(pending);
+    throw error;
+  }
 }

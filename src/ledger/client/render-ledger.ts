@@ -1,7 +1,7 @@
-import type { LedgerAgent, LedgerAuthorization, LedgerPolicy } from '../wire/answers.js';
+import type { LedgerAgent, LedgerAuthorization, LedgerCredential, LedgerCredentialRevocation, LedgerPolicy } from '../wire/answers.js';
 import type { AddAgentResult, AgentSuspensionResult, ListAgentsResult } from './ledger-agents.js';
 import type { AuthorizationListResult } from './ledger-authorizations.js';
-import type { IssuedCredential } from './ledger-credentials.js';
+import type { IssuedCredential, ListCredentialsResult, RotateCredentialResult } from './ledger-credentials.js';
 import type { PolicyInitResult, PolicySetResult, PolicyShowResult } from './ledger-policy.js';
 import { formatUnits } from '../../domain/money.js';
 import type { Output } from '../../terminal/output.js';
@@ -84,8 +84,54 @@ export function renderAgentSuspension(result: AgentSuspensionResult, output: Out
 
 export function renderCredential(credential: IssuedCredential, output: Output): void {
   const owner = credential.agent_id === null ? '' : ` for agent ${credential.agent_id}`;
-  output.line(`${output.style.ok('✔')} ${credential.kind} credential ${credential.credential_id}${owner} ${credential.outcome === 'created' ? 'registered' : 'already registered'}.`);
+  const holder = credential.holder_name === null ? '' : ` held by ${plain(credential.holder_name)}`;
+  output.line(`${output.style.ok('✔')} ${credential.kind} credential ${credential.credential_id}${owner}${holder} ${credential.outcome === 'created' ? 'registered' : 'already registered'}.`);
   output.line(`  capability written to ${credential.credential_file} (mode 0600); keep it private.`);
+}
+
+/** One credential per line: id, kind, whose, status, created and last used (never a capability). */
+export function renderCredentialList(result: ListCredentialsResult, output: Output): void {
+  if (result.credentials.length === 0) output.line('No credentials match.');
+  for (const credential of result.credentials) renderCredentialRow(credential, output);
+}
+
+function credentialStatus(credential: LedgerCredential, output: Output): string {
+  if (credential.status === 'active') return output.style.ok('active');
+  if (credential.status === 'expiring') return output.style.warn(`expiring at ${credential.expires_at ?? '?'}`);
+  return output.style.error(`revoked at ${credential.revoked_at ?? '?'}`);
+}
+
+function renderCredentialRow(credential: LedgerCredential, output: Output): void {
+  const whose = [credential.agent_id === null ? null : `agent ${plain(credential.agent_id)}`, credential.holder_name === null ? null : `held by ${plain(credential.holder_name)}`]
+    .filter((part) => part !== null)
+    .join(', ');
+  output.line(`${output.style.bold(plain(credential.credential_id))}  ${credential.kind}${whose === '' ? '' : ` (${whose})`}  ${credentialStatus(credential, output)}`);
+  const used = credential.last_used_at === null ? 'never used (as far as recorded)' : `last used ${credential.last_used_at.slice(0, 16)}Z`;
+  const line = [`created ${credential.created_at}`, used];
+  if (credential.rotated_from !== null) line.push(`rotated from ${plain(credential.rotated_from)}`);
+  if (credential.replaced_by !== null) line.push(`replaced by ${plain(credential.replaced_by)}`);
+  output.line(`  ${line.join(' · ')}`);
+}
+
+export function renderCredentialRevocation(result: LedgerCredentialRevocation, output: Output): void {
+  const { credential } = result;
+  if (result.changed) {
+    output.line(`${output.style.ok('✔')} ${credential.kind} credential ${plain(credential.credential_id)} revoked: the ledger refuses its capability from now on.`);
+  } else {
+    output.line(`${credential.kind} credential ${plain(credential.credential_id)} was already revoked at ${credential.revoked_at ?? '?'}; nothing changed.`);
+  }
+}
+
+export function renderCredentialRotation(result: RotateCredentialResult, output: Output): void {
+  const { credential, replaced } = result;
+  const verb = result.outcome === 'created' ? 'rotated' : 'was already rotated';
+  output.line(`${output.style.ok('✔')} ${credential.kind} credential ${plain(replaced.credential_id)} ${verb}: the new one is ${plain(credential.credential_id)}.`);
+  output.line(`  new capability written to ${result.credential_file} (mode 0600); keep it private.`);
+  output.line(
+    replaced.status === 'expiring'
+      ? `  the old capability keeps working until ${replaced.expires_at ?? '?'}, then it is refused.`
+      : '  the old capability is refused from now on.',
+  );
 }
 
 export function renderPolicy(policy: LedgerPolicy, output: Output): void {

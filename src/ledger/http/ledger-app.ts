@@ -6,9 +6,11 @@ import { ApiError } from '../../http/api-error.js';
 import { toApiError } from '../../http/refusal-status.js';
 import { createJsonServer, parseInput } from '../../http/json-server.js';
 import { credentialGuard } from '../../http/require-credential.js';
+import { CREDENTIAL_KINDS } from '../../credentials/capability.js';
 import type { RejectionSummaryTiming } from '../../http/rejection-summariser.js';
 import { AUTHORIZATION_STATUSES } from '../authorization-rules.js';
 import type { ExecutorClaims } from '../executor-claims.js';
+import type { CredentialLifecycle } from '../credential-lifecycle.js';
 import type { LedgerAdmin } from '../ledger-admin.js';
 import { spendPolicySchema, type LedgerContractLevel } from '../ledger-config.js';
 import type { LedgerService, Receipt } from '../ledger-service.js';
@@ -20,6 +22,7 @@ import {
   claimsQuery,
   credentialBody,
   credentialId,
+  credentialsQuery,
   decisionBody,
   legacyCentsReceipt,
   policyPrecondition,
@@ -28,6 +31,8 @@ import {
   releaseBody,
   resolveRecordBody,
   resumeBody,
+  revokeBody,
+  rotateBody,
   settleBody,
   suspendBody,
 } from '../wire/requests.js';
@@ -35,6 +40,8 @@ import {
 export interface LedgerAppDependencies {
   readonly service: LedgerService;
   readonly admin: LedgerAdmin;
+  /** Credentials: authentication, list, revoke, rotate. */
+  readonly credentials: CredentialLifecycle;
   /** An executor's own claims (the orphan-claim sweep's listing). */
   readonly claims: ExecutorClaims;
   readonly buildInfo: BuildInfo;
@@ -69,7 +76,7 @@ function parseReceipt(raw: Record<string, unknown>, prefix: string): Receipt {
 
 /** Builds the ledger HTTP API (docs/ledger.md). It never listens; `ledger serve` does. */
 export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
-  const { service, admin } = deps;
+  const { service, admin, credentials } = deps;
   const app = createJsonServer({
     mapError: toApiError,
     logger: deps.logger,
@@ -79,7 +86,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     ...(deps.rejectionSummary === undefined ? {} : { rejectionSummary: deps.rejectionSummary }),
   });
   // Each route's credential is checked in its onRequest hook, before its body is read or parsed.
-  const auth = credentialGuard((token) => admin.authenticate(token));
+  const auth = credentialGuard((token) => credentials.authenticate(token));
 
   app.get('/health', async (_request, reply) => {
     // A ledger that cannot write cannot hold or settle: the launcher's probe and `stack status` say so.
@@ -129,11 +136,51 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     return service.resumeAgent(agentId);
   });
 
+  const credentialParams = z.strictObject({ credential_id: credentialId });
+
+  app.get('/credentials', { onRequest: auth.requires('admin') }, (request) => {
+    const query = parseInput(credentialsQuery, request.query);
+    return { credentials: credentials.list({ kind: query.kind ?? null, agentId: query.agent_id ?? null }) };
+  });
+
+  // Whoever calls: the credential it presented (how a holder finds its own id to rotate it).
+  app.get('/credentials/self', { onRequest: auth.requires(...CREDENTIAL_KINDS) }, (request) => {
+    return { credential: credentials.show(auth.principal(request).credential_id) };
+  });
+
+  app.get('/credentials/:credential_id', { onRequest: auth.requires('admin') }, (request) => {
+    const id = parseInput(credentialParams, request.params).credential_id;
+    return { credential: credentials.show(id) };
+  });
+
   app.put('/credentials/:credential_id', { onRequest: auth.requires('admin') }, async (request, reply) => {
-    const id = parseInput(z.strictObject({ credential_id: credentialId }), request.params).credential_id;
+    const id = parseInput(credentialParams, request.params).credential_id;
     const body = parseInput(credentialBody, request.body);
-    const outcome = admin.registerCredential(id, body.kind, body.agent_id ?? null, Buffer.from(body.digest_sha256, 'hex'));
-    return reply.code(outcome === 'created' ? 201 : 200).send({ credential: { credential_id: id, kind: body.kind, agent_id: body.agent_id ?? null }, outcome });
+    const registered = credentials.register({
+      credentialId: id,
+      kind: body.kind,
+      agentId: body.agent_id ?? null,
+      digest: Buffer.from(body.digest_sha256, 'hex'),
+      holderName: body.holder_name ?? null,
+    });
+    const { credential, outcome } = registered;
+    return reply
+      .code(outcome === 'created' ? 201 : 200)
+      .send({ credential: { credential_id: credential.credential_id, kind: credential.kind, agent_id: credential.agent_id, holder_name: credential.holder_name }, outcome });
+  });
+
+  // Refused from the very next request (nothing caches a credential); never the last admin one.
+  app.post('/credentials/:credential_id/revoke', { onRequest: auth.requires('admin') }, (request) => {
+    const id = parseInput(credentialParams, request.params).credential_id;
+    parseInput(revokeBody, request.body ?? {});
+    return credentials.revoke(id);
+  });
+
+  app.post('/credentials/:credential_id/rotate', { onRequest: auth.requires('admin') }, async (request, reply) => {
+    const id = parseInput(credentialParams, request.params).credential_id;
+    const body = parseInput(rotateBody, request.body);
+    const rotation = credentials.rotate(id, { newCredentialId: body.new_credential_id, digest: Buffer.from(body.digest_sha256, 'hex'), graceSeconds: body.grace_seconds });
+    return reply.code(rotation.outcome === 'created' ? 201 : 200).send(rotation);
   });
 
   app.post('/authorizations', { onRequest: auth.requires('agent') }, async (request, reply) => {
@@ -182,7 +229,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
       const principal = auth.principal(request);
       const { token_id: tokenId } = parseInput(tokenParams, request.params);
       const body = parseInput(decisionBody, request.body ?? {});
-      return { authorization: service.decide(tokenId, decision, principal.credential_id, body.reason) };
+      return { authorization: service.decide(tokenId, decision, principal, body.reason) };
     });
   }
 

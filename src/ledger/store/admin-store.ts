@@ -1,13 +1,12 @@
 import type Database from 'better-sqlite3';
 import type { LedgerAgent, LedgerPolicy } from '../wire/answers.js';
-import type { CredentialKind } from '../../credentials/capability.js';
 import { UNITS_SCALE } from '../../domain/money.js';
 import { redactSecretShapes } from '../../domain/secret-text.js';
 import type { SpendPolicy } from '../authorization-rules.js';
 import { immediateTransaction } from './immediate-transaction.js';
 
 /*
- * The ledger's SQL for credentials, agents and their policies (the admin's use cases,
+ * The ledger's SQL for agents and their policies (the admin's use cases,
  * ledger-admin.ts): prepared statements, the transaction they run in, rows mapped to the API's
  * views. It decides nothing: what is a conflict or not found is the use cases'.
  */
@@ -33,13 +32,6 @@ export interface PolicyRow extends SpendPolicy {
   version: bigint;
   updated_at: bigint;
   follows_default: bigint;
-}
-
-export interface CredentialRow {
-  credential_id: string;
-  kind: CredentialKind;
-  agent_id: string | null;
-  digest: Buffer;
 }
 
 export function agentView(row: AgentRow): LedgerAgent {
@@ -93,12 +85,6 @@ export type AdminStore = ReturnType<typeof createAdminStore>;
 export function createAdminStore(db: Database.Database) {
   // Prepared once, as in ledger-store.ts.
   const statements = {
-    credentialByLookup: db.prepare('SELECT credential_id, kind, agent_id, digest FROM credentials WHERE lookup = ?'),
-    credentialById: db.prepare('SELECT kind, agent_id, digest FROM credentials WHERE credential_id = ?'),
-    insertCredential: db.prepare(
-      'INSERT INTO credentials (credential_id, kind, agent_id, lookup, digest, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-    ),
-    adminDigest: db.prepare("SELECT digest FROM credentials WHERE credential_id = 'admin'"),
     agentById: db.prepare('SELECT * FROM agents WHERE agent_id = ?'),
     agentByName: db.prepare('SELECT 1 FROM agents WHERE name = ?'),
     agents: db.prepare('SELECT * FROM agents ORDER BY created_at, name'),
@@ -124,13 +110,6 @@ export function createAdminStore(db: Database.Database) {
   return {
     /** Runs `fn` in one IMMEDIATE transaction: what it reads, checks and writes commits together. */
     immediate: immediateTransaction(db),
-
-    credentialByLookup: (lookup: string) => statements.credentialByLookup.get(lookup) as CredentialRow | undefined,
-    credentialById: (credentialId: string) => statements.credentialById.get(credentialId) as Omit<CredentialRow, 'credential_id'> | undefined,
-    insertCredential(credential: { credentialId: string; kind: CredentialKind; agentId: string | null; lookup: string; digest: Buffer; at: number }): void {
-      statements.insertCredential.run(credential.credentialId, credential.kind, credential.agentId, credential.lookup, credential.digest, credential.at);
-    },
-    adminDigest: () => (statements.adminDigest.get() as { digest: Buffer } | undefined)?.digest,
 
     agent: (agentId: string) => statements.agentById.get(agentId) as AgentRow | undefined,
     agentNamed: (name: string) => statements.agentByName.get(name) !== undefined,

@@ -16,6 +16,8 @@ export interface AuthorizationRow {
   status: AuthorizationStatus;
   purpose: string | null;
   decided_by: string | null;
+  /** The named approver who decided it (migration 7); null for the policy, an unnamed credential, or older rows. */
+  decided_by_name: string | null;
   decision_reason: string | null;
   execution_id: string | null;
   created_at: bigint;
@@ -88,6 +90,7 @@ export function authorizationView(row: AuthorizationRow, settlement: SettlementR
     purpose: row.purpose === null ? null : redactSecretShapes(row.purpose),
     execution_id: row.execution_id,
     decided_by: row.decided_by,
+    decided_by_name: row.decided_by_name === null ? null : redactSecretShapes(row.decided_by_name),
     decision_reason: row.decision_reason === null ? null : redactSecretShapes(row.decision_reason),
     policy:
       row.policy_approval_threshold_units === null || row.policy_per_authorization_cap_units === null || row.policy_daily_cap_units === null

@@ -41,6 +41,8 @@ export interface NewAuthorization {
 export interface Decision {
   readonly status: 'approved' | 'denied';
   readonly decidedBy: string;
+  /** The named approver's name, kept with the decision. */
+  readonly decidedByName: string | null;
   readonly reason: string | null;
   readonly decidedAt: number;
   readonly closedAt: number | null;
@@ -118,13 +120,14 @@ export function createLedgerStore(db: Database.Database) {
          policy_version, policy_per_authorization_cap_units, policy_daily_cap_units, policy_approval_threshold_units)
        VALUES (?, ?, ?, ?, 6, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
-    decide: db.prepare('UPDATE authorizations SET status = ?, decided_by = ?, decision_reason = ?, decided_at = ?, closed_at = ? WHERE token_id = ?'),
+    decide: db.prepare('UPDATE authorizations SET status = ?, decided_by = ?, decided_by_name = ?, decision_reason = ?, decided_at = ?, closed_at = ? WHERE token_id = ?'),
     pendingApprovals: db.prepare("SELECT * FROM authorizations WHERE status = 'requested' ORDER BY created_at"),
     list: db.prepare(
       `SELECT * FROM authorizations WHERE (@agent_id IS NULL OR agent_id = @agent_id) AND (@status IS NULL OR status = @status)
        ORDER BY created_at DESC LIMIT @limit`,
     ),
     claim: db.prepare("UPDATE authorizations SET status = 'claimed', execution_id = ?, claimed_at = ?, claimed_by = ? WHERE token_id = ?"),
+    sameCredentialLine: db.prepare('SELECT 1 FROM credentials a JOIN credentials b ON a.lineage = b.lineage WHERE a.credential_id = ? AND b.credential_id = ?'),
     openRecordOf: db.prepare("SELECT record_id FROM reconciliation_records WHERE token_id = ? AND status = 'open'"),
     insertRecord: db.prepare(
       "INSERT INTO reconciliation_records (record_id, token_id, execution_id, reason, evidence, status, created_at) VALUES (?, ?, ?, ?, ?, 'open', ?)",
@@ -184,7 +187,7 @@ export function createLedgerStore(db: Database.Database) {
       );
     },
     decide(tokenId: string, decision: Decision): void {
-      statements.decide.run(decision.status, decision.decidedBy, decision.reason, decision.decidedAt, decision.closedAt, tokenId);
+      statements.decide.run(decision.status, decision.decidedBy, decision.decidedByName, decision.reason, decision.decidedAt, decision.closedAt, tokenId);
     },
     pendingApprovals: () => statements.pendingApprovals.all() as AuthorizationRow[],
     list: (filter: { agentId: string | null; status: AuthorizationStatus | null; limit: number }) =>
@@ -192,6 +195,8 @@ export function createLedgerStore(db: Database.Database) {
     claim(tokenId: string, executionId: string, at: number, credentialId: string): void {
       statements.claim.run(executionId, at, credentialId, tokenId);
     },
+    /** Whether two credentials are of one line (one of them rotated from the other, directly or not; ledger migration 7). */
+    sameCredentialLine: (a: string, b: string) => statements.sameCredentialLine.get(a, b) !== undefined,
 
     settlementByReceipt: (receiptId: string) => statements.settlementByReceipt.get(receiptId) as SettlementRow | undefined,
     insertSettlement(settlement: NewSettlement): void {

@@ -263,4 +263,49 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX agent_velocity_refusals ON agent_requests (agent_id, requested_at) WHERE velocity_refused = 1;
     `,
   },
+  {
+    version: 7,
+    name: 'credentials have a lifecycle',
+    // Every credential the ledger accepts can be listed, revoked and rotated (docs/ledger.md
+    // "Credentials"). `revoked_at` is the time from which it is refused: null while it is active,
+    // in the future while a rotation's grace runs (both the old and the new capability work), in
+    // the past once revoked. A rotation keeps the credential's `lineage` (the id of the first
+    // credential of the line), so the executor's claims made under an older credential of its
+    // line stay its own, and registering the line's first id again with the current capability is
+    // `unchanged` (bootstrap stays idempotent after a rotation). `last_used_at` is kept to the
+    // minute. `holder_name` is the person an approver credential belongs to (named approvers), and
+    // an authorization keeps the name of the person who decided it (`decided_by_name`).
+    // The credentials table is rebuilt to hold the new constraints; the secret side of a row
+    // (digest, lookup, kind, agent) can never change and no credential row is ever deleted.
+    rebuildsTables: true,
+    up: `
+      CREATE TABLE credentials_v7 (
+        credential_id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('admin', 'agent', 'approver', 'executor', 'reconciliation')),
+        agent_id TEXT REFERENCES agents (agent_id),
+        lookup TEXT NOT NULL UNIQUE,
+        digest BLOB NOT NULL,
+        created_at INTEGER NOT NULL,
+        holder_name TEXT,
+        lineage TEXT NOT NULL,
+        rotated_from TEXT,
+        replaced_by TEXT,
+        last_used_at INTEGER,
+        revoked_at INTEGER,
+        CHECK ((kind = 'agent') = (agent_id IS NOT NULL)),
+        CHECK (replaced_by IS NULL OR revoked_at IS NOT NULL)
+      );
+      INSERT INTO credentials_v7 (credential_id, kind, agent_id, lookup, digest, created_at, holder_name, lineage, rotated_from, replaced_by, last_used_at, revoked_at)
+        SELECT credential_id, kind, agent_id, lookup, digest, created_at, NULL, credential_id, NULL, NULL, NULL, NULL FROM credentials;
+      DROP TABLE credentials;
+      ALTER TABLE credentials_v7 RENAME TO credentials;
+      CREATE INDEX credentials_by_lineage ON credentials (lineage);
+      CREATE TRIGGER credential_secrets_are_fixed BEFORE UPDATE OF credential_id, kind, agent_id, lookup, digest, created_at, lineage, rotated_from ON credentials
+        BEGIN SELECT RAISE(ABORT, 'a credential''s identity never changes'); END;
+      CREATE TRIGGER credentials_are_kept BEFORE DELETE ON credentials
+        BEGIN SELECT RAISE(ABORT, 'credentials are revoked, never deleted'); END;
+
+      ALTER TABLE authorizations ADD COLUMN decided_by_name TEXT;
+    `,
+  },
 ];

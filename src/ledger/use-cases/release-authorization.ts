@@ -17,9 +17,12 @@ export function releaseWithin(
   if (row.status === 'released') return { replayed: true, row };
   if (row.status === 'settled') throw conflict('authorization_settled');
   requireClaimedBy(row, executionId);
-  // An orphan claim is released only by the executor that claimed it: only that executor can
-  // know it never created the execution. An unattributed claim is left to a human.
-  if (reason === 'claim_without_execution' && (row.claimed_by === null || row.claimed_by !== credentialId)) throw conflict('claimed_by_another_credential');
+  // An orphan claim is released only by the executor that claimed it (with the credential it
+  // claimed with, or a later one of that credential's line, after a rotation): only that executor
+  // can know it never created the execution. An unattributed claim is left to a human.
+  if (reason === 'claim_without_execution' && (row.claimed_by === null || credentialId === null || !store.sameCredentialLine(row.claimed_by, credentialId))) {
+    throw conflict('claimed_by_another_credential');
+  }
   const at = now();
   store.insertRelease({ releaseId: `rel_${randomUUID()}`, tokenId, executionId, reason, at });
   store.markReleased(tokenId, at);

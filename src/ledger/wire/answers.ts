@@ -86,6 +86,8 @@ export const authorizationSchema = z.object({
   purpose: z.string().nullable(),
   execution_id: z.string().nullable(),
   decided_by: z.string().nullable(),
+  /** The person who decided it (a named approver's credential); null for the policy or an unnamed credential. */
+  decided_by_name: added(z.string()),
   decision_reason: z.string().nullable(),
   /** The policy the request was decided under; null for one made before the ledger kept it (absent from older ledgers). */
   policy: z
@@ -113,10 +115,38 @@ export const authorizationSchema = z.object({
 export type LedgerAuthorization = z.output<typeof authorizationSchema>;
 
 export const credentialRegistrationSchema = z.object({
-  credential: z.object({ credential_id: z.string(), kind: z.string(), agent_id: z.string().nullable() }),
+  credential: z.object({ credential_id: z.string(), kind: z.string(), agent_id: z.string().nullable(), holder_name: added(z.string()) }),
   outcome: z.enum(['created', 'unchanged']),
 });
 export type CredentialRegistration = z.output<typeof credentialRegistrationSchema>;
+
+/** A credential as `GET /credentials` shows it (never a capability, digest or lookup). */
+export const credentialSchema = z.object({
+  credential_id: z.string(),
+  kind: z.string(),
+  agent_id: z.string().nullable(),
+  /** The person it belongs to (named approvers); null when issued without a name. */
+  holder_name: z.string().nullable(),
+  /** `active`; `expiring` while a rotation's grace runs (`expires_at`); `revoked` (`revoked_at`). */
+  status: z.enum(['active', 'expiring', 'revoked']),
+  created_at: timestamp,
+  /** The minute of its last accepted use (null: never used since lexec recorded uses). */
+  last_used_at: timestamp.nullable(),
+  expires_at: timestamp.nullable(),
+  revoked_at: timestamp.nullable(),
+  /** The id of the first credential of its line (a rotation keeps the line). */
+  lineage: z.string(),
+  rotated_from: z.string().nullable(),
+  replaced_by: z.string().nullable(),
+});
+export type LedgerCredential = z.output<typeof credentialSchema>;
+
+export const credentialListSchema = z.object({ credentials: z.array(credentialSchema) });
+export const credentialAnswerSchema = z.object({ credential: credentialSchema });
+export const credentialRevocationSchema = z.object({ credential: credentialSchema, changed: z.boolean() });
+export type LedgerCredentialRevocation = z.output<typeof credentialRevocationSchema>;
+export const credentialRotationSchema = z.object({ credential: credentialSchema, replaced: credentialSchema, outcome: z.enum(['created', 'unchanged']) });
+export type LedgerCredentialRotation = z.output<typeof credentialRotationSchema>;
 
 /** `{"error":{…}}` as every lexec server writes it (src/http/api-error.ts). */
 export const errorBodySchema = z.object({
@@ -133,6 +163,10 @@ export const errorBodySchema = z.object({
     velocity_limit: z.string().optional().catch(undefined),
     /** A 403 `agent_suspended` the runaway-loop breaker caused: `velocity_breaker`. */
     suspended_by: z.string().optional().catch(undefined),
+    /** A 409 `authorization_approved|denied`: who decided it already (credential id, a named approver's name) and when. */
+    decided_by: z.string().max(128).optional().catch(undefined),
+    decided_by_name: z.string().max(100).optional().catch(undefined),
+    decided_at: timestamp.optional().catch(undefined),
   }),
 });
 export type LedgerErrorBody = z.output<typeof errorBodySchema>['error'];

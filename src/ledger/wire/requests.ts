@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { freeText, wholeNumber } from '../../config/schema-parts.js';
+import { MAX_ROTATION_GRACE_SECONDS } from '../../credentials/capability.js';
 import { UNITS_SCALE } from '../../domain/money.js';
 import { legacyPriceProjectionSchema, priceModelSnapshotSchema } from '../../domain/price-model-snapshot.js';
 
@@ -28,12 +29,38 @@ export const agentBody = z.strictObject({
     .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1-64 lower-case letters, digits, _ or - (starting with a letter or digit)'),
 });
 
+const digestSha256 = z.string({ error: 'must be a hex SHA-256 digest' }).regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits');
+
 export const credentialBody = z.strictObject({
   kind: z.enum(['agent', 'approver', 'executor', 'reconciliation'], { error: 'must be "agent", "approver", "executor" or "reconciliation"' }),
   agent_id: opaqueId('an agent id').optional(),
-  digest_sha256: z.string({ error: 'must be a hex SHA-256 digest' }).regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits'),
+  digest_sha256: digestSha256,
+  /** The person the credential belongs to (a named approver), shown with every decision it makes. */
+  holder_name: shortText(100).refine((name) => name.trim() !== '', 'must not be blank').optional(),
 });
-export const credentialId = opaqueId('a credential id');
+/** `self` names the calling credential (`GET /credentials/self`): no credential can take that id. */
+export const credentialId = opaqueId('a credential id').refine((id) => id !== 'self', 'must not be "self" (it names the calling credential)');
+
+/** `GET /credentials`: all, or one kind, or one agent's. */
+export const credentialsQuery = z.strictObject({
+  kind: z.enum(['admin', 'agent', 'approver', 'executor', 'reconciliation'], { error: 'must be a credential kind' }).optional(),
+  agent_id: opaqueId('an agent id').optional(),
+});
+
+/** `POST /credentials/{id}/revoke`: nothing to say (an empty object, or no body). */
+export const revokeBody = z.strictObject({});
+
+/** `POST /credentials/{id}/rotate`: the new credential's id and digest (its capability stays with the client), and the old one's grace. */
+export const rotateBody = z.strictObject({
+  new_credential_id: credentialId,
+  digest_sha256: digestSha256,
+  grace_seconds: z
+    .number({ error: 'must be a whole number of seconds' })
+    .int('must be a whole number of seconds')
+    .min(0, 'must be at least 0')
+    .max(MAX_ROTATION_GRACE_SECONDS, `must be at most ${MAX_ROTATION_GRACE_SECONDS} (a day)`)
+    .default(0),
+});
 
 export const decisionBody = z.strictObject({ reason: shortText(500).optional() });
 

@@ -1,0 +1,184 @@
+import { unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { capabilityDigest, generateCapability, MAX_ROTATION_GRACE_SECONDS } from '../../credentials/capability.js';
+import { promotePrivateFile, readPrivateFile, writePrivateFile } from '../../credentials/private-file.js';
+import { errorCode, UsageError, UserError } from '../../errors.js';
+import { managedCredentialPaths, LEDGER_CREDENTIAL_ID } from '../../executor/managed-credentials.js';
+import { createLedgerClient } from '../../ledger/client/ledger-client.js';
+import { activeStack, type ActiveStack } from '../../stack-client/locate-stack.js';
+import { acquireLauncherLock } from '../home/stack-locks.js';
+import { writeHandoff } from './handoff.js';
+
+/*
+ * `lexec stack credentials rotate` (docs/credentials.md "Rotating a stack's own credentials"): the
+ * stack's own capabilities replaced while it runs. For each role, in an order that never locks the
+ * launcher out:
+ *
+ * 1. the new capability is written to `<file>.next` (0600) before anything changes at a server;
+ * 2. the server replaces the old credential with it in one transaction (the old one keeps working
+ *    for the grace: clients that hold it in memory finish what they do, and re-read the file on a
+ *    401 — src/ledger/client/ledger-client.ts `reloadToken`);
+ * 3. `<file>.next` is renamed over the file (atomic): every reader sees the old or the new one.
+ *
+ * A rotation interrupted between 2 and 3 is finished by the next run, which finds `<file>.next`
+ * accepted by the ledger and puts it in place (an unaccepted one is removed: it was never
+ * registered). New ids are the ones the stack's own start derives from a capability's digest, so
+ * the next `stack start` finds every rotated credential registered (`unchanged`), and
+ * `bootstrap-managed` stays idempotent (the ledger answers the executor credential's first id with
+ * its line's current credential). The admin capability goes last: every other role is rotated with
+ * the admin capability as it was when the command began, or as the previous run left it.
+ */
+
+export const STACK_CREDENTIAL_ROLES = ['agent', 'approver', 'executor', 'caller', 'reconciliation', 'admin'] as const;
+export type StackCredentialRole = (typeof STACK_CREDENTIAL_ROLES)[number];
+
+/** How long the old capabilities keep working unless told otherwise: long enough for any client mid-request. */
+export const DEFAULT_STACK_ROTATION_GRACE_SECONDS = 60;
+
+export interface RotatedRole {
+  readonly role: StackCredentialRole;
+  readonly credential_id: string;
+  readonly replaced_credential_id: string;
+  /** Until when the old capability is still accepted (the grace); null when refused at once. */
+  readonly old_accepted_until: string | null;
+  /** `finished`: an interrupted earlier rotation of this role was put in place instead. */
+  readonly outcome: 'rotated' | 'finished';
+  readonly credential_file: string;
+}
+
+export interface RotateStackCredentialsRequest {
+  readonly env: NodeJS.ProcessEnv;
+  readonly profileFlag: string | undefined;
+  /** The roles to rotate; empty: all of them. */
+  readonly roles: readonly StackCredentialRole[];
+  readonly graceSeconds: number;
+  /** Rotates the executor's own caller or reconciliation capability (at the executor). */
+  readonly rotateAtExecutor?: ExecutorRotation;
+}
+
+export type ExecutorRotation = (
+  stack: ActiveStack,
+  role: 'caller' | 'reconciliation',
+  graceSeconds: number,
+) => Promise<Omit<RotatedRole, 'role'>>;
+
+export interface RotateStackCredentialsResult {
+  readonly profile: string;
+  readonly grace_seconds: number;
+  readonly rotated: readonly RotatedRole[];
+}
+
+type LedgerRole = Exclude<StackCredentialRole, 'caller' | 'reconciliation'>;
+
+function ledgerRoleFile(stack: ActiveStack, role: LedgerRole): string {
+  const { paths } = stack;
+  if (role === 'admin') return paths.ledgerAdminCapability;
+  if (role === 'agent') return paths.agentCapability;
+  if (role === 'approver') return paths.approverCapability;
+  return managedCredentialPaths(paths.executorCredentialsDir).ledger;
+}
+
+/** The id the stack's own start would register this capability under (stack-local-credentials.ts, bootstrap-managed). */
+function derivedId(role: LedgerRole, digestHex: string): string {
+  const short = digestHex.slice(0, 16);
+  if (role === 'admin') return `admin-${short}`;
+  if (role === 'executor') return `${LEDGER_CREDENTIAL_ID}-${short}`;
+  return `lexec-local-${role}-${short}`;
+}
+
+/** `<file>.next`: where a new capability waits until its server accepts it. */
+export const nextFileOf = (file: string) => join(dirname(file), `${basename(file)}.next`);
+
+async function readIfPresent(path: string): Promise<string | null> {
+  try {
+    return await readPrivateFile(path, 'rotated capability');
+  } catch (error) {
+    if (error instanceof UserError && error.code === 'secret_file_missing') return null;
+    throw error;
+  }
+}
+
+async function rotateLedgerRole(stack: ActiveStack, role: LedgerRole, graceSeconds: number): Promise<RotatedRole> {
+  const url = stack.handoff.ledger.endpoint;
+  const file = ledgerRoleFile(stack, role);
+  const next = nextFileOf(file);
+  const admin = createLedgerClient({ url, token: await readPrivateFile(stack.paths.ledgerAdminCapability, 'ledger admin capability') });
+
+  // An earlier run stopped between the ledger's rotation and the rename: finish it.
+  const waiting = await readIfPresent(next);
+  if (waiting !== null) {
+    const accepted = await createLedgerClient({ url, token: waiting })
+      .selfCredential()
+      .catch(() => null);
+    if (accepted !== null && accepted.rotated_from !== null) {
+      await promotePrivateFile(next, file);
+      return { role, credential_id: accepted.credential_id, replaced_credential_id: accepted.rotated_from, old_accepted_until: null, outcome: 'finished', credential_file: file };
+    }
+    await unlink(next);
+  }
+
+  const current = await readPrivateFile(file, `${role} capability`);
+  const old = await createLedgerClient({ url, token: current })
+    .selfCredential()
+    .catch((error: unknown) => {
+      if (error instanceof UserError && error.code === 'ledger_unauthorized') {
+        throw new UserError('stack_credential_refused', `The ledger refuses the stack's own ${role} capability (${file}), so it cannot be rotated with it.`, {
+          nextStep: 'It was revoked: `lexec ledger credentials list` shows it; the stack needs a restart with a new one (move the file away, then `lexec stack start`).',
+        });
+      }
+      throw error;
+    });
+  const token = generateCapability(role);
+  const digest = capabilityDigest(token).toString('hex');
+  await writePrivateFile(next, `${token}\n`);
+  let rotation;
+  try {
+    rotation = await admin.rotateCredential(old.credential_id, { newCredentialId: derivedId(role, digest), digestSha256: digest, graceSeconds });
+  } catch (error) {
+    // A refusal changed nothing: the new capability is useless. A lost answer may have rotated: keep it for the next run.
+    if (error instanceof UserError && !['ledger_unreachable', 'ledger_bad_response', 'ledger_server_error'].includes(error.code)) await unlink(next).catch(() => undefined);
+    throw error;
+  }
+  await promotePrivateFile(next, file);
+  return {
+    role,
+    credential_id: rotation.credential.credential_id,
+    replaced_credential_id: rotation.replaced.credential_id,
+    old_accepted_until: rotation.replaced.expires_at,
+    outcome: 'rotated',
+    credential_file: file,
+  };
+}
+
+/**
+ * Rotates the running stack's own capabilities (all roles, or the ones asked), under the profile's
+ * launcher lock, then rewrites the handoff (same files, new time): clients find the new
+ * capabilities where they found the old ones.
+ */
+export async function rotateStackCredentials(request: RotateStackCredentialsRequest): Promise<RotateStackCredentialsResult> {
+  if (!Number.isInteger(request.graceSeconds) || request.graceSeconds < 0 || request.graceSeconds > MAX_ROTATION_GRACE_SECONDS) {
+    throw new UsageError('invalid_flag_value', `--grace-seconds must be a whole number from 0 to ${MAX_ROTATION_GRACE_SECONDS}.`, { nextStep: 'Run the command with --help to see its flags.' });
+  }
+  const stack = await activeStack(request.env, request.profileFlag);
+  const release = await acquireLauncherLock(stack.paths);
+  try {
+    // Under the lock, the stack as it is now (a stop or restart may have come first).
+    const current = await activeStack(request.env, request.profileFlag);
+    const asked = request.roles.length === 0 ? STACK_CREDENTIAL_ROLES : STACK_CREDENTIAL_ROLES.filter((role) => request.roles.includes(role));
+    const rotated: RotatedRole[] = [];
+    for (const role of asked) {
+      if (role === 'caller' || role === 'reconciliation') {
+        if (request.rotateAtExecutor === undefined) throw new Error('no executor rotation given');
+        rotated.push({ role, ...(await request.rotateAtExecutor(current, role, request.graceSeconds)) });
+      } else {
+        rotated.push(await rotateLedgerRole(current, role, request.graceSeconds));
+      }
+    }
+    await writeHandoff(current.paths, { ...current.handoff, written_at: new Date().toISOString() }).catch((error: unknown) => {
+      if (errorCode(error) !== 'ENOENT') throw error;
+    });
+    return { profile: current.paths.name, grace_seconds: request.graceSeconds, rotated };
+  } finally {
+    await release();
+  }
+}
