@@ -119,7 +119,7 @@ describe('executor credentials against a running executor', () => {
     relay.hold(null);
 
     await until('the old capability refused', async () => ((await detail(s, executionId, s.caller)).status === 401 ? true : undefined));
-    expect((await listed(s)).find((credential) => credential.credential_id === rotated.previous.credential_id)?.status).toBe('expired');
+    expect((await listed(s)).find((credential) => credential.credential_id === rotated.previous.credential_id)).toMatchObject({ status: 'revoked', revoked_at: rotated.previous.expires_at });
     await settled(s, executionId, tokenId, caller);
   });
 

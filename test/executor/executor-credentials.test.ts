@@ -24,7 +24,7 @@ import { sandboxConfig, type JsonObject } from '../support/config-fixtures.js';
 interface View {
   credential_id: string;
   kind: 'caller' | 'reconciliation';
-  status: 'active' | 'expiring' | 'expired' | 'revoked';
+  status: 'active' | 'expiring' | 'revoked';
   created_at: string;
   last_used_at: string | null;
   expires_at: string | null;
@@ -129,20 +129,21 @@ describe('executor credentials list', () => {
 
   it('records a use at most once a minute, and sees a revocation made through another connection at the next request', async () => {
     await managedExecutor();
-    let now = Date.now();
+    // One second into a minute: a use is recorded as that minute's start, once per minute.
+    const minute = Math.floor(Date.now() / 60_000) * 60_000;
+    let now = minute + 1_000;
     const db = openDatabase(databasePath, EXECUTOR_MIGRATIONS);
     try {
       const authenticate = createCapabilityAuthenticator(createCredentialStore(db), () => now);
       const lastUsed = () => (tableRows() as { kind: string; last_used_at: number | null }[]).find((row) => row.kind === 'caller')?.last_used_at;
       expect(authenticate(configured.caller)).toMatchObject({ kind: 'caller' });
-      const first = lastUsed();
-      expect(first).toBe(now);
-      now += 59_000;
+      expect(lastUsed()).toBe(minute);
+      now = minute + 59_999;
       expect(authenticate(configured.caller)).toMatchObject({ kind: 'caller' });
-      expect(lastUsed()).toBe(first);
-      now += 1_000;
+      expect(lastUsed()).toBe(minute);
+      now = minute + 60_000;
       authenticate(configured.caller);
-      expect(lastUsed()).toBe(now);
+      expect(lastUsed()).toBe(minute + 60_000);
       expect(authenticate(generateCapability('caller'))).toBeNull();
 
       const id = (await listed()).credentials.find((credential) => credential.kind === 'caller')?.credential_id ?? '';

@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { toFieldIssues } from '../../config/zod-issues.js';
 import { BugError, UsageError, UserError } from '../../errors.js';
 import { loadExecutorConfig } from '../config/validate-executor-config.js';
-import { credentialStanding, type CredentialStanding, type ExecutorCredentialKind } from '../domain/credential-standing.js';
+import { credentialStanding, refusedFrom, type CredentialStanding, type ExecutorCredentialKind } from '../domain/credential-standing.js';
 import { createCredentialStore, type CredentialRecord, type CredentialStore } from '../store/credential-store.js';
 import { EXECUTOR_MIGRATIONS } from '../store/migrations.js';
 
@@ -24,27 +24,30 @@ export type ExecutorDatabaseTarget = { readonly configPath: string } | { readonl
 export interface ExecutorCredentialView {
   readonly credential_id: string;
   readonly kind: ExecutorCredentialKind;
-  /** As of the command: `active`, `expiring` (accepted until `expires_at`), `expired` or `revoked`. */
+  /** As of the command: `active`, `expiring` (accepted until `expires_at`) or `revoked` (refused since `revoked_at`). */
   readonly status: CredentialStanding;
   readonly created_at: string;
-  /** The last request that presented it, recorded at most once a minute; null: never used. */
+  /** The minute of the last request that presented it; null: never used. */
   readonly last_used_at: string | null;
-  /** The end of a rotation's grace (accepted until then); null: none. */
+  /** While `expiring`: the end of its rotation's grace. */
   readonly expires_at: string | null;
+  /** While `revoked`: when it was revoked, or when its grace ended. */
   readonly revoked_at: string | null;
 }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 export function credentialView(record: CredentialRecord, now: number): ExecutorCredentialView {
+  const status = credentialStanding(record, now);
+  const end = iso(refusedFrom(record));
   return {
     credential_id: record.credentialId,
     kind: record.kind,
-    status: credentialStanding(record, now),
+    status,
     created_at: new Date(record.createdAt).toISOString(),
     last_used_at: iso(record.lastUsedAt),
-    expires_at: iso(record.expiresAt),
-    revoked_at: iso(record.revokedAt),
+    expires_at: status === 'expiring' ? end : null,
+    revoked_at: status === 'revoked' ? end : null,
   };
 }
 

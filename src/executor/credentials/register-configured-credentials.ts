@@ -1,6 +1,6 @@
 import { capabilityDigest, digestLookup, digestsEqual } from '../../credentials/capability.js';
 import { BugError, UserError } from '../../errors.js';
-import { credentialStanding, executorCredentialId, isAccepted, type ExecutorCredentialKind } from '../domain/credential-standing.js';
+import { credentialStanding, executorCredentialId, isAccepted, refusedFrom, type ExecutorCredentialKind } from '../domain/credential-standing.js';
 import type { ExecutorConfig } from '../config/executor-config-schema.js';
 import type { CredentialStore } from '../store/credential-store.js';
 
@@ -64,10 +64,10 @@ function registerOne(store: CredentialStore, kind: ExecutorCredentialKind, token
       nextStep: context.nextStep(kind),
     });
   }
-  const standing = credentialStanding(row, context.now);
-  if (!isAccepted(standing)) {
-    const when = new Date((standing === 'revoked' ? row.revokedAt : row.expiresAt) ?? 0).toISOString();
-    const what = standing === 'revoked' ? `was revoked at ${when}` : `stopped being accepted at ${when}, the end of its rotation's grace`;
+  if (!isAccepted(credentialStanding(row, context.now))) {
+    const when = new Date(refusedFrom(row) ?? 0).toISOString();
+    const revoked = row.status === 'revoked' && row.revokedAt === refusedFrom(row);
+    const what = revoked ? `was revoked at ${when}` : `stopped being accepted at ${when}, the end of its rotation's grace`;
     throw new UserError('configured_credential_revoked', `The configured ${kind} capability (credential ${row.credentialId}) ${what}; the executor does not start with a capability it would refuse.`, {
       nextStep: context.nextStep(kind),
     });

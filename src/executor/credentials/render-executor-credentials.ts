@@ -13,8 +13,6 @@ function standing(output: Output, credential: ExecutorCredentialView): string {
       return output.style.ok('active');
     case 'expiring':
       return output.style.warn(`expiring ${credential.expires_at ?? ''}`);
-    case 'expired':
-      return output.style.error(`expired ${credential.expires_at ?? ''}`);
     case 'revoked':
       return output.style.error(`revoked ${credential.revoked_at ?? ''}`);
   }
@@ -47,6 +45,6 @@ export function renderExecutorCredentialRotation(result: RotateExecutorCredentia
   const { previous } = result;
   if (previous === null) output.line('  The capability the file held before was not registered at the executor: nothing else to end.');
   else if (previous.status === 'expiring') output.line(`  ${previous.credential_id} stays accepted until ${previous.expires_at ?? '?'} (grace ${result.grace_seconds} s), then is refused.`);
-  else output.line(`  ${previous.credential_id} is ${previous.status} (${previous.revoked_at ?? previous.expires_at ?? ''}): refused from its next request.`);
+  else output.line(`  ${previous.credential_id} revoked at ${previous.revoked_at ?? '?'}: refused from its next request.`);
   output.line(output.style.dim('  Clients that read the file again use the new capability; hand it to any that keep their own copy.'));
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { UserError } from '../../errors.js';
-import { EXECUTOR_CREDENTIAL_ID } from '../domain/credential-standing.js';
+import { credentialStanding, EXECUTOR_CREDENTIAL_ID, isAccepted } from '../domain/credential-standing.js';
 import { executorDatabasePath, parseCredentialRequest, storedView, withCredentialStore, type ExecutorCredentialView, type ExecutorDatabaseTarget } from './executor-credential-database.js';
 
 export interface RevokeExecutorCredentialRequest {
@@ -9,7 +9,7 @@ export interface RevokeExecutorCredentialRequest {
   readonly credentialId: string;
 }
 
-/** What `lexec executor credentials revoke` reports. `changed: false`: it was revoked already (at `credential.revoked_at`). */
+/** What `lexec executor credentials revoke` reports. `changed: false`: it was refused already (since `credential.revoked_at`). */
 export interface RevokeExecutorCredentialResult {
   readonly database_path: string;
   readonly changed: boolean;
@@ -20,7 +20,8 @@ const revokeRequest = z.object({ credentialId: z.string().regex(EXECUTOR_CREDENT
 
 /**
  * Revokes one credential: the running executor refuses it from its next request (401), since it
- * reads the table on every request. Revoking a revoked credential changes nothing.
+ * reads the table on every request. Revoking a credential refused already (revoked, or past its
+ * grace) changes nothing.
  */
 export async function revokeExecutorCredential(request: RevokeExecutorCredentialRequest): Promise<RevokeExecutorCredentialResult> {
   const { credentialId } = parseCredentialRequest(revokeRequest, { credentialId: request.credentialId });
@@ -28,12 +29,14 @@ export async function revokeExecutorCredential(request: RevokeExecutorCredential
   return withCredentialStore(databasePath, (store) => {
     const now = Date.now();
     const changed = store.transaction(() => {
-      if (store.byId(credentialId) === undefined) {
+      const record = store.byId(credentialId);
+      if (record === undefined) {
         throw new UserError('executor_credential_not_found', `The executor database ${databasePath} has no credential ${credentialId}.`, {
           nextStep: 'List the credentials with `lexec executor credentials list --config <executor configuration>` and pass one of their ids.',
         });
       }
-      return store.revoke(credentialId, now);
+      // Refused already (revoked, or its grace is over): nothing to change.
+      return isAccepted(credentialStanding(record, now)) && store.revoke(credentialId, now);
     });
     return { database_path: databasePath, changed, credential: storedView(store, credentialId, now) };
   });

@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 import { z } from 'zod';
-import { capabilityDigest, digestLookup, digestsEqual, generateCapability } from '../../credentials/capability.js';
+import { capabilityDigest, digestLookup, digestsEqual, generateCapability, MAX_ROTATION_GRACE_SECONDS } from '../../credentials/capability.js';
 import { readPrivateFile, writePrivateFile } from '../../credentials/private-file.js';
 import { errorCode, UserError } from '../../errors.js';
 import { acquireProcessLock } from '../../storage/process-lock.js';
 import { loadExecutorConfig } from '../config/validate-executor-config.js';
-import { EXECUTOR_CREDENTIAL_KINDS, executorCredentialId, MAX_GRACE_SECONDS, type ExecutorCredentialKind } from '../domain/credential-standing.js';
+import { EXECUTOR_CREDENTIAL_KINDS, executorCredentialId, type ExecutorCredentialKind } from '../domain/credential-standing.js';
 import { managedCredentialPaths } from '../managed-credentials.js';
 import type { CredentialRecord, CredentialStore } from '../store/credential-store.js';
 import { parseCredentialRequest, storedView, withCredentialStore, type ExecutorCredentialView } from './executor-credential-database.js';
@@ -35,7 +35,7 @@ export interface RotateExecutorCredentialResult {
 const rotateRequest = z.object({
   configPath: z.string(),
   role: z.enum(EXECUTOR_CREDENTIAL_KINDS),
-  graceSeconds: z.number().int('must be whole seconds').min(0, 'must be at least 0').max(MAX_GRACE_SECONDS, `must be at most ${MAX_GRACE_SECONDS}`),
+  graceSeconds: z.number().int('must be whole seconds').min(0, 'must be at least 0').max(MAX_ROTATION_GRACE_SECONDS, `must be at most ${MAX_ROTATION_GRACE_SECONDS}`),
 });
 
 /** The row of the capability the managed file holds now, if the table has it as this role's. */

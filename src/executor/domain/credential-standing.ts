@@ -13,40 +13,52 @@ export type ExecutorCredentialKind = (typeof EXECUTOR_CREDENTIAL_KINDS)[number];
 export const EXECUTOR_CREDENTIAL_ID = /^(caller|reconciliation)-[0-9a-f]{16}$/;
 
 /**
- * What a credential is as of now: `active` (accepted, no end set), `expiring` (accepted until
- * the end of a rotation's grace), `expired` (that grace is over: refused) or `revoked` (refused).
+ * What a credential is as of now, as the ledger shows its own: `active` (accepted, no end set),
+ * `expiring` (accepted until the end of a rotation's grace) or `revoked` (refused: revoked, or its
+ * grace is over).
  */
-export type CredentialStanding = 'active' | 'expiring' | 'expired' | 'revoked';
-
-/** The longest grace a rotation may give the capability it replaces: one day. */
-export const MAX_GRACE_SECONDS = 86_400;
-
-/**
- * How stale `last_used_at` may get before a request writes it again: minute precision is enough
- * for "is this capability still used?", and the authentication of every request stays a read.
- */
-export const LAST_USED_RESOLUTION_MS = 60_000;
+export type CredentialStanding = 'active' | 'expiring' | 'revoked';
 
 export interface CredentialTimes {
   readonly status: 'active' | 'revoked';
+  /** ms since the epoch; null while not revoked. */
+  readonly revokedAt: number | null;
   /** ms since the epoch; null when no grace was set. */
   readonly expiresAt: number | null;
 }
 
+/** From when the credential is refused: its revocation or the end of its grace, whichever is first; null: no end. */
+export function refusedFrom(credential: CredentialTimes): number | null {
+  const ends = [credential.status === 'revoked' ? credential.revokedAt : null, credential.expiresAt].filter((end): end is number => end !== null);
+  return ends.length === 0 ? null : Math.min(...ends);
+}
+
 export function credentialStanding(credential: CredentialTimes, now: number): CredentialStanding {
-  if (credential.status === 'revoked') return 'revoked';
-  if (credential.expiresAt === null) return 'active';
-  return now < credential.expiresAt ? 'expiring' : 'expired';
+  const from = refusedFrom(credential);
+  if (from === null) return 'active';
+  return now < from ? 'expiring' : 'revoked';
 }
 
 /** Whether a request presenting the capability is admitted. */
 export function isAccepted(standing: CredentialStanding): boolean {
-  return standing === 'active' || standing === 'expiring';
+  return standing !== 'revoked';
 }
 
-/** Whether a use at `now` should be recorded (the last one recorded is a minute old, or none is). */
+/**
+ * `last_used_at` is kept to the minute, as the ledger keeps its own (minute precision is enough
+ * for "is this capability still used?"): one write per credential per minute at most, so the
+ * authentication of every request stays a read.
+ */
+const MINUTE_MS = 60_000;
+
+/** The minute a use at `now` is recorded as (its start). */
+export function lastUseMinute(now: number): number {
+  return Math.floor(now / MINUTE_MS) * MINUTE_MS;
+}
+
+/** Whether a use at `now` is to be recorded: none is yet, or the last one recorded is of an earlier minute. */
 export function lastUseIsStale(lastUsedAt: number | null, now: number): boolean {
-  return lastUsedAt === null || now - lastUsedAt >= LAST_USED_RESOLUTION_MS;
+  return lastUsedAt === null || lastUsedAt < lastUseMinute(now);
 }
 
 /** The id a capability of `kind` is registered under, from the lookup part of its digest. */

@@ -55,7 +55,7 @@ export function createCredentialStore(db: Database.Database) {
     all: db.prepare(`SELECT ${COLUMNS} FROM credentials ORDER BY created_at, credential_id`),
     ofKind: db.prepare(`SELECT ${COLUMNS} FROM credentials WHERE kind = ? ORDER BY created_at, credential_id`),
     insert: db.prepare("INSERT INTO credentials (credential_id, kind, lookup, digest, created_at, status) VALUES (?, ?, ?, ?, ?, 'active')"),
-    touch: db.prepare('UPDATE credentials SET last_used_at = @now WHERE credential_id = @id AND (last_used_at IS NULL OR last_used_at <= @staleBefore)'),
+    touch: db.prepare('UPDATE credentials SET last_used_at = @minute WHERE credential_id = @id AND (last_used_at IS NULL OR last_used_at < @minute)'),
     revoke: db.prepare("UPDATE credentials SET status = 'revoked', revoked_at = ? WHERE credential_id = ? AND status = 'active'"),
     expire: db.prepare("UPDATE credentials SET expires_at = @at WHERE credential_id = @id AND status = 'active' AND (expires_at IS NULL OR expires_at > @at)"),
     supersede: db.prepare(
@@ -79,12 +79,13 @@ export function createCredentialStore(db: Database.Database) {
       statements.insert.run(credential.credentialId, credential.kind, credential.lookup, credential.digest, credential.at);
     },
     /**
-     * Records a use, unless one at or after `staleBefore` is recorded already (another request, or
-     * another process, was first). Without its own fsync: a use lost in a power failure is
-     * written again by the next request; the capability's acceptance never depends on it.
+     * Records a use in `minute` (its start), unless one in that minute or later is recorded already
+     * (another request, or another process, was first). Without its own fsync: a use lost in a
+     * power failure is written again by the next request; the capability's acceptance never
+     * depends on it.
      */
-    touch(credentialId: string, now: number, staleBefore: number): void {
-      withoutOwnFsync(db, () => statements.touch.run({ id: credentialId, now, staleBefore }));
+    touch(credentialId: string, minute: number): void {
+      withoutOwnFsync(db, () => statements.touch.run({ id: credentialId, minute }));
     },
     /** Revokes an active credential; false when it was revoked already. */
     revoke: (credentialId: string, at: number): boolean => statements.revoke.run(at, credentialId).changes > 0,

@@ -2,7 +2,8 @@ import { Flags } from '@oclif/core';
 import { wholeNumberFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import type { Output } from '../../../terminal/output.js';
-import { EXECUTOR_CREDENTIAL_KINDS, MAX_GRACE_SECONDS } from '../../../executor/domain/credential-standing.js';
+import { MAX_ROTATION_GRACE_SECONDS } from '../../../credentials/capability.js';
+import { EXECUTOR_CREDENTIAL_KINDS } from '../../../executor/domain/credential-standing.js';
 import { rotateExecutorCredential, type RotateExecutorCredentialResult } from '../../../executor/credentials/rotate-executor-credential.js';
 import { renderExecutorCredentialRotation } from '../../../executor/credentials/render-executor-credentials.js';
 
@@ -17,12 +18,12 @@ export default class ExecutorCredentialsRotate extends LexecCommand<RotateExecut
   static override flags = {
     config: Flags.string({ required: true, summary: 'Absolute path of the executor configuration (credentials.mode "managed").' }),
     role: Flags.option({ options: EXECUTOR_CREDENTIAL_KINDS, required: true, summary: 'Which capability to replace.' })(),
-    'grace-seconds': Flags.string({ summary: `How long the old capability stays accepted: 0 (refused at once, the default) to ${MAX_GRACE_SECONDS}.` }),
+    'grace-seconds': Flags.string({ summary: `How long the old capability stays accepted: 0 (refused at once, the default) to ${MAX_ROTATION_GRACE_SECONDS}.` }),
   };
 
   protected override async execute(): Promise<RotateExecutorCredentialResult> {
     const { flags } = await this.parse(ExecutorCredentialsRotate);
-    const graceSeconds = flags['grace-seconds'] === undefined ? 0 : wholeNumberFlag(flags['grace-seconds'], '--grace-seconds', 0, MAX_GRACE_SECONDS);
+    const graceSeconds = flags['grace-seconds'] === undefined ? 0 : wholeNumberFlag(flags['grace-seconds'], '--grace-seconds', 0, MAX_ROTATION_GRACE_SECONDS);
     return rotateExecutorCredential({ configPath: flags.config, role: flags.role, graceSeconds });
   }
 
