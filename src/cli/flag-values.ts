@@ -1,4 +1,5 @@
 import { MAX_AMOUNT_UNITS, parseWholeNumber } from '../domain/money.js';
+import { EXECUTOR_CREDENTIAL_ID } from '../executor/domain/credential-standing.js';
 import { UsageError, type FieldIssue } from '../errors.js';
 import { idempotencyKey } from '../ledger/wire/requests.js';
 
@@ -83,5 +84,15 @@ export function sinceFlag(value: string, now: number, name = '--since'): number 
 /** An `Idempotency-Key` for a spend request, as the ledger takes it: 1-255 printable ASCII characters. */
 export function idempotencyKeyFlag(value: string, name = '--idempotency-key'): string {
   if (!idempotencyKey.safeParse(value).success) throw invalid(name, '1-255 printable ASCII characters (letters, digits, spaces and punctuation)');
+  return value;
+}
+
+/** An executor credential id as `lexec executor credentials list` shows it: `caller-` or `reconciliation-` and 16 hex digits. */
+export function executorCredentialIdArgument(value: string): string {
+  if (!EXECUTOR_CREDENTIAL_ID.test(value)) {
+    throw new UsageError('invalid_argument', 'CREDENTIAL_ID must be an executor credential id (caller- or reconciliation- and 16 hex digits).', {
+      nextStep: '`lexec executor credentials list --config <executor configuration>` lists them.',
+    });
+  }
   return value;
 }

@@ -76,11 +76,51 @@ export async function promotePrivateFile(from: string, to: string): Promise<void
 }
 
 /**
+ * What tells one version of a file from another without reading it: a replaced or rewritten file
+ * differs in at least one. The change time is there too, so a file whose mode was fixed (chmod
+ * changes no content and no mtime) is looked at again.
+ */
+export interface FileIdentity {
+  readonly dev: bigint;
+  readonly ino: bigint;
+  readonly size: bigint;
+  readonly mtimeNs: bigint;
+  readonly ctimeNs: bigint;
+}
+
+export function sameFileIdentity(a: FileIdentity, b: FileIdentity): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
+}
+
+function identityOf(info: FileIdentity): FileIdentity {
+  return { dev: info.dev, ino: info.ino, size: info.size, mtimeNs: info.mtimeNs, ctimeNs: info.ctimeNs };
+}
+
+/** The identity of the file at `path` itself (a symbolic link is not followed), or null when there is none. */
+export async function privateFileIdentity(path: string): Promise<FileIdentity | null> {
+  try {
+    return identityOf(await lstat(path, { bigint: true }));
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return null;
+    throw error;
+  }
+}
+
+/**
  * Reads a secret descriptor-safely: opens without following a symbolic link, then checks on the
  * open descriptor that it is a regular file owned by this user and readable by nobody else.
  * Returns the content with surrounding whitespace removed. Errors never include the content.
  */
 export async function readPrivateFile(path: string, what: string): Promise<string> {
+  return (await readPrivateFileWithIdentity(path, what)).content;
+}
+
+/**
+ * readPrivateFile, with the identity of the very file read (taken from its open descriptor): a
+ * caller that compares it with a later `privateFileIdentity` learns whether the file changed
+ * since, with no window between the read and the identity.
+ */
+export async function readPrivateFileWithIdentity(path: string, what: string): Promise<{ content: string; identity: FileIdentity }> {
   let handle;
   try {
     handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -99,19 +139,19 @@ export async function readPrivateFile(path: string, what: string): Promise<strin
     });
   }
   try {
-    const info = await handle.stat();
+    const info = await handle.stat({ bigint: true });
     const uid = currentUid();
-    if (!info.isFile() || (uid !== null && info.uid !== uid) || (info.mode & 0o077) !== 0) {
+    if (!info.isFile() || (uid !== null && info.uid !== BigInt(uid)) || (info.mode & 0o077n) !== 0n) {
       throw new UserError('secret_file_not_private', `The ${what} file ${path} is not private.`, {
         nextStep: 'It must be a regular file owned by this user with mode 0600 (chmod 600).',
       });
     }
-    if (info.size > MAX_SECRET_BYTES) {
+    if (info.size > BigInt(MAX_SECRET_BYTES)) {
       throw new UserError('secret_file_unreadable', `The ${what} file ${path} is too large to be a credential.`, {
         nextStep: 'Point to the credential file itself.',
       });
     }
-    return (await handle.readFile('utf8')).trim();
+    return { content: (await handle.readFile('utf8')).trim(), identity: identityOf(info) };
   } finally {
     await handle.close();
   }

@@ -30,6 +30,9 @@ import { createReadinessMonitor, systemTimers, type ReadinessMonitor } from './r
 import { createReconciliation } from './reconciliation.js';
 import { createExecutionStore, type ExecutionStore } from './store/execution-store.js';
 import { createInstallationStore } from './store/installation-store.js';
+import { createCredentialStore } from './store/credential-store.js';
+import { createCapabilityAuthenticator } from './credentials/authenticate-capability.js';
+import { registerConfiguredCredentials, replacementNextStep } from './credentials/register-configured-credentials.js';
 import { developmentRescheduleIntervalMs } from './engine/development-reschedule-interval.js';
 
 /** How often readiness is sampled until it is first established (afterwards the monitor's 5 s). */
@@ -54,8 +57,14 @@ export interface ComposedExecutor {
 
 export interface ComposeExecutorOptions {
   readonly config: ExecutorConfig;
-  /** The caller, ledger and reconciliation capabilities (serve loads them; tests mint their own). */
+  /**
+   * The caller, ledger and reconciliation capabilities (serve loads them; tests mint their own).
+   * The caller and reconciliation ones are registered in the credential table here; requests are
+   * authenticated against the table.
+   */
   readonly credentials: ExecutorCredentials;
+  /** The configuration's path, named in the next step of a start refused for a revoked capability. */
+  readonly configPath?: string;
   /** The provider key in live mode (undefined otherwise). */
   readonly liveKey: string | undefined;
   /** The executor's open, migrated database; whoever opened it closes it. */
@@ -81,6 +90,8 @@ export interface ComposeExecutorOptions {
  */
 export async function composeExecutor(options: ComposeExecutorOptions): Promise<ComposedExecutor> {
   const { config, credentials, db, logger } = options;
+  // First: a configured capability the table holds as revoked ends the start before anything changes.
+  const authenticate = registerCredentials(options);
   await mkdir(config.storage.artifact_root, { recursive: true, mode: 0o700 });
   // What an artifact write cut short left (a full disk, a crash): never an artifact, only space taken.
   const leftovers = await removeArtifactTemporaries(config.storage.artifact_root);
@@ -143,8 +154,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     buildInfo,
     catalog: () => catalog,
     targets,
-    callerCapability: credentials.caller,
-    reconciliationCapability: credentials.reconciliation,
+    authenticate,
     reconciliation: createReconciliation({ store, ledger, crashPoints }),
     engineAddress: engine.description.address ?? null,
     changes,
@@ -198,6 +208,23 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
       ledger.close();
     },
   };
+}
+
+/**
+ * Registers the configured caller and reconciliation capabilities (a revoked one fails the start
+ * closed) and returns the authentication of every request against the credential table.
+ */
+function registerCredentials(options: ComposeExecutorOptions): ReturnType<typeof createCapabilityAuthenticator> {
+  const { config, credentials, db, logger } = options;
+  const store = createCredentialStore(db);
+  const outcome = registerConfiguredCredentials(
+    store,
+    { caller: credentials.caller, reconciliation: credentials.reconciliation },
+    { now: Date.now(), nextStep: (kind) => replacementNextStep(config, kind, options.configPath) },
+  );
+  for (const registered of outcome.registered) logger.info({ event: 'executor_credential_registered', credential_id: registered.credentialId, kind: registered.kind });
+  if (outcome.superseded.length > 0) logger.warn({ event: 'executor_credentials_superseded', credential_ids: outcome.superseded });
+  return createCapabilityAuthenticator(store);
 }
 
 function runner(

@@ -71,9 +71,15 @@ export interface LedgerGateway {
   close(): void;
 }
 
+/**
+ * The executor's capability at the ledger: fixed, or asked for before each call (its file followed
+ * while the executor runs, so a rotated capability is used from the next call on).
+ */
+export type LedgerCredential = string | { current(): Promise<string> };
+
 export interface LedgerGatewayOptions {
   readonly endpoint: string;
-  readonly credential: string;
+  readonly credential: LedgerCredential;
   readonly timeoutMs?: number;
   /** The marker of the readiness probe; it changes only the ledger's logging. */
   readonly probeMarker?: string;
@@ -96,11 +102,13 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
   // over fetch for its lower per-request overhead.
   const agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
   const timeoutMs = options.timeoutMs ?? 5_000;
+  const { credential } = options;
+  const currentCredential = typeof credential === 'string' ? () => Promise.resolve(credential) : () => credential.current();
 
-  function send(method: string, path: string, body: string | undefined, authenticated: boolean): Promise<{ status: number; text: string }> {
+  function send(method: string, path: string, body: string | undefined, token: string | null): Promise<{ status: number; text: string }> {
     return new Promise((resolve, reject) => {
       const headers: Record<string, string> = { accept: 'application/json' };
-      if (authenticated) headers.authorization = `Bearer ${options.credential}`;
+      if (token !== null) headers.authorization = `Bearer ${token}`;
       if (body !== undefined) {
         headers['content-type'] = 'application/json';
         headers['content-length'] = String(Buffer.byteLength(body));
@@ -128,7 +136,8 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
   }
 
   async function request<S extends z.ZodType>(method: string, path: string, schema: S, body?: unknown, authenticated = true): Promise<z.output<S>> {
-    const answer = await send(method, path, body === undefined ? undefined : JSON.stringify(body), authenticated);
+    const token = authenticated ? await currentCredential() : null;
+    const answer = await send(method, path, body === undefined ? undefined : JSON.stringify(body), token);
     if (answer.status >= 500 || (answer.status >= 300 && answer.status < 400)) throw new LedgerUnavailable(`HTTP ${answer.status}`);
     let payload: unknown;
     try {

@@ -46,9 +46,15 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
     process.once('SIGTERM', on('SIGTERM'));
   });
   const config = await loadExecutorConfig(configPath);
-  const credentials = await loadExecutorCredentials(config);
-  const liveKey = config.providers.mode === 'live' ? await readSecret(config.providers.credential, 'provider credential') : undefined;
   const logger = pino({ base: { service: 'executor' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
+  // The ledger credential's file is followed while the executor runs (a rotation replaces it).
+  const credentials = await loadExecutorCredentials(config, {
+    onLedgerCredentialChange: (change) => {
+      if (change.outcome === 'followed') logger.info({ event: 'executor_ledger_credential_changed' });
+      else logger.warn({ event: 'executor_ledger_credential_refused', code: change.code });
+    },
+  });
+  const liveKey = config.providers.mode === 'live' ? await readSecret(config.providers.credential, 'provider credential') : undefined;
   // One executor per database: its engine takes over runs that an earlier process left.
   const unlock = await lockDatabase(config.storage.database_path);
   try {
@@ -59,7 +65,7 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
       },
     });
     try {
-      const executor = await composeExecutor({ config, credentials, liveKey, db, logger, env: process.env });
+      const executor = await composeExecutor({ config, configPath, credentials, liveKey, db, logger, env: process.env });
       let stopped: ExecutorStopped;
       try {
         // A stop that came while a managed engine child was starting: stop it again at once.

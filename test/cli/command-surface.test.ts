@@ -75,6 +75,24 @@ describe('command surface', () => {
         global[1],
         { name: 'ledger-admin-capability', type: 'option', required: true, options: undefined, default: undefined },
       ],
+      'executor:credentials:list': [
+        global[0],
+        { name: 'config', type: 'option', required: true, options: undefined, default: undefined },
+        global[1],
+        flag('kind', { options: ['caller', 'reconciliation'] }),
+      ],
+      'executor:credentials:revoke': [
+        global[0],
+        { name: 'config', type: 'option', required: true, options: undefined, default: undefined },
+        global[1],
+      ],
+      'executor:credentials:rotate': [
+        global[0],
+        { name: 'config', type: 'option', required: true, options: undefined, default: undefined },
+        flag('grace-seconds'),
+        global[1],
+        flag('role', { required: true, options: ['caller', 'reconciliation'] }),
+      ],
       'executor:reconciliation:list': [global[0], global[1], flag('profile')],
       'executor:reconciliation:resolve': [
         global[0],
@@ -187,6 +205,7 @@ describe('command surface', () => {
     );
     const tokenId = [{ name: 'token_id', required: true }];
     expect(args).toEqual({
+      'executor:credentials:revoke': [{ name: 'credential_id', required: true }],
       'executor:reconciliation:resolve': [{ name: 'execution_id', required: true }],
       'ledger:authorizations:approve': tokenId,
       'ledger:authorizations:deny': tokenId,

@@ -1,10 +1,9 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { BuildInfo } from '../../build-info.js';
-import { capabilityDigest, digestsEqual } from '../../credentials/capability.js';
 import { ApiError } from '../../http/api-error.js';
 import { createJsonServer, parseInput } from '../../http/json-server.js';
-import { credentialGuard } from '../../http/require-credential.js';
+import { credentialGuard, type AuthenticatedPrincipal } from '../../http/require-credential.js';
 import { createRejectionSummariser, systemSummaryTiming, type RejectionSummaryTiming } from '../../http/rejection-summariser.js';
 import { ADMISSION_REJECTION_REASONS, ROUTE_VERSION, type createAdmission } from '../admission.js';
 import type { ArtifactStore } from '../artifact-store.js';
@@ -28,10 +27,11 @@ export interface ExecutorAppDependencies {
   readonly buildInfo: BuildInfo;
   readonly catalog: () => ProviderCatalog;
   readonly targets: () => readonly ExecutionTarget[];
-  /** The caller capability; only its digest is kept. */
-  readonly callerCapability: string;
-  /** The reconciliation route's capability (null: the route admits nobody); only its digest is kept. */
-  readonly reconciliationCapability: string | null;
+  /**
+   * Who a presented capability is: a caller or reconciliation credential the executor's credential
+   * table accepts now, or null (credentials/authenticate-capability.ts). Asked on every request.
+   */
+  readonly authenticate: (token: string) => AuthenticatedPrincipal | null;
   readonly reconciliation: ReturnType<typeof createReconciliation>;
   /** The workflow engine's address (a grpc:// URL, never credentials), named by `/readyz` while the engine does not answer; null: none (embedded). */
   readonly engineAddress?: string | null;
@@ -130,17 +130,10 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     if (closing) void reply.header('connection', 'close');
     done(null, payload);
   });
-  const callerDigest = capabilityDigest(deps.callerCapability);
   // Each route's credential is checked in its onRequest hook, before its body is read or parsed.
-  const caller = credentialGuard((token) =>
-    digestsEqual(capabilityDigest(token), callerDigest) ? { credential_id: 'caller', kind: 'caller', agent_id: null } : null,
-  );
-  const reconciliationDigest = deps.reconciliationCapability === null ? null : capabilityDigest(deps.reconciliationCapability);
-  const reconciler = credentialGuard((token) =>
-    reconciliationDigest !== null && digestsEqual(capabilityDigest(token), reconciliationDigest)
-      ? { credential_id: 'reconciliation', kind: 'reconciliation', agent_id: null }
-      : null,
-  );
+  const guard = credentialGuard(deps.authenticate);
+  const caller = guard.requires('caller');
+  const reconciler = guard.requires('reconciliation');
   const rejected = admissionRejections(deps.logger, deps.rejectionSummary ?? systemSummaryTiming());
   app.addHook('onClose', (_instance, done) => {
     rejected.close();
@@ -163,11 +156,11 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
   });
   app.get('/version', () => deps.buildInfo);
 
-  app.get('/v1/provider-catalog', { onRequest: caller.requires('caller') }, () => {
+  app.get('/v1/provider-catalog', { onRequest: caller }, () => {
     return deps.catalog();
   });
 
-  app.get('/v2/execution-targets', { onRequest: caller.requires('caller') }, () => {
+  app.get('/v2/execution-targets', { onRequest: caller }, () => {
     return {
       targets: deps.targets().map((target) => ({
         target_id: target.target_id,
@@ -182,7 +175,7 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     };
   });
 
-  app.post('/v2/executions', { onRequest: caller.requires('caller') }, async (request, reply) => {
+  app.post('/v2/executions', { onRequest: caller }, async (request, reply) => {
     try {
       const admitted = await deps.admission.admit(request.body);
       return await reply.code(admitted.replayed ? 200 : 201).send({ execution: executionDetail(deps.store, admitted.execution.execution_id, admitted.execution) });
@@ -195,7 +188,7 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
 
   // Every agent's executions: an operator's view (the reconciliation capability), not an agent's —
   // an agent's caller capability reads only the executions whose ids it was given.
-  app.get('/v1/executions', { onRequest: reconciler.requires('reconciliation') }, (request) => {
+  app.get('/v1/executions', { onRequest: reconciler }, (request) => {
     const query = parseInput(listQuery, request.query);
     const before = query.before === undefined ? null : (deps.store.execution(query.before) ?? null);
     if (query.before !== undefined && before === null) throw new ApiError(400, 'invalid_request', { reasonCode: 'unknown_cursor', fields: ['before'] });
@@ -204,7 +197,7 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     return { executions: rows.map((row) => executionSummary(deps.store, row)), next_before: last?.execution_id ?? null };
   });
 
-  app.get('/v1/executions/:execution_id', { onRequest: caller.requires('caller') }, async (request) => {
+  app.get('/v1/executions/:execution_id', { onRequest: caller }, async (request) => {
     const { execution_id: executionId } = parseInput(executionParams, request.params);
     const query = parseInput(detailQuery, request.query);
     let execution = executionDetail(deps.store, executionId);
@@ -222,13 +215,13 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     return { execution };
   });
 
-  app.get('/v1/executions/:execution_id/artifacts', { onRequest: caller.requires('caller') }, (request) => {
+  app.get('/v1/executions/:execution_id/artifacts', { onRequest: caller }, (request) => {
     const { execution_id: executionId } = parseInput(executionParams, request.params);
     if (deps.store.execution(executionId) === undefined) throw new ApiError(404, 'not_found');
     return { execution_id: executionId, artifacts: deps.store.artifacts(executionId).map(artifactView) };
   });
 
-  app.get('/v1/executions/:execution_id/artifacts/:artifact_id/content', { onRequest: caller.requires('caller') }, async (request, reply) => {
+  app.get('/v1/executions/:execution_id/artifacts/:artifact_id/content', { onRequest: caller }, async (request, reply) => {
     const params = parseInput(artifactParams, request.params);
     const artifact = deps.store.artifact(params.execution_id, params.artifact_id);
     if (artifact === undefined) throw new ApiError(404, 'not_found');
@@ -241,11 +234,11 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
       .send(deps.artifacts.read(artifact.storage_key));
   });
 
-  app.get('/v1/reconciliation/executions', { onRequest: reconciler.requires('reconciliation') }, () => {
+  app.get('/v1/reconciliation/executions', { onRequest: reconciler }, () => {
     return { executions: deps.reconciliation.list() };
   });
 
-  app.post('/v1/reconciliation/executions/:execution_id/resolve', { onRequest: reconciler.requires('reconciliation') }, async (request) => {
+  app.post('/v1/reconciliation/executions/:execution_id/resolve', { onRequest: reconciler }, async (request) => {
     const { execution_id: executionId } = parseInput(executionParams, request.params);
     return deps.reconciliation.resolve(executionId, parseInput(resolutionBody, request.body));
   });

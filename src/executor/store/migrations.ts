@@ -362,6 +362,27 @@ const ledgerRecordRecheck = `
   UPDATE executions SET ledger_record_at = NULL WHERE state = 'reconciliation';
 `;
 
+/**
+ * The caller and reconciliation capabilities the executor accepts, by SHA-256 digest only, read on
+ * every request (docs/credentials.md "The executor's credential table"). `lookup` (the digest's
+ * first 8 bytes in hex) finds a row before the digest is compared in full; `expires_at` ends a
+ * rotation's grace; `last_used_at` is written at most once a minute.
+ */
+const executorCredentials = `
+  CREATE TABLE credentials (
+    credential_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('caller', 'reconciliation')),
+    lookup TEXT NOT NULL UNIQUE CHECK (length(lookup) = 16),
+    digest BLOB NOT NULL CHECK (length(digest) = 32),
+    created_at INTEGER NOT NULL,
+    last_used_at INTEGER,
+    status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
+    revoked_at INTEGER,
+    expires_at INTEGER,
+    CHECK ((status = 'revoked') = (revoked_at IS NOT NULL))
+  );
+`;
+
 export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'legacy_v4_3_whole_cents', up: legacySchema },
   { version: 2, name: 'micro_units', up: microUnits },
@@ -374,4 +395,5 @@ export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 9, name: 'park_evidence', up: parkEvidence },
   { version: 10, name: 'ledger_record_answered', up: ledgerRecordAnswered },
   { version: 11, name: 'ledger_record_recheck', up: ledgerRecordRecheck },
+  { version: 12, name: 'executor_credentials', up: executorCredentials },
 ];
