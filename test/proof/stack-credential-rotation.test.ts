@@ -103,7 +103,7 @@ describe('rotating a running stack\'s own credentials', () => {
 
     // The rotated files are the stack's own from now on: a restart registers nothing new, and runs.
     await stack.restart();
-    const ran = expectResult(await stack.lexec(['run', 'after the rotation', '--out', 'after', '--json'], { timeoutMs: 150_000 })) as { authorization: { status: string } };
+    const ran = expectResult(await stack.lexec(['run', 'after the rotation', '--out', join(stack.home, 'out', 'after'), '--json'], { timeoutMs: 150_000 })) as { authorization: { status: string } };
     expect(ran.authorization.status).toBe('settled');
     const listed = expectResult(await stack.lexec(['ledger', 'credentials', 'list', '--json'])) as { credentials: { status: string }[] };
     expect(listed.credentials.filter((credential) => credential.status === 'active')).toHaveLength(4);

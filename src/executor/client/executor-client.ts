@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { SAFE_ABSOLUTE_PATH } from '../../process/loopback-probe.js';
 import { answeredWholeNumber } from '../../config/schema-parts.js';
-import { UserError, type FieldIssue } from '../../errors.js';
+import { UserError } from '../../errors.js';
+import { badResponse, errorBodySchema, executorResponseError, SAFE_CODE, unreachable } from './executor-client-errors.js';
 import { EXECUTION_STATES } from '../domain/execution-states.js';
 
 /*
@@ -129,10 +130,6 @@ export const artifactViewSchema = z.object({
 });
 export type ArtifactView = z.output<typeof artifactViewSchema>;
 
-const errorBodySchema = z.object({
-  error: z.object({ code: z.string(), reason_code: z.string().optional(), fields: z.array(z.string()).optional(), retryable: z.boolean().optional() }),
-});
-
 export interface ExecutorClientOptions {
   /** Base URL of the executor, e.g. `http://127.0.0.1:7410` (from the handoff). */
   readonly url: string;
@@ -145,8 +142,6 @@ export interface ExecutorClientOptions {
   readonly maxArtifactBytes?: number;
 }
 
-// Codes, reasons and field paths from the server are shown only if they are plain tokens.
-const SAFE_CODE = /^[A-Za-z0-9_.:-]{1,80}$/;
 
 const readinessSchema = z.object({ status: z.string(), reason: z.string().optional(), path: z.string().optional(), address: z.string().optional() });
 
@@ -158,57 +153,6 @@ const SAFE_ENGINE_ADDRESS = /^grpcs?:\/\/[A-Za-z0-9.\-[\]:]{1,253}\/?$/;
  * address of a workflow engine that does not answer).
  */
 export type ExecutorReadiness = { readonly ready: true } | { readonly ready: false; readonly reason: string; readonly path?: string; readonly address?: string };
-const SAFE_FIELD = /^[A-Za-z0-9_.[\]-]{1,160}$/;
-
-function stackStep(url: string): string {
-  return `Check the executor at ${url}: \`lexec stack status\` shows the stack's components and \`lexec stack logs --component executor\` its log.`;
-}
-
-/** Maps an executor error answer to a `UserError`; field paths become issues, values never appear. */
-export function executorResponseError(url: string, status: number, body: z.output<typeof errorBodySchema>['error'] | null): UserError {
-  const code = body !== null && SAFE_CODE.test(body.code) ? body.code : 'unknown';
-  const reason = body?.reason_code !== undefined && SAFE_CODE.test(body.reason_code) ? body.reason_code : undefined;
-  const said = `${status} ${code}${reason === undefined ? '' : `: ${reason}`}`;
-  const issues: FieldIssue[] = (body?.fields ?? []).filter((field) => SAFE_FIELD.test(field)).map((path) => ({ path, message: `refused by the executor (${reason ?? code})` }));
-  if (status === 401) {
-    return new UserError('executor_unauthorized', `The executor at ${url} refused the caller capability (${said}).`, {
-      nextStep: 'The stack\'s caller credential does not match its executor; restart the stack (`lexec stack stop`, then `lexec stack start`).',
-    });
-  }
-  if (status === 400) {
-    return new UserError('executor_invalid_request', `The executor at ${url} refused the execution request (${said}).`, {
-      nextStep: 'Correct the fields listed; `lexec stack catalog` shows the targets, sizes and counts this stack offers.',
-      issues,
-    });
-  }
-  if (status === 404) return new UserError('executor_not_found', `The executor at ${url} does not know that execution (${said}).`, { nextStep: stackStep(url) });
-  if (status === 409 || status === 422) {
-    return new UserError(status === 409 ? 'executor_conflict' : 'executor_refused', `The executor at ${url} refused the execution (${said}).`, {
-      nextStep: 'The authorization cannot be used for this request as it stands; `lexec ledger authorizations show <token_id>` shows where it is.',
-      issues,
-    });
-  }
-  if (status === 503 && code === 'not_ready') {
-    return new UserError('executor_not_ready', `The executor at ${url} is not admitting new executions right now (${said}).`, { nextStep: stackStep(url) });
-  }
-  if (status >= 500) return new UserError('executor_server_error', `The executor at ${url} failed to answer (${said}).`, { nextStep: stackStep(url) });
-  return badResponse(url, `an unexpected status ${status}`);
-}
-
-function badResponse(url: string, what: string): UserError {
-  return new UserError('executor_bad_response', `The service at ${url} answered with ${what}; it does not look like a lexec executor of this version.`, {
-    nextStep: stackStep(url),
-  });
-}
-
-function unreachable(url: string, error: unknown, timeoutMs: number): UserError {
-  const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
-  const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
-  const code = typeof cause?.code === 'string' && SAFE_CODE.test(cause.code) ? cause.code : 'connection failed';
-  return new UserError('executor_unreachable', `The executor at ${url} is unreachable (${timedOut ? `no answer within ${timeoutMs / 1000} s` : code}).`, {
-    nextStep: stackStep(url),
-  });
-}
 
 /** One execution awaiting a human, as the reconciliation route lists it (objects not strict). */
 export const reconciliationEntrySchema = executionViewSchema.pick({ execution_id: true, state: true, state_reason: true, recommended_action: true, receipt: true }).extend({

@@ -3,14 +3,14 @@ import { wholeNumberFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { profileFlags } from '../../../cli/profile-flags.js';
 import { MAX_ROTATION_GRACE_SECONDS } from '../../../credentials/capability.js';
-import { rotateAtExecutor } from '../../../launcher/handoff/executor-role-rotation.js';
+import { rotateAtExecutor } from '../../../stack-client/executor-role-rotation.js';
 import {
   DEFAULT_STACK_ROTATION_GRACE_SECONDS,
   rotateStackCredentials,
   STACK_CREDENTIAL_ROLES,
   type RotateStackCredentialsResult,
-} from '../../../launcher/handoff/stack-credential-rotation.js';
-import { renderStackRotation } from '../../../launcher/handoff/render-stack-rotation.js';
+} from '../../../stack-client/stack-credential-rotation.js';
+import { renderStackRotation } from '../../../stack-client/render-stack-rotation.js';
 import type { Output } from '../../../terminal/output.js';
 
 export default class StackCredentialsRotate extends LexecCommand<RotateStackCredentialsResult> {

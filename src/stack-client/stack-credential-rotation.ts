@@ -1,13 +1,13 @@
 import { unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { capabilityDigest, generateCapability, MAX_ROTATION_GRACE_SECONDS } from '../../credentials/capability.js';
-import { promotePrivateFile, readPrivateFile, writePrivateFile } from '../../credentials/private-file.js';
-import { errorCode, UsageError, UserError } from '../../errors.js';
-import { managedCredentialPaths, LEDGER_CREDENTIAL_ID } from '../../executor/managed-credentials.js';
-import { createLedgerClient } from '../../ledger/client/ledger-client.js';
-import { activeStack, type ActiveStack } from '../../stack-client/locate-stack.js';
-import { acquireLauncherLock } from '../home/stack-locks.js';
-import { writeHandoff } from './handoff.js';
+import { capabilityDigest, generateCapability, MAX_ROTATION_GRACE_SECONDS } from '../credentials/capability.js';
+import { promotePrivateFile, readPrivateFile, writePrivateFile } from '../credentials/private-file.js';
+import { errorCode, UsageError, UserError } from '../errors.js';
+import { managedCredentialPaths, LEDGER_CREDENTIAL_ID } from '../executor/managed-credentials.js';
+import { createLedgerClient } from '../ledger/client/ledger-client.js';
+import { activeStack, type ActiveStack } from './locate-stack.js';
+import { acquireLauncherLock } from '../launcher/home/stack-locks.js';
+import { writeHandoff } from '../launcher/handoff/handoff.js';
 
 /*
  * `lexec stack credentials rotate` (docs/credentials.md "Rotating a stack's own credentials"): the

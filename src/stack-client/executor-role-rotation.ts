@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { rotateExecutorCredential } from '../../executor/credentials/rotate-executor-credential.js';
-import { generationDir } from '../generations/generation-store.js';
+import { rotateExecutorCredential } from '../executor/credentials/rotate-executor-credential.js';
+import { generationDir } from '../launcher/generations/generation-store.js';
 import type { ExecutorRotation } from './stack-credential-rotation.js';
 
 /**

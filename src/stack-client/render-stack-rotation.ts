@@ -1,4 +1,4 @@
-import type { Output } from '../../terminal/output.js';
+import type { Output } from '../terminal/output.js';
 import type { RotateStackCredentialsResult } from './stack-credential-rotation.js';
 
 /** `stack credentials rotate`, for people: one line per role, and what the old capabilities still do. */
