@@ -95,6 +95,9 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
 
   it('logs in with the printed link: the token leaves the address bar, the session stays in the tab (no cookie), links work', async () => {
     await page.goto(consoleProcess.loginUrl);
+    // Who signs in: the named approver every decision of this session is recorded under.
+    await page.getByLabel('Your name:').fill('Ada Lovelace');
+    await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(`${consoleProcess.origin}/`);
     await expect.poll(() => page.locator('h1').textContent()).toBe('Stack of profile “sandbox”');
     await page.locator('table tbody tr').nth(2).waitFor();
@@ -118,6 +121,8 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     record(other);
     const second = await other.newPage();
     await second.goto(consoleProcess.loginUrl);
+    await second.getByLabel('Your name:').fill('Grace Hopper');
+    await second.getByRole('button', { name: 'Sign in' }).click();
     await expect.poll(() => second.locator('#login-status').textContent()).toContain('already used');
     await second.goto(`${consoleProcess.origin}/executions`);
     await expect.poll(() => second.locator('#signed-out').textContent()).toContain('This tab is not signed in');
@@ -175,12 +180,21 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await screenshot('approvals');
     await card.getByLabel('Reason (optional):').fill('fine for the demo');
     await card.getByRole('button', { name: 'Approve' }).click();
-    await page.getByText(`Authorization ${tokenId}: approved.`).waitFor();
+    await page.getByText(`Authorization ${tokenId}: approved by Ada Lovelace.`).waitFor();
     const finished = expectResult(await run.done) as { authorization: { status: string }; files: unknown[] };
     expect(finished.authorization.status).toBe('settled');
     expect(finished.files).toHaveLength(2);
-    const shown = expectResult(await lexec(['ledger', 'authorizations', 'show', tokenId, '--json'])) as { authorization: { decision_reason: string | null } };
+    const shown = expectResult(await lexec(['ledger', 'authorizations', 'show', tokenId, '--json'])) as { authorization: { decision_reason: string | null; decided_by_name: string | null } };
     expect(shown.authorization.decision_reason).toBe('fine for the demo');
+    expect(shown.authorization.decided_by_name).toBe('Ada Lovelace');
+
+    // A lost race: someone else (the CLI's approver) decides first; the page says who and when, and changes nothing.
+    const pending = expectResult(await lexec(['run', 'a late crane', '--count', '2', '--out', 'late', '--no-wait', '--json'])) as { authorization: { token_id: string } };
+    const late = page.locator(`section[data-token-id="${pending.authorization.token_id}"]`);
+    await late.waitFor();
+    expectResult(await lexec(['ledger', 'authorizations', 'deny', pending.authorization.token_id, '--reason', 'not today', '--json']));
+    await late.getByRole('button', { name: 'Approve' }).click();
+    await page.getByText(/Already denied by another approver at .+; nothing changed\./).waitFor();
   }, 120_000);
 
   it('resolves a reconciliation as settle from the page, and the ledger settles the authorization', async () => {
@@ -293,10 +307,10 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await page.waitForURL(`${consoleProcess.origin}/audit`);
     const rows = page.locator('main tbody tr');
     await rows.first().waitFor();
-    // The approval made from the page: the stack's approver credential, with the reason typed.
+    // The approval made from the page: the signed-in named approver, with the reason typed.
     const approval = rows.filter({ hasText: 'authorization_approved' }).filter({ hasText: 'fine for the demo' });
     expect(await approval.count()).toBe(1);
-    expect(await approval.textContent()).toMatch(/approver lexec-local-approver-[0-9a-f]{16}authorization_approvedlocal agt_/);
+    expect(await approval.textContent()).toMatch(/Ada Lovelace \(approver lexec-console-approver-[0-9a-f]{16}\)authorization_approvedlocal agt_/);
     expect(await approval.textContent()).toContain('status requested → approved; amount_units 0.006000 USD');
     // The policy edits, as the stack's admin credential, each from its version to the next.
     const raised = rows.filter({ hasText: 'policy_changed' }).filter({ hasText: 'approval_threshold_units 0.005000 USD → 0.006000 USD' });

@@ -89,12 +89,12 @@ describe('lexec stack console over plain HTTP', () => {
 
   it("a login token works once, from the console's own origin only, and answers the session secret in its body — no cookie", async () => {
     const token = new URL(await consoleProcess.newLogin()).hash.slice(1);
-    const forged = await send('POST', '/api/login', { headers: { origin: 'http://evil.example' }, body: { token } });
+    const forged = await send('POST', '/api/login', { headers: { origin: 'http://evil.example' }, body: { token, name: 'Ada Lovelace' } });
     expect(forged.status).toBe(403);
     expect(errorOf(forged)).toEqual({ code: 'forbidden', reason_code: 'cross_site_request' });
-    expect((await send('POST', '/api/login', { headers: { origin: consoleProcess.origin }, body: { token: 'A'.repeat(43) } })).status).toBe(401);
+    expect((await send('POST', '/api/login', { headers: { origin: consoleProcess.origin }, body: { token: 'A'.repeat(43), name: 'Ada Lovelace' } })).status).toBe(401);
 
-    const login = await send('POST', '/api/login', { headers: { origin: consoleProcess.origin }, body: { token } });
+    const login = await send('POST', '/api/login', { headers: { origin: consoleProcess.origin }, body: { token, name: 'Ada Lovelace' } });
     expect(login.status).toBe(200);
     expect(login.headers['set-cookie']).toBeUndefined();
     const { signed_in: signedIn, session } = JSON.parse(login.body) as { signed_in: boolean; session: string };
@@ -102,7 +102,7 @@ describe('lexec stack console over plain HTTP', () => {
     expect(session).toMatch(/^[A-Za-z0-9_-]{43}$/);
     sessionSecrets.push(session);
 
-    const again = await send('POST', '/api/login', { headers: { origin: consoleProcess.origin }, body: { token } });
+    const again = await send('POST', '/api/login', { headers: { origin: consoleProcess.origin }, body: { token, name: 'Ada Lovelace' } });
     expect(again.status).toBe(401);
     expect(errorOf(again)).toEqual({ code: 'unauthorized', reason_code: 'login_token_invalid' });
     // The session works, in its header.

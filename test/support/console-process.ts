@@ -100,9 +100,10 @@ export function rawRequest(origin: string, method: string, path: string, options
 }
 
 /** Logs in with a login link's token; returns the session secret the console answered with. */
-export async function signIn(origin: string, loginUrl: string): Promise<string> {
+/** Signs in with a login link as `name` (the named approver the session decides as); answers the session secret. */
+export async function signIn(origin: string, loginUrl: string, name = 'Test Operator'): Promise<string> {
   const token = new URL(loginUrl).hash.slice(1);
-  const login = await rawRequest(origin, 'POST', '/api/login', { headers: { origin }, body: { token } });
+  const login = await rawRequest(origin, 'POST', '/api/login', { headers: { origin }, body: { token, name } });
   if (login.status !== 200) throw new Error(`login failed: ${String(login.status)} ${login.body}`);
   return (JSON.parse(login.body) as { session: string }).session;
 }
