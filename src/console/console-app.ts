@@ -113,6 +113,8 @@ export function consoleError(error: unknown): ApiError | null {
     if (error.decidedByName !== null) details.decided_by_name = error.decidedByName;
     return new ApiError(409, 'already_decided', { reasonCode: error.code, details });
   }
+  // The signed-in name's approver credential was revoked: the console does not decide as that person.
+  if (error.code === 'approver_credential_revoked') return new ApiError(403, 'forbidden', reason);
   if (error.code.endsWith('_not_found')) return new ApiError(404, 'not_found', reason);
   if (error.code.endsWith('_conflict')) return new ApiError(409, 'conflict', reason);
   if (error.code.endsWith('_invalid_request')) return new ApiError(400, 'invalid_request', { ...reason, fields });

@@ -157,6 +157,7 @@ describe('the admin flow through the CLI', () => {
       credential_id: matching(/^cred_[0-9a-f-]{36}$/),
       kind: 'agent',
       agent_id: agentId,
+      holder_name: null,
       credential_file: botFile(),
       outcome: 'created',
     });
@@ -198,6 +199,7 @@ describe('the admin flow through the CLI', () => {
       credential_id: matching(/^cred_/),
       kind: 'approver',
       agent_id: null,
+      holder_name: null,
       credential_file: approverFile(),
       outcome: 'created',
     });
@@ -274,9 +276,9 @@ describe('the admin flow through the CLI', () => {
     expect(denied.authorization).toMatchObject({ status: 'denied', decision_reason: 'not now' });
 
     const approve = await lexec(['ledger', 'authorizations', 'approve', deniedId, ...target(approverFile()), '--json']);
-    const error = failed(approve, 1, 'ledger_conflict');
-    expect(error.message).toContain('409 conflict: authorization_denied');
-    expect(error.issues).toEqual([{ path: '(request)', message: 'refused by the ledger (authorization_denied)' }]);
+    // Decided already: who (this approver credential, unnamed) and when.
+    const error = failed(approve, 1, 'ledger_already_decided');
+    expect(error.message).toMatch(/^The request was already denied by approver credential cred_[0-9a-f-]{36} at \d{4}-\d\d-\d\dT[\d:.]+Z; nothing changed\.$/);
   });
 
   it('authorizations list (admin token): newest first, filtered by status, agent and limit', async () => {

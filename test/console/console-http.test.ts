@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExecutorClient } from '../../src/executor/client/executor-client.js';
 import { expectFailure, expectResult, type CliRun } from '../support/cli.js';
@@ -21,8 +22,8 @@ const runs: CliRun[] = [];
 /** Every session secret the tests obtained: none may reach the console's output. */
 const sessionSecrets: string[] = [];
 
-async function signIn(): Promise<string> {
-  const secret = await signInWith(consoleProcess.origin, await consoleProcess.newLogin());
+async function signIn(name?: string): Promise<string> {
+  const secret = await signInWith(consoleProcess.origin, await consoleProcess.newLogin(), name);
   sessionSecrets.push(secret);
   return secret;
 }
@@ -392,3 +393,57 @@ describe('lexec stack console over plain HTTP', () => {
     expectFailure(missing, 1, 'profile_not_found');
   });
 });
+
+describe('named approvers (issue 27 item 5)', () => {
+  it('each signed-in name decides as its own approver credential; the loser of a race is told who decided first and when', async () => {
+    const ada = await signIn('Ada Lovelace');
+    const grace = await signIn('Grace Hopper');
+    const pending = await stack.lexec(['run', 'two named cranes', '--count', '2', '--out', join(stack.home, 'out', 'named'), '--no-wait', '--json']);
+    runs.push(pending);
+    const tokenId = (expectResult(pending) as { authorization: { token_id: string } }).authorization.token_id;
+    const decide = (secret: string, verb: 'approve' | 'deny') =>
+      send('POST', `/api/approvals/${tokenId}/${verb}`, { headers: { origin: consoleProcess.origin, 'x-lexec-session': secret }, body: {} });
+
+    const won = await decide(grace, 'approve');
+    expect(won.status).toBe(200);
+    expect(JSON.parse(won.body)).toEqual({ token_id: tokenId, status: 'approved', decided_by_name: 'Grace Hopper' });
+    const lost = await decide(ada, 'approve');
+    expect(lost.status).toBe(409);
+    const refusal = JSON.parse(lost.body) as { error: Record<string, string> };
+    expect(refusal.error).toMatchObject({ code: 'already_decided', reason_code: 'ledger_already_decided', decision: 'approved', decided_by_name: 'Grace Hopper' });
+    expect(Date.parse(refusal.error.decided_at ?? '')).toBeGreaterThan(Date.now() - 120_000);
+    // The CLI says the same, in words.
+    const cli = await stack.lexec(['ledger', 'authorizations', 'deny', tokenId, '--json']);
+    runs.push(cli);
+    expect(expectFailure(cli, 1, 'ledger_already_decided').message).toMatch(/^The request was already approved by Grace Hopper at \d{4}-\d\d-\d\dT[\d:.]+Z; nothing changed\.$/);
+
+    // Each name has its own approver credential, carrying the name.
+    const listed = await stack.lexec(['ledger', 'credentials', 'list', '--kind', 'approver', '--json']);
+    runs.push(listed);
+    const holders = (expectResult(listed) as { credentials: { credential_id: string; holder_name: string | null }[] }).credentials;
+    const graceCredential = holders.find((credential) => credential.holder_name === 'Grace Hopper');
+    expect(graceCredential?.credential_id).toMatch(/^lexec-console-approver-[0-9a-f]{16}$/);
+    expect(holders.some((credential) => credential.holder_name === 'Ada Lovelace')).toBe(true);
+
+    // An operator revokes Grace's credential: the console no longer decides as her, and makes her no new one.
+    runs.push(await stack.lexec(['ledger', 'credentials', 'revoke', graceCredential?.credential_id ?? '', '--json']));
+    const next = await stack.lexec(['run', 'two more cranes', '--count', '2', '--out', join(stack.home, 'out', 'named-2'), '--no-wait', '--json']);
+    runs.push(next);
+    const nextToken = (expectResult(next) as { authorization: { token_id: string } }).authorization.token_id;
+    const refused = await send('POST', `/api/approvals/${nextToken}/approve`, { headers: { origin: consoleProcess.origin, 'x-lexec-session': grace }, body: {} });
+    expect(refused.status).toBe(403);
+    expect(errorOf(refused)).toEqual({ code: 'forbidden', reason_code: 'approver_credential_revoked' });
+    expect((await decide(ada, 'deny')).status).toBe(409);
+    runs.push(await stack.lexec(['ledger', 'authorizations', 'deny', nextToken, '--json']));
+  }, 180_000);
+
+  it('refuses a blank or secret-shaped name at login, with its field', async () => {
+    for (const name of ['   ', `lexec_admin_${'A'.repeat(43)}`, 'x'.repeat(101)]) {
+      const token = new URL(await consoleProcess.newLogin()).hash.slice(1);
+      const login = await send('POST', '/api/login', { headers: { origin: consoleProcess.origin }, body: { token, name } });
+      expect(login.status).toBe(400);
+      expect(errorOf(login).fields).toEqual(['name']);
+    }
+  });
+});
+

@@ -47,7 +47,7 @@ describe('ledger migration 6 (velocity limits and the runaway-loop breaker)', ()
     const throughSix = LEDGER_MIGRATIONS.filter((migration) => migration.version <= 6);
     const db = openDatabase(path, throughSix);
     try {
-      expect(all(db, 'SELECT MAX(version) AS v FROM schema_migrations')).toEqual([{ v: BigInt(LEDGER_MIGRATIONS.length) }]);
+      expect(all(db, 'SELECT MAX(version) AS v FROM schema_migrations')).toEqual([{ v: 6n }]);
       expect(all(db, 'SELECT agent_id, status, suspended_at, suspension_reason, suspended_by FROM agents ORDER BY agent_id')).toEqual([
         { agent_id: 'agt_a', status: 'active', suspended_at: null, suspension_reason: null, suspended_by: null },
         { agent_id: 'agt_s', status: 'suspended', suspended_at: 5n, suspension_reason: 'by hand', suspended_by: 'operator' },
