@@ -355,6 +355,23 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
     }
   });
 
+  it('manual mode: a revoked agent capability is refused at the next tool call, and the session says what to do (issue 27 item 2)', async () => {
+    const agentFile = join(stack.home, 'manual-agent', 'agent.capability');
+    const issued = expectResult(await stack.lexec(['ledger', 'credentials', 'create', '--kind', 'agent', '--agent-id', stack.agentId, '--credential-file', agentFile, '--json'])) as {
+      credential: { credential_id: string };
+    };
+    const args = ['--url', stack.ledgerUrl, '--token-file', agentFile, '--executor-url', stack.executorUrl, '--executor-token-file', stack.handoff.credentials.caller];
+    const session = await startAgentSession({ env: { LEXEC_HOME: join(stack.home, 'nowhere') }, args });
+    sessions.push(session);
+    expect(structured('spending', await session.call('spending')).per_authorization_cap.amount_units).toBe('10000');
+    expectResult(await stack.lexec(['ledger', 'credentials', 'revoke', issued.credential.credential_id, '--json']));
+    const refused = toolError(await session.call('spending'));
+    expect(refused.code).toBe('ledger_unauthorized');
+    expect(refused.message).toContain('revoked');
+    seen.push(refused.text);
+    await session.close();
+  });
+
   it('manual mode: --url/--token-file and --executor-url/--executor-token-file; a wrong capability kind or mixed modes fail before any protocol', async () => {
     const { credentials } = stack.handoff;
     const manual = (agentFile: string) => ['--url', stack.ledgerUrl, '--token-file', agentFile, '--executor-url', stack.executorUrl, '--executor-token-file', credentials.caller];

@@ -50,7 +50,7 @@ describe('ledger client against a real ledger', () => {
     const error = await refusal(createLedgerClient({ url: ledger.url, token }).listAgents());
     expect(error.code).toBe('ledger_unauthorized');
     expect(error.message).toBe(
-      `The ledger at ${ledger.url} refused the approver capability (401 unauthorized): this request needs an admin or an executor capability registered at this ledger.`,
+      `The ledger at ${ledger.url} refused the approver capability (401 unauthorized): this request needs an admin or an executor capability this ledger accepts — registered here, and not revoked.`,
     );
     expect(JSON.stringify([error.message, error.nextStep, error.issues])).not.toContain(token);
   });

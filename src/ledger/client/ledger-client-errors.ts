@@ -175,8 +175,8 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
   }
   if (status === 401 || status === 403) {
     const presented = context.presented === null ? 'the capability' : `the ${context.presented} capability`;
-    return new UserError('ledger_unauthorized', `The ledger at ${context.url} refused ${presented} (${said}): this request needs ${kinds(context.needs)} capability registered at this ledger.`, {
-      nextStep: `Use the token file of ${kinds(context.needs)} capability issued by this ledger (\`lexec ledger credentials create\` makes one; the admin capability is the ledger's admin_capability_path).`,
+    return new UserError('ledger_unauthorized', `The ledger at ${context.url} refused ${presented} (${said}): this request needs ${kinds(context.needs)} capability this ledger accepts — registered here, and not revoked.`, {
+      nextStep: `Use the token file of ${kinds(context.needs)} capability issued by this ledger (\`lexec ledger credentials create\` makes one, \`lexec ledger credentials list\` shows which are revoked; the admin capability is the ledger's admin_capability_path).`,
     });
   }
   if (status === 404) {
