@@ -3,7 +3,7 @@ import { listReconciliations, resolveReconciliation, type Resolution } from '../
 import { activeStack, type ActiveStack } from '../stack-client/locate-stack.js';
 import { stackStatus } from '../launcher/status/stack-status.js';
 import { decideLedgerAuthorization } from '../ledger/client/ledger-authorizations.js';
-import { connectStackLedger, ledgerConnector } from '../stack-client/connect-ledger.js';
+import { connectStackLedger } from '../stack-client/connect-ledger.js';
 import { connectStackExecutor, reconciliationConnector, type ExecutorRole } from '../stack-client/connect-executor.js';
 import type { LedgerAgent } from '../ledger/wire/answers.js';
 import type { SpendPolicy } from '../ledger/authorization-rules.js';

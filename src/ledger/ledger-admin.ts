@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
 import { conflict, LedgerError, notFound, versionMismatch } from './ledger-error.js';
 import { velocityLimits, type SpendPolicy } from './authorization-rules.js';
 import { agentView, createAdminStore, policyAuditState, policyView, type AgentRow } from './store/admin-store.js';
-import { createAuditStore, LEDGER_ACTOR, type AuditActor, type CredentialActor } from './store/audit-store.js';
+import { createAuditStore, LEDGER_ACTOR, type CredentialActor } from './store/audit-store.js';
 
 export type { Principal } from './credential-lifecycle.js';
 

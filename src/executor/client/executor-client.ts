@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { SAFE_ABSOLUTE_PATH } from '../../process/loopback-probe.js';
 import { answeredWholeNumber } from '../../config/schema-parts.js';
-import { UserError } from '../../errors.js';
 import { badResponse, errorBodySchema, executorResponseError, SAFE_CODE, unreachable } from './executor-client-errors.js';
 import { EXECUTION_STATES } from '../domain/execution-states.js';
 
