@@ -398,6 +398,14 @@ describe('named approvers (issue 27 item 5)', () => {
   it('each signed-in name decides as its own approver credential; the loser of a race is told who decided first and when', async () => {
     const ada = await signIn('Ada Lovelace');
     const grace = await signIn('Grace Hopper');
+    // Two images need an approver: the threshold below their cost (an earlier test raised it).
+    type AgentsAnswer = { agents: { agent_id: string; policy: { version: string; per_authorization_cap: { units: string }; daily_cap: { units: string } } }[] };
+    const [agent] = (JSON.parse((await send('GET', '/api/agents', { headers: { 'x-lexec-session': ada } })).body) as AgentsAnswer).agents;
+    const lowered = await send('POST', `/api/agents/${agent?.agent_id ?? ''}/policy`, {
+      headers: { 'x-lexec-session': ada, origin: consoleProcess.origin },
+      body: { per_authorization_cap_units: agent?.policy.per_authorization_cap.units, daily_cap_units: agent?.policy.daily_cap.units, approval_threshold_units: '1000', expect_version: agent?.policy.version },
+    });
+    expect(lowered.status, lowered.body).toBe(200);
     const pending = await stack.lexec(['run', 'two named cranes', '--count', '2', '--out', join(stack.home, 'out', 'named'), '--no-wait', '--json']);
     runs.push(pending);
     const tokenId = (expectResult(pending) as { authorization: { token_id: string } }).authorization.token_id;

@@ -13,8 +13,7 @@ import { startAgentSession, structured, toolError, type AgentSession } from '../
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
 import { secretShapeExamples } from '../support/secret-shapes.js';
 import { eventually, readState } from '../support/stack-home.js';
-import { checkInvariants } from './check-invariants.js';
-import { query } from './crash-scenarios.js';
+import { checkStackInvariants, query } from './crash-scenarios.js';
 import type { SuspensionPoint } from './suspension-points.js';
 
 /*
@@ -237,13 +236,7 @@ describe('a suspended agent on a real stack', () => {
       expect(result.authorization.status).toBe('settled');
 
       // Everything this stack wrote: no cancelled authorization claimed, no half suspension, every money rule, every operator action audited.
-      const report = checkInvariants({
-        ledgerDatabase: stack.paths.ledgerDatabase,
-        executorDatabase: stack.paths.executorDatabase,
-        submissionsLog: join(stack.paths.stateDir, 'sandbox-submissions.jsonl'),
-        sandboxJobsFile: join(stack.paths.stateDir, 'sandbox-jobs.jsonl'),
-        artifactRoot: stack.paths.artifactRoot,
-      });
+      const report = checkStackInvariants(stack);
       expect(report.violations).toEqual([]);
       expect(query(ledgerDb(), "SELECT COUNT(*) AS n FROM authorizations WHERE status = 'cancelled' AND execution_id IS NOT NULL")).toEqual([{ n: 0 }]);
     }, 180_000);

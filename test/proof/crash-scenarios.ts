@@ -9,6 +9,7 @@ import { call, mintCredential } from '../support/ledger.js';
 import type { RunningStack } from '../support/running-stack.js';
 import type { SandboxFault } from '../support/sandbox-process.js';
 import { eventually, readState } from '../support/stack-home.js';
+import { checkInvariants, type InvariantReport } from './check-invariants.js';
 
 /*
  * How the crash matrix (crash-matrix.ts) drives one execution to a crash point, for the points
@@ -238,3 +239,15 @@ export async function drive(ctx: ScenarioContext): Promise<Driven> {
       return resolveAtLedger(ctx);
   }
 }
+
+/** The invariant checker over everything a running stack wrote: both databases, the sandbox's logs, the artifacts. */
+export function checkStackInvariants(s: Pick<RunningStack, 'paths'>): InvariantReport {
+  return checkInvariants({
+    ledgerDatabase: s.paths.ledgerDatabase,
+    executorDatabase: s.paths.executorDatabase,
+    submissionsLog: join(s.paths.stateDir, 'sandbox-submissions.jsonl'),
+    sandboxJobsFile: join(s.paths.stateDir, 'sandbox-jobs.jsonl'),
+    artifactRoot: s.paths.artifactRoot,
+  });
+}
+

@@ -14,7 +14,7 @@ import type { TomlTable } from '../support/example-profiles.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
 import { readState } from '../support/stack-home.js';
 import { startDevServer, temporalCli, type DevServer } from '../support/temporal.js';
-import { checkInvariants } from './check-invariants.js';
+import { checkStackInvariants } from './crash-scenarios.js';
 
 /*
  * An orphan claim released by the product (issue 24 item 3; docs/reliability.md "Crash points"):
@@ -117,13 +117,7 @@ export function orphanClaimCrash(engine: 'embedded' | 'temporal'): void {
       }
       expect((await s.sandbox.submissions()).length).toBe(submittedBefore);
 
-      const report = checkInvariants({
-        ledgerDatabase: s.paths.ledgerDatabase,
-        executorDatabase: s.paths.executorDatabase,
-        submissionsLog: join(s.paths.stateDir, 'sandbox-submissions.jsonl'),
-        sandboxJobsFile: join(s.paths.stateDir, 'sandbox-jobs.jsonl'),
-        artifactRoot: s.paths.artifactRoot,
-      });
+      const report = checkStackInvariants(s);
       expect(report.violations).toEqual([]);
     }, 420_000);
   });

@@ -7,7 +7,7 @@ import { expectFailure, expectResult } from '../support/cli.js';
 import { call } from '../support/ledger.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
 import { eventually } from '../support/stack-home.js';
-import { checkInvariants } from './check-invariants.js';
+import { checkStackInvariants } from './crash-scenarios.js';
 
 /*
  * Issue 27 item 2 on a real stack: `lexec stack credentials rotate` replaces every one of the
@@ -109,13 +109,7 @@ describe('rotating a running stack\'s own credentials', () => {
     expect(listed.credentials.filter((credential) => credential.status === 'active')).toHaveLength(4);
     expect(listed.credentials).toHaveLength(8);
 
-    const report = checkInvariants({
-      ledgerDatabase: stack.paths.ledgerDatabase,
-      executorDatabase: stack.paths.executorDatabase,
-      submissionsLog: join(stack.paths.stateDir, 'sandbox-submissions.jsonl'),
-      sandboxJobsFile: join(stack.paths.stateDir, 'sandbox-jobs.jsonl'),
-      artifactRoot: stack.paths.artifactRoot,
-    });
+    const report = checkStackInvariants(stack);
     expect(report.violations).toEqual([]);
     expect(report.counts.executions).toBe(4);
   }, 400_000);
