@@ -235,6 +235,23 @@ describe('rotating a credential', () => {
   });
 });
 
+describe('the audit trail', () => {
+  it('records a revocation and a rotation (with the new credential) by the admin who made them, in their transactions; nothing for a repeat', async () => {
+    const agent = await idOf(actors.agent);
+    const rotated = await rotate(await idOf(actors.approver), { grace: 30, token: generateCapability('approver') });
+    await admin('POST', `/credentials/${agent}/revoke`);
+    await admin('POST', `/credentials/${agent}/revoke`);
+    const events = (await admin('GET', '/audit?limit=500')).body as { events: { action: string; subject_id: string; actor_credential_id: string | null; before: unknown; after: Record<string, string> | null }[] };
+    const credentialEvents = events.events.filter((event) => ['credential_revoked', 'credential_rotated'].includes(event.action) || (event.action === 'credential_registered' && event.after?.rotated_from !== undefined));
+    expect(credentialEvents).toEqual([
+      expect.objectContaining({ action: 'credential_registered', subject_id: rotated.body.credential.credential_id, actor_credential_id: 'admin', after: expect.objectContaining({ rotated_from: rotated.body.replaced.credential_id }) as unknown }),
+      expect.objectContaining({ action: 'credential_rotated', subject_id: rotated.body.replaced.credential_id, actor_credential_id: 'admin', after: expect.objectContaining({ replaced_by: rotated.body.credential.credential_id, grace_seconds: '30' }) as unknown }),
+      expect.objectContaining({ action: 'credential_revoked', subject_id: agent, actor_credential_id: 'admin', before: { status: 'active' } }),
+    ]);
+    expect(JSON.stringify(events)).not.toMatch(/lexec_[a-z]+_/);
+  });
+});
+
 describe('the store', () => {
   it("never changes a credential's identity and never deletes one", () => {
     const db = new Database(ledger.databasePath);
