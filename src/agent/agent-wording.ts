@@ -13,9 +13,12 @@ const STACK_MESSAGES: Readonly<Record<string, string>> = {
   ledger_server_error: "The stack's ledger failed to answer.",
   executor_bad_response: "The stack's executor answered with something lexec cannot read (a version mismatch?).",
   ledger_bad_response: "The stack's ledger answered with something lexec cannot read (a version mismatch?).",
-  executor_unauthorized: "The stack's executor refused this agent's caller credential.",
-  ledger_unauthorized: "The stack's ledger refused this agent's credential.",
+  executor_unauthorized: "The stack's executor refused this agent's caller credential: an operator revoked it, or it is not this stack's.",
+  ledger_unauthorized: "The stack's ledger refused this agent's credential: an operator revoked it, or it is not this stack's.",
 };
+
+/** What the operator does about a refused credential: a revoked one is not fixed by a check of the stack. */
+const CREDENTIAL_STEP = 'Ask the operator for a capability the stack accepts (`lexec ledger credentials list` shows which are revoked); nothing was requested or spent.';
 
 /** An error already worded for the agent (what stays, how to resume): shown as it is. */
 export class AgentWorded extends UserError {}
@@ -31,5 +34,6 @@ export function agentWording(error: UserError): { message: string; nextStep: str
   }
   const message = error instanceof AgentWorded ? undefined : STACK_MESSAGES[error.code];
   if (message === undefined) return { message: error.message, nextStep: error.nextStep };
+  if (error.code.endsWith('_unauthorized')) return { message, nextStep: CREDENTIAL_STEP };
   return { message, nextStep: 'Ask the operator to check the stack (`lexec stack status`), then call again.' };
 }
