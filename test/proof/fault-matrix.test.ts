@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { durableEngines, durableHarness, openRecords, setFaults, type EngineChoice, type Execution, type Stack, type StackOptions } from '../support/durable-stack.js';
+import { durableEngines, durableHarness, openRecords, setFaults, until, type EngineChoice, type Execution, type Stack, type StackOptions } from '../support/durable-stack.js';
 import { checkInvariants } from './check-invariants.js';
 import { executionWorkflows, temporalRunStates, unsettledRuns, wronglyClosed } from './temporal-run-states.js';
 
@@ -74,7 +74,14 @@ async function expectDisposition(s: Stack, tokenId: string, executionId: string,
   const execution = await s.waitFor(executionId, 'a terminal state', terminal, timeoutMs);
   expect({ state: execution.state, reason: execution.state_reason }).toEqual({ state: expected.state, reason: expected.reason ?? null });
   expect((await s.authorization(tokenId)).status).toBe(expected.authorization);
-  if (expected.record !== undefined) expect((await openRecords(s)).map((record) => record.reason)).toEqual([expected.record]);
+  // The executor parks locally first, then opens the ledger's record: wait for that record, not for the local state alone.
+  if (expected.record !== undefined) {
+    const reasons = await until('the ledger reconciliation record', async () => {
+      const open = await openRecords(s);
+      return open.length > 0 ? open.map((record) => record.reason) : undefined;
+    });
+    expect(reasons).toEqual([expected.record]);
+  }
   // Nothing is submitted again afterwards.
   await new Promise((resolve) => setTimeout(resolve, 300));
   expect(await s.sandbox.submissions()).toHaveLength(expected.submissions);
