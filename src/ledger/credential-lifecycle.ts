@@ -114,7 +114,14 @@ export function createCredentialLifecycle({ db, now }: { db: Database.Database; 
       const at = now();
       if (row === undefined || !digestsEqual(row.digest, digest) || !accepted(row, at)) return null;
       const minute = Math.floor(at / MINUTE_MS) * MINUTE_MS;
-      if (row.last_used_at === null || Number(row.last_used_at) < minute) store.touch(row.credential_id, minute);
+      if (row.last_used_at === null || Number(row.last_used_at) < minute) {
+        // Best effort: a database busy past its timeout delays the record of a use, never the request.
+        try {
+          store.touch(row.credential_id, minute);
+        } catch {
+          // The next request of this minute records it.
+        }
+      }
       return { credential_id: row.credential_id, kind: row.kind, agent_id: row.agent_id, holder_name: row.holder_name };
     },
 
