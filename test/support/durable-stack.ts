@@ -406,8 +406,8 @@ export function durableHarness(prefix = 'lexec-durable-', scope: 'test' | 'file'
  * a real Temporal server (external mode: one dev server for the file, started and stopped by the
  * hooks this registers; a task queue of its own per stack).
  */
-export function durableEngines(): [string, () => EngineChoice][] {
-  const cli = temporalCli();
+export function durableEngines(only?: 'embedded' | 'Temporal'): [string, () => EngineChoice][] {
+  const cli = only === 'embedded' ? null : temporalCli();
   let temporal: DevServer | undefined;
   beforeAll(async () => {
     if (cli !== null) temporal = await startDevServer(cli);
@@ -417,7 +417,7 @@ export function durableEngines(): [string, () => EngineChoice][] {
     await temporal?.stop();
   });
   return [
-    ['embedded', () => ({ mode: 'embedded' })],
+    ...(only === 'Temporal' ? [] : ([['embedded', () => ({ mode: 'embedded' })]] as [string, () => EngineChoice][])),
     ...(cli === null ? [] : ([['Temporal', () => ({ mode: 'external', url: temporal?.url ?? '' })]] as [string, () => EngineChoice][])),
   ];
 }
