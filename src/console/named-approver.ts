@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { capabilityDigest, capabilityKind, generateCapability } from '../credentials/capability.js';
-import { ensurePrivateDirectory, readPrivateFile } from '../credentials/private-file.js';
+import { ensurePrivateDirectory, readPrivateFile, readPrivateFileIfPresent } from '../credentials/private-file.js';
 import { UserError } from '../errors.js';
 import { createLedgerClient, type LedgerClient } from '../ledger/client/ledger-client.js';
 import { connectStackLedger, ledgerBaseUrl } from '../stack-client/connect-ledger.js';
@@ -25,10 +25,7 @@ export function namedApproverFile(stack: ActiveStack, name: string): string {
 }
 
 async function capabilityOf(file: string): Promise<string> {
-  const existing = await readPrivateFile(file, 'named approver capability').catch((error: unknown) => {
-    if (error instanceof UserError && error.code === 'secret_file_missing') return null;
-    throw error;
-  });
+  const existing = await readPrivateFileIfPresent(file, 'named approver capability');
   if (existing !== null) {
     if (capabilityKind(existing) !== 'approver') throw new UserError('local_credential_conflict', `The file ${file} does not hold an approver capability; it was left as it is.`, { nextStep: `Move ${file} away after checking what it is.` });
     return existing;

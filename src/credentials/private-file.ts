@@ -156,3 +156,13 @@ export async function readPrivateFileWithIdentity(path: string, what: string): P
     await handle.close();
   }
 }
+
+/** `readPrivateFile`, or null when there is no file at `path`; any other problem still throws. */
+export async function readPrivateFileIfPresent(path: string, what: string): Promise<string | null> {
+  try {
+    return await readPrivateFile(path, what);
+  } catch (error) {
+    if (error instanceof UserError && error.code === 'secret_file_missing') return null;
+    throw error;
+  }
+}

@@ -1,10 +1,11 @@
 import { unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { capabilityDigest, generateCapability, MAX_ROTATION_GRACE_SECONDS } from '../credentials/capability.js';
-import { promotePrivateFile, readPrivateFile, writePrivateFile } from '../credentials/private-file.js';
+import { promotePrivateFile, readPrivateFile, readPrivateFileIfPresent, writePrivateFile } from '../credentials/private-file.js';
 import { errorCode, UsageError, UserError } from '../errors.js';
 import { managedCredentialPaths, LEDGER_CREDENTIAL_ID } from '../executor/managed-credentials.js';
 import { createLedgerClient } from '../ledger/client/ledger-client.js';
+import { answerMayBeLost } from '../ledger/client/ledger-client-errors.js';
 import { activeStack, type ActiveStack } from './locate-stack.js';
 import { acquireLauncherLock } from '../launcher/home/stack-locks.js';
 import { writeHandoff } from '../launcher/handoff/handoff.js';
@@ -89,15 +90,6 @@ function derivedId(role: LedgerRole, digestHex: string): string {
 /** `<file>.next`: where a new capability waits until its server accepts it. */
 export const nextFileOf = (file: string) => join(dirname(file), `${basename(file)}.next`);
 
-async function readIfPresent(path: string): Promise<string | null> {
-  try {
-    return await readPrivateFile(path, 'rotated capability');
-  } catch (error) {
-    if (error instanceof UserError && error.code === 'secret_file_missing') return null;
-    throw error;
-  }
-}
-
 async function rotateLedgerRole(stack: ActiveStack, role: LedgerRole, graceSeconds: number): Promise<RotatedRole> {
   const url = stack.handoff.ledger.endpoint;
   const file = ledgerRoleFile(stack, role);
@@ -105,7 +97,7 @@ async function rotateLedgerRole(stack: ActiveStack, role: LedgerRole, graceSecon
   const admin = createLedgerClient({ url, token: await readPrivateFile(stack.paths.ledgerAdminCapability, 'ledger admin capability') });
 
   // An earlier run stopped between the ledger's rotation and the rename: finish it.
-  const waiting = await readIfPresent(next);
+  const waiting = await readPrivateFileIfPresent(next, 'rotated capability');
   if (waiting !== null) {
     const accepted = await createLedgerClient({ url, token: waiting })
       .selfCredential()
@@ -136,7 +128,7 @@ async function rotateLedgerRole(stack: ActiveStack, role: LedgerRole, graceSecon
     rotation = await admin.rotateCredential(old.credential_id, { newCredentialId: derivedId(role, digest), digestSha256: digest, graceSeconds });
   } catch (error) {
     // A refusal changed nothing: the new capability is useless. A lost answer may have rotated: keep it for the next run.
-    if (error instanceof UserError && !['ledger_unreachable', 'ledger_bad_response', 'ledger_server_error'].includes(error.code)) await unlink(next).catch(() => undefined);
+    if (!answerMayBeLost(error)) await unlink(next).catch(() => undefined);
     throw error;
   }
   await promotePrivateFile(next, file);

@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTempDir, removeDir, runLexec, type CliOptions, type CliRun } from '../support/cli.js';
+import { expectFailure, makeTempDir, removeDir, runLexec, type CliOptions, type CliRun } from '../support/cli.js';
 import { startLedgerProcess, type TemporaryLedgerProcess as LedgerProcess } from '../support/ledger-process.js';
 
 /*
@@ -44,13 +44,6 @@ function result<T>(run: CliRun, shape?: (value: unknown) => T): T {
   const document = JSON.parse(run.stdout) as { ok: boolean; result: unknown };
   expect(document.ok).toBe(true);
   return shape === undefined ? (document.result as T) : shape(document.result);
-}
-
-function failure(run: CliRun, exitCode: number, code: string): { message: string; next_step: string; issues: { path: string }[] } {
-  expect(run.exitCode).toBe(exitCode);
-  const document = JSON.parse(run.stdout) as { ok: boolean; error: { code: string; message: string; next_step: string; issues: { path: string }[] } };
-  expect(document.error.code).toBe(code);
-  return document.error;
 }
 
 const list = async (...filter: string[]) => result<{ credentials: Credential[] }>(await lexec(['ledger', 'credentials', 'list', ...filter, ...target(), '--json'])).credentials;
@@ -107,7 +100,7 @@ describe('the credential lifecycle through the CLI', () => {
     // Wait for the grace to end (a condition, not a timed assertion).
     const deadline = Date.now() + 30_000;
     while ((await approvals(file('ada.capability'))).exitCode === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 250));
-    failure(await approvals(file('ada.capability')), 1, 'ledger_unauthorized');
+    expectFailure(await approvals(file('ada.capability')), 1, 'ledger_unauthorized');
     expect((await approvals(file('ada-2.capability'))).exitCode).toBe(0);
     const human = await lexec(['ledger', 'credentials', 'list', '--kind', 'approver', ...target()]);
     expect(human.stdout).toMatch(new RegExp(`${ada.credential_id}  approver \\(held by Ada Lovelace\\)  revoked at`));
@@ -118,7 +111,7 @@ describe('the credential lifecycle through the CLI', () => {
   it('revoke refuses the capability at its next request; a repeat says it was already revoked', async () => {
     const revoked = result<{ changed: boolean; credential: Credential }>(await lexec(['ledger', 'credentials', 'revoke', ada.credential_id, ...target(), '--json']));
     expect(revoked).toMatchObject({ changed: true, credential: { status: 'revoked' } });
-    failure(await approvals(file('ada-2.capability')), 1, 'ledger_unauthorized');
+    expectFailure(await approvals(file('ada-2.capability')), 1, 'ledger_unauthorized');
     const again = await lexec(['ledger', 'credentials', 'revoke', ada.credential_id, ...target()]);
     expect(again.exitCode).toBe(0);
     expect(again.stdout).toContain(`was already revoked at ${revoked.credential.revoked_at ?? ''}; nothing changed.`);
@@ -126,18 +119,18 @@ describe('the credential lifecycle through the CLI', () => {
 
   it('refuses bad input with clear errors, changing nothing', async () => {
     const before = await list();
-    failure(await lexec(['ledger', 'credentials', 'revoke', 'admin', ...target(), '--json']), 1, 'ledger_conflict');
+    expectFailure(await lexec(['ledger', 'credentials', 'revoke', 'admin', ...target(), '--json']), 1, 'ledger_conflict');
     const last = JSON.parse((await lexec(['ledger', 'credentials', 'revoke', 'admin', ...target(), '--json'])).stdout) as { error: { next_step: string } };
     expect(last.error.next_step).toContain('rotate');
-    failure(await lexec(['ledger', 'credentials', 'revoke', 'cred_nobody', ...target(), '--json']), 1, 'ledger_not_found');
-    failure(await lexec(['ledger', 'credentials', 'revoke', 'bad id!', ...target(), '--json']), 2, 'invalid_argument');
+    expectFailure(await lexec(['ledger', 'credentials', 'revoke', 'cred_nobody', ...target(), '--json']), 1, 'ledger_not_found');
+    expectFailure(await lexec(['ledger', 'credentials', 'revoke', 'bad id!', ...target(), '--json']), 2, 'invalid_argument');
     const beyond = await lexec(['ledger', 'credentials', 'rotate', 'admin', '--credential-file', file('admin-2.capability'), '--grace-seconds', '86401', ...target(), '--json']);
     expect(beyond.exitCode).toBe(2);
     expect(beyond.stdout + beyond.stderr).toContain('grace-seconds');
-    failure(await lexec(['ledger', 'credentials', 'rotate', ada.credential_id, '--credential-file', file('ada-3.capability'), ...target(), '--json']), 1, 'ledger_conflict');
+    expectFailure(await lexec(['ledger', 'credentials', 'rotate', ada.credential_id, '--credential-file', file('ada-3.capability'), ...target(), '--json']), 1, 'ledger_conflict');
     // A refused rotation leaves no capability file behind.
     await expect(stat(file('ada-3.capability'))).rejects.toMatchObject({ code: 'ENOENT' });
-    failure(await lexec(['ledger', 'credentials', 'rotate', 'admin', '--credential-file', 'relative.capability', ...target(), '--json']), 2, 'credential_file_not_absolute');
+    expectFailure(await lexec(['ledger', 'credentials', 'rotate', 'admin', '--credential-file', 'relative.capability', ...target(), '--json']), 2, 'credential_file_not_absolute');
     const secretName = await lexec(['ledger', 'credentials', 'create', '--kind', 'approver', '--holder-name', `lexec_admin_${'A'.repeat(43)}`, '--credential-file', file('x.capability'), ...target(), '--json']);
     expect(secretName.exitCode).toBe(1);
     expect(secretName.stdout).toContain('holder_name');

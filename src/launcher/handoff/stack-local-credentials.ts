@@ -1,6 +1,6 @@
 import { dirname } from 'node:path';
 import { capabilityDigest, capabilityKind, generateCapability } from '../../credentials/capability.js';
-import { ensurePrivateDirectory, readPrivateFile } from '../../credentials/private-file.js';
+import { ensurePrivateDirectory, readPrivateFile, readPrivateFileIfPresent } from '../../credentials/private-file.js';
 import { UserError } from '../../errors.js';
 import { createLedgerClient, type LedgerClient } from '../../ledger/client/ledger-client.js';
 import type { LedgerAgent } from '../../ledger/wire/answers.js';
@@ -54,13 +54,8 @@ async function findOrAddAgent(admin: LedgerClient, name: string): Promise<{ agen
 
 /** The capability in `path`, or null when there is no file; an unusable file fails closed, untouched. */
 async function existingCapability(path: string, kind: 'agent' | 'approver'): Promise<string | null> {
-  let token: string;
-  try {
-    token = await readPrivateFile(path, `${kind} capability`);
-  } catch (error) {
-    if (error instanceof UserError && error.code === 'secret_file_missing') return null;
-    throw error;
-  }
+  const token = await readPrivateFileIfPresent(path, `${kind} capability`);
+  if (token === null) return null;
   if (capabilityKind(token) !== kind) {
     throw new UserError('local_credential_conflict', `The file ${path} does not hold ${kind === 'agent' ? 'an agent' : 'an approver'} capability (its content is not shown); lexec never overwrites a credential file.`, {
       nextStep: `Move ${path} away after checking what it is; the next \`lexec stack start\` creates a new one.`,

@@ -56,6 +56,15 @@ function conflictNextStep(reason: string | undefined): string {
   return 'Look at the current state with the matching `lexec ledger … show` or `list` command before changing it.';
 }
 
+/**
+ * Whether a failed request may still have changed the ledger: it was not answered (unreachable, a
+ * server error, an answer lexec cannot read), so what it asked for may have committed. A refusal
+ * the ledger answered proves nothing changed. Anything else (not a UserError) is treated as lost.
+ */
+export function answerMayBeLost(error: unknown): boolean {
+  return !(error instanceof UserError) || ['ledger_unreachable', 'ledger_bad_response', 'ledger_server_error'].includes(error.code);
+}
+
 /** Another approver decided the request first (or it was decided the other way): by whom and when. */
 export class LedgerAlreadyDecided extends UserError {
   constructor(

@@ -5,6 +5,7 @@ import { capabilityDigest, capabilityKind, generateCapability, type CredentialKi
 import { ensurePrivateDirectory, readPrivateFile } from '../../credentials/private-file.js';
 import { errorCode, UsageError, UserError } from '../../errors.js';
 import { createLedgerClient, type IssuableCredentialKind, type LedgerClient } from './ledger-client.js';
+import { answerMayBeLost } from './ledger-client-errors.js';
 import type { LedgerCredential, LedgerCredentialRevocation, LedgerCredentialRotation } from '../wire/answers.js';
 import { writeNewFile } from '../../storage/write-new-file.js';
 import type { LedgerConnector } from './ledger-connector.js';
@@ -189,7 +190,7 @@ export async function rotateLedgerCredential(request: RotateCredentialRequest): 
     return { ...rotation, credential_file: pending.file };
   } catch (error) {
     // Only a refusal proves nothing changed; an unreachable ledger may have rotated before its answer was lost.
-    if (error instanceof UserError && !['ledger_unreachable', 'ledger_bad_response', 'ledger_server_error'].includes(error.code)) await discardPendingCredential(pending);
+    if (!answerMayBeLost(error)) await discardPendingCredential(pending);
     throw error;
   }
 }
