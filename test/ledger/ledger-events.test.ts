@@ -124,7 +124,7 @@ describe('the events outbox', () => {
       expect(() => db.prepare("UPDATE events SET type = 'authorization.denied'").run()).toThrow(/append-only/);
       expect(() => db.prepare('DELETE FROM events').run()).toThrow(/never deleted/);
       const store = createEventStore(db);
-      expect(() => store.append({ type: 'agent.resumed', at: 0, agentId: null })).toThrow(BugError);
+      expect(() => { store.append({ type: 'agent.resumed', at: 0, agentId: null }); }).toThrow(BugError);
       expect(store.lastId()).toBe(1n);
     } finally {
       db.close();
