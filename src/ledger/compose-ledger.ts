@@ -47,6 +47,23 @@ export interface ComposeLedgerOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** How repeated rejections are collapsed in the log (serve: the system clock, 60 s; tests: a fake clock). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /** How often expiries the clock has reached are persisted, with their events, when nobody reads them (ms; default 5000). */
+  readonly expirySweepMs?: number;
+  /** How often a long-poll of `GET /events` looks for events another process wrote (ms; default 1000). */
+  readonly eventPollMs?: number;
+}
+
+/** The ledger's periodic expiry sweep (docs/ledger.md "Events"); a failure (the database busy past its timeout) is logged and the next sweep tries again. */
+function sweepExpiriesEvery(ms: number, sweep: () => number, logger: Logger): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    try {
+      sweep();
+    } catch (error) {
+      logger.warn({ event: 'ledger_expiry_sweep_failed', reason: error instanceof Error ? error.message : String(error) });
+    }
+  }, ms);
+  timer.unref();
+  return timer;
 }
 
 /**
@@ -75,6 +92,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       authorizationTtlMs: config.authorization_ttl_seconds * 1000,
       defaultPolicy,
       crashPoints,
+      ...(options.eventPollMs === undefined ? {} : { eventPollMs: options.eventPollMs }),
     });
     const credentials = createCredentialLifecycle({ db, now });
     const adminCapability = await ensureAdminCapability(config.admin_capability_path, credentials);
@@ -102,6 +120,8 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       diskFull: () => disk.current(),
       ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
     });
+    // An expiry is recorded (its event written) even when nobody reads the authorization.
+    const sweeping = sweepExpiriesEvery(options.expirySweepMs ?? 5000, service.sweepExpiries, options.logger);
     return {
       buildInfo,
       service,
@@ -113,6 +133,8 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       unattributedClaims: claims.unattributedCount(),
       crashPointsEnabled: crashPoints.enabled,
       close() {
+        clearInterval(sweeping);
+        service.closeEvents();
         db.close();
       },
     };
