@@ -52,7 +52,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
   const store = createLedgerStore(options.db);
   // Each needs the other: the store signals the waiters, which read the store's latest id.
   const waiters = createEventWaiters({ lastId: () => events.lastId(), pollMs: options.eventPollMs ?? 1000 });
-  const events = createEventStore(options.db, { onAppend: waiters.appended });
+  const events = createEventStore(options.db, { onAppend: () => { waiters.appended(); } });
   const context = {
     store,
     suspensions: createSuspensionStore(options.db),
