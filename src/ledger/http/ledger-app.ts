@@ -302,6 +302,9 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   // approvers (the console's live view), never agents.
   // With wait_seconds, a long-poll (ledger-service.ts `waitEvents`): answered as soon as an event
   // follows the cursor, empty at the deadline, at once when the client leaves or the ledger stops.
+  // A poll answered because the ledger stops closes its connection: the server, closing, has
+  // already let its idle keep-alive connections go and would otherwise wait for this one.
+  let closing = false;
   app.get('/events', { onRequest: auth.requires('admin', 'approver') }, async (request, reply) => {
     const query = parseInput(eventsQuery, request.query);
     const page = { after: query.after ?? 0n, agentId: query.agent_id ?? null, types: query.types ?? null, limit: query.limit };
@@ -312,13 +315,16 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     };
     reply.raw.once('close', onClose);
     try {
-      return await service.waitEvents(page, query.wait_seconds * 1000, left.signal);
+      const answer = await service.waitEvents(page, query.wait_seconds * 1000, left.signal);
+      if (closing) void reply.header('connection', 'close');
+      return answer;
     } finally {
       reply.raw.off('close', onClose);
     }
   });
   // A stopping ledger answers its waiting long-polls first, so closing never waits out their deadlines.
   app.addHook('preClose', (done) => {
+    closing = true;
     service.closeEvents();
     done();
   });
