@@ -99,7 +99,11 @@ describe('lexec ledger events', () => {
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+    const exited = new Promise<number | null>((resolve) => {
+      child.once('close', (code) => {
+        resolve(code);
+      });
+    });
     const until = async (what: string, ready: () => boolean) => {
       const deadline = Date.now() + 60_000;
       while (!ready()) {

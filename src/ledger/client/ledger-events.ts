@@ -84,7 +84,9 @@ export async function followLedgerEvents(request: EventsRequest, hooks: FollowHo
   let after = request.since;
   let client: LedgerClient | null = null;
   let retryInMs = backoff.firstMs;
-  while (!signal.aborted) {
+  // A function, not the property: the signal aborts while a request is under way.
+  const stopped = () => signal.aborted;
+  while (!stopped()) {
     try {
       // A fresh connection after a failure: a restarted stack may listen elsewhere (its handoff says where).
       client ??= await request.target('admin');
@@ -93,7 +95,7 @@ export async function followLedgerEvents(request: EventsRequest, hooks: FollowHo
       if (page.events.length > 0) hooks.onEvents(page.events);
       after = BigInt(page.next_after);
     } catch (error) {
-      if (signal.aborted) break;
+      if (stopped()) break;
       if (!(error instanceof UserError) || !RETRIED.has(error.code)) throw error;
       client = null;
       hooks.onRetry(error, retryInMs);
