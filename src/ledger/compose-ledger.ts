@@ -53,13 +53,20 @@ export interface ComposeLedgerOptions {
   readonly eventPollMs?: number;
 }
 
-/** The ledger's periodic expiry sweep (docs/ledger.md "Events"); a failure (the database busy past its timeout) is logged and the next sweep tries again. */
+/**
+ * The ledger's periodic expiry sweep (docs/ledger.md "Events"). A failure (the database busy past
+ * its timeout, the disk full) is logged once until a sweep succeeds again; the next sweep retries.
+ */
 function sweepExpiriesEvery(ms: number, sweep: () => number, logger: Logger): NodeJS.Timeout {
+  let failing = false;
   const timer = setInterval(() => {
     try {
       sweep();
+      if (failing) logger.info({ event: 'ledger_expiry_sweep_recovered' });
+      failing = false;
     } catch (error) {
-      logger.warn({ event: 'ledger_expiry_sweep_failed', reason: error instanceof Error ? error.message : String(error) });
+      if (!failing) logger.warn({ event: 'ledger_expiry_sweep_failed', reason: error instanceof Error ? error.message : String(error) });
+      failing = true;
     }
   }, ms);
   timer.unref();
