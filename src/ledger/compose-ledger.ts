@@ -47,6 +47,30 @@ export interface ComposeLedgerOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** How repeated rejections are collapsed in the log (serve: the system clock, 60 s; tests: a fake clock). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /** How often expiries the clock has reached are persisted, with their events, when nobody reads them (ms; default 5000). */
+  readonly expirySweepMs?: number;
+  /** How often a long-poll of `GET /events` looks for events another process wrote (ms; default 1000). */
+  readonly eventPollMs?: number;
+}
+
+/**
+ * The ledger's periodic expiry sweep (docs/ledger.md "Events"). A failure (the database busy past
+ * its timeout, the disk full) is logged once until a sweep succeeds again; the next sweep retries.
+ */
+function sweepExpiriesEvery(ms: number, sweep: () => number, logger: Logger): NodeJS.Timeout {
+  let failing = false;
+  const timer = setInterval(() => {
+    try {
+      sweep();
+      if (failing) logger.info({ event: 'ledger_expiry_sweep_recovered' });
+      failing = false;
+    } catch (error) {
+      if (!failing) logger.warn({ event: 'ledger_expiry_sweep_failed', reason: error instanceof Error ? error.message : String(error) });
+      failing = true;
+    }
+  }, ms);
+  timer.unref();
+  return timer;
 }
 
 /**
@@ -75,6 +99,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       authorizationTtlMs: config.authorization_ttl_seconds * 1000,
       defaultPolicy,
       crashPoints,
+      ...(options.eventPollMs === undefined ? {} : { eventPollMs: options.eventPollMs }),
     });
     const credentials = createCredentialLifecycle({ db, now });
     const adminCapability = await ensureAdminCapability(config.admin_capability_path, credentials);
@@ -102,6 +127,8 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       diskFull: () => disk.current(),
       ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
     });
+    // An expiry is recorded (its event written) even when nobody reads the authorization.
+    const sweeping = sweepExpiriesEvery(options.expirySweepMs ?? 5000, service.sweepExpiries, options.logger);
     return {
       buildInfo,
       service,
@@ -113,6 +140,8 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       unattributedClaims: claims.unattributedCount(),
       crashPointsEnabled: crashPoints.enabled,
       close() {
+        clearInterval(sweeping);
+        service.closeEvents();
         db.close();
       },
     };

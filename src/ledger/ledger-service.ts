@@ -3,7 +3,10 @@ import type { SpendPolicy } from './authorization-rules.js';
 import type { LedgerContractLevel } from './ledger-config.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
 import { createAuditStore } from './store/audit-store.js';
+import { createEventWaiters } from './events/event-waiters.js';
 import { createEventStore, type LedgerEventQuery } from './store/event-store.js';
+import type { LedgerEventPage } from './wire/answers.js';
+import { sweepExpiries } from './use-cases/current-authorization.js';
 import { createLedgerStore } from './store/ledger-store.js';
 import { createSuspensionStore } from './store/suspension-store.js';
 import { createVelocityStore } from './store/velocity-store.js';
@@ -39,18 +42,23 @@ export interface LedgerServiceOptions {
   readonly defaultPolicy: SpendPolicy;
   /** Development builds' crash points after a commit (src/crash-points.ts). */
   readonly crashPoints?: CrashPoints;
+  /** How often a long-poll of `GET /events` reads the latest event id, for events another process writes (ms; default 1000). */
+  readonly eventPollMs?: number;
 }
 
 export type LedgerService = ReturnType<typeof createLedgerService>;
 
 export function createLedgerService(options: LedgerServiceOptions) {
   const store = createLedgerStore(options.db);
+  // Each needs the other: the store signals the waiters, which read the store's latest id.
+  const waiters = createEventWaiters({ lastId: () => events.lastId(), pollMs: options.eventPollMs ?? 1000 });
+  const events = createEventStore(options.db, { onAppend: () => { waiters.appended(); } });
   const context = {
     store,
     suspensions: createSuspensionStore(options.db),
     velocity: createVelocityStore(options.db),
     audit: createAuditStore(options.db),
-    events: createEventStore(options.db),
+    events,
     now: options.now,
     crash: options.crashPoints ?? NO_CRASH_POINTS,
     contractLevel: options.contractLevel,
@@ -80,5 +88,26 @@ export function createLedgerService(options: LedgerServiceOptions) {
     events: (query: LedgerEventQuery) => context.events.page(query),
     /** The latest event's id (0 when none). */
     lastEventId: () => context.events.lastId(),
+    /**
+     * `GET /events?wait_seconds=`: the page after the cursor as soon as it holds an event, or the
+     * empty page once `waitMs` have passed, `signal` aborts (the client left) or the ledger stops.
+     */
+    async waitEvents(query: LedgerEventQuery, waitMs: number, signal?: AbortSignal): Promise<LedgerEventPage> {
+      const deadline = performance.now() + waitMs;
+      for (;;) {
+        // The latest id first: an event appended between the two reads is in the page or wakes the wait.
+        const seen = events.lastId();
+        const page = events.page(query);
+        const left = deadline - performance.now();
+        if (page.events.length > 0 || left <= 0 || waiters.closed() || signal?.aborted === true) return page;
+        await waiters.waitAfter(seen, left, signal);
+      }
+    },
+    /** Answers every waiting `GET /events` now (the ledger stops). */
+    closeEvents: () => {
+      waiters.close();
+    },
+    /** Persists the expiries the clock has reached, with their events (the ledger's periodic sweep); answers how many. */
+    sweepExpiries: () => sweepExpiries(context),
   };
 }

@@ -51,6 +51,7 @@ describe('command surface', () => {
     expect(surface).toEqual({
       'agent:mcp': ledgerVerb(flag('executor-url'), flag('executor-token-file')),
       'ledger:audit': ledgerVerb(flag('since'), flag('agent-id'), flag('limit'), flag('after')),
+      'ledger:events': ledgerVerb(flag('since'), { name: 'follow', type: 'boolean', required: false, options: undefined, default: undefined }, flag('types'), flag('agent-id')),
       'ledger:agents:add': ledgerVerb(flag('name', { required: true }), flag('credential-file')),
       'ledger:agents:list': ledgerVerb(),
       'ledger:agents:resume': ledgerVerb(flag('agent-id', { required: true })),

@@ -345,3 +345,58 @@ describe('amounts', () => {
     for (const [message, plant] of cases) expect(await breached(plant)).toEqual({ rules: ['amounts_are_integers'], messages: [message] });
   });
 });
+
+describe("the ledger's events outbox", () => {
+  const outbox = { outbox: true } as const;
+  const typesOf = (ledger: Database.Database, token: string) => ledger.prepare('SELECT type FROM events WHERE token_id = ? ORDER BY event_id').pluck().all(token) as string[];
+
+  it('the clean run has exactly one event for each of its changes: requests, settlements, releases, records opened and resolved, the suspension and its cancellation', async () => {
+    const report = await breached(({ ledger }) => {
+      expect(typesOf(ledger, first().token)).toEqual(['authorization.requested', 'authorization.settled']);
+      expect(typesOf(ledger, clean.settledAtLedger.token)).toEqual(['authorization.requested', 'reconciliation.opened', 'authorization.settled', 'reconciliation.resolved']);
+      expect(typesOf(ledger, clean.releasedByHuman.token)).toEqual(['authorization.requested', 'reconciliation.opened', 'authorization.released', 'reconciliation.resolved']);
+      expect(typesOf(ledger, clean.cancelled.token)).toEqual(['authorization.requested', 'authorization.cancelled']);
+      expect(ledger.prepare("SELECT COUNT(*) FROM events WHERE type = 'agent.suspended'").pluck().get()).toBe(1n);
+    }, undefined, outbox);
+    expect(report).toEqual({ rules: [], messages: [] });
+  });
+
+  it('change_has_one_event: a settlement, a release, a cancellation or a record resolved whose event is gone; a settlement recorded twice', async () => {
+    for (const [type, token] of [
+      ['authorization.settled', first().token],
+      ['authorization.released', clean.notTransmitted.token],
+      ['authorization.cancelled', clean.cancelled.token],
+      ['reconciliation.resolved', clean.releasedAtLedger.token],
+    ] as const) {
+      const gone = await breached(({ ledger }) => void ledger.prepare('DELETE FROM events WHERE type = ? AND token_id = ?').run(type, token), undefined, outbox);
+      expect(gone.rules).toEqual(['change_has_one_event']);
+      expect(gone.messages[0]).toMatch(new RegExp(`: 0 ${type.replace('.', '\\.')} events$`));
+    }
+    const twice = await breached(({ ledger }) => {
+      ledger.prepare("INSERT INTO events (at, type, agent_id, target_id, token_id, amount_units, details) SELECT at, type, agent_id, target_id, token_id, amount_units, details FROM events WHERE type = 'authorization.settled' AND token_id = ?").run(first().token);
+    }, undefined, outbox);
+    expect(twice.messages).toEqual(['settled: 2 authorization.settled events']);
+  });
+
+  it('change_has_one_event: an event of another time (another transaction) or another amount than its change', async () => {
+    const later = await breached(({ ledger }) => void ledger.prepare("UPDATE events SET at = at + 1 WHERE type = 'authorization.settled' AND token_id = ?").run(first().token), undefined, outbox);
+    expect(later.rules).toEqual(['change_has_one_event']);
+    expect(later.messages[0]).toMatch(/^settled: its authorization\.settled event is at \d+, the change at \d+$/);
+    const more = await breached(({ ledger }) => void ledger.prepare("UPDATE events SET amount_units = amount_units + 1 WHERE type = 'authorization.settled' AND token_id = ?").run(first().token), undefined, outbox);
+    expect(more.rules).toEqual(['change_has_one_event']);
+  });
+
+  it('event_has_change: a settlement event for an authorization the ledger never settled; a release gone with its event left', async () => {
+    const invented = await breached(({ ledger }) => {
+      ledger.prepare("INSERT INTO events (at, type, agent_id, token_id, amount_units, details) SELECT created_at, 'authorization.settled', agent_id, token_id, amount_units, '{}' FROM authorizations WHERE token_id = ?").run(clean.cancelled.token);
+    }, undefined, outbox);
+    expect(invented.rules).toEqual(['event_has_change']);
+    expect(invented.messages[0]).toMatch(/\(authorization\.settled\): the ledger holds no such change$/);
+  });
+
+  it('change_has_one_event: a suspended agent whose suspension event is gone', async () => {
+    const gone = await breached(({ ledger }) => void ledger.exec("DELETE FROM events WHERE type = 'agent.suspended'"), undefined, outbox);
+    expect(gone.rules).toEqual(['change_has_one_event']);
+    expect(gone.messages[0]).toMatch(/^suspended at \d+: the latest suspension event is none$/);
+  });
+});

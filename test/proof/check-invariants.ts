@@ -4,6 +4,7 @@ import { readSources } from './checker/read-sandbox.ts';
 import { findings, type InvariantReport } from './checker/report.ts';
 import { checkArtifactFiles } from './checker/rules-artifacts.ts';
 import { checkAudit } from './checker/rules-audit.ts';
+import { checkEvents } from './checker/rules-events.ts';
 import { checkAuthorizations } from './checker/rules-authorizations.ts';
 import { checkLifecycle } from './checker/rules-lifecycle.ts';
 import { checkMoney } from './checker/rules-money.ts';
@@ -26,6 +27,7 @@ export type { InvariantReport, Rule, Violation } from './checker/report.ts';
  *   checker/rules-lifecycle.ts       every execution's end
  *   checker/rules-artifacts.ts       the artifact files
  *   checker/rules-audit.ts           the ledger's audit trail of operator actions
+ *   checker/rules-events.ts          the ledger's events outbox
  *
  * Rule ids are stable (docs/reliability.md lists what each reads). Every rule runs whatever the
  * others find. Relative imports name their `.ts` file: bench/proof/driver.mjs loads the checker
@@ -58,6 +60,7 @@ export function checkInvariants(inputs: InvariantInputs): InvariantReport {
   checkLifecycle(facts, fail);
   checkArtifactFiles(facts.artifacts, inputs.artifactRoot, fail);
   checkAudit(facts, fail);
+  checkEvents(facts, fail);
 
   return {
     violations,

@@ -32,6 +32,8 @@ export interface TestLedger {
   advance(ms: number): void;
   /** A read-only look at the ledger's own database file. */
   query<T>(sql: string, ...params: unknown[]): T[];
+  /** How many connections its server holds now (a long-poll under way holds one). */
+  connections(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -41,6 +43,10 @@ export interface TestLedgerOptions {
   readonly dir?: string;
   /** How repeated rejections are collapsed in the log (default: as serve, the system clock and 60 s). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /** How often expiries are swept (ms; default as serve). */
+  readonly expirySweepMs?: number;
+  /** How often a `GET /events` long-poll looks for another process's events (ms; default as serve). */
+  readonly eventPollMs?: number;
 }
 
 /**
@@ -68,6 +74,8 @@ export async function startTestLedger(options: TestLedgerOptions = {}): Promise<
     logger: pino(sink),
     now: () => Date.now() + offset,
     ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
+    ...(options.expirySweepMs === undefined ? {} : { expirySweepMs: options.expirySweepMs }),
+    ...(options.eventPollMs === undefined ? {} : { eventPollMs: options.eventPollMs }),
   });
   const { app } = ledger;
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -84,6 +92,13 @@ export async function startTestLedger(options: TestLedgerOptions = {}): Promise<
       offset += ms;
     },
     query: <T>(sql: string, ...params: unknown[]) => reader.prepare(sql).all(...params) as T[],
+    connections: () =>
+      new Promise<number>((resolve, reject) => {
+        app.server.getConnections((error, count) => {
+          if (error) reject(error);
+          else resolve(count);
+        });
+      }),
     async close() {
       await app.close();
       reader.close();

@@ -102,6 +102,10 @@ interface Call<S extends z.ZodType> {
   readonly needs: readonly CredentialKind[];
   readonly subject: RequestContext['subject'];
   readonly schema: S;
+  /** Longer than the client's timeout by this much (a long-poll's wait). */
+  readonly extraTimeoutMs?: number;
+  /** The caller gives up (a follow stopped by Ctrl-C). */
+  readonly signal?: AbortSignal | undefined;
 }
 
 const DEFAULT_TIMEOUT_MS = 15_000;
@@ -127,18 +131,20 @@ export function createLedgerClient(options: LedgerClientOptions) {
   async function exchange(call: Call<z.ZodType>): Promise<{ response: Response; text: string }> {
     const headers: Record<string, string> = { ...call.headers, authorization: `Bearer ${token}`, accept: 'application/json' };
     if (call.body !== undefined) headers['content-type'] = 'application/json';
+    const callTimeoutMs = timeoutMs + (call.extraTimeoutMs ?? 0);
     try {
+      const timeout = AbortSignal.timeout(callTimeoutMs);
       const response = await fetch(`${url}${call.path}`, {
         method: call.method,
         headers,
         body: call.body === undefined ? undefined : toJson(call.body),
         // A redirect is reported, never followed: the bearer capability must not travel on.
         redirect: 'manual',
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: call.signal === undefined ? timeout : AbortSignal.any([timeout, call.signal]),
       });
       return { response, text: await response.text() };
     } catch (error) {
-      throw unreachable(url, error, timeoutMs);
+      throw unreachable(url, error, callTimeoutMs);
     }
   }
 
@@ -326,10 +332,24 @@ export function createLedgerClient(options: LedgerClientOptions) {
       return send({ method: 'GET', path: `/audit${search}`, needs: ['admin'], subject: 'agent', schema: auditAnswerSchema });
     },
 
-    /** One page of ledger events after a cursor, oldest first (admin or approver): `GET /events`. */
-    async events(filter: { after?: bigint | undefined; agentId?: string | undefined; types?: readonly string[] | undefined; limit?: number | undefined } = {}): Promise<LedgerEventPage> {
-      const search = queryString({ after: filter.after?.toString(), agent_id: filter.agentId, types: filter.types?.join(','), limit: filter.limit });
-      return send({ method: 'GET', path: `/events${search}`, needs: ['admin', 'approver'], subject: 'agent', schema: eventsAnswerSchema });
+    /**
+     * One page of ledger events after a cursor, oldest first (admin or approver): `GET /events`.
+     * With `waitSeconds` (1-30) a long-poll: answered as soon as an event follows the cursor, or
+     * empty once that long has passed; `signal` gives up on it.
+     */
+    async events(
+      filter: {
+        after?: bigint | undefined;
+        agentId?: string | undefined;
+        types?: readonly string[] | undefined;
+        limit?: number | undefined;
+        waitSeconds?: number | undefined;
+        signal?: AbortSignal | undefined;
+      } = {},
+    ): Promise<LedgerEventPage> {
+      const search = queryString({ after: filter.after?.toString(), agent_id: filter.agentId, types: filter.types?.join(','), limit: filter.limit, wait_seconds: filter.waitSeconds });
+      const waiting = (filter.waitSeconds ?? 0) * 1000;
+      return send({ method: 'GET', path: `/events${search}`, needs: ['admin', 'approver'], subject: 'agent', schema: eventsAnswerSchema, extraTimeoutMs: waiting, signal: filter.signal });
     },
 
     async showAuthorization(tokenId: string): Promise<LedgerAuthorization> {

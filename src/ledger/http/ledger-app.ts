@@ -300,9 +300,33 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
 
   // The events outbox, oldest first after a cursor (docs/ledger.md "Events"): for operators and
   // approvers (the console's live view), never agents.
-  app.get('/events', { onRequest: auth.requires('admin', 'approver') }, (request) => {
+  // With wait_seconds, a long-poll (ledger-service.ts `waitEvents`): answered as soon as an event
+  // follows the cursor, empty at the deadline, at once when the client leaves or the ledger stops.
+  // A poll answered because the ledger stops closes its connection: the server, closing, has
+  // already let its idle keep-alive connections go and would otherwise wait for this one.
+  let closing = false;
+  app.get('/events', { onRequest: auth.requires('admin', 'approver') }, async (request, reply) => {
     const query = parseInput(eventsQuery, request.query);
-    return service.events({ after: query.after ?? 0n, agentId: query.agent_id ?? null, types: query.types ?? null, limit: query.limit });
+    const page = { after: query.after ?? 0n, agentId: query.agent_id ?? null, types: query.types ?? null, limit: query.limit };
+    if (query.wait_seconds === 0) return service.events(page);
+    const left = new AbortController();
+    const onClose = () => {
+      left.abort();
+    };
+    reply.raw.once('close', onClose);
+    try {
+      const answer = await service.waitEvents(page, query.wait_seconds * 1000, left.signal);
+      if (closing) void reply.header('connection', 'close');
+      return answer;
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  });
+  // A stopping ledger answers its waiting long-polls first, so closing never waits out their deadlines.
+  app.addHook('preClose', (done) => {
+    closing = true;
+    service.closeEvents();
+    done();
   });
 
   // The audit trail, oldest first; `next_after` continues it (docs/ledger.md "Audit trail").

@@ -105,11 +105,12 @@ export function createLedgerStore(db: Database.Database) {
     FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id
     WHERE a.agent_id = @agent_id AND a.created_at > @since`),
     expire: db.prepare("UPDATE authorizations SET status = 'expired', closed_at = ? WHERE token_id = ?"),
-    sweepExpired: db.prepare("UPDATE authorizations SET status = 'expired', closed_at = @now WHERE status IN ('requested', 'approved') AND expires_at <= @now"),
+    expiredUnclosed: db.prepare("SELECT * FROM authorizations WHERE status IN ('requested', 'approved') AND expires_at <= @now"),
+    anyExpiredUnclosed: db.prepare("SELECT 1 FROM authorizations WHERE status IN ('requested', 'approved') AND expires_at <= ? LIMIT 1"),
     owner: db.prepare('SELECT account_id FROM owner'),
     insertOwner: db.prepare('INSERT INTO owner (account_id, created_at) VALUES (?, ?)'),
     closeOpenRecord: db.prepare(
-      "UPDATE reconciliation_records SET status = 'resolved', resolution = ?, resolved_by = 'executor', resolved_at = ? WHERE token_id = ? AND status = 'open'",
+      "UPDATE reconciliation_records SET status = 'resolved', resolution = ?, resolved_by = 'executor', resolved_at = ? WHERE token_id = ? AND status = 'open' RETURNING record_id",
     ),
     insertSettlement: db.prepare(
       `INSERT INTO settlements (settlement_id, token_id, receipt_id, execution_id, receipt_shape, amount_units, units_scale, currency,
@@ -157,10 +158,17 @@ export function createLedgerStore(db: Database.Database) {
     expire(tokenId: string, at: number): void {
       statements.expire.run(at, tokenId);
     },
-    /** Every unclaimed authorization whose expiry `now` has reached becomes `expired`. */
-    sweepExpired(now: number): void {
-      statements.sweepExpired.run({ now });
+    /**
+     * Every unclaimed authorization whose expiry `now` has reached becomes `expired`; answers
+     * them as they were (so each expiry's event can say what expired). Inside a transaction.
+     */
+    sweepExpired(now: number): AuthorizationRow[] {
+      const expiring = statements.expiredUnclosed.all({ now }) as AuthorizationRow[];
+      for (const row of expiring) statements.expire.run(now, row.token_id);
+      return expiring;
     },
+    /** Whether some unclaimed authorization's expiry `now` has reached (a read: the periodic sweep takes the write lock only then). */
+    anyToExpire: (now: number) => statements.anyExpiredUnclosed.get(now) !== undefined,
 
     ownerAccountId: () => (statements.owner.get() as { account_id: string } | undefined)?.account_id,
     insertOwner(accountId: string, at: number): void {
@@ -244,9 +252,10 @@ export function createLedgerStore(db: Database.Database) {
     /**
      * An authorization that becomes final closes its open reconciliation record, so ledger and
      * executor agree: resolved by the executor unless the reconciliation route records its own.
+     * Answers the record closed, if one was open.
      */
-    closeOpenRecord(tokenId: string, resolution: 'settled' | 'released', at: number): void {
-      statements.closeOpenRecord.run(resolution, at, tokenId);
+    closeOpenRecord(tokenId: string, resolution: 'settled' | 'released', at: number): string | undefined {
+      return (statements.closeOpenRecord.get(resolution, at, tokenId) as { record_id: string } | undefined)?.record_id;
     },
     openRecordId: (tokenId: string) => (statements.openRecordOf.get(tokenId) as { record_id: string } | undefined)?.record_id,
     insertRecord(record: { recordId: string; tokenId: string; executionId: string; reason: string; evidence: string; at: number }): void {

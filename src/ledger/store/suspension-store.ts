@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { AgentRow } from './admin-store.js';
+import type { AuthorizationRow } from './ledger-rows.js';
 
 /*
  * The ledger's SQL for suspending and resuming an agent (use-cases/suspend-agent.ts): the agent's
@@ -23,10 +24,8 @@ export function createSuspensionStore(db: Database.Database) {
     resume: db.prepare("UPDATE agents SET status = 'active', suspended_at = NULL, suspension_reason = NULL, suspended_by = NULL WHERE agent_id = ? AND status = 'suspended'"),
     // Unclaimed: never an execution id. A claimed authorization is an execution under way; it
     // finishes, settles, releases or parks as ever (money truth wins over the switch).
-    cancelUnclaimed: db.prepare(
-      `UPDATE authorizations SET status = 'cancelled', cancellation_reason = @reason, closed_at = @at
-       WHERE agent_id = @agent_id AND status IN ('requested', 'approved') AND execution_id IS NULL`,
-    ),
+    unclaimed: db.prepare("SELECT * FROM authorizations WHERE agent_id = ? AND status IN ('requested', 'approved') AND execution_id IS NULL"),
+    cancel: db.prepare("UPDATE authorizations SET status = 'cancelled', cancellation_reason = @reason, closed_at = @at WHERE token_id = @token_id"),
   };
 
   return {
@@ -37,9 +36,11 @@ export function createSuspensionStore(db: Database.Database) {
     resume(agentId: string): void {
       statements.resume.run(agentId);
     },
-    /** Cancels the agent's requested and approved authorizations nobody claimed; answers how many. */
-    cancelUnclaimed(agentId: string, at: number): number {
-      return statements.cancelUnclaimed.run({ agent_id: agentId, reason: AGENT_SUSPENDED, at }).changes;
+    /** Cancels the agent's requested and approved authorizations nobody claimed; answers them as they were (inside a transaction). */
+    cancelUnclaimed(agentId: string, at: number): AuthorizationRow[] {
+      const unclaimed = statements.unclaimed.all(agentId) as AuthorizationRow[];
+      for (const row of unclaimed) statements.cancel.run({ token_id: row.token_id, reason: AGENT_SUSPENDED, at });
+      return unclaimed;
     },
   };
 }

@@ -4,6 +4,7 @@ import type { LedgerStore } from '../store/ledger-store.js';
 import type { AuthorizationRow } from '../store/ledger-rows.js';
 import { effectiveStatus } from '../authorization-rules.js';
 import { conflict, notFound } from '../ledger-error.js';
+import { expiryEvent } from './authorization-events.js';
 
 /** What every use case works with: the ledger's store, its events outbox and its clock (ms since the epoch). */
 export interface LedgerContext {
@@ -33,18 +34,36 @@ export function loadAuthorization(store: LedgerStore, tokenId: string): Authoriz
   return row;
 }
 
-/** Persists an expiry that the clock has reached, so every reader agrees on the status. */
-export function currentAuthorization({ store, now }: LedgerContext, tokenId: string): AuthorizationRow {
+/**
+ * Persists an expiry that the clock has reached, so every reader agrees on the status; its
+ * `authorization.expired` event with it. Inside the caller's transaction.
+ */
+export function currentAuthorization({ store, events, now }: LedgerContext, tokenId: string): AuthorizationRow {
   const row = loadAuthorization(store, tokenId);
-  const status = effectiveStatus(row.status, Number(row.expires_at), now());
+  const at = now();
+  const status = effectiveStatus(row.status, Number(row.expires_at), at);
   if (status === row.status) return row;
-  store.expire(tokenId, now());
+  store.expire(tokenId, at);
+  expiryEvent(events, row, at);
   return loadAuthorization(store, tokenId);
 }
 
-/** Persists every expiry the clock has reached, so listings can filter by status in SQL. */
-export function expireAuthorizations({ store, now }: LedgerContext): void {
-  store.sweepExpired(now());
+/** Persists every expiry the clock has reached, so listings can filter by status in SQL; an event each. Inside the caller's transaction. */
+export function expireAuthorizations({ store, events, now }: LedgerContext): number {
+  const at = now();
+  const expired = store.sweepExpired(at);
+  for (const row of expired) expiryEvent(events, row, at);
+  return expired.length;
+}
+
+/**
+ * The ledger's periodic sweep: persists the expiries the clock has reached even when nobody reads
+ * them, so each one's event is written close to its time. Takes the write lock only when there is
+ * one to persist; answers how many.
+ */
+export function sweepExpiries(context: LedgerContext): number {
+  if (!context.store.anyToExpire(context.now())) return 0;
+  return context.store.immediate(() => expireAuthorizations(context));
 }
 
 /** Settling, releasing or parking needs the authorization claimed by this very execution. */

@@ -2,6 +2,7 @@ import type { LedgerAuthorization } from '../wire/answers.js';
 import { LedgerError } from '../ledger-error.js';
 import type { AuthorizationRow } from '../store/ledger-rows.js';
 import type { AuditStore, CredentialActor } from '../store/audit-store.js';
+import { authorizationEvent } from './authorization-events.js';
 import { commitThenReach, currentAuthorization, loadAuthorization, type CommitContext } from './current-authorization.js';
 
 export interface DecisionContext extends CommitContext {
@@ -56,6 +57,11 @@ export function decideAuthorization(
       after: { status: decision, amount_units: row.amount_units.toString(), currency: row.currency },
       reason: reason ?? null,
       at,
+    });
+    // Who decided, by kind and whether a named approver: never the free-text reason or the name.
+    authorizationEvent(context.events, decision === 'approved' ? 'authorization.approved' : 'authorization.denied', row, at, {
+      decided_by: approver.kind,
+      named_approver: approver.holder_name !== null,
     });
     return store.authorizationView(loadAuthorization(store, tokenId));
   });

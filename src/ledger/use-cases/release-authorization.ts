@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LedgerAuthorization } from '../wire/answers.js';
 import { conflict } from '../ledger-error.js';
 import type { AuthorizationRow } from '../store/ledger-rows.js';
+import { authorizationEvent, recordResolvedEvent } from './authorization-events.js';
 import { commitThenReach, currentAuthorization, loadAuthorization, requireClaimedBy, type CommitContext, type LedgerContext } from './current-authorization.js';
 
 /** Releases inside an open transaction; shared by the executor route and reconciliation. */
@@ -26,7 +27,9 @@ export function releaseWithin(
   const at = now();
   store.insertRelease({ releaseId: `rel_${randomUUID()}`, tokenId, executionId, reason, at });
   store.markReleased(tokenId, at);
-  store.closeOpenRecord(tokenId, 'released', at);
+  authorizationEvent(context.events, 'authorization.released', row, at, { reason });
+  const closed = store.closeOpenRecord(tokenId, 'released', at);
+  if (closed !== undefined) recordResolvedEvent(context.events, row, at, { recordId: closed, resolution: 'released', by: 'executor' });
   return { replayed: false, row: loadAuthorization(store, tokenId) };
 }
 

@@ -7,7 +7,7 @@ import { conflict, unprocessable, type LedgerError } from '../ledger-error.js';
 import type { AuthorizationRow } from '../store/ledger-rows.js';
 import { currentAuthorization, loadAuthorization, type LedgerContext } from './current-authorization.js';
 import { ownerAccountId } from './owner-account.js';
-import { refuseIfSuspended } from './suspend-agent.js';
+import { suspendedRefusal } from './suspend-agent.js';
 import { checkVelocity, type VelocityContext } from './velocity-breaker.js';
 
 export interface RequestContext extends VelocityContext {
@@ -57,12 +57,35 @@ function openUnderKey(context: LedgerContext, agentId: string, key: string): Aut
   return row.status === 'requested' || row.status === 'approved' ? row : null;
 }
 
+/** The policy limit a refusal names (`authorization.refused`'s `limit`). */
+const POLICY_LIMIT = { per_authorization_cap_exceeded: 'per_authorization_cap_units', daily_cap_exceeded: 'daily_cap_units' } as const;
+
+/**
+ * A refused request, recorded in its transaction (which commits): `authorization.refused` with
+ * the refusal's reason code as answered and the limit it names, if one; the amount asked, no
+ * authorization (none was opened).
+ */
+function recordRefusal(context: RequestContext, agentId: string, input: AuthorizationInput, refusal: LedgerError, limit?: string): { refusal: LedgerError } {
+  const reason = refusal.reasonCode ?? refusal.code;
+  const named = limit ?? refusal.details?.velocity_limit;
+  context.events.append({
+    type: 'authorization.refused',
+    at: context.now(),
+    agentId,
+    targetId: input.target_id ?? null,
+    amountUnits: input.amount_units,
+    details: named === undefined ? { reason } : { reason, limit: named },
+  });
+  return { refusal };
+}
+
 /**
  * An agent asks for a spend authorization; caps are checked and the hold taken atomically. A
  * suspended agent is refused in the same transaction, so a request commits before a suspension
  * (and is cancelled by it) or is refused after it — never held past it. Velocity limits are
- * counted and decided in it too (velocity-breaker.ts); a refusal is thrown once the transaction
- * has committed, so the request's count (and a suspension the breaker made) is kept.
+ * counted and decided in it too (velocity-breaker.ts); a refusal — suspended, too fast, over a cap
+ * — is thrown once the transaction has committed, so the request's count, a suspension the
+ * breaker made and the refusal's event (`authorization.refused`) are kept.
  *
  * With an idempotency key (docs/ledger.md "Idempotent requests"), a repeat while the
  * authorization the key opened is still open answers that one (`replayed`) — or, with another
@@ -73,7 +96,8 @@ export function requestAuthorization(context: RequestContext, agentId: string, i
   const { store, now } = context;
   const idempotency = idempotencyKey === null ? null : { key: idempotencyKey, fingerprint: requestFingerprint(input) };
   const outcome = store.immediate((): { refusal: LedgerError } | RequestedAuthorization => {
-    refuseIfSuspended(context.suspensions, agentId);
+    const suspended = suspendedRefusal(context.suspensions, agentId);
+    if (suspended !== null) return recordRefusal(context, agentId, input, suspended);
     if (idempotency !== null) {
       const open = openUnderKey(context, agentId, idempotency.key);
       if (open !== null && open.request_fingerprint !== idempotency.fingerprint) throw conflict('idempotency_key_reused', ['idempotency-key']);
@@ -82,10 +106,10 @@ export function requestAuthorization(context: RequestContext, agentId: string, i
     const at = now();
     const policy = store.policy(agentId) ?? context.defaultPolicy;
     const tooFast = checkVelocity(context, agentId, policy, at);
-    if (tooFast !== null) return { refusal: tooFast };
+    if (tooFast !== null) return recordRefusal(context, agentId, input, tooFast);
     const committed = store.committedUnits({ agentId, now: at, since: at - ROLLING_WINDOW_MS });
     const decision = decideRequest(policy, input.amount_units, committed);
-    if (decision.outcome === 'refused') return { refusal: unprocessable('policy_refused', decision.reason, ['amount_units']) };
+    if (decision.outcome === 'refused') return recordRefusal(context, agentId, input, unprocessable('policy_refused', decision.reason, ['amount_units']), POLICY_LIMIT[decision.reason]);
     const tokenId = randomUUID();
     store.insertAuthorization({
       tokenId,

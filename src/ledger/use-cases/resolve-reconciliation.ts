@@ -2,6 +2,7 @@ import type { ReconciliationRecordView } from '../store/ledger-rows.js';
 import { conflict, notFound } from '../ledger-error.js';
 import type { AuditStore, CredentialActor } from '../store/audit-store.js';
 import { commitThenReach, type CommitContext, type LedgerContext } from './current-authorization.js';
+import { recordResolvedEvent } from './authorization-events.js';
 import { releaseWithin } from './release-authorization.js';
 import { settleWithin, type Receipt, type SettleContext } from './settle-authorization.js';
 
@@ -29,10 +30,13 @@ export function resolveReconciliation(
       if (record.resolution === wanted) return { replayed: true, record: store.recordView(recordId) };
       throw conflict('record_resolved');
     }
-    const closed = resolution.kind === 'settle' ? settleWithin(context, record.token_id, record.execution_id, resolution.receipt) : releaseWithin(context, record.token_id, record.execution_id, 'reconciled_no_charge');
     const note = resolution.kind === 'release' ? resolution.reason : null;
     const at = now();
+    // The record is resolved as the human's first, so the settle or release below finds it no
+    // longer open and leaves it (and its event) to this resolution.
     store.resolveRecord(recordId, { resolution: wanted, resolvedBy: actor.credential_id, note, at });
+    const closed = resolution.kind === 'settle' ? settleWithin(context, record.token_id, record.execution_id, resolution.receipt) : releaseWithin(context, record.token_id, record.execution_id, 'reconciled_no_charge');
+    recordResolvedEvent(context.events, closed.row, at, { recordId, resolution: wanted, by: 'operator' });
     const settled = store.authorizationView(closed.row).settlement;
     context.audit.record({
       actor,

@@ -5,6 +5,7 @@ import { centsCeil, unitsFromCents } from '../authorization-rules.js';
 import type { LedgerContractLevel } from '../ledger-config.js';
 import { conflict, unprocessable } from '../ledger-error.js';
 import type { AuthorizationRow } from '../store/ledger-rows.js';
+import { authorizationEvent, recordResolvedEvent } from './authorization-events.js';
 import { commitThenReach, currentAuthorization, loadAuthorization, requireClaimedBy, type CommitContext, type LedgerContext } from './current-authorization.js';
 
 /** A receipt after validation: precise, or legacy whole cents converted exactly to micro-units. */
@@ -78,7 +79,9 @@ export function settleWithin(
     at,
   });
   store.markSettled(tokenId, at);
-  store.closeOpenRecord(tokenId, 'settled', at);
+  authorizationEvent(context.events, 'authorization.settled', row, at, { held_units: row.amount_units.toString() }, normal.amount_units);
+  const closed = store.closeOpenRecord(tokenId, 'settled', at);
+  if (closed !== undefined) recordResolvedEvent(context.events, row, at, { recordId: closed, resolution: 'settled', by: 'executor' });
   return { replayed: false, row: loadAuthorization(store, tokenId) };
 }
 

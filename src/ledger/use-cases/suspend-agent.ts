@@ -1,10 +1,13 @@
 import type { LedgerAgentSuspension } from '../wire/answers.js';
-import { forbidden, notFound } from '../ledger-error.js';
+import { forbidden, notFound, type LedgerError } from '../ledger-error.js';
 import { agentView, type AgentRow } from '../store/admin-store.js';
 import type { AuditActor, AuditStore } from '../store/audit-store.js';
 import { iso } from '../store/ledger-rows.js';
 import { AGENT_SUSPENDED, type SuspendedBy, type SuspensionStore } from '../store/suspension-store.js';
 import type { VelocityStore } from '../store/velocity-store.js';
+import type { EventStore } from '../store/event-store.js';
+import type { AuthorizationRow } from '../store/ledger-rows.js';
+import { authorizationEvent } from './authorization-events.js';
 import { commitThenReach, expireAuthorizations, type CommitContext } from './current-authorization.js';
 
 /*
@@ -47,9 +50,20 @@ export function suspendAgent(context: SuspensionContext, agentId: string, reason
     // Inside the open transaction: a kill here must leave no trace of the suspension at all.
     crash.reach('ledger.during_suspend');
     const cancelled = suspensions.cancelUnclaimed(agentId, at);
-    auditSuspension(context.audit, { actor, by: 'operator', agentId, reason, at, cancelled });
-    return answer(context, agentId, cancelled, true);
+    suspensionEvents(context.events, { by: 'operator', agentId, at, cancelled });
+    auditSuspension(context.audit, { actor, by: 'operator', agentId, reason, at, cancelled: cancelled.length });
+    return answer(context, agentId, cancelled.length, true);
   });
+}
+
+/**
+ * A suspension's events, in its transaction: `agent.suspended` (by whom; never the operator's
+ * free-text reason), then `authorization.cancelled` for each authorization it cancelled.
+ */
+export function suspensionEvents(events: EventStore, suspension: { by: SuspendedBy; agentId: string; at: number; cancelled: readonly AuthorizationRow[] }): void {
+  const { by, agentId, at, cancelled } = suspension;
+  events.append({ type: 'agent.suspended', at, agentId, details: { by, cancelled_authorizations: cancelled.length } });
+  for (const row of cancelled) authorizationEvent(events, 'authorization.cancelled', row, at, { reason: AGENT_SUSPENDED, status_before: row.status });
 }
 
 /** A suspension in the audit trail (an operator's, or the velocity breaker's as the ledger's own act), in its transaction. */
@@ -74,6 +88,8 @@ export function resumeAgent(context: SuspensionContext, agentId: string, actor: 
     context.suspensions.resume(agentId);
     // The runaway-loop breaker counts afresh from the resumption (its requests still count against the limits).
     context.velocity.forgetRefusals(agentId);
+    const at = context.now();
+    context.events.append({ type: 'agent.resumed', at, agentId, details: { by: 'operator', suspended_by: suspended.suspended_by ?? 'operator' } });
     context.audit.record({
       actor,
       action: 'agent_resumed',
@@ -81,18 +97,18 @@ export function resumeAgent(context: SuspensionContext, agentId: string, actor: 
       subjectId: agentId,
       before: { status: 'suspended', suspended_by: suspended.suspended_by ?? 'operator', suspended_at: iso(suspended.suspended_at) },
       after: { status: 'active' },
-      at: context.now(),
+      at,
     });
     return answer(context, agentId, 0, true);
   });
 }
 
 /**
- * Refuses a suspended agent's new spend request (403 `forbidden` / `agent_suspended`; the
- * breaker's suspension says so with `suspended_by`); call inside the request's transaction.
+ * The refusal of a suspended agent's new spend request (403 `forbidden` / `agent_suspended`; the
+ * breaker's suspension says so with `suspended_by`), or null; call inside the request's transaction.
  */
-export function refuseIfSuspended(suspensions: SuspensionStore, agentId: string): void {
+export function suspendedRefusal(suspensions: SuspensionStore, agentId: string): LedgerError | null {
   const agent = suspensions.agent(agentId);
-  if (agent?.status !== 'suspended') return;
-  throw forbidden(AGENT_SUSPENDED, agent.suspended_by === 'velocity_breaker' ? { suspended_by: 'velocity_breaker' } : undefined);
+  if (agent?.status !== 'suspended') return null;
+  return forbidden(AGENT_SUSPENDED, agent.suspended_by === 'velocity_breaker' ? { suspended_by: 'velocity_breaker' } : undefined);
 }

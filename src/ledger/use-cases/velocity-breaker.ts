@@ -4,7 +4,7 @@ import { LEDGER_ACTOR, type AuditStore } from '../store/audit-store.js';
 import { AGENT_SUSPENDED, type SuspensionStore } from '../store/suspension-store.js';
 import type { VelocityStore } from '../store/velocity-store.js';
 import { expireAuthorizations, type LedgerContext } from './current-authorization.js';
-import { auditSuspension } from './suspend-agent.js';
+import { auditSuspension, suspensionEvents } from './suspend-agent.js';
 
 /*
  * The runaway-loop breaker (docs/ledger.md "Velocity limits"). Called inside a spend request's
@@ -38,7 +38,8 @@ export function checkVelocity(context: VelocityContext, agentId: string, policy:
   const reason = breakerReason(policy, refusals);
   context.suspensions.suspend(agentId, reason, at, 'velocity_breaker');
   const cancelled = context.suspensions.cancelUnclaimed(agentId, at);
-  auditSuspension(context.audit, { actor: LEDGER_ACTOR, by: 'velocity_breaker', agentId, reason, at, cancelled });
+  suspensionEvents(context.events, { by: 'velocity_breaker', agentId, at, cancelled });
+  auditSuspension(context.audit, { actor: LEDGER_ACTOR, by: 'velocity_breaker', agentId, reason, at, cancelled: cancelled.length });
   // Waiting would not help any more: the agent is suspended until an operator resumes it.
   return forbidden(AGENT_SUSPENDED, { suspended_by: 'velocity_breaker' });
 }

@@ -188,9 +188,13 @@ export const auditQuery = z.strictObject({
   limit: digits('a page size', 1, 500).optional().transform((limit) => limit ?? 100),
 });
 
+/** Longest a `GET /events` long-poll waits for an event (`wait_seconds`). */
+export const MAX_EVENTS_WAIT_SECONDS = 30;
+
 /**
  * The query of `GET /events`: events after `after` (an event id; 0 or absent: from the first),
- * of one agent or all, of some types or all, a bounded page.
+ * of one agent or all, of some types or all, a bounded page; with `wait_seconds` (0-30) an empty
+ * page is answered only once that long has passed without an event (a long-poll).
  */
 export const eventsQuery = z.strictObject({
   after: z
@@ -206,6 +210,7 @@ export const eventsQuery = z.strictObject({
     .pipe(z.array(z.enum(LEDGER_EVENT_TYPES, { error: `must be event types: ${LEDGER_EVENT_TYPES.join(', ')}` })))
     .optional(),
   limit: digits('a page size', 1, 500).optional().transform((limit) => limit ?? 100),
+  wait_seconds: digits('a number of seconds', 0, MAX_EVENTS_WAIT_SECONDS).optional().transform((seconds) => seconds ?? 0),
 });
 
 export const reconciliationBody = z.strictObject({

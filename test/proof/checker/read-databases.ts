@@ -63,6 +63,9 @@ export interface AuthorizationRow {
   /** `policy` when the policy approved it, a credential id when a human decided it, null while undecided. */
   decided_by: string | null;
   decided_at: bigint | null;
+  created_at: bigint;
+  /** When it became final (settled, released, denied, expired, cancelled). */
+  closed_at: bigint | null;
 }
 export interface SettlementRow {
   settlement_id: string;
@@ -72,11 +75,13 @@ export interface SettlementRow {
   receipt_shape: string;
   amount_units: unknown;
   currency: string;
+  created_at: bigint;
 }
 export interface ReleaseRow {
   token_id: string;
   execution_id: string | null;
   reason: string;
+  created_at: bigint;
 }
 export interface RecordRow {
   record_id: string;
@@ -87,6 +92,8 @@ export interface RecordRow {
   /** `executor` when the executor's settle or release closed it, a credential id when a human resolved it. */
   resolved_by: string | null;
   resolved_at: bigint | null;
+  reason: string;
+  created_at: bigint;
 }
 
 export interface AgentRow {
@@ -121,6 +128,23 @@ export interface AuditEventRow {
   after: string | null;
 }
 
+/** One row of the ledger's events outbox; `details` as stored (JSON text). */
+export interface LedgerEventRow {
+  event_id: bigint;
+  at: bigint;
+  type: string;
+  agent_id: string | null;
+  token_id: string | null;
+  amount_units: unknown;
+  details: string;
+}
+
+/** The events outbox and since when the ledger keeps it (its migration's applied_at); null for a ledger from before it. */
+export interface EventRows {
+  readonly since: bigint;
+  readonly events: readonly LedgerEventRow[];
+}
+
 /** The audit trail and since when the ledger keeps it (its migration's applied_at); null for a ledger from before it. */
 export interface AuditRows {
   readonly since: bigint;
@@ -136,6 +160,7 @@ export interface LedgerRows {
   readonly policies: readonly PolicyRow[];
   readonly credentials: readonly CredentialRow[];
   readonly audit: AuditRows | null;
+  readonly outbox: EventRows | null;
 }
 
 export interface ExecutorRows {
@@ -176,6 +201,15 @@ function readAudit(db: Database.Database): AuditRows | null {
   return { since, events: all<AuditEventRow>(db, 'SELECT audit_id, at, actor_credential_id, actor_kind, action, agent_id, subject_id, before, after FROM audit_events ORDER BY audit_id') };
 }
 
+/** The name of the ledger migration that began the events outbox (found by name, as the audit trail's). */
+const EVENTS_MIGRATION = 'spend requests name what they pay for; the ledger keeps its events';
+
+function readEvents(db: Database.Database): EventRows | null {
+  const since = db.prepare('SELECT applied_at FROM schema_migrations WHERE name = ?').pluck().get(EVENTS_MIGRATION) as bigint | undefined;
+  if (since === undefined) return null;
+  return { since, events: all<LedgerEventRow>(db, 'SELECT event_id, at, type, agent_id, token_id, amount_units, details FROM events ORDER BY event_id') };
+}
+
 /** Both databases' rows, each read in one transaction; `amounts_are_integers` reports through `fail`. */
 export function readDatabases(inputs: { readonly ledgerDatabase: string; readonly executorDatabase: string }, fail: Fail): { ledger: LedgerRows; executor: ExecutorRows } {
   return withDatabase(inputs.ledgerDatabase, (ledgerDb) => {
@@ -185,13 +219,14 @@ export function readDatabases(inputs: { readonly ledgerDatabase: string; readonl
         checkIntegers('ledger', ledgerDb, fail);
         return {
           agents: all<AgentRow>(ledgerDb, 'SELECT agent_id, status, created_at, suspended_at, suspended_by FROM agents'),
-          authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, agent_id, amount_units, currency, status, execution_id, decided_by, decided_at FROM authorizations'),
-          settlements: all<SettlementRow>(ledgerDb, 'SELECT settlement_id, token_id, execution_id, receipt_id, receipt_shape, amount_units, currency FROM settlements'),
-          releases: all<ReleaseRow>(ledgerDb, 'SELECT token_id, execution_id, reason FROM releases'),
-          records: all<RecordRow>(ledgerDb, 'SELECT record_id, token_id, execution_id, status, resolution, resolved_by, resolved_at FROM reconciliation_records'),
+          authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, agent_id, amount_units, currency, status, execution_id, decided_by, decided_at, created_at, closed_at FROM authorizations'),
+          settlements: all<SettlementRow>(ledgerDb, 'SELECT settlement_id, token_id, execution_id, receipt_id, receipt_shape, amount_units, currency, created_at FROM settlements'),
+          releases: all<ReleaseRow>(ledgerDb, 'SELECT token_id, execution_id, reason, created_at FROM releases'),
+          records: all<RecordRow>(ledgerDb, 'SELECT record_id, token_id, execution_id, status, resolution, resolved_by, resolved_at, reason, created_at FROM reconciliation_records'),
           policies: all<PolicyRow>(ledgerDb, 'SELECT agent_id, version, updated_at FROM policies'),
           credentials: all<CredentialRow>(ledgerDb, 'SELECT credential_id, created_at FROM credentials'),
           audit: readAudit(ledgerDb),
+          outbox: readEvents(ledgerDb),
         };
       })(),
       executor: executorDb.transaction((): ExecutorRows => {

@@ -33,7 +33,9 @@ export type Rule =
   | 'artifacts_intact'
   | 'amounts_are_integers'
   | 'operator_action_audited'
-  | 'audit_event_has_change';
+  | 'audit_event_has_change'
+  | 'change_has_one_event'
+  | 'event_has_change';
 
 export interface Violation {
   readonly rule: Rule;
