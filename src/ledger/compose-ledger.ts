@@ -47,6 +47,8 @@ export interface ComposeLedgerOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** How repeated rejections are collapsed in the log (serve: the system clock, 60 s; tests: a fake clock). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /** The installation's IANA time zone for calendar periods (spend reports); default UTC. */
+  readonly timeZone?: string;
 }
 
 /**
@@ -75,6 +77,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       authorizationTtlMs: config.authorization_ttl_seconds * 1000,
       defaultPolicy,
       crashPoints,
+      ...(options.timeZone === undefined ? {} : { timeZone: options.timeZone }),
     });
     const credentials = createCredentialLifecycle({ db, now });
     const adminCapability = await ensureAdminCapability(config.admin_capability_path, credentials);

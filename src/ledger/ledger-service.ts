@@ -4,6 +4,7 @@ import type { LedgerContractLevel } from './ledger-config.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
 import { createAuditStore } from './store/audit-store.js';
 import { createLedgerStore } from './store/ledger-store.js';
+import { createReportStore } from './store/report-store.js';
 import { createSuspensionStore } from './store/suspension-store.js';
 import { createVelocityStore } from './store/velocity-store.js';
 import { agentSpending } from './use-cases/agent-spending.js';
@@ -17,6 +18,7 @@ import { releaseAuthorization } from './use-cases/release-authorization.js';
 import { requestAuthorization } from './use-cases/request-authorization.js';
 import { reconciliationRecords, resolveReconciliation } from './use-cases/resolve-reconciliation.js';
 import { settleAuthorization } from './use-cases/settle-authorization.js';
+import { spendReport } from './use-cases/spend-report.js';
 import { resolveAuthorization, showAuthorization } from './use-cases/show-authorization.js';
 import { resumeAgent, suspendAgent } from './use-cases/suspend-agent.js';
 
@@ -38,6 +40,8 @@ export interface LedgerServiceOptions {
   readonly defaultPolicy: SpendPolicy;
   /** Development builds' crash points after a commit (src/crash-points.ts). */
   readonly crashPoints?: CrashPoints;
+  /** The installation's IANA time zone, in which spend reports read calendar periods and dates (default UTC). */
+  readonly timeZone?: string;
 }
 
 export type LedgerService = ReturnType<typeof createLedgerService>;
@@ -54,6 +58,8 @@ export function createLedgerService(options: LedgerServiceOptions) {
     contractLevel: options.contractLevel,
     authorizationTtlMs: options.authorizationTtlMs,
     defaultPolicy: options.defaultPolicy,
+    reports: createReportStore(options.db),
+    timeZone: options.timeZone ?? 'UTC',
   };
 
   return {
@@ -74,5 +80,6 @@ export function createLedgerService(options: LedgerServiceOptions) {
     suspendAgent: suspendAgent.bind(null, context),
     resumeAgent: resumeAgent.bind(null, context),
     auditTrail: auditTrail.bind(null, context),
+    spendReport: spendReport.bind(null, context),
   };
 }

@@ -261,3 +261,31 @@ export const claimsAnswerSchema = z.object({ claims: z.array(claimSchema), next_
 /** `GET /audit`: one page of the audit trail, oldest first; `next_after` continues it (null: the last page for now). */
 export const auditAnswerSchema = z.object({ events: z.array(auditEventSchema), next_after: z.string().nullable() });
 export type LedgerAuditPage = z.output<typeof auditAnswerSchema>;
+
+const spendTally = {
+  settled_units: amount,
+  settled_count: z.int().min(0),
+  held_units: amount,
+  held_count: z.int().min(0),
+};
+
+/**
+ * `GET /reports/spend` (docs/ledger.md "Spend reports"): settled amounts per group from the
+ * settlement rows settled in [since, until), and apart the amounts held now by authorizations
+ * requested in that range. `group` is an agent id, a target id (`(none)` for none), or a
+ * calendar period in `time_zone` (`2026-11-27`, a week's Monday `2026-11-23`, `2026-11`);
+ * `label` is what a person reads (an agent's name; the group itself otherwise).
+ */
+export const spendReportSchema = z.object({
+  by: z.enum(['agent', 'target', 'day', 'week', 'month']),
+  time_zone: z.string(),
+  since: timestamp.nullable(),
+  until: timestamp.nullable(),
+  as_of: timestamp,
+  units_scale: scale,
+  currency: z.string(),
+  groups: z.array(z.object({ group: z.string(), label: z.string(), ...spendTally })),
+  total: z.object(spendTally),
+});
+export type LedgerSpendReport = z.output<typeof spendReportSchema>;
+export const spendReportAnswerSchema = z.object({ report: spendReportSchema });
