@@ -31,11 +31,10 @@ function writable(use: (db: Database.Database) => void): void {
 }
 
 // TEST-ONLY until issue 28's foundation adds authorizations.target_id: add it when absent.
-beforeEach(() =>
-  writable((db) => {
+beforeEach(() => { writable((db) => {
     const columns = db.prepare("SELECT name FROM pragma_table_info('authorizations')").all() as { name: string }[];
     if (!columns.some((column) => column.name === 'target_id')) db.exec('ALTER TABLE authorizations ADD COLUMN target_id TEXT');
-  }),
+  }); },
 );
 
 /** Sets an authorization's target, the executor target id its agent named. */
