@@ -202,7 +202,7 @@ export const resolveRecordBody = z.discriminatedUnion(
 );
 
 /** A bound of a spend report's range: a calendar date (read in the installation's zone) or an ISO 8601 time with its offset. */
-const spendBound = z
+export const spendBound = z
   .string({ error: 'must be a date (2026-11-01) or an ISO 8601 time with its offset (2026-11-01T09:00:00Z)' })
   .refine(
     (text) => isCivilDate(text) || z.iso.datetime({ offset: true }).safeParse(text).success,
