@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectFailure, expectResult, runLexec, type CliRun } from '../support/cli.js';
 import { call, preciseReceipt, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
@@ -24,14 +23,9 @@ async function lexec(args: readonly string[]): Promise<CliRun> {
 const admin = () => ['--url', ledger.url, '--token-file', join(ledger.dir, 'credentials', 'admin.capability')];
 
 async function requestAndSettle(units: string, settled: string | null, target: string | null): Promise<void> {
-  const requested = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', { token: actors.agent, body: { amount_units: units, units_scale: 6, currency: 'USD' } });
+  const body = { amount_units: units, units_scale: 6, currency: 'USD', ...(target === null ? {} : { target_id: target }) };
+  const requested = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', { token: actors.agent, body });
   const tokenId = requested.body.authorization.token_id;
-  const db = new Database(ledger.databasePath);
-  try {
-    db.prepare('UPDATE authorizations SET target_id = ? WHERE token_id = ?').run(target, tokenId);
-  } finally {
-    db.close();
-  }
   if (settled === null) return;
   const executionId = `exe_${randomUUID().replaceAll('-', '')}`;
   expect((await call(ledger.url, 'POST', `/executor/authorizations/${tokenId}/claim`, { token: actors.executor, body: { execution_id: executionId } })).status).toBe(200);
@@ -41,12 +35,6 @@ async function requestAndSettle(units: string, settled: string | null, target: s
 
 beforeAll(async () => {
   ledger = await startTestLedger();
-  // TEST-ONLY until issue 28's foundation adds authorizations.target_id: add it when absent.
-  const db = new Database(ledger.databasePath);
-  if (!(db.prepare("SELECT name FROM pragma_table_info('authorizations')").all() as { name: string }[]).some((column) => column.name === 'target_id')) {
-    db.exec('ALTER TABLE authorizations ADD COLUMN target_id TEXT');
-  }
-  db.close();
   actors = await setUpActors(ledger);
   await requestAndSettle('900000', '899999', 'lexec:target:v1:flux-schnell');
   await requestAndSettle('500000', '250001', 'lexec:target:v1:flux,"dev"');

@@ -80,19 +80,15 @@ async function replay(steps: readonly Step[]) {
     now: () => clock,
     timeZone: ZONE,
   });
-  const writer = new Database(join(home, 'ledger.db'));
-  writer.defaultSafeIntegers(true);
-  // TEST-ONLY until issue 28's foundation adds authorizations.target_id: add it when absent.
-  if (!(writer.prepare("SELECT name FROM pragma_table_info('authorizations')").all() as { name: string }[]).some((column) => column.name === 'target_id')) {
-    writer.exec('ALTER TABLE authorizations ADD COLUMN target_id TEXT');
-  }
+  const reader = new Database(join(home, 'ledger.db'), { readonly: true });
+  reader.defaultSafeIntegers(true);
   const agents = ['alpha', 'beta', 'gamma'].map((name) => ledger.admin.addAgent(name, TEST_ADMIN).agent_id);
   const open: Open[] = [];
   for (const next of steps) {
     clock += next.gapMs;
     if (next.kind === 'request') {
-      const { authorization } = ledger.service.requestAuthorization(agents[next.agent] ?? '', { amount_units: next.units, currency: 'USD' });
-      writer.prepare('UPDATE authorizations SET target_id = ? WHERE token_id = ?').run(TARGETS[next.target] ?? null, authorization.token_id);
+      const target = TARGETS[next.target] ?? null;
+      const { authorization } = ledger.service.requestAuthorization(agents[next.agent] ?? '', { amount_units: next.units, currency: 'USD', ...(target === null ? {} : { target_id: target }) });
       open.push({ tokenId: authorization.token_id, units: next.units, executionId: null });
       continue;
     }
@@ -125,9 +121,9 @@ async function replay(steps: readonly Step[]) {
   return {
     report,
     clock: () => clock,
-    sql: <T>(text: string, ...params: unknown[]) => writer.prepare(text).all(...params) as T[],
+    sql: <T>(text: string, ...params: unknown[]) => reader.prepare(text).all(...params) as T[],
     async close() {
-      writer.close();
+      reader.close();
       await ledger.app.close();
       ledger.close();
     },

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Database from 'better-sqlite3';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { LedgerSpendReport } from '../../src/ledger/wire/answers.js';
 import { call, ledgerPerTest, mintCredential, preciseReceipt, type Actors, type TestLedger } from '../support/ledger.js';
 
@@ -20,32 +19,11 @@ ledgerPerTest((started, its) => {
   actors = its;
 });
 
-/** Runs `use` on a writable connection to the test ledger's database. */
-function writable(use: (db: Database.Database) => void): void {
-  const db = new Database(ledger.databasePath);
-  try {
-    use(db);
-  } finally {
-    db.close();
-  }
-}
-
-// TEST-ONLY until issue 28's foundation adds authorizations.target_id: add it when absent.
-beforeEach(() => { writable((db) => {
-    const columns = db.prepare("SELECT name FROM pragma_table_info('authorizations')").all() as { name: string }[];
-    if (!columns.some((column) => column.name === 'target_id')) db.exec('ALTER TABLE authorizations ADD COLUMN target_id TEXT');
-  }); },
-);
-
-/** Sets an authorization's target, the executor target id its agent named. */
-function setTarget(tokenId: string, targetId: string | null): void {
-  writable((db) => db.prepare('UPDATE authorizations SET target_id = ? WHERE token_id = ?').run(targetId, tokenId));
-}
-
-async function request(amountUnits: string, agentToken = actors.agent): Promise<string> {
+/** A spend request naming the executor target it pays for, if any. */
+async function request(amountUnits: string, agentToken = actors.agent, targetId: string | null = null): Promise<string> {
   const answer = await call<{ authorization: { token_id: string } }>(ledger.url, 'POST', '/authorizations', {
     token: agentToken,
-    body: { amount_units: amountUnits, units_scale: 6, currency: 'USD' },
+    body: { amount_units: amountUnits, units_scale: 6, currency: 'USD', ...(targetId === null ? {} : { target_id: targetId }) },
   });
   expect(answer.status).toBe(201);
   return answer.body.authorization.token_id;
@@ -70,17 +48,12 @@ describe('GET /reports/spend', () => {
   it('sums settled amounts per agent and per target, holds apart, with exact digit strings', async () => {
     const other = await call<{ agent: { agent_id: string } }>(ledger.url, 'POST', '/agents', { token: ledger.adminToken, body: { name: 'other' } });
     const otherToken = await mintCredential(ledger, 'agent', other.body.agent.agent_id);
-    const first = await request('900000');
-    const second = await request('800000');
-    const third = await request('700000', otherToken);
-    const held = await request('600000'); // approved, unclaimed: held
-    const claimed = await request('500000', otherToken); // claimed: held
-    const released = await request('400000');
-    setTarget(first, 'lexec:target:v1:flux-schnell');
-    setTarget(second, 'lexec:target:v1:flux-dev');
-    setTarget(third, 'lexec:target:v1:flux-schnell');
-    setTarget(held, 'lexec:target:v1:flux-dev');
-    setTarget(claimed, null);
+    const first = await request('900000', actors.agent, 'lexec:target:v1:flux-schnell');
+    const second = await request('800000', actors.agent, 'lexec:target:v1:flux-dev');
+    const third = await request('700000', otherToken, 'lexec:target:v1:flux-schnell');
+    await request('600000', actors.agent, 'lexec:target:v1:flux-dev'); // approved, unclaimed: held
+    const claimed = await request('500000', otherToken); // no target; claimed: held
+    const released = await request('400000', actors.agent, 'lexec:target:v1:flux-dev');
     await settle(first, '899999');
     await settle(second, '800000');
     await settle(third, '123456');
