@@ -21,17 +21,22 @@ export interface SpendRow {
   readonly amountUnits: bigint;
 }
 
-export interface SpendGroup {
-  readonly group: string;
+export interface SpendTally {
   readonly settledUnits: bigint;
   readonly settledCount: number;
   readonly heldUnits: bigint;
   readonly heldCount: number;
 }
 
+export interface SpendGroup extends SpendTally {
+  readonly group: string;
+  /** With a split: the group's amounts per agent or target (`part` its id), sorted; they add up to the group's. */
+  readonly parts?: readonly (SpendTally & { readonly part: string })[];
+}
+
 export interface SpendSummary {
   readonly groups: readonly SpendGroup[];
-  readonly total: Omit<SpendGroup, 'group'>;
+  readonly total: SpendTally;
 }
 
 interface Tally {
@@ -39,51 +44,61 @@ interface Tally {
   settledCount: number;
   heldUnits: bigint;
   heldCount: number;
+  parts?: Map<string, Tally>;
 }
 
 const blank = (): Tally => ({ settledUnits: 0n, settledCount: 0, heldUnits: 0n, heldCount: 0 });
+const byName = <T>([a]: [string, T], [b]: [string, T]) => (a < b ? -1 : a > b ? 1 : 0);
+const plainTally = ({ settledUnits, settledCount, heldUnits, heldCount }: Tally): SpendTally => ({ settledUnits, settledCount, heldUnits, heldCount });
+const add = (tally: Tally, units: bigint, kind: 'settled' | 'held') => {
+  if (kind === 'settled') {
+    tally.settledUnits += units;
+    tally.settledCount += 1;
+  } else {
+    tally.heldUnits += units;
+    tally.heldCount += 1;
+  }
+};
 
 /**
  * Sums settlements and holds per group: per agent (its id), per target (`(none)` for no
  * target), or per calendar day, ISO week (named by its Monday) or month in `timeZone`. Groups are
  * sorted by name — for periods, in time order. A group appears once it has a settlement or a hold.
+ * With `split`, each group also tells its amounts per agent or per target (a chart's series).
  */
 export function summariseSpend(input: {
   readonly by: SpendGrouping;
+  readonly split?: 'agent' | 'target' | undefined;
   readonly timeZone: string;
   readonly settlements: Iterable<SpendRow>;
   readonly holds: Iterable<SpendRow>;
 }): SpendSummary {
   const reader = zoneReader(input.timeZone);
-  const groupOf = (row: SpendRow): string => {
-    if (input.by === 'agent') return row.agentId;
-    if (input.by === 'target') return row.targetId ?? NO_TARGET;
-    return periodOf(reader, row.at, input.by satisfies CalendarPeriod);
+  const keyOf = (row: SpendRow, by: SpendGrouping): string => {
+    if (by === 'agent') return row.agentId;
+    if (by === 'target') return row.targetId ?? NO_TARGET;
+    return periodOf(reader, row.at, by satisfies CalendarPeriod);
   };
   const tallies = new Map<string, Tally>();
-  const tallyOf = (row: SpendRow): Tally => {
-    const key = groupOf(row);
+  const total = blank();
+  const count = (row: SpendRow, kind: 'settled' | 'held') => {
+    const key = keyOf(row, input.by);
     let tally = tallies.get(key);
     if (tally === undefined) tallies.set(key, (tally = blank()));
-    return tally;
+    add(tally, row.amountUnits, kind);
+    add(total, row.amountUnits, kind);
+    if (input.split === undefined) return;
+    tally.parts ??= new Map();
+    const partKey = keyOf(row, input.split);
+    let part = tally.parts.get(partKey);
+    if (part === undefined) tally.parts.set(partKey, (part = blank()));
+    add(part, row.amountUnits, kind);
   };
-  const total = blank();
-  for (const row of input.settlements) {
-    const tally = tallyOf(row);
-    tally.settledUnits += row.amountUnits;
-    tally.settledCount += 1;
-    total.settledUnits += row.amountUnits;
-    total.settledCount += 1;
-  }
-  for (const row of input.holds) {
-    const tally = tallyOf(row);
-    tally.heldUnits += row.amountUnits;
-    tally.heldCount += 1;
-    total.heldUnits += row.amountUnits;
-    total.heldCount += 1;
-  }
-  const groups = [...tallies.entries()]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([group, tally]) => ({ group, ...tally }));
-  return { groups, total };
+  for (const row of input.settlements) count(row, 'settled');
+  for (const row of input.holds) count(row, 'held');
+  const groups = [...tallies.entries()].sort(byName).map(([group, tally]): SpendGroup => {
+    const parts = tally.parts === undefined ? undefined : [...tally.parts.entries()].sort(byName).map(([part, partTally]) => ({ part, ...plainTally(partTally) }));
+    return { group, ...plainTally(tally), ...(parts === undefined ? {} : { parts }) };
+  });
+  return { groups, total: plainTally(total) };
 }

@@ -40,7 +40,7 @@ interface Tally {
   readonly held_units: string;
   readonly held_count: number;
 }
-type Report = Omit<LedgerSpendReport, 'groups' | 'total'> & { groups: (Tally & { group: string })[]; total: Tally };
+type Report = Omit<LedgerSpendReport, 'groups' | 'total'> & { groups: (Tally & { group: string; parts?: (Tally & { part: string })[] })[]; total: Tally };
 
 type Step =
   | { readonly kind: 'request'; readonly agent: number; readonly target: number; readonly units: bigint; readonly gapMs: number }
@@ -181,6 +181,9 @@ describe('spend report totals over random histories', () => {
               const query = new URLSearchParams({ by });
               if (sinceText !== null) query.set('since', sinceText);
               if (untilText !== null) query.set('until', untilText);
+              // Periods split per agent or target (the console's chart series): the parts add up to their group.
+              const split = by === 'day' || by === 'month' ? 'agent' : by === 'week' ? 'target' : null;
+              if (split !== null) query.set('split', split);
               const answer = await history.report(query);
               if (since !== null && until !== null && since >= until) {
                 expect(answer.status).toBe(400);
@@ -195,6 +198,10 @@ describe('spend report totals over random histories', () => {
               expect(report.groups.reduce((count, group) => count + group.settled_count, 0)).toBe(Number(expected?.count));
               expect(sum(report.groups.map((group) => group.held_units))).toBe(held?.total);
               expect(BigInt(report.total.held_units)).toBe(held?.total);
+              for (const group of split === null ? [] : report.groups) {
+                expect(sum(group.parts?.map((part) => part.settled_units) ?? [])).toBe(BigInt(group.settled_units));
+                expect(sum(group.parts?.map((part) => part.held_units) ?? [])).toBe(BigInt(group.held_units));
+              }
               if (by === 'day' || by === 'month') {
                 const perPeriod = new Map<string, bigint>();
                 for (const row of rows) {

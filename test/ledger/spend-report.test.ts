@@ -78,8 +78,11 @@ describe('GET /reports/spend', () => {
     ]);
 
     const today = new Date().toISOString().slice(0, 10);
-    const byDay = await report('?by=day');
+    const byDay = await report('?by=day&split=target');
     expect(byDay.body.report.groups.map((group) => group.group)).toEqual([today]);
+    // Split per target (the console's chart series): each part as its own group above.
+    expect(byDay.body.report.groups[0]?.parts).toEqual(byTarget.body.report.groups.map(({ group, ...rest }) => ({ part: group, ...rest })));
+    expect((await report('?by=day')).body.report.groups[0]).not.toHaveProperty('parts');
     // A range that ends before today holds nothing.
     const before = await report('?by=month&since=2020-01-01&until=2020-02-01T00:00:00Z');
     expect(before.body.report).toMatchObject({ since: '2020-01-01T00:00:00.000Z', until: '2020-02-01T00:00:00.000Z', groups: [] });
@@ -121,5 +124,6 @@ describe('GET /reports/spend', () => {
     expect(await refused('?by=day&since=2026-12-01&until=2026-11-01')).toEqual(['until']);
     expect(await refused('?by=day&since=2026-11-01&until=2026-11-01T00:00:00Z')).toEqual(['until']);
     expect(await refused('?by=day&agent=bot')).toEqual(['agent']);
+    expect(await refused('?by=day&split=day')).toEqual(['split']);
   });
 });

@@ -94,6 +94,8 @@ export interface SpendReportRequest {
   readonly by: SpendGrouping;
   readonly since?: string | undefined;
   readonly until?: string | undefined;
+  /** Each group's amounts per agent or target too. */
+  readonly split?: 'agent' | 'target' | undefined;
 }
 
 /** `?a=1&b=2` of the parameters given (an undefined one is left out), or '' when none is. */
@@ -338,7 +340,7 @@ export function createLedgerClient(options: LedgerClientOptions) {
 
     /** Settled and held spend per agent, target or calendar period (admin or approver): `GET /reports/spend`. */
     async spendReport(query: SpendReportRequest): Promise<LedgerSpendReport> {
-      const search = queryString({ by: query.by, since: query.since, until: query.until });
+      const search = queryString({ by: query.by, since: query.since, until: query.until, split: query.split });
       return (await send({ method: 'GET', path: `/reports/spend${search}`, needs: ['admin', 'approver'], subject: 'authorization', schema: spendReportAnswerSchema })).report;
     },
 

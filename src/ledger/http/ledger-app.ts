@@ -315,7 +315,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   // Settled and held spend per agent, target or calendar period (docs/ledger.md "Spend reports").
   app.get('/reports/spend', { onRequest: auth.requires('admin', 'approver') }, (request) => {
     const query = parseInput(spendReportQuery, request.query);
-    return { report: service.spendReport({ by: query.by, since: query.since ?? null, until: query.until ?? null }) };
+    return { report: service.spendReport({ by: query.by, since: query.since ?? null, until: query.until ?? null, split: query.split ?? null }) };
   });
 
   return app;

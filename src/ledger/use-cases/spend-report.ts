@@ -2,7 +2,7 @@ import { UNITS_SCALE } from '../../domain/money.js';
 import { LedgerError } from '../ledger-error.js';
 import { startOfDate, zoneReader } from '../spend-periods.js';
 import type { ReportStore } from '../store/report-store.js';
-import { summariseSpend, type SpendGroup, type SpendGrouping } from '../summarise-spend.js';
+import { summariseSpend, type SpendGrouping, type SpendTally } from '../summarise-spend.js';
 import type { LedgerSpendReport } from '../wire/answers.js';
 
 /** A bound of a report's range: a calendar date (its first instant in the installation's zone) or an instant (ms). */
@@ -14,6 +14,8 @@ export interface SpendReportQuery {
   readonly since: SpendBound | null;
   /** Before this bound (exclusive); null: up to now. */
   readonly until: SpendBound | null;
+  /** Each group's amounts per agent or per target too (a chart's series); null: none. */
+  readonly split: 'agent' | 'target' | null;
 }
 
 export interface SpendReportContext {
@@ -23,7 +25,7 @@ export interface SpendReportContext {
   readonly timeZone: string;
 }
 
-const wire = (group: Omit<SpendGroup, 'group'>) => ({
+const wire = (group: SpendTally) => ({
   settled_units: group.settledUnits,
   settled_count: group.settledCount,
   held_units: group.heldUnits,
@@ -44,7 +46,8 @@ export function spendReport(context: SpendReportContext, query: SpendReportQuery
   if (since !== null && until !== null && since >= until) throw new LedgerError('invalid', 'invalid_request', { reasonCode: 'empty_range', fields: ['until'] });
   const now = context.now();
   const rows = context.reports.read({ since, until }, now);
-  const summary = summariseSpend({ by: query.by, timeZone: context.timeZone, settlements: rows.settlements, holds: rows.holds });
+  const label = (kind: string, key: string) => (kind === 'agent' ? (rows.agentNames.get(key) ?? key) : key);
+  const summary = summariseSpend({ by: query.by, split: query.split ?? undefined, timeZone: context.timeZone, settlements: rows.settlements, holds: rows.holds });
   return {
     by: query.by,
     time_zone: context.timeZone,
@@ -55,8 +58,9 @@ export function spendReport(context: SpendReportContext, query: SpendReportQuery
     currency: 'USD',
     groups: summary.groups.map((group) => ({
       group: group.group,
-      label: query.by === 'agent' ? (rows.agentNames.get(group.group) ?? group.group) : group.group,
+      label: label(query.by, group.group),
       ...wire(group),
+      ...(group.parts === undefined ? {} : { parts: group.parts.map((part) => ({ part: part.part, label: label(query.split ?? '', part.part), ...wire(part) })) }),
     })),
     total: wire(summary.total),
   };

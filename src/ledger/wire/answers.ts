@@ -278,7 +278,8 @@ const spendTally = {
  * settlement rows settled in [since, until), and apart the amounts held now by authorizations
  * requested in that range. `group` is an agent id, a target id (`(none)` for none), or a
  * calendar period in `time_zone` (`2026-11-27`, a week's Monday `2026-11-23`, `2026-11`);
- * `label` is what a person reads (an agent's name; the group itself otherwise).
+ * `label` is what a person reads (an agent's name; the group itself otherwise). With `split`
+ * (`agent` or `target`) each group also has `parts`, its amounts per agent or target.
  */
 export const spendReportSchema = z.object({
   by: z.enum(['agent', 'target', 'day', 'week', 'month']),
@@ -288,7 +289,15 @@ export const spendReportSchema = z.object({
   as_of: timestamp,
   units_scale: scale,
   currency: z.string(),
-  groups: z.array(z.object({ group: z.string(), label: z.string(), ...spendTally })),
+  groups: z.array(
+    z.object({
+      group: z.string(),
+      label: z.string(),
+      ...spendTally,
+      /** Asked with `split`: the group's amounts per agent or target; absent otherwise. */
+      parts: z.array(z.object({ part: z.string(), label: z.string(), ...spendTally })).optional(),
+    }),
+  ),
   total: z.object(spendTally),
 });
 export type LedgerSpendReport = z.output<typeof spendReportSchema>;

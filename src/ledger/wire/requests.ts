@@ -241,4 +241,5 @@ export const spendReportQuery = z.strictObject({
   by: z.enum(SPEND_GROUPINGS, { error: `must be one of ${SPEND_GROUPINGS.join(', ')}` }),
   since: spendBound.optional(),
   until: spendBound.optional(),
+  split: z.enum(['agent', 'target'], { error: 'must be agent or target' }).optional(),
 });
