@@ -227,14 +227,15 @@ export const resolveRecordBody = z.discriminatedUnion(
   { error: 'must be {"resolution":"settle","receipt":…} or {"resolution":"release","reason":…}' },
 );
 
-/** A bound of a spend report's range: a calendar date (read in the installation's zone) or an ISO 8601 time with its offset. */
-export const spendBound = z
+/** A bound of a spend report's range as written: a calendar date (read in the installation's zone) or an ISO 8601 time with its offset. */
+export const spendBoundText = z
   .string({ error: 'must be a date (2026-11-01) or an ISO 8601 time with its offset (2026-11-01T09:00:00Z)' })
   .refine(
     (text) => isCivilDate(text) || z.iso.datetime({ offset: true }).safeParse(text).success,
     'must be a date (2026-11-01) or an ISO 8601 time with its offset (2026-11-01T09:00:00Z)',
-  )
-  .transform((text) => (isCivilDate(text) ? { date: text } : { at: Date.parse(text) }));
+  );
+/** The same, read: a date, or an instant in ms. */
+export const spendBound = spendBoundText.transform((text) => (isCivilDate(text) ? { date: text } : { at: Date.parse(text) }));
 
 /** The query of `GET /reports/spend`: how to group, and the range of settlement times [since, until). */
 export const spendReportQuery = z.strictObject({
