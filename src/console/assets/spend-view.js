@@ -60,9 +60,33 @@ async function fetchReport(path) {
   return response;
 }
 
+/**
+ * Every period from the first settled one to the last, those without a settlement included (as
+ * empty slots), so the time axis is even: periods are civil dates (`2026-11-27`, a week's Monday)
+ * or months (`2026-11`), stepped as calendar dates (Date.UTC), never as hours. At most 400 slots.
+ */
+function timeline(groups, by) {
+  if (groups.length === 0 || (by !== 'day' && by !== 'week' && by !== 'month')) return groups;
+  const known = new Map(groups.map((group) => [group.group, group]));
+  const next = (period) => {
+    if (by === 'month') {
+      const [year, month] = period.split('-').map(Number);
+      return month === 12 ? `${year + 1}-01` : `${year}-${String(month + 1).padStart(2, '0')}`;
+    }
+    const [year, month, day] = period.split('-').map(Number);
+    return new Date(Date.UTC(year, month - 1, day + (by === 'week' ? 7 : 1))).toISOString().slice(0, 10);
+  };
+  const last = groups[groups.length - 1].group;
+  const slots = [];
+  for (let period = groups[0].group; period <= last && slots.length < 400; period = next(period)) {
+    slots.push(known.get(period) ?? { group: period, label: period, settled_units: '0', parts: [] });
+  }
+  return slots;
+}
+
 /** A stacked bar per group, a segment per part (agent or target), with the axis at the highest total. */
 function chart(report, seriesName) {
-  const groups = report.groups.filter((group) => BigInt(group.settled_units) > 0n);
+  const groups = timeline(report.groups.filter((group) => BigInt(group.settled_units) > 0n), report.by);
   const series = [...new Map(groups.flatMap((group) => (group.parts ?? []).filter((part) => BigInt(part.settled_units) > 0n).map((part) => [part.part, part.label]))).entries()];
   const colour = new Map(series.map(([key], index) => [key, COLOURS[index % COLOURS.length]]));
   const width = 760;
@@ -75,7 +99,7 @@ function chart(report, seriesName) {
   const slot = groups.length === 0 ? plot.w : plot.w / groups.length;
   const bar = Math.max(2, Math.min(48, slot * 0.7));
   const title = s('title', { id: 'spend-chart-title' }, `Settled spend per ${report.by}, per ${seriesName}`);
-  const desc = s('desc', { id: 'spend-chart-desc' }, groups.length === 0 ? 'Nothing settled in this range.' : `${groups.length} ${report.by}s from ${groups[0].label} to ${groups[groups.length - 1].label}; highest ${usd(max)} USD. The table below holds every figure.`);
+  const desc = s('desc', { id: 'spend-chart-desc' }, groups.length === 0 ? 'Nothing settled in this range.' : `${groups.length} ${report.by}s from ${groups[0].label} to ${groups[groups.length - 1].label}; the highest ${usd(max)} USD. The table below holds every figure.`);
   const svg = s('svg', { id: 'spend-chart', role: 'img', 'aria-labelledby': 'spend-chart-title spend-chart-desc', viewBox: `0 0 ${width} ${height}`, width: '100%', 'font-size': '11', fill: 'currentColor' }, title, desc);
   svg.append(s('line', { x1: left, y1: 10 + plot.h, x2: left + plot.w, y2: 10 + plot.h, stroke: 'currentColor', 'stroke-opacity': '0.4' }));
   svg.append(s('text', { x: left - 6, y: 14, 'text-anchor': 'end' }, usd(max)), s('text', { x: left - 6, y: 10 + plot.h, 'text-anchor': 'end' }, '0'));
