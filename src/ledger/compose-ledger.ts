@@ -38,6 +38,8 @@ export interface ComposeLedgerOptions {
   /** The parts of the configuration a ledger needs (the listen address is serve's business). */
   readonly config: Pick<LedgerConfig, 'database_path' | 'admin_capability_path' | 'contract_level' | 'authorization_ttl_seconds'> & {
     readonly default_policy: SpendPolicy;
+    /** The installation's IANA time zone: calendar periods of spend reports are read in it (left out: UTC). */
+    readonly time_zone?: string | undefined;
   };
   /** Where every part logs (serve: stderr; tests: a sink they read back). */
   readonly logger: Logger;
@@ -47,8 +49,6 @@ export interface ComposeLedgerOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** How repeated rejections are collapsed in the log (serve: the system clock, 60 s; tests: a fake clock). */
   readonly rejectionSummary?: RejectionSummaryTiming;
-  /** The installation's IANA time zone for calendar periods (spend reports); default UTC. */
-  readonly timeZone?: string;
 }
 
 /**
@@ -77,7 +77,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       authorizationTtlMs: config.authorization_ttl_seconds * 1000,
       defaultPolicy,
       crashPoints,
-      ...(options.timeZone === undefined ? {} : { timeZone: options.timeZone }),
+      ...(config.time_zone === undefined ? {} : { timeZone: config.time_zone }),
     });
     const credentials = createCredentialLifecycle({ db, now });
     const adminCapability = await ensureAdminCapability(config.admin_capability_path, credentials);

@@ -75,10 +75,10 @@ async function replay(steps: readonly Step[]) {
       contract_level: 'v4.5',
       authorization_ttl_seconds: 7 * 86_400,
       default_policy: { per_authorization_cap_units: big, daily_cap_units: big, approval_threshold_units: big },
+      time_zone: ZONE,
     },
     logger: pino({ level: 'silent' }),
     now: () => clock,
-    timeZone: ZONE,
   });
   const reader = new Database(join(home, 'ledger.db'), { readonly: true });
   reader.defaultSafeIntegers(true);
@@ -192,6 +192,7 @@ describe('spend report totals over random histories', () => {
               }
               expect(answer.status).toBe(200);
               const { report } = answer.body;
+              expect(report.time_zone).toBe(ZONE);
               expect([report.since, report.until]).toEqual([since, until].map((at) => (at === null ? null : new Date(at).toISOString())));
               expect(sum(report.groups.map((group) => group.settled_units))).toBe(expected?.total);
               expect(BigInt(report.total.settled_units)).toBe(expected?.total);
