@@ -11,6 +11,9 @@ import { SESSION_HEADER, type ConsoleSession, type ConsoleSessions } from './con
 import type { ConsoleStack } from './console-stack.js';
 import { LedgerAlreadyDecided, LedgerPolicyVersionMismatch } from '../ledger/client/ledger-client-errors.js';
 import { freeText } from '../config/schema-parts.js';
+import { spendCsv } from '../ledger/client/spend-csv.js';
+import { SPEND_GROUPINGS } from '../ledger/summarise-spend.js';
+import { spendBoundText } from '../ledger/wire/requests.js';
 
 /*
  * The console's HTTP server (docs/console.md): HTML shells, one script and one stylesheet, and
@@ -54,7 +57,7 @@ const viewPath = (view: (typeof CONSOLE_VIEWS)[number]) => (view === 'overview' 
  * assets and the login exchange. Matched on the route Fastify chose — never on the raw URL, which
  * may spell the same route differently (`/%61pi/…`).
  */
-const PUBLIC_ROUTES = new Set([...CONSOLE_VIEWS.map(viewPath), '/executions/:execution_id', '/login', '/assets/console.js', '/assets/login.js', '/assets/console.css', LOGIN_PATH]);
+const PUBLIC_ROUTES = new Set([...CONSOLE_VIEWS.map(viewPath), '/executions/:execution_id', '/login', '/assets/console.js', '/assets/spend-view.js', '/assets/login.js', '/assets/console.css', LOGIN_PATH]);
 /** Image types the console passes on as images; anything else is offered as a download. */
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp']);
 
@@ -82,6 +85,13 @@ const auditQuery = z.strictObject({
   period: z.enum(['24h', '7d', '30d', 'all'], { error: 'must be 24h, 7d, 30d or all' }).default('24h'),
   agent_id: agentParams.shape.agent_id.optional(),
   after: z.string().regex(/^\d{1,19}$/, 'must be an audit id').optional(),
+});
+/** The Spend view's query, passed on to the ledger's spend report (dates are read in the ledger's time zone). */
+const spendQuery = z.strictObject({
+  by: z.enum(SPEND_GROUPINGS, { error: `must be one of ${SPEND_GROUPINGS.join(', ')}` }).default('day'),
+  split: z.enum(['agent', 'target'], { error: 'must be agent or target' }).optional(),
+  since: spendBoundText.optional(),
+  until: spendBoundText.optional(),
 });
 const emptyBody = z.strictObject({});
 /** The login exchange: the one-time token, and who signs in (the named approver the session decides as). */
@@ -172,6 +182,7 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
     app.get(path, (_request, reply) => reply.type(type).send(body()));
   };
   asset('/assets/console.js', 'text/javascript; charset=utf-8', () => deps.assets.script);
+  asset('/assets/spend-view.js', 'text/javascript; charset=utf-8', () => deps.assets.spendScript);
   asset('/assets/login.js', 'text/javascript; charset=utf-8', () => deps.assets.loginScript);
   asset('/assets/console.css', 'text/css; charset=utf-8', () => deps.assets.style);
 
@@ -225,6 +236,13 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
     const query = parseInput(auditQuery, request.query);
     const back = AUDIT_PERIODS[query.period];
     return deps.stack.audit({ since: back === null ? null : Date.now() - back, after: query.after, agentId: query.agent_id });
+  });
+  // The Spend view: the ledger's spend report, and the same report as CSV (one for the chart and table, one to download).
+  app.get('/api/spend', (request) => deps.stack.spend(parseInput(spendQuery, request.query)));
+  app.get('/api/spend.csv', async (request, reply) => {
+    const query = parseInput(spendQuery, request.query);
+    const report = await deps.stack.spend(query);
+    return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="lexec-spend-by-${query.by}.csv"`).send(spendCsv(report));
   });
   app.post('/api/agents/:agent_id/suspend', (request) => {
     const { agent_id: agentId } = parseInput(agentParams, request.params);

@@ -8,12 +8,14 @@ import { readFile } from 'node:fs/promises';
 
 export interface ConsoleAssets {
   readonly script: string;
+  /** The Spend view's own script (its chart and table), beside the main one. */
+  readonly spendScript: string;
   readonly loginScript: string;
   readonly style: string;
 }
 
 export async function loadConsoleAssets(): Promise<ConsoleAssets> {
   const read = (name: string) => readFile(new URL(`./assets/${name}`, import.meta.url), 'utf8');
-  const [script, loginScript, style] = await Promise.all([read('console.js'), read('login.js'), read('console.css')]);
-  return { script, loginScript, style };
+  const [script, spendScript, loginScript, style] = await Promise.all([read('console.js'), read('spend-view.js'), read('login.js'), read('console.css')]);
+  return { script, spendScript, loginScript, style };
 }

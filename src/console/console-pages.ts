@@ -7,7 +7,7 @@
  * nodes, and asks for a session only when it calls the API.
  */
 
-export const CONSOLE_VIEWS = ['overview', 'executions', 'approvals', 'reconciliation', 'agents', 'audit'] as const;
+export const CONSOLE_VIEWS = ['overview', 'executions', 'approvals', 'reconciliation', 'agents', 'audit', 'spend'] as const;
 export type ConsoleView = (typeof CONSOLE_VIEWS)[number] | 'execution';
 
 const NAV: readonly (readonly [string, string, ConsoleView])[] = [
@@ -17,6 +17,7 @@ const NAV: readonly (readonly [string, string, ConsoleView])[] = [
   ['/reconciliation', 'Reconciliation', 'reconciliation'],
   ['/agents', 'Agents and policies', 'agents'],
   ['/audit', 'Audit', 'audit'],
+  ['/spend', 'Spend', 'spend'],
 ];
 
 const SAFE = /^[A-Za-z0-9_-]*$/;
@@ -40,7 +41,9 @@ export function consolePage(view: ConsoleView, profile: string, executionId: str
   const current = view === 'execution' ? 'executions' : view;
   const links = NAV.map(([href, label, name]) => `<a href="${href}"${name === current ? ' aria-current="page"' : ''}>${label}</a>`).join('\n');
   const title = NAV.find(([, , name]) => name === current)?.[1] ?? 'Console';
-  return `${head(title, '/assets/console.js')}
+  // The Spend view has its own script (assets/spend-view.js); console.js leaves its main to it.
+  const extra = view === 'spend' ? '<script type="module" src="/assets/spend-view.js"></script>\n' : '';
+  return `${head(title, '/assets/console.js', extra)}
 <body data-view="${view}"${executionId === null ? '' : ` data-execution-id="${executionId}"`}>
 <header>
 <strong class="brand">lexec console</strong>

@@ -7,6 +7,7 @@ import { connectStackLedger } from '../stack-client/connect-ledger.js';
 import { connectStackExecutor, reconciliationConnector, type ExecutorRole } from '../stack-client/connect-executor.js';
 import type { LedgerAgent } from '../ledger/wire/answers.js';
 import type { SpendPolicy } from '../ledger/authorization-rules.js';
+import type { SpendGrouping } from '../ledger/summarise-spend.js';
 import { namedApproverClient } from './named-approver.js';
 import { agentView, approvalView, auditEventView, executionDetailView, executionRowView, overviewView, policyView, reconciliationView, type AgentNames } from './console-views.js';
 
@@ -154,6 +155,11 @@ export function createConsoleStack(options: ConsoleStackOptions) {
         next_after: page.next_after,
         agents: agents.map((agent) => ({ agent_id: agent.agent_id, name: agent.name })),
       };
+    },
+
+    /** The ledger's spend report (admin capability): per period, agent or target, optionally split per agent or target. */
+    async spend(query: { readonly by: SpendGrouping; readonly split?: 'agent' | 'target' | undefined; readonly since?: string | undefined; readonly until?: string | undefined }) {
+      return (await connectStackLedger(await stack(), 'admin')).spendReport(query);
     },
 
     async agents() {

@@ -38,6 +38,8 @@ export interface ComposeLedgerOptions {
   /** The parts of the configuration a ledger needs (the listen address is serve's business). */
   readonly config: Pick<LedgerConfig, 'database_path' | 'admin_capability_path' | 'contract_level' | 'authorization_ttl_seconds'> & {
     readonly default_policy: SpendPolicy;
+    /** The installation's IANA time zone: calendar periods of spend reports are read in it (left out: UTC). */
+    readonly time_zone?: string | undefined;
   };
   /** Where every part logs (serve: stderr; tests: a sink they read back). */
   readonly logger: Logger;
@@ -100,6 +102,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       defaultPolicy,
       crashPoints,
       ...(options.eventPollMs === undefined ? {} : { eventPollMs: options.eventPollMs }),
+      ...(config.time_zone === undefined ? {} : { timeZone: config.time_zone }),
     });
     const credentials = createCredentialLifecycle({ db, now });
     const adminCapability = await ensureAdminCapability(config.admin_capability_path, credentials);

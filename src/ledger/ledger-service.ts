@@ -8,6 +8,7 @@ import { createEventStore, type LedgerEventQuery } from './store/event-store.js'
 import type { LedgerEventPage } from './wire/answers.js';
 import { sweepExpiries } from './use-cases/current-authorization.js';
 import { createLedgerStore } from './store/ledger-store.js';
+import { createReportStore } from './store/report-store.js';
 import { createSuspensionStore } from './store/suspension-store.js';
 import { createVelocityStore } from './store/velocity-store.js';
 import { agentSpending } from './use-cases/agent-spending.js';
@@ -21,6 +22,7 @@ import { releaseAuthorization } from './use-cases/release-authorization.js';
 import { requestAuthorization } from './use-cases/request-authorization.js';
 import { reconciliationRecords, resolveReconciliation } from './use-cases/resolve-reconciliation.js';
 import { settleAuthorization } from './use-cases/settle-authorization.js';
+import { spendReport } from './use-cases/spend-report.js';
 import { resolveAuthorization, showAuthorization } from './use-cases/show-authorization.js';
 import { resumeAgent, suspendAgent } from './use-cases/suspend-agent.js';
 
@@ -44,6 +46,8 @@ export interface LedgerServiceOptions {
   readonly crashPoints?: CrashPoints;
   /** How often a long-poll of `GET /events` reads the latest event id, for events another process writes (ms; default 1000). */
   readonly eventPollMs?: number;
+  /** The installation's IANA time zone, in which spend reports read calendar periods and dates (default UTC). */
+  readonly timeZone?: string;
 }
 
 export type LedgerService = ReturnType<typeof createLedgerService>;
@@ -64,6 +68,8 @@ export function createLedgerService(options: LedgerServiceOptions) {
     contractLevel: options.contractLevel,
     authorizationTtlMs: options.authorizationTtlMs,
     defaultPolicy: options.defaultPolicy,
+    reports: createReportStore(options.db),
+    timeZone: options.timeZone ?? 'UTC',
   };
 
   return {
@@ -84,6 +90,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
     suspendAgent: suspendAgent.bind(null, context),
     resumeAgent: resumeAgent.bind(null, context),
     auditTrail: auditTrail.bind(null, context),
+    spendReport: spendReport.bind(null, context),
     /** One page of ledger events after a cursor (docs/ledger.md "Events"). */
     events: (query: LedgerEventQuery) => context.events.page(query),
     /** The latest event's id (0 when none). */

@@ -73,6 +73,12 @@ describe('command surface', () => {
       'ledger:credentials:rotate': ledgerVerb(flag('credential-file', { required: true }), flag('grace-seconds')),
       'ledger:policy:init': [global[0], flag('file', { required: true }), global[1]],
       'ledger:policy:set': ledgerVerb(flag('agent-id'), flag('file', { required: true }), flag('expect-version')),
+      'ledger:spend': ledgerVerb(
+        flag('by', { required: true }),
+        { name: 'csv', type: 'boolean', required: false, options: undefined, default: undefined },
+        flag('since'),
+        flag('until'),
+      ),
       'ledger:policy:show': ledgerVerb(flag('agent-id'), flag('export')),
       'executor:credentials:bootstrap-managed': [
         global[0],

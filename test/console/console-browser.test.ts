@@ -384,6 +384,16 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     expect(dialogs).toEqual([]);
   }, 120_000);
 
+  it('shows spend as an SVG chart with its table under it (issue 28 item 5)', async () => {
+    await page.getByRole('link', { name: 'Spend' }).click();
+    await page.waitForURL(`${consoleProcess.origin}/spend`);
+    const chart = page.locator('svg#spend-chart[role="img"]');
+    await chart.locator('rect').first().waitFor();
+    expect(await chart.locator('title').first().textContent()).toBe('Settled spend per day, per agent');
+    expect(await page.locator('#spend-table tbody tr').count()).toBeGreaterThan(0);
+    expect(await page.locator('#spend-table tfoot').textContent()).toMatch(/total.*0\.\d{6}/);
+  }, 60_000);
+
   it('gives a page on another port of 127.0.0.1 nothing: no cookie, no session, and its form post is refused', async () => {
     const approve = `${consoleProcess.origin}/api/approvals/0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10/approve`;
     const seen: string[] = [];

@@ -333,6 +333,53 @@ describe('lexec stack console over plain HTTP', () => {
     await expect(executor.executions({ limit: 101 })).rejects.toMatchObject({ code: 'executor_invalid_request', issues: [{ path: 'limit' }] });
   }, 180_000);
 
+  it('serves the ledger\'s spend report to the Spend view, and the same report as CSV (issue 28 item 5)', async () => {
+    type Tally = { settled_units: string; settled_count: number; held_units: string };
+    type Report = { by: string; groups: (Tally & { group: string; parts?: (Tally & { part: string; label: string })[] })[]; total: Tally };
+    const session = await signIn();
+    const get = (path: string) => send('GET', path, { headers: { 'x-lexec-session': session } });
+    expect((await send('GET', '/api/spend?by=day')).status).toBe(401);
+    const answer = await get('/api/spend?by=day&split=agent');
+    expect(answer.status, answer.body).toBe(200);
+    const report = JSON.parse(answer.body) as Report;
+    // The executions above settled: the view's report is the ledger's, as `lexec ledger spend` reads it.
+    const cli = await stack.lexec(['ledger', 'spend', '--by', 'day', '--json']);
+    runs.push(cli);
+    const fromCli = expectResult(cli) as Report;
+    expect(BigInt(report.total.settled_units)).toBeGreaterThanOrEqual(6000n);
+    expect(report.total).toEqual(fromCli.total);
+    expect(report.groups.map((group) => group.group)).toEqual(fromCli.groups.map((group) => group.group));
+    for (const group of report.groups) {
+      expect(group.parts?.reduce((sum, part) => sum + BigInt(part.settled_units), 0n)).toBe(BigInt(group.settled_units));
+      expect(group.parts?.map((part) => part.part)).toContain(stack.agentId);
+    }
+
+    const csv = await get('/api/spend.csv?by=agent');
+    expect(csv.status).toBe(200);
+    expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
+    expect(csv.headers['content-disposition']).toBe('attachment; filename="lexec-spend-by-agent.csv"');
+    const cliCsv = await stack.lexec(['ledger', 'spend', '--by', 'agent', '--csv']);
+    runs.push(cliCsv);
+    expect(csv.body).toBe(`${cliCsv.stdout}\r\n`);
+    expect(csv.body.split('\r\n')[0]).toBe('group,label,settled_usd,settled_units,settled_count,held_usd,held_units,held_count');
+
+    for (const [query, fields] of [
+      ['?by=year', ['by']],
+      ['?by=day&split=day', ['split']],
+      ['?by=day&since=2026-02-30', ['since']],
+      ['?by=day&since=2026-12-01&until=2026-11-01', ['until']],
+    ] as const) {
+      const bad = await get(`/api/spend${query}`);
+      expect([query, bad.status, errorOf(bad).fields]).toEqual([query, 400, fields]);
+    }
+    const shell = await send('GET', '/spend');
+    expect(shell.status).toBe(200);
+    expect(shell.body).toContain('<a href="/spend" aria-current="page">Spend</a>');
+    expect(shell.body).toContain('<script type="module" src="/assets/spend-view.js"></script>');
+    const script = await send('GET', '/assets/spend-view.js');
+    expect([script.status, script.headers['content-type']]).toEqual([200, 'text/javascript; charset=utf-8']);
+  }, 120_000);
+
   it('keeps acting on the profile it started for after `lexec stack select` picks another', async () => {
     await addStackProfile(stack.home, { profile: 'other' });
     const selected = await stack.lexec(['stack', 'select', 'other', '--json']);

@@ -20,6 +20,7 @@ import {
   eventsAnswerSchema,
   policyAnswerSchema,
   spendingAnswerSchema,
+  spendReportAnswerSchema,
   type CredentialRegistration,
   type LedgerAgent,
   type LedgerCredential,
@@ -32,8 +33,10 @@ import {
   type LedgerEventPage,
   type LedgerPolicy,
   type LedgerSpending,
+  type LedgerSpendReport,
 } from '../wire/answers.js';
 import type { SpendPolicyInput } from '../ledger-config.js';
+import type { SpendGrouping } from '../summarise-spend.js';
 
 export interface LedgerClientOptions {
   /** Base URL of the ledger, e.g. `http://127.0.0.1:7400`; validated by the caller. */
@@ -84,6 +87,15 @@ export interface AuditFilter {
   readonly after?: string | undefined;
   readonly agentId?: string | undefined;
   readonly limit?: number | undefined;
+}
+
+/** What `GET /reports/spend` is asked for: a grouping, and a range as dates or ISO times (the ledger reads dates in its time zone). */
+export interface SpendReportRequest {
+  readonly by: SpendGrouping;
+  readonly since?: string | undefined;
+  readonly until?: string | undefined;
+  /** Each group's amounts per agent or target too. */
+  readonly split?: 'agent' | 'target' | undefined;
 }
 
 /** `?a=1&b=2` of the parameters given (an undefined one is left out), or '' when none is. */
@@ -330,6 +342,12 @@ export function createLedgerClient(options: LedgerClientOptions) {
     async audit(filter: AuditFilter = {}): Promise<LedgerAuditPage> {
       const search = queryString({ since: filter.since, after: filter.after, agent_id: filter.agentId, limit: filter.limit });
       return send({ method: 'GET', path: `/audit${search}`, needs: ['admin'], subject: 'agent', schema: auditAnswerSchema });
+    },
+
+    /** Settled and held spend per agent, target or calendar period (admin or approver): `GET /reports/spend`. */
+    async spendReport(query: SpendReportRequest): Promise<LedgerSpendReport> {
+      const search = queryString({ by: query.by, since: query.since, until: query.until, split: query.split });
+      return (await send({ method: 'GET', path: `/reports/spend${search}`, needs: ['admin', 'approver'], subject: 'authorization', schema: spendReportAnswerSchema })).report;
     },
 
     /**

@@ -38,6 +38,7 @@ import {
   revokeBody,
   rotateBody,
   settleBody,
+  spendReportQuery,
   suspendBody,
 } from '../wire/requests.js';
 
@@ -333,6 +334,12 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   app.get('/audit', { onRequest: auth.requires('admin') }, (request) => {
     const query = parseInput(auditQuery, request.query);
     return service.auditTrail({ since: query.since ?? null, after: query.after ?? null, agentId: query.agent_id ?? null, limit: query.limit });
+  });
+
+  // Settled and held spend per agent, target or calendar period (docs/ledger.md "Spend reports").
+  app.get('/reports/spend', { onRequest: auth.requires('admin', 'approver') }, (request) => {
+    const query = parseInput(spendReportQuery, request.query);
+    return { report: service.spendReport({ by: query.by, since: query.since ?? null, until: query.until ?? null, split: query.split ?? null }) };
   });
 
   return app;

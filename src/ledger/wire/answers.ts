@@ -266,6 +266,43 @@ export const claimsAnswerSchema = z.object({ claims: z.array(claimSchema), next_
 export const auditAnswerSchema = z.object({ events: z.array(auditEventSchema), next_after: z.string().nullable() });
 export type LedgerAuditPage = z.output<typeof auditAnswerSchema>;
 
+const spendTally = {
+  settled_units: amount,
+  settled_count: z.int().min(0),
+  held_units: amount,
+  held_count: z.int().min(0),
+};
+
+/**
+ * `GET /reports/spend` (docs/ledger.md "Spend reports"): settled amounts per group from the
+ * settlement rows settled in [since, until), and apart the amounts held now by authorizations
+ * requested in that range. `group` is an agent id, a target id (`(none)` for none), or a
+ * calendar period in `time_zone` (`2026-11-27`, a week's Monday `2026-11-23`, `2026-11`);
+ * `label` is what a person reads (an agent's name; the group itself otherwise). With `split`
+ * (`agent` or `target`) each group also has `parts`, its amounts per agent or target.
+ */
+export const spendReportSchema = z.object({
+  by: z.enum(['agent', 'target', 'day', 'week', 'month']),
+  time_zone: z.string(),
+  since: timestamp.nullable(),
+  until: timestamp.nullable(),
+  as_of: timestamp,
+  units_scale: scale,
+  currency: z.string(),
+  groups: z.array(
+    z.object({
+      group: z.string(),
+      label: z.string(),
+      ...spendTally,
+      /** Asked with `split`: the group's amounts per agent or target; absent otherwise. */
+      parts: z.array(z.object({ part: z.string(), label: z.string(), ...spendTally })).optional(),
+    }),
+  ),
+  total: z.object(spendTally),
+});
+export type LedgerSpendReport = z.output<typeof spendReportSchema>;
+export const spendReportAnswerSchema = z.object({ report: spendReportSchema });
+
 /**
  * One ledger event (`GET /events`; docs/ledger.md "Events"): an increasing id (a decimal digit
  * string), its time and type, the agent (id and name), target and authorization it concerns, the

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { freeText, wholeNumber } from '../../config/schema-parts.js';
 import { MAX_ROTATION_GRACE_SECONDS } from '../../credentials/capability.js';
 import { UNITS_SCALE } from '../../domain/money.js';
+import { isCivilDate } from '../spend-periods.js';
+import { SPEND_GROUPINGS } from '../summarise-spend.js';
 import { MAX_PROMPT_CHARS } from '../../domain/prompt-text.js';
 import { LEDGER_EVENT_TYPES } from '../events/ledger-event-types.js';
 import { legacyPriceProjectionSchema, priceModelSnapshotSchema } from '../../domain/price-model-snapshot.js';
@@ -229,3 +231,21 @@ export const resolveRecordBody = z.discriminatedUnion(
   ],
   { error: 'must be {"resolution":"settle","receipt":…} or {"resolution":"release","reason":…}' },
 );
+
+/** A bound of a spend report's range as written: a calendar date (read in the installation's zone) or an ISO 8601 time with its offset. */
+export const spendBoundText = z
+  .string({ error: 'must be a date (2026-11-01) or an ISO 8601 time with its offset (2026-11-01T09:00:00Z)' })
+  .refine(
+    (text) => isCivilDate(text) || z.iso.datetime({ offset: true }).safeParse(text).success,
+    'must be a date (2026-11-01) or an ISO 8601 time with its offset (2026-11-01T09:00:00Z)',
+  );
+/** The same, read: a date, or an instant in ms. */
+export const spendBound = spendBoundText.transform((text) => (isCivilDate(text) ? { date: text } : { at: Date.parse(text) }));
+
+/** The query of `GET /reports/spend`: how to group, and the range of settlement times [since, until). */
+export const spendReportQuery = z.strictObject({
+  by: z.enum(SPEND_GROUPINGS, { error: `must be one of ${SPEND_GROUPINGS.join(', ')}` }),
+  since: spendBound.optional(),
+  until: spendBound.optional(),
+  split: z.enum(['agent', 'target'], { error: 'must be agent or target' }).optional(),
+});
