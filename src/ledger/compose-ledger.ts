@@ -36,7 +36,8 @@ export interface ComposedLedger {
 
 export interface ComposeLedgerOptions {
   /** The parts of the configuration a ledger needs (the listen address is serve's business). */
-  readonly config: Pick<LedgerConfig, 'database_path' | 'admin_capability_path' | 'contract_level' | 'authorization_ttl_seconds'> & {
+  readonly config: Pick<LedgerConfig, 'database_path' | 'admin_capability_path' | 'contract_level' | 'authorization_ttl_seconds'> &
+    Partial<Pick<LedgerConfig, 'time_zone'>> & {
     readonly default_policy: SpendPolicy;
   };
   /** Where every part logs (serve: stderr; tests: a sink they read back). */
@@ -74,6 +75,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       contractLevel: config.contract_level,
       authorizationTtlMs: config.authorization_ttl_seconds * 1000,
       defaultPolicy,
+      timeZone: config.time_zone ?? 'UTC',
       crashPoints,
     });
     const credentials = createCredentialLifecycle({ db, now });

@@ -2,13 +2,18 @@ import type Database from 'better-sqlite3';
 import type { SpendPolicy } from './authorization-rules.js';
 import type { LedgerContractLevel } from './ledger-config.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
-import { createAuditStore } from './store/audit-store.js';
+import { createCalendar } from '../domain/calendar-period.js';
+import type { InstallationBudget } from './budget-rules.js';
+import { createAuditStore, type CredentialActor } from './store/audit-store.js';
+import { createBudgetStore } from './store/budget-store.js';
 import { createEventStore, type LedgerEventQuery } from './store/event-store.js';
 import { createLedgerStore } from './store/ledger-store.js';
 import { createSuspensionStore } from './store/suspension-store.js';
 import { createVelocityStore } from './store/velocity-store.js';
 import { agentSpending } from './use-cases/agent-spending.js';
 import { auditTrail } from './use-cases/audit-trail.js';
+import { allBudgetStandings } from './use-cases/budget-standing.js';
+import { setInstallationBudget, showInstallationBudget } from './use-cases/installation-budget.js';
 import { claimAuthorization } from './use-cases/claim-authorization.js';
 import { decideAuthorization } from './use-cases/decide-authorization.js';
 import { listAuthorizations, pendingApprovals } from './use-cases/list-authorizations.js';
@@ -37,6 +42,8 @@ export interface LedgerServiceOptions {
   readonly contractLevel: LedgerContractLevel;
   readonly authorizationTtlMs: number;
   readonly defaultPolicy: SpendPolicy;
+  /** The installation's IANA time zone: calendar budgets' periods begin at its midnight (default UTC). */
+  readonly timeZone?: string;
   /** Development builds' crash points after a commit (src/crash-points.ts). */
   readonly crashPoints?: CrashPoints;
 }
@@ -51,6 +58,8 @@ export function createLedgerService(options: LedgerServiceOptions) {
     velocity: createVelocityStore(options.db),
     audit: createAuditStore(options.db),
     events: createEventStore(options.db),
+    budgets: createBudgetStore(options.db),
+    calendar: createCalendar(options.timeZone ?? 'UTC'),
     now: options.now,
     crash: options.crashPoints ?? NO_CRASH_POINTS,
     contractLevel: options.contractLevel,
@@ -76,6 +85,14 @@ export function createLedgerService(options: LedgerServiceOptions) {
     suspendAgent: suspendAgent.bind(null, context),
     resumeAgent: resumeAgent.bind(null, context),
     auditTrail: auditTrail.bind(null, context),
+    /** The installation-wide budget and its standing (docs/ledger.md "Budgets"). */
+    installationBudget: () => showInstallationBudget(context),
+    setInstallationBudget: (budget: InstallationBudget, actor: CredentialActor, expectedVersion: bigint | null) => setInstallationBudget(context, budget, actor, expectedVersion),
+    /**
+     * Every budget's standing now — each agent's calendar budgets and target caps, and the
+     * installation's (agent_id null) — with what remains: for the metrics' budget gauges.
+     */
+    budgetStandings: () => allBudgetStandings(context),
     /** One page of ledger events after a cursor (docs/ledger.md "Events"). */
     events: (query: LedgerEventQuery) => context.events.page(query),
     /** The latest event's id (0 when none). */
