@@ -21,7 +21,7 @@ afterAll(async () => {
   await pair.stop();
 });
 
-const admin = (method: string, path: string, body: unknown) => call<Record<string, unknown>>(pair.ledger.url, method, path, { token: pair.adminToken, body });
+const admin = (method: string, path: string, body: unknown) => call(pair.ledger.url, method, path, { token: pair.adminToken, body });
 
 async function agent(name: string, policy: Record<string, unknown>): Promise<{ agentId: string; token: string }> {
   const created = await admin('POST', '/agents', { name });

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { LedgerAuthorization, LedgerEvent, LedgerInstallationBudgetAnswer, LedgerPolicy, LedgerSpending } from '../../src/ledger/wire/answers.js';
+import { LedgerPolicyRefused, ledgerResponseError } from '../../src/ledger/client/ledger-client-errors.js';
+import { errorBodySchema } from '../../src/ledger/wire/answers.js';
+import { policyRefusalReason } from '../../src/stack-client/paid-job/policy-room.js';
 import { call, DEFAULT_POLICY, ledgerPerTest, mintCredential, setUpActors, type Actors, type TestLedger } from '../support/ledger.js';
 
 /*
@@ -78,6 +81,15 @@ describe('calendar budgets of an agent', () => {
       committed_units: '2000000',
       remaining_units: '1000000',
       requested_units: '1500000',
+    });
+    // The clients' words (lexec run, the agent): which budget refused, and what remains.
+    const mapped = ledgerResponseError(422, errorBodySchema.parse(refused.body).error, { url: ledger.url, needs: ['agent'], presented: 'agent', subject: 'authorization' });
+    expect(mapped).toBeInstanceOf(LedgerPolicyRefused);
+    expect(mapped.message).toContain('agent.month');
+    expect(mapped.message).toContain('1000000 micro-units remain');
+    expect(policyRefusalReason(mapped)).toEqual({
+      reason: 'budget_exceeded',
+      budget: { budget: 'agent.month', period: 'month', period_end: '2026-10-31T23:00:00.000Z', limit_units: 3_000_000n, committed_units: 2_000_000n, remaining_units: 1_000_000n },
     });
     // What remains is still there to take, to the micro-unit.
     await held('1000000');
