@@ -147,14 +147,20 @@ export async function quote(target: AgentTarget, input: ToolInput<'quote'>): Pro
   // A suspended agent's request is refused whatever its policy leaves: say so, not "automatic".
   if (spending.agent_status === 'suspended') throw agentSuspended(spending.agent_id, target.profile);
   const decision = decideRequest(spending.policy, priced.amountUnits, spending.spent_units + spending.held_units);
+  // What the ledger checks beside the caps: the target allow-list, then the calendar budgets.
+  const targets = spending.policy.targets;
+  const offList = targets !== null && !targets.some((allowed) => allowed.target_id === priced.target.target_id);
+  const budget = spending.budgets.find((standing) => standing.remaining_units < priced.amountUnits && (!standing.name.startsWith('target:') || standing.name === `target:${priced.target.target_id}`));
+  const refusal = decision.outcome === 'refused' ? decision.reason : offList ? ('target_not_allowed' as const) : budget !== undefined ? ('budget_exceeded' as const) : null;
   return {
     result: {
       target_id: priced.target.target_id,
       image_size: priced.imageSize,
       image_count: priced.imageCount,
       cost: money(priced.amountUnits, priced.snapshot.currency),
-      policy_outcome: decision.outcome === 'approved' ? 'automatic' : decision.outcome === 'requested' ? 'needs_human_approval' : 'refused',
-      refusal_reason: decision.outcome === 'refused' ? decision.reason : null,
+      policy_outcome: refusal !== null ? 'refused' : decision.outcome === 'approved' ? 'automatic' : 'needs_human_approval',
+      refusal_reason: refusal,
+      refusing_budget: refusal === 'budget_exceeded' ? (budget?.name ?? null) : null,
       remaining_today: money(spending.remaining_units, spending.currency),
     },
     images: [],
@@ -174,6 +180,15 @@ export async function spending(target: AgentTarget): Promise<ToolAnswer<ToolOutp
       held: money(standing.held_units, currency),
       remaining: money(standing.remaining_units, currency),
       as_of: standing.as_of,
+      budgets: standing.budgets.map((budget) => ({
+        name: budget.name,
+        period: budget.period,
+        period_end: budget.period_end,
+        limit: money(budget.limit_units, currency),
+        spent: money(budget.spent_units, currency),
+        held: money(budget.held_units, currency),
+        remaining: money(budget.remaining_units, currency),
+      })),
     },
     images: [],
   };

@@ -92,7 +92,9 @@ export const TOOLS = {
       image_count: z.int(),
       cost: moneySchema,
       policy_outcome: z.enum(['automatic', 'needs_human_approval', 'refused']),
-      refusal_reason: z.enum(['per_authorization_cap_exceeded', 'daily_cap_exceeded']).nullable(),
+      refusal_reason: z.enum(['per_authorization_cap_exceeded', 'daily_cap_exceeded', 'target_not_allowed', 'budget_exceeded']).nullable(),
+      /** With budget_exceeded: the calendar budget that would refuse it (agent.month, target:<id>, installation.day, …). */
+      refusing_budget: z.string().nullable().describe('With refusal_reason budget_exceeded: the calendar budget that would refuse it (e.g. agent.month, installation.day), else null.'),
       remaining_today: moneySchema,
     }),
   },
@@ -148,7 +150,7 @@ export const TOOLS = {
   spending: {
     title: 'Show my spend policy and spending',
     description:
-      "This agent's spend policy (per-authorization cap, daily cap, approval threshold), what it spent and holds in the policy's rolling 24-hour window, and what remains. Free.",
+      "This agent's spend policy (per-authorization cap, daily cap, approval threshold), what it spent and holds in the policy's rolling 24-hour window, and what remains; and each calendar budget over it (its day, week or month, a target's monthly cap, the installation's) with what remains in the current period. Free.",
     input: z.strictObject({}),
     output: z.object({
       per_authorization_cap: moneySchema,
@@ -159,6 +161,17 @@ export const TOOLS = {
       held: moneySchema,
       remaining: moneySchema,
       as_of: z.string(),
+      budgets: z.array(
+        z.object({
+          name: z.string(),
+          period: z.string(),
+          period_end: z.string(),
+          limit: moneySchema,
+          spent: moneySchema,
+          held: moneySchema,
+          remaining: moneySchema,
+        }),
+      ),
     }),
   },
 } as const;

@@ -33,6 +33,20 @@ export function versionFlag(value: string, name: string): bigint {
   return parsed;
 }
 
+/** A budget in micro-units, or `none` (null) to remove it. */
+export function budgetUnitsFlag(value: string, name: string): bigint | null {
+  return value === 'none' ? null : amountUnitsFlag(value, name);
+}
+
+/** Alert percentages: whole numbers 1-100, comma-separated, each once (as the ledger takes them). */
+export function alertPercentagesFlag(value: string, name = '--alert-percentages'): number[] {
+  const parts = value.split(',').map((part) => part.trim());
+  const percentages = parts.map((part) => (/^[0-9]{1,3}$/.test(part) ? Number(part) : Number.NaN));
+  const bad = percentages.findIndex((percent, index) => !(percent >= 1 && percent <= 100) || percentages.indexOf(percent) !== index);
+  if (bad !== -1) throw invalid(name, 'whole numbers from 1 to 100, comma-separated, each once (for example 50,80,100)', [{ path: name, message: `item ${bad + 1} must be a whole number from 1 to 100, not repeated` }]);
+  return [...percentages].sort((a, b) => a - b);
+}
+
 /** A whole number within [min, max]. */
 export function wholeNumberFlag(value: string, name: string, min: number, max: number): number {
   const parsed = /^[0-9]{1,9}$/.test(value) ? Number(value) : Number.NaN;

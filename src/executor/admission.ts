@@ -97,10 +97,10 @@ export function createAdmission(deps: AdmissionDependencies) {
       if (deps.liveSpendCeiling !== null && deps.store.liveCommittedUnits() + quotedUnits > deps.liveSpendCeiling) {
         throw unprocessable('live_spend_ceiling_reached', { fields: ['input.image_count'] });
       }
-      // One round trip resolves and claims: the ledger checks the currency and the hold in the
-      // claim's own transaction and answers the authoritative authorization (account, agent).
+      // One round trip resolves and claims: the ledger checks the currency, the hold and the
+      // target in the claim's own transaction and answers the authoritative authorization (account, agent).
       crash.reach('admission.before_claim');
-      const claimed = await deps.ledger.claim(tokenId, executionId, { currency: snapshot.currency, minHeldUnits: quotedUnits });
+      const claimed = await deps.ledger.claim(tokenId, executionId, { currency: snapshot.currency, minHeldUnits: quotedUnits, targetId: target.target_id });
       crash.reach('admission.after_claim');
       // The same execution claiming again (a lost local record) gets the authorization back as it
       // is; only a still-claimed one may be admitted again.

@@ -44,6 +44,8 @@ export class LedgerRefused extends Error {
 export interface ClaimRequirement {
   readonly currency: NonNullable<z.input<typeof claimBody>['require']>['currency'];
   readonly minHeldUnits: bigint;
+  /** The execution's target: an authorization that names a target is claimed only for that one. */
+  readonly targetId?: string;
 }
 
 export interface LedgerGateway {
@@ -193,7 +195,14 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
       const body: z.input<typeof claimBody> =
         requirement === undefined
           ? { execution_id: executionId }
-          : { execution_id: executionId, require: { currency: requirement.currency, min_held_units: requirement.minHeldUnits.toString() } };
+          : {
+              execution_id: executionId,
+              require: {
+                currency: requirement.currency,
+                min_held_units: requirement.minHeldUnits.toString(),
+                ...(requirement.targetId === undefined ? {} : { target_id: requirement.targetId }),
+              },
+            };
       return (await request('POST', `/executor/authorizations/${encodeURIComponent(tokenId)}/claim`, resolutionAnswerSchema, body)).authorization;
     },
   };

@@ -1,3 +1,5 @@
+import type { BudgetPolicy } from './budget-rules.js';
+
 export { centsCeil, unitsFromCents } from '../domain/money.js';
 
 /*
@@ -23,7 +25,8 @@ export interface VelocityPolicy {
   readonly suspend_after_velocity_refusals?: bigint | null | undefined;
 }
 
-export interface SpendPolicy extends VelocityPolicy {
+/** An agent's spend policy: its caps, velocity limits and calendar budgets (budget-rules.ts). */
+export interface SpendPolicy extends VelocityPolicy, BudgetPolicy {
   readonly per_authorization_cap_units: bigint;
   readonly daily_cap_units: bigint;
   readonly approval_threshold_units: bigint;

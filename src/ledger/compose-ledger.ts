@@ -36,11 +36,10 @@ export interface ComposedLedger {
 
 export interface ComposeLedgerOptions {
   /** The parts of the configuration a ledger needs (the listen address is serve's business). */
-  readonly config: Pick<LedgerConfig, 'database_path' | 'admin_capability_path' | 'contract_level' | 'authorization_ttl_seconds'> & {
-    readonly default_policy: SpendPolicy;
-    /** The installation's IANA time zone: calendar periods of spend reports are read in it (left out: UTC). */
-    readonly time_zone?: string | undefined;
-  };
+  readonly config: Pick<LedgerConfig, 'database_path' | 'admin_capability_path' | 'contract_level' | 'authorization_ttl_seconds'> &
+    Partial<Pick<LedgerConfig, 'time_zone'>> & {
+      readonly default_policy: SpendPolicy;
+    };
   /** Where every part logs (serve: stderr; tests: a sink they read back). */
   readonly logger: Logger;
   /** The ledger's clock, ms since the epoch (serve: Date.now; tests: one they can move). */
@@ -100,9 +99,9 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       contractLevel: config.contract_level,
       authorizationTtlMs: config.authorization_ttl_seconds * 1000,
       defaultPolicy,
+      timeZone: config.time_zone ?? 'UTC',
       crashPoints,
       ...(options.eventPollMs === undefined ? {} : { eventPollMs: options.eventPollMs }),
-      ...(config.time_zone === undefined ? {} : { timeZone: config.time_zone }),
     });
     const credentials = createCredentialLifecycle({ db, now });
     const adminCapability = await ensureAdminCapability(config.admin_capability_path, credentials);

@@ -8,18 +8,29 @@ import { createAuditStore, LEDGER_ACTOR, type CredentialActor } from './store/au
 
 export type { Principal } from './credential-lifecycle.js';
 
+/** The fields a policy change may leave out to keep them: the velocity limits and the budgets. */
+const KEPT_WHEN_UNSTATED = [
+  'max_requests_per_minute',
+  'max_requests_per_hour',
+  'suspend_after_velocity_refusals',
+  'day_budget_units',
+  'week_budget_units',
+  'month_budget_units',
+  'budget_alert_percentages',
+  'targets',
+] as const;
+
 /**
- * A velocity field a policy change leaves out (`undefined`) keeps its current value; `null`
- * removes it. So a client that predates the fields (an older CLI, the console's cap form) can
- * change the caps without silently dropping an operator's runaway-loop breaker.
+ * A velocity or budget field a policy change leaves out (`undefined`) keeps its current value;
+ * `null` removes it. So a client that predates the fields (an older CLI, the console's cap form)
+ * can change the caps without silently dropping an operator's runaway-loop breaker or budgets.
  */
 function keepUnstatedVelocity(policy: SpendPolicy, current: SpendPolicy): SpendPolicy {
-  const merged = {
+  const kept: Record<string, unknown> = {};
+  for (const field of KEPT_WHEN_UNSTATED) kept[field] = policy[field] === undefined ? current[field] : policy[field];
+  const merged: SpendPolicy = {
     ...policy,
-    max_requests_per_minute: policy.max_requests_per_minute === undefined ? current.max_requests_per_minute : policy.max_requests_per_minute,
-    max_requests_per_hour: policy.max_requests_per_hour === undefined ? current.max_requests_per_hour : policy.max_requests_per_hour,
-    suspend_after_velocity_refusals:
-      policy.suspend_after_velocity_refusals === undefined ? current.suspend_after_velocity_refusals : policy.suspend_after_velocity_refusals,
+    ...(kept as Partial<SpendPolicy>),
   };
   // The breaker counts velocity refusals: with no limit left to refuse, it would never trip.
   if (merged.suspend_after_velocity_refusals != null && velocityLimits(merged).length === 0) {

@@ -4,7 +4,9 @@ import { readJsonDocument } from '../config/read-json-document.js';
 import { absolutePath, httpListen, wholeNumber } from '../config/schema-parts.js';
 import { findRawSecrets } from '../config/secret-scan.js';
 import { toFieldIssues } from '../config/zod-issues.js';
+import { isTimeZone } from '../domain/calendar-period.js';
 import { UNITS_SCALE } from '../domain/money.js';
+import { PRODUCT_NAME } from '../product.js';
 
 /*
  * Ledger service configuration (docs/ledger.md). Strict like the executor's: unknown fields
@@ -33,6 +35,39 @@ const velocityCount = (what: string, max: bigint) =>
     .nullable()
     .optional();
 
+/** An alert percentage of a budget: a whole number 1-100 (of the budget's limit). */
+export const alertPercentages = z
+  .array(z.number({ error: 'must be a whole number from 1 to 100' }).int('must be a whole number from 1 to 100').min(1, 'must be at least 1').max(100, 'must be at most 100'), {
+    error: 'must be a list of whole numbers from 1 to 100',
+  })
+  .max(10, 'must list at most 10 percentages')
+  .superRefine((percentages, ctx) => {
+    percentages.forEach((percent, index) => {
+      if (percentages.indexOf(percent) !== index) ctx.addIssue({ code: 'custom', path: [index], message: 'repeats an earlier percentage' });
+    });
+  })
+  .transform((percentages) => [...percentages].sort((a, b) => a - b));
+
+/** A budget of a calendar period (docs/ledger.md "Budgets"): micro-units from 1; null or left out for none. */
+const budgetAmount = (what: string) => wholeNumber({ min: 1n, what }).nullable().optional();
+
+/** An executor target id, as the executor's configuration names its targets. */
+export const ledgerTargetId = z
+  .string({ error: 'must be a target id' })
+  .regex(new RegExp(`^${PRODUCT_NAME}:target:v1:[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`), `must be a versioned target id: ${PRODUCT_NAME}:target:v1:<id> (<id>: 1-64 letters, digits, . _ -)`);
+
+/** An agent's allow-list of targets, each with an optional cap per calendar month. */
+const targetAllowList = z
+  .array(z.strictObject({ target_id: ledgerTargetId, month_cap_units: wholeNumber({ min: 1n, what: 'the monthly cap of a target' }).nullable().optional().transform((cap) => cap ?? null) }), {
+    error: 'must be a list of {"target_id": …, "month_cap_units": …}',
+  })
+  .max(100, 'must list at most 100 targets')
+  .superRefine((targets, ctx) => {
+    targets.forEach((target, index) => {
+      if (targets.findIndex((other) => other.target_id === target.target_id) !== index) ctx.addIssue({ code: 'custom', path: [index, 'target_id'], message: 'repeats an earlier target' });
+    });
+  });
+
 export const spendPolicySchema = z
   .strictObject({
     per_authorization_cap_units: amount('the per-authorization cap'),
@@ -44,6 +79,12 @@ export const spendPolicySchema = z
     max_requests_per_minute: velocityCount('the requests per minute', 100_000n),
     max_requests_per_hour: velocityCount('the requests per hour', 1_000_000n),
     suspend_after_velocity_refusals: velocityCount('the velocity refusals before a suspension', 100_000n),
+    // Calendar budgets and the target allow-list (docs/ledger.md "Budgets"), all optional.
+    day_budget_units: budgetAmount('the day budget'),
+    week_budget_units: budgetAmount('the week budget'),
+    month_budget_units: budgetAmount('the month budget'),
+    budget_alert_percentages: alertPercentages.nullable().optional(),
+    targets: targetAllowList.nullable().optional(),
   })
   .superRefine((policy, ctx) => {
     if (policy.per_authorization_cap_units > policy.daily_cap_units) {
@@ -64,6 +105,11 @@ export const authorizationTtlSeconds = z
   .max(7 * 24 * 3600, 'must be at most 604800 (7 days)')
   .default(3600);
 
+/** An IANA time zone name the runtime knows ("UTC", "Europe/Berlin", …). */
+export const timeZone = z
+  .string({ error: 'must be an IANA time zone name, for example "UTC" or "Europe/Berlin"' })
+  .refine(isTimeZone, 'must be an IANA time zone name this runtime knows, for example "UTC" or "Europe/Berlin"');
+
 export const ledgerConfigSchema = z.strictObject({
   schema_version: z.literal(LEDGER_CONFIG_SCHEMA_VERSION, { error: `must be ${LEDGER_CONFIG_SCHEMA_VERSION}` }),
   http: httpListen,
@@ -72,6 +118,8 @@ export const ledgerConfigSchema = z.strictObject({
   contract_level: z.enum(LEDGER_CONTRACT_LEVELS, { error: 'must be "v4.5" or "v4.4"' }).default('v4.5'),
   authorization_ttl_seconds: authorizationTtlSeconds,
   default_policy: spendPolicySchema,
+  /** The installation's time zone (IANA): calendar budgets' days, weeks and months begin at its midnight. */
+  time_zone: timeZone.default('UTC'),
 });
 export type LedgerConfig = z.output<typeof ledgerConfigSchema>;
 

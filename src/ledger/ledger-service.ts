@@ -2,7 +2,10 @@ import type Database from 'better-sqlite3';
 import type { SpendPolicy } from './authorization-rules.js';
 import type { LedgerContractLevel } from './ledger-config.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
-import { createAuditStore } from './store/audit-store.js';
+import { createCalendar } from '../domain/calendar-period.js';
+import type { InstallationBudget } from './budget-rules.js';
+import { createAuditStore, type CredentialActor } from './store/audit-store.js';
+import { createBudgetStore } from './store/budget-store.js';
 import { createEventWaiters } from './events/event-waiters.js';
 import { createEventStore, type LedgerEventQuery } from './store/event-store.js';
 import type { LedgerEventPage } from './wire/answers.js';
@@ -13,6 +16,8 @@ import { createSuspensionStore } from './store/suspension-store.js';
 import { createVelocityStore } from './store/velocity-store.js';
 import { agentSpending } from './use-cases/agent-spending.js';
 import { auditTrail } from './use-cases/audit-trail.js';
+import { allBudgetStandings } from './use-cases/budget-standing.js';
+import { setInstallationBudget, showInstallationBudget } from './use-cases/installation-budget.js';
 import { claimAuthorization } from './use-cases/claim-authorization.js';
 import { decideAuthorization } from './use-cases/decide-authorization.js';
 import { listAuthorizations, pendingApprovals } from './use-cases/list-authorizations.js';
@@ -42,12 +47,12 @@ export interface LedgerServiceOptions {
   readonly contractLevel: LedgerContractLevel;
   readonly authorizationTtlMs: number;
   readonly defaultPolicy: SpendPolicy;
+  /** The installation's IANA time zone: calendar budgets' periods begin at its midnight, spend reports read dates in it (default UTC). */
+  readonly timeZone?: string;
   /** Development builds' crash points after a commit (src/crash-points.ts). */
   readonly crashPoints?: CrashPoints;
   /** How often a long-poll of `GET /events` reads the latest event id, for events another process writes (ms; default 1000). */
   readonly eventPollMs?: number;
-  /** The installation's IANA time zone, in which spend reports read calendar periods and dates (default UTC). */
-  readonly timeZone?: string;
 }
 
 export type LedgerService = ReturnType<typeof createLedgerService>;
@@ -63,6 +68,8 @@ export function createLedgerService(options: LedgerServiceOptions) {
     velocity: createVelocityStore(options.db),
     audit: createAuditStore(options.db),
     events,
+    budgets: createBudgetStore(options.db),
+    calendar: createCalendar(options.timeZone ?? 'UTC'),
     now: options.now,
     crash: options.crashPoints ?? NO_CRASH_POINTS,
     contractLevel: options.contractLevel,
@@ -91,6 +98,14 @@ export function createLedgerService(options: LedgerServiceOptions) {
     resumeAgent: resumeAgent.bind(null, context),
     auditTrail: auditTrail.bind(null, context),
     spendReport: spendReport.bind(null, context),
+    /** The installation-wide budget and its standing (docs/ledger.md "Budgets"). */
+    installationBudget: () => showInstallationBudget(context),
+    setInstallationBudget: (budget: InstallationBudget, actor: CredentialActor, expectedVersion: bigint | null) => setInstallationBudget(context, budget, actor, expectedVersion),
+    /**
+     * Every budget's standing now — each agent's calendar budgets and target caps, and the
+     * installation's (agent_id null) — with what remains: for the metrics' budget gauges.
+     */
+    budgetStandings: () => allBudgetStandings(context),
     /** One page of ledger events after a cursor (docs/ledger.md "Events"). */
     events: (query: LedgerEventQuery) => context.events.page(query),
     /** The latest event's id (0 when none). */

@@ -10,8 +10,8 @@ import { spendPolicySchema, type SpendPolicyInput } from './ledger-config.js';
 
 /*
  * A policy file is exactly the body `PUT /agents/{agent_id}/policy` accepts: the three caps as
- * decimal strings of micro-units, `units_scale` 6 and `currency` "USD", and the optional velocity
- * limits (whole numbers). Plain JSON, written by lexec without any styling, so it never carries
+ * decimal strings of micro-units, `units_scale` 6 and `currency` "USD", the optional velocity
+ * limits (whole numbers) and the optional calendar budgets, alert percentages and target allow-list. Plain JSON, written by lexec without any styling, so it never carries
  * terminal escapes whatever --color says.
  */
 
@@ -32,6 +32,16 @@ export function policyFileDocument(policy: SpendPolicy) {
     const count = policy[field];
     if (count != null) velocity[field] = Number(count);
   }
+  // Budgets (docs/ledger.md "Budgets"), only when set: a policy without them reads as before.
+  const budgets: { day_budget_units?: string; week_budget_units?: string; month_budget_units?: string; budget_alert_percentages?: number[]; targets?: { target_id: string; month_cap_units?: string }[] } = {};
+  for (const field of ['day_budget_units', 'week_budget_units', 'month_budget_units'] as const) {
+    const units = policy[field];
+    if (units != null) budgets[field] = units.toString();
+  }
+  if (policy.budget_alert_percentages != null) budgets.budget_alert_percentages = [...policy.budget_alert_percentages];
+  if (policy.targets != null) {
+    budgets.targets = policy.targets.map((target) => ({ target_id: target.target_id, ...(target.month_cap_units === null ? {} : { month_cap_units: target.month_cap_units.toString() }) }));
+  }
   return {
     per_authorization_cap_units: policy.per_authorization_cap_units.toString(),
     daily_cap_units: policy.daily_cap_units.toString(),
@@ -39,6 +49,7 @@ export function policyFileDocument(policy: SpendPolicy) {
     units_scale: UNITS_SCALE,
     currency: 'USD' as const,
     ...velocity,
+    ...budgets,
   };
 }
 
@@ -112,5 +123,10 @@ export async function readPolicyFile(path: string): Promise<SpendPolicyInput> {
     max_requests_per_minute: parsed.data.max_requests_per_minute ?? null,
     max_requests_per_hour: parsed.data.max_requests_per_hour ?? null,
     suspend_after_velocity_refusals: parsed.data.suspend_after_velocity_refusals ?? null,
+    day_budget_units: parsed.data.day_budget_units ?? null,
+    week_budget_units: parsed.data.week_budget_units ?? null,
+    month_budget_units: parsed.data.month_budget_units ?? null,
+    budget_alert_percentages: parsed.data.budget_alert_percentages ?? null,
+    targets: parsed.data.targets ?? null,
   };
 }

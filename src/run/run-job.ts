@@ -357,6 +357,15 @@ function policyRefused(room: PolicyRoom, quote: JobQuote): UserError {
           : `Not one ${quote.imageSize} image fits within ${cap}: use a smaller --size, or ${policy}.`,
     });
   }
+  if (room.reason === 'budget_exceeded') {
+    const budget = room.budget;
+    const name = budget?.budget ?? 'a budget';
+    const left = budget?.remaining_units == null ? '' : ` (${formatUnits(budget.remaining_units, room.currency)} left${budget.limit_units === null ? '' : ` of ${formatUnits(budget.limit_units, room.currency)}`})`;
+    const period = budget?.period ?? 'period';
+    return new UserError('ledger_policy_refused', `${costs}, more than is left of the budget ${name} this ${period}${left}; nothing was requested or spent.`, {
+      nextStep: `Run fewer images, wait for the next ${period}${budget?.period_end == null ? '' : ` (from ${budget.period_end})`}, or have an admin raise the budget (\`lexec ledger policy show\` shows the agent's budgets, \`lexec ledger budget show\` the installation's).`,
+    });
+  }
   return new UserError('ledger_policy_refused', `${costs}, more than is left of the agent's daily cap in the rolling 24 hours (${formatUnits(room.remaining_units, room.currency)} left); nothing was requested or spent.`, {
     nextStep: `Wait until earlier spend leaves the 24-hour window, run fewer images, or ${policy}.`,
   });

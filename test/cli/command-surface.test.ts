@@ -56,6 +56,8 @@ describe('command surface', () => {
       'ledger:agents:list': ledgerVerb(),
       'ledger:agents:resume': ledgerVerb(flag('agent-id', { required: true })),
       'ledger:agents:suspend': ledgerVerb(flag('agent-id', { required: true }), flag('reason')),
+      'ledger:budget:set': ledgerVerb(flag('day-units'), flag('week-units'), flag('month-units'), flag('alert-percentages'), flag('expect-version')),
+      'ledger:budget:show': ledgerVerb(),
       'ledger:approvals:list': ledgerVerb(),
       'ledger:authorizations:approve': ledgerVerb(flag('reason')),
       'ledger:authorizations:deny': ledgerVerb(flag('reason')),

@@ -339,6 +339,11 @@ describe('the admin flow through the CLI', () => {
         max_requests_per_minute: null,
         max_requests_per_hour: null,
         suspend_after_velocity_refusals: null,
+        day_budget_units: null,
+        week_budget_units: null,
+        month_budget_units: null,
+        budget_alert_percentages: [50, 80, 100],
+        targets: null,
         version: '2',
         updated_at: matching(ISO),
         source: 'operator',
@@ -353,13 +358,14 @@ describe('the admin flow through the CLI', () => {
     expect(shown.stdout).toContain('8.000000 USD');
     const exported = await readFile(exportFile, 'utf8');
     expect(exported).not.toMatch(ANSI);
-    expect(JSON.parse(exported)).toEqual(edited);
+    // The alert percentages the policy shows (the defaults) are written out too.
+    expect(JSON.parse(exported)).toEqual({ ...edited, budget_alert_percentages: [50, 80, 100] });
 
     const json = succeeded(
       await lexec(['ledger', 'policy', 'show', ...target(), '--agent-id', agentId, '--json', '--color', 'always']),
       'ledger policy show',
     );
-    expect(json).toEqual({ policy: set.policy, exported_to: null });
+    expect(json).toEqual({ policy: set.policy, budgets: [], time_zone: 'UTC', exported_to: null });
 
     // The exported file is accepted back as it is.
     succeeded(await lexec(['ledger', 'policy', 'set', ...target(), '--agent-id', agentId, '--file', exportFile, '--json']), 'ledger policy set');

@@ -83,4 +83,17 @@ describe('lexec run refused by the spend policy', () => {
       db.close();
     }
   });
+
+  it('beyond a calendar budget: names the budget, what is left of it and when the next period begins; nothing is requested', async () => {
+    // A month budget of one micro-unit: whatever this month holds already, a run cannot fit.
+    const file = join(work, 'budget.json');
+    await writeFile(file, JSON.stringify({ per_authorization_cap_units: '7000', daily_cap_units: '1000000', approval_threshold_units: '7000', units_scale: 6, currency: 'USD', month_budget_units: '1' }));
+    expect((await stack.lexec(['ledger', 'policy', 'set', '--agent-id', stack.agentId, '--file', file, '--json'])).exitCode).toBe(0);
+    const before = await held();
+    const error = expectFailure(await stack.lexec(['run', 'one lighthouse', '--out', work, '--json'], { cwd: work }), 1, 'ledger_policy_refused');
+    expect(error.message).toMatch(/^This run costs 0\.003000 USD \(1 x square_hd\), more than is left of the budget agent\.month this month \(0\.00000[01] USD left of 0\.000001 USD\); nothing was requested or spent\.$/);
+    expect(error.next_step).toMatch(/wait for the next month \(from \d{4}-\d{2}-\d{2}T00:00:00\.000Z\)/);
+    expect(error.next_step).toContain('lexec ledger policy show');
+    expect(await held()).toBe(before);
+  });
 });

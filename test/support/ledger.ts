@@ -47,6 +47,10 @@ export interface TestLedgerOptions {
   readonly expirySweepMs?: number;
   /** How often a `GET /events` long-poll looks for another process's events (ms; default as serve). */
   readonly eventPollMs?: number;
+  /** The installation's time zone (default: the ledger's, UTC). */
+  readonly timeZone?: string;
+  /** A fake clock from this instant (ms), moved only by `advance`; default: the system clock. */
+  readonly startAt?: number;
 }
 
 /**
@@ -70,9 +74,10 @@ export async function startTestLedger(options: TestLedgerOptions = {}): Promise<
       contract_level: options.contractLevel ?? 'v4.5',
       authorization_ttl_seconds: options.ttlSeconds ?? 3_600,
       default_policy: DEFAULT_POLICY,
+      ...(options.timeZone === undefined ? {} : { time_zone: options.timeZone }),
     },
     logger: pino(sink),
-    now: () => Date.now() + offset,
+    now: options.startAt === undefined ? () => Date.now() + offset : () => (options.startAt ?? 0) + offset,
     ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
     ...(options.expirySweepMs === undefined ? {} : { expirySweepMs: options.expirySweepMs }),
     ...(options.eventPollMs === undefined ? {} : { eventPollMs: options.eventPollMs }),

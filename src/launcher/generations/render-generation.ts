@@ -99,6 +99,8 @@ function ledgerConfig(profile: Profile, paths: ProfilePaths): unknown {
     contract_level: 'v4.5',
     authorization_ttl_seconds: profile.ledger.authorization_ttl_seconds,
     default_policy: profile.ledger.default_policy,
+    // Rendered only when the profile sets it, so a profile without it renders as before.
+    ...(profile.ledger.time_zone === undefined ? {} : { time_zone: profile.ledger.time_zone }),
   };
 }
 

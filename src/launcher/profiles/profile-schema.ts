@@ -8,7 +8,7 @@ import {
   orphanClaimsSchema,
 } from '../../executor/config/executor-config-schema.js';
 import { identifier } from '../../config/schema-parts.js';
-import { authorizationTtlSeconds, spendPolicySchema } from '../../ledger/ledger-config.js';
+import { authorizationTtlSeconds, spendPolicySchema, timeZone } from '../../ledger/ledger-config.js';
 
 /*
  * A launcher profile (`profile.toml`, schema version 1; docs/stack.md "Profiles"). Operator-owned
@@ -47,6 +47,8 @@ const ledger = z.strictObject({
   authorization_ttl_seconds: authorizationTtlSeconds,
   /** The policy every agent of this stack gets unless set otherwise with `lexec ledger policy set`. */
   default_policy: spendPolicySchema,
+  /** The installation's IANA time zone: calendar budgets begin at its midnight (the ledger's default: UTC). */
+  time_zone: timeZone.optional(),
 });
 
 /** The agent `lexec run` acts as: created at the ledger by `stack start` with its own capability. */

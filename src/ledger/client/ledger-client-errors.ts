@@ -79,15 +79,46 @@ export class LedgerAlreadyDecided extends UserError {
   }
 }
 
+/** The budget a `budget_exceeded` refusal names (docs/ledger.md "Budgets"); any field the ledger left out is null. */
+export interface BudgetRefusal {
+  readonly budget: string | null;
+  readonly period: string | null;
+  readonly period_end: string | null;
+  readonly limit_units: bigint | null;
+  readonly committed_units: bigint | null;
+  readonly remaining_units: bigint | null;
+}
+
 /** The ledger refused a request under the agent's spend policy; `reason` is the ledger's reason code (e.g. `per_authorization_cap_exceeded`). */
 export class LedgerPolicyRefused extends UserError {
   constructor(
     readonly reason: string | null,
     message: string,
     options: UserErrorOptions,
+    /** With `budget_exceeded`: the budget that refused it and what remains. */
+    readonly budget: BudgetRefusal | null = null,
   ) {
     super('ledger_policy_refused', message, options);
   }
+}
+
+function budgetRefusal(body: LedgerErrorBody): BudgetRefusal {
+  return {
+    budget: body.budget === undefined ? null : plain(body.budget),
+    period: safeCode(body.period) ?? null,
+    period_end: body.period_end ?? null,
+    limit_units: body.limit_units ?? null,
+    committed_units: body.committed_units ?? null,
+    remaining_units: body.remaining_units ?? null,
+  };
+}
+
+/** "the budget agent.month (this month) has 1.50 USD left of 10.00 USD" — in micro-units, exact. */
+export function budgetSentence(budget: BudgetRefusal): string {
+  const name = budget.budget ?? 'a budget';
+  const left = budget.remaining_units === null ? '' : `; ${budget.remaining_units.toString()} micro-units remain`;
+  const limit = budget.limit_units === null ? '' : ` of its ${budget.limit_units.toString()}`;
+  return `the request would pass the budget ${name}${budget.period === null ? '' : ` (this ${budget.period})`}${left}${limit}`;
 }
 
 /**
@@ -209,6 +240,26 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
     });
   }
   if (status === 412 && code === 'policy_version_mismatch') return versionMismatch(context.url, said, body?.current_version ?? null);
+  if (status === 412 && code === 'budget_version_mismatch') {
+    const now = body?.current_version === undefined ? 'another version' : `version ${body.current_version.toString()}`;
+    return new UserError('ledger_budget_version_mismatch', `The ledger at ${context.url} changed nothing: the installation budget is at ${now} now, not the version expected (${said}).`, {
+      nextStep: 'Look at it again (`lexec ledger budget show`), then set it from that version.',
+      issues: [{ path: '--expect-version', message: `refused by the ledger (budget_version_mismatch): the budget is at ${now}` }],
+    });
+  }
+  if (status === 422 && code === 'policy_refused' && reason === 'budget_exceeded' && body !== null) {
+    const budget = budgetRefusal(body);
+    return new LedgerPolicyRefused(reason, `The ledger at ${context.url} refused the request: ${budgetSentence(budget)} (${said}).`, {
+      nextStep: `Ask for at most what remains, wait for the next ${budget.period ?? 'period'} (from ${budget.period_end ?? 'its end'}), or have an admin raise the budget (\`lexec ledger policy show\` shows the agent's budgets, \`lexec ledger budget show\` the installation's).`,
+      issues,
+    }, budget);
+  }
+  if (status === 422 && code === 'policy_refused' && (reason === 'target_required' || reason === 'target_not_allowed')) {
+    return new LedgerPolicyRefused(reason, `The ledger at ${context.url} refused the request: ${reason === 'target_required' ? 'the agent may pay only for the targets its policy lists, and the request named none' : "the target is not on the agent's allow-list"} (${said}).`, {
+      nextStep: "Use a target the agent's policy allows (`lexec ledger policy show` lists them), or have an admin add it (`lexec ledger policy set`).",
+      issues,
+    });
+  }
   if (status === 422 && code === 'policy_refused') {
     return new LedgerPolicyRefused(reason ?? null, `The ledger at ${context.url} refused the request under the agent's spend policy (${said}).`, {
       nextStep:

@@ -34,9 +34,12 @@ import {
   type LedgerPolicy,
   type LedgerSpending,
   type LedgerSpendReport,
+  installationBudgetAnswerSchema,
+  type LedgerInstallationBudgetAnswer,
 } from '../wire/answers.js';
 import type { SpendPolicyInput } from '../ledger-config.js';
 import type { SpendGrouping } from '../summarise-spend.js';
+import type { InstallationBudget as InstallationBudgetInput } from '../budget-rules.js';
 
 export interface LedgerClientOptions {
   /** Base URL of the ledger, e.g. `http://127.0.0.1:7400`; validated by the caller. */
@@ -285,6 +288,28 @@ export function createLedgerClient(options: LedgerClientOptions) {
       const schema = policyAnswerSchema;
       const headers: Record<string, string> = expectVersion === null ? {} : { 'if-match': expectVersion.toString() };
       return (await send({ method: 'PUT', path: `/agents/${id(agentId)}/policy`, body: policy, headers, needs: ['admin'], subject: 'agent', schema })).policy;
+    },
+
+    /** The installation-wide budget and its standing (admin capability): `GET /budgets/installation`. */
+    async installationBudget(): Promise<LedgerInstallationBudgetAnswer> {
+      return send({ method: 'GET', path: '/budgets/installation', needs: ['admin'], subject: 'agent', schema: installationBudgetAnswerSchema });
+    },
+
+    /**
+     * Replaces the installation-wide budget; with `expectVersion` only if it is still at that
+     * version (else `ledger_budget_version_mismatch`, nothing changed).
+     */
+    async setInstallationBudget(budget: InstallationBudgetInput, expectVersion: bigint | null): Promise<LedgerInstallationBudgetAnswer> {
+      const headers: Record<string, string> = expectVersion === null ? {} : { 'if-match': expectVersion.toString() };
+      const body = {
+        day_budget_units: budget.day_budget_units?.toString() ?? null,
+        week_budget_units: budget.week_budget_units?.toString() ?? null,
+        month_budget_units: budget.month_budget_units?.toString() ?? null,
+        alert_percentages: budget.alert_percentages,
+        units_scale: UNITS_SCALE,
+        currency: 'USD',
+      };
+      return send({ method: 'PUT', path: '/budgets/installation', body, headers, needs: ['admin'], subject: 'agent', schema: installationBudgetAnswerSchema });
     },
 
     /** The calling agent's own policy, spend and holds (agent capability). */

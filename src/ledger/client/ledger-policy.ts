@@ -1,11 +1,15 @@
 import type { SpendPolicy } from '../authorization-rules.js';
-import type { LedgerPolicy } from '../wire/answers.js';
+import type { LedgerBudgetStanding, LedgerPolicy } from '../wire/answers.js';
 import { policyFileDocument, readPolicyFile, STARTER_POLICY, writePolicyFile } from '../policy-file.js';
 import { resolveAgentId, type AgentChoice } from './agent-choice.js';
 import type { LedgerConnector } from './ledger-connector.js';
 
 export interface PolicyShowResult {
   readonly policy: LedgerPolicy;
+  /** Each calendar budget over the agent (its own and the installation's) in the current period. */
+  readonly budgets: readonly LedgerBudgetStanding[];
+  /** The installation's time zone the periods are cut in (null from an older ledger). */
+  readonly time_zone: string | null;
   /** The policy file written by `--export`, or null. */
   readonly exported_to: string | null;
 }
@@ -25,9 +29,11 @@ export interface PolicyInitResult {
 /** `ledger policy show` (admin token); with an export path, also writes it as a policy file. */
 export async function showLedgerPolicy(request: { readonly target: LedgerConnector; readonly agent: AgentChoice; readonly exportTo: string | null }): Promise<PolicyShowResult> {
   const client = await request.target('admin');
-  const policy = await client.policy(await resolveAgentId(client, request.agent));
+  const agentId = await resolveAgentId(client, request.agent);
+  const policy = await client.policy(agentId);
   if (request.exportTo !== null) await writePolicyFile(request.exportTo, policy);
-  return { policy, exported_to: request.exportTo };
+  const standing = await client.agentSpending(agentId);
+  return { policy, budgets: standing.budgets, time_zone: standing.time_zone, exported_to: request.exportTo };
 }
 
 /**

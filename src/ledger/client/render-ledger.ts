@@ -1,4 +1,5 @@
-import type { LedgerAgent, LedgerAuthorization, LedgerCredential, LedgerCredentialRevocation, LedgerPolicy } from '../wire/answers.js';
+import type { LedgerAgent, LedgerAuthorization, LedgerBudgetStanding, LedgerCredential, LedgerCredentialRevocation, LedgerPolicy } from '../wire/answers.js';
+import type { BudgetSetResult, BudgetShowResult } from './ledger-budget.js';
 import type { AddAgentResult, AgentSuspensionResult, ListAgentsResult } from './ledger-agents.js';
 import { auditActor, auditChange, type AuditResult } from './ledger-audit.js';
 import type { AuthorizationListResult, AuthorizationRequestResult } from './ledger-authorizations.js';
@@ -203,9 +204,35 @@ export function renderPolicySet(result: PolicySetResult, output: Output): void {
 
 export function renderPolicyShown(result: PolicyShowResult, output: Output): void {
   renderPolicy(result.policy, output);
+  renderBudgetStanding(result.budgets, plain(result.policy.currency), output, result.time_zone);
   if (result.exported_to !== null) output.line(`${output.style.ok('✔')} exported to ${result.exported_to}`);
   // How to change it without overwriting a change someone else makes meanwhile.
   output.line(output.style.dim(`  change it only if still at this version: lexec ledger policy set --file <path> --expect-version ${result.policy.version.toString()}`));
+}
+
+/** Each calendar budget's standing in its current period (docs/ledger.md "Budgets"); nothing when none is set. */
+export function renderBudgetStanding(budgets: readonly LedgerBudgetStanding[], currency: string, output: Output, timeZone: string | null): void {
+  if (budgets.length === 0) return;
+  output.line(`${output.style.bold('budgets')} (calendar periods in ${plain(timeZone ?? 'UTC')}; spent is settled, held is live holds and claims)`);
+  const rows = budgets.map((budget) =>
+    [budget.name, `${budget.period_start} → ${budget.period_end}`, formatUnits(budget.limit_units, currency), formatUnits(budget.spent_units, currency), formatUnits(budget.held_units, currency), formatUnits(budget.remaining_units, currency), budget.alert_percentages.join(',')].map(plain),
+  );
+  for (const line of table([['budget', 'period', 'limit', 'spent', 'held', 'remaining', 'alerts at %'], ...rows])) output.line(line);
+}
+
+/** `lexec ledger budget show|set`: the installation budget, its standing, and how to change it safely. */
+export function renderInstallationBudget(result: BudgetShowResult | BudgetSetResult, output: Output): void {
+  const { budget } = result;
+  if ('expected_version' in result) output.line(`${output.style.ok('✔')} installation budget set (from version ${result.expected_version.toString()})`);
+  const currency = plain(budget.currency);
+  const amount = (units: bigint | null) => (units === null ? 'none' : formatUnits(units, currency));
+  output.line(`${output.style.bold('installation budget')} across all agents (version ${budget.version.toString()}, updated ${budget.updated_at}, time zone ${plain(budget.time_zone)})`);
+  output.line(`  day     ${amount(budget.day_budget_units)}`);
+  output.line(`  week    ${amount(budget.week_budget_units)}`);
+  output.line(`  month   ${amount(budget.month_budget_units)}`);
+  output.line(`  alerts  at ${budget.alert_percentages.join(', ')} % of each`);
+  renderBudgetStanding(result.standing, currency, output, budget.time_zone);
+  output.line(output.style.dim(`  change it only if still at this version: lexec ledger budget set --month-units <units> --expect-version ${budget.version.toString()}`));
 }
 
 /** The audit trail as a table, oldest first; every cell from the ledger made safe for a terminal. */

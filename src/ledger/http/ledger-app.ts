@@ -28,6 +28,7 @@ import {
   credentialsQuery,
   decisionBody,
   idempotencyKeyHeader,
+  installationBudgetBody,
   legacyCentsReceipt,
   policyPrecondition,
   preciseReceipt,
@@ -128,6 +129,16 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     const precondition = parseInput(policyPrecondition, { 'if-match': request.headers['if-match'] });
     const policy = parseInput(spendPolicySchema, request.body);
     return { policy: admin.setPolicy(agentId, policy, auth.principal(request), precondition['if-match'] ?? null) };
+  });
+
+  // The installation-wide budget across all agents (docs/ledger.md "Budgets"), versioned like a
+  // policy: with `If-Match: <version>` only if still at it (412 `budget_version_mismatch`).
+  app.get('/budgets/installation', { onRequest: auth.requires('admin') }, () => service.installationBudget());
+
+  app.put('/budgets/installation', { onRequest: auth.requires('admin') }, (request) => {
+    const precondition = parseInput(policyPrecondition, { 'if-match': request.headers['if-match'] });
+    const body = parseInput(installationBudgetBody, request.body);
+    return service.setInstallationBudget(body, auth.principal(request), precondition['if-match'] ?? null);
   });
 
   // The operator's kill switch (docs/ledger.md "Suspending an agent"); both idempotent.

@@ -3,6 +3,8 @@ import type { LedgerAgent, LedgerAuditState, LedgerPolicy } from '../wire/answer
 import { UNITS_SCALE } from '../../domain/money.js';
 import { redactSecretShapes } from '../../domain/secret-text.js';
 import type { SpendPolicy } from '../authorization-rules.js';
+import { DEFAULT_ALERT_PERCENTAGES } from '../budget-rules.js';
+import { BUDGET_ASSIGN, BUDGET_DIFFERS, budgetParameters, budgetPolicyOf, type BudgetColumns } from './budget-store.js';
 import { immediateTransaction } from './immediate-transaction.js';
 
 /*
@@ -21,6 +23,22 @@ export interface AgentRow {
   suspension_reason: string | null;
   /** Who suspended it (migration 6): `operator` or `velocity_breaker`; null while active. */
   suspended_by: 'operator' | 'velocity_breaker' | null;
+}
+
+/** A `policies` row as stored (its budget lists as JSON text: read it with `policyOf`). */
+export interface StoredPolicyRow extends Omit<SpendPolicy, keyof BudgetColumns>, BudgetColumns {
+  agent_id: string;
+  max_requests_per_minute: bigint | null;
+  max_requests_per_hour: bigint | null;
+  suspend_after_velocity_refusals: bigint | null;
+  version: bigint;
+  updated_at: bigint;
+  follows_default: bigint;
+}
+
+/** A stored policy row with its budget part read (budget-store.ts). */
+export function policyOf(row: StoredPolicyRow): PolicyRow {
+  return { ...row, ...budgetPolicyOf(row) };
 }
 
 export interface PolicyRow extends SpendPolicy {
@@ -58,6 +76,11 @@ export function policyView(row: PolicyRow): LedgerPolicy {
     max_requests_per_minute: row.max_requests_per_minute,
     max_requests_per_hour: row.max_requests_per_hour,
     suspend_after_velocity_refusals: row.suspend_after_velocity_refusals,
+    day_budget_units: row.day_budget_units ?? null,
+    week_budget_units: row.week_budget_units ?? null,
+    month_budget_units: row.month_budget_units ?? null,
+    budget_alert_percentages: [...(row.budget_alert_percentages ?? DEFAULT_ALERT_PERCENTAGES)],
+    targets: row.targets == null ? null : row.targets.map((target) => ({ target_id: target.target_id, month_cap_units: target.month_cap_units })),
     version: row.version,
     updated_at: new Date(Number(row.updated_at)).toISOString(),
     /** `default`: the configured default, applied again at every ledger start; `operator`: set with `ledger policy set`. */
@@ -77,6 +100,12 @@ export function policyAuditState(row: PolicyRow): LedgerAuditState {
     max_requests_per_minute: digits(row.max_requests_per_minute),
     max_requests_per_hour: digits(row.max_requests_per_hour),
     suspend_after_velocity_refusals: digits(row.suspend_after_velocity_refusals),
+    day_budget_units: digits(row.day_budget_units ?? null),
+    week_budget_units: digits(row.week_budget_units ?? null),
+    month_budget_units: digits(row.month_budget_units ?? null),
+    // Lists as compact JSON text: an audit value is a scalar.
+    budget_alert_percentages: row.budget_alert_percentages == null ? null : row.budget_alert_percentages.join(','),
+    targets: row.targets == null ? null : row.targets.map((target) => `${target.target_id}${target.month_cap_units === null ? '' : `=${target.month_cap_units.toString()}`}`).join(','),
   };
 }
 
@@ -88,12 +117,13 @@ const policyParameters = (policy: SpendPolicy) => ({
   per_minute: policy.max_requests_per_minute ?? null,
   per_hour: policy.max_requests_per_hour ?? null,
   suspend_after: policy.suspend_after_velocity_refusals ?? null,
+  ...budgetParameters(policy),
 });
 const ASSIGN = `per_authorization_cap_units = @cap, daily_cap_units = @daily, approval_threshold_units = @threshold,
-  max_requests_per_minute = @per_minute, max_requests_per_hour = @per_hour, suspend_after_velocity_refusals = @suspend_after`;
+  max_requests_per_minute = @per_minute, max_requests_per_hour = @per_hour, suspend_after_velocity_refusals = @suspend_after, ${BUDGET_ASSIGN}`;
 // IS NOT: NULL-safe, so setting or clearing a velocity field of the default is a change too.
 const DIFFERS = `per_authorization_cap_units != @cap OR daily_cap_units != @daily OR approval_threshold_units != @threshold
-  OR max_requests_per_minute IS NOT @per_minute OR max_requests_per_hour IS NOT @per_hour OR suspend_after_velocity_refusals IS NOT @suspend_after`;
+  OR max_requests_per_minute IS NOT @per_minute OR max_requests_per_hour IS NOT @per_hour OR suspend_after_velocity_refusals IS NOT @suspend_after OR ${BUDGET_DIFFERS}`;
 
 export type AdminStore = ReturnType<typeof createAdminStore>;
 
@@ -109,8 +139,10 @@ export function createAdminStore(db: Database.Database) {
     policyOf: db.prepare('SELECT * FROM policies WHERE agent_id = ?'),
     insertDefaultPolicy: db.prepare(
       `INSERT INTO policies (agent_id, per_authorization_cap_units, daily_cap_units, approval_threshold_units, units_scale, currency, version, updated_at, follows_default,
-         max_requests_per_minute, max_requests_per_hour, suspend_after_velocity_refusals)
-       VALUES (@agent_id, @cap, @daily, @threshold, 6, 'USD', 1, @now, 1, @per_minute, @per_hour, @suspend_after)`,
+         max_requests_per_minute, max_requests_per_hour, suspend_after_velocity_refusals,
+         day_budget_units, week_budget_units, month_budget_units, budget_alert_percentages, targets)
+       VALUES (@agent_id, @cap, @daily, @threshold, 6, 'USD', 1, @now, 1, @per_minute, @per_hour, @suspend_after,
+         @day_budget, @week_budget, @month_budget, @alert_percentages, @targets)`,
     ),
     followersToChange: db.prepare(
       `SELECT agent_id FROM policies WHERE follows_default = 1 AND (${DIFFERS}) ORDER BY agent_id`,
@@ -137,7 +169,7 @@ export function createAdminStore(db: Database.Database) {
       statements.insertDefaultPolicy.run({ ...policyParameters(policy), agent_id: agentId, now: at });
     },
 
-    policy: (agentId: string) => statements.policyOf.get(agentId) as PolicyRow,
+    policy: (agentId: string) => policyOf(statements.policyOf.get(agentId) as StoredPolicyRow),
     /** The agents that follow the default policy and whose policy differs from `policy`, by agent id. */
     followersToChange: (policy: SpendPolicy) => (statements.followersToChange.all(policyParameters(policy)) as { agent_id: string }[]).map((row) => row.agent_id),
     /** Gives every agent that follows the default policy `policy`, with a new version where it changes. */

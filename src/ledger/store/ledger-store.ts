@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { LedgerAuthorization } from '../wire/answers.js';
 import type { AuthorizationStatus, SpendPolicy } from '../authorization-rules.js';
+import { policyOf, type StoredPolicyRow } from './admin-store.js';
 import { immediateTransaction } from './immediate-transaction.js';
 import {
   authorizationView,
@@ -86,6 +87,7 @@ export function createLedgerStore(db: Database.Database) {
     settlementByReceipt: db.prepare('SELECT * FROM settlements WHERE receipt_id = ?'),
     releaseByToken: db.prepare('SELECT * FROM releases WHERE token_id = ?'),
     policyOf: db.prepare('SELECT * FROM policies WHERE agent_id = ?'),
+    policies: db.prepare('SELECT * FROM policies ORDER BY agent_id'),
     committedUnits: db.prepare(`
     SELECT COALESCE(SUM(CASE
       WHEN a.status IN ('requested', 'approved') AND a.expires_at > @now THEN a.amount_units
@@ -176,7 +178,12 @@ export function createLedgerStore(db: Database.Database) {
     },
 
     /** The agent's own policy row (with its `version`), if it has one. */
-    policy: (agentId: string) => statements.policyOf.get(agentId) as SpendPolicy | undefined,
+    policy(agentId: string): (SpendPolicy & { version: bigint }) | undefined {
+      const row = statements.policyOf.get(agentId) as StoredPolicyRow | undefined;
+      return row === undefined ? undefined : policyOf(row);
+    },
+    /** Every agent's policy, by agent id. */
+    policies: () => (statements.policies.all() as StoredPolicyRow[]).map(policyOf),
     /** What counts against the daily cap in the window: live holds, claims and settled amounts. */
     committedUnits: (window: AgentWindow) =>
       (statements.committedUnits.get({ agent_id: window.agentId, now: window.now, since: window.since }) as { units: bigint }).units,

@@ -391,4 +391,50 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'events are never deleted'); END;
     `,
   },
+  {
+    version: 11,
+    name: 'calendar budgets, target allow-lists and their alerts',
+    // Budgets (docs/ledger.md "Budgets"): an agent's policy may set a budget per calendar day,
+    // ISO week and month of the installation's time zone (micro-units; null: none), the alert
+    // percentages of its budgets (a JSON array of whole numbers 1-100; null: 50, 80, 100) and an
+    // allow-list of targets (a JSON array of {target_id, month_cap_units}; null: any target).
+    // `installation_budget` is the one installation-wide budget across all agents, versioned like
+    // a policy (one row, none set at first). `budget_alerts` keeps every alert percentage a
+    // budget's committed amount has crossed in a period: its primary key makes the ledger write
+    // at most one `budget.threshold_crossed` event per budget, period and percentage.
+    // The index by time serves the installation's budgets (every agent's authorizations in a
+    // period); the one by agent and target the caps per target.
+    up: `
+      ALTER TABLE policies ADD COLUMN day_budget_units INTEGER CHECK (day_budget_units IS NULL OR day_budget_units > 0);
+      ALTER TABLE policies ADD COLUMN week_budget_units INTEGER CHECK (week_budget_units IS NULL OR week_budget_units > 0);
+      ALTER TABLE policies ADD COLUMN month_budget_units INTEGER CHECK (month_budget_units IS NULL OR month_budget_units > 0);
+      ALTER TABLE policies ADD COLUMN budget_alert_percentages TEXT
+        CHECK (budget_alert_percentages IS NULL OR (json_valid(budget_alert_percentages) AND json_type(budget_alert_percentages) = 'array'));
+      ALTER TABLE policies ADD COLUMN targets TEXT CHECK (targets IS NULL OR (json_valid(targets) AND json_type(targets) = 'array'));
+
+      CREATE TABLE installation_budget (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        day_budget_units INTEGER CHECK (day_budget_units IS NULL OR day_budget_units > 0),
+        week_budget_units INTEGER CHECK (week_budget_units IS NULL OR week_budget_units > 0),
+        month_budget_units INTEGER CHECK (month_budget_units IS NULL OR month_budget_units > 0),
+        alert_percentages TEXT NOT NULL CHECK (json_valid(alert_percentages) AND json_type(alert_percentages) = 'array'),
+        version INTEGER NOT NULL CHECK (version > 0),
+        updated_at INTEGER NOT NULL
+      );
+      INSERT INTO installation_budget (singleton, alert_percentages, version, updated_at)
+        VALUES (1, '[50,80,100]', 1, CAST(strftime('%s', 'now') AS INTEGER) * 1000);
+
+      CREATE TABLE budget_alerts (
+        scope TEXT NOT NULL,
+        budget TEXT NOT NULL,
+        period_start INTEGER NOT NULL,
+        percent INTEGER NOT NULL CHECK (percent BETWEEN 1 AND 100),
+        at INTEGER NOT NULL,
+        PRIMARY KEY (scope, budget, period_start, percent)
+      ) WITHOUT ROWID;
+
+      CREATE INDEX authorizations_by_time ON authorizations (created_at);
+      CREATE INDEX authorizations_by_agent_target ON authorizations (agent_id, target_id, created_at) WHERE target_id IS NOT NULL;
+    `,
+  },
 ];

@@ -7,7 +7,8 @@ import { commitThenReach, currentAuthorization, loadAuthorization, type CommitCo
 /**
  * Claims an approved authorization for one execution; the same execution may repeat it. With
  * a requirement, an authorization that does not meet it (another currency, a smaller hold) is
- * refused with 422 and nothing is claimed. The claiming credential is recorded with the claim
+ * refused with 422 and nothing is claimed. An authorization that names a target is claimed only
+ * by a claim that requires that target (`target_mismatch` otherwise). The claiming credential is recorded with the claim
  * (a repeat keeps the first): an executor lists its own claims by it (executor-claims.ts).
  */
 export function claimAuthorization(
@@ -26,6 +27,9 @@ export function claimAuthorization(
       if (row.currency !== requirement.currency) throw unprocessable('requirement_not_met', 'currency_mismatch', ['require.currency']);
       if (row.amount_units < requirement.min_held_units) throw unprocessable('requirement_not_met', 'hold_below_requirement', ['require.min_held_units']);
     }
+    // An authorization that names its target pays for that target only: budgets and the
+    // allow-list were decided for it, so an execution of another target cannot spend it.
+    if (row.target_id !== null && requirement?.target_id !== row.target_id) throw unprocessable('requirement_not_met', 'target_mismatch', ['require.target_id']);
     if (row.execution_id === executionId) {
       // Execution ids come from the token: another executor on this ledger given the same
       // token would name the same execution. Only its claimant may repeat a claim, or two

@@ -3,14 +3,16 @@ import { fingerprint } from '../../domain/canonical-json.js';
 import { UNITS_SCALE } from '../../domain/money.js';
 import type { LedgerAuthorization } from '../wire/answers.js';
 import { centsCeil, decideRequest, ROLLING_WINDOW_MS, type SpendPolicy } from '../authorization-rules.js';
-import { conflict, unprocessable, type LedgerError } from '../ledger-error.js';
+import { budgetRefusalDetails, decideTarget } from '../budget-rules.js';
+import { conflict, LedgerError, unprocessable } from '../ledger-error.js';
 import type { AuthorizationRow } from '../store/ledger-rows.js';
 import { currentAuthorization, loadAuthorization, type LedgerContext } from './current-authorization.js';
 import { ownerAccountId } from './owner-account.js';
 import { suspendedRefusal } from './suspend-agent.js';
+import { decideRequestBudgets, recordCrossings, type BudgetContext } from './budget-standing.js';
 import { checkVelocity, type VelocityContext } from './velocity-breaker.js';
 
-export interface RequestContext extends VelocityContext {
+export interface RequestContext extends VelocityContext, BudgetContext {
   readonly authorizationTtlMs: number;
   /** The policy of an agent without its own. */
   readonly defaultPolicy: SpendPolicy;
@@ -107,9 +109,18 @@ export function requestAuthorization(context: RequestContext, agentId: string, i
     const policy = store.policy(agentId) ?? context.defaultPolicy;
     const tooFast = checkVelocity(context, agentId, policy, at);
     if (tooFast !== null) return recordRefusal(context, agentId, input, tooFast);
+    const targetId = input.target_id ?? null;
+    const target = decideTarget(policy, targetId);
+    if (target.outcome === 'refused') return recordRefusal(context, agentId, input, unprocessable('policy_refused', target.reason, ['target_id']));
     const committed = store.committedUnits({ agentId, now: at, since: at - ROLLING_WINDOW_MS });
     const decision = decideRequest(policy, input.amount_units, committed);
     if (decision.outcome === 'refused') return recordRefusal(context, agentId, input, unprocessable('policy_refused', decision.reason, ['amount_units']), POLICY_LIMIT[decision.reason]);
+    // Calendar budgets, the target's cap and the installation's, in this same transaction (budget-standing.ts).
+    const budgets = decideRequestBudgets(context, agentId, policy, targetId, input.amount_units, at);
+    if (budgets.outcome === 'refused') {
+      const refusal = new LedgerError('unprocessable', 'policy_refused', { reasonCode: 'budget_exceeded', fields: ['amount_units'], details: budgetRefusalDetails(budgets.standing, input.amount_units) });
+      return recordRefusal(context, agentId, input, refusal, budgets.standing.name);
+    }
     const tokenId = randomUUID();
     store.insertAuthorization({
       tokenId,
@@ -133,6 +144,7 @@ export function requestAuthorization(context: RequestContext, agentId: string, i
     const event = { at, agentId, targetId: input.target_id ?? null, tokenId, amountUnits: input.amount_units };
     context.events.append({ ...event, type: 'authorization.requested', details: { status: decision.outcome } });
     if (decision.outcome === 'requested') context.events.append({ ...event, type: 'approval.waiting', details: { expires_at: new Date(at + context.authorizationTtlMs).toISOString() } });
+    recordCrossings(context, agentId, budgets.crossings, at, tokenId);
     return { authorization: store.authorizationView(loadAuthorization(store, tokenId)), replayed: false };
   });
   if ('refusal' in outcome) throw outcome.refusal;

@@ -51,12 +51,54 @@ export const policySchema = z.object({
   max_requests_per_minute: added(amount),
   max_requests_per_hour: added(amount),
   suspend_after_velocity_refusals: added(amount),
+  /** Calendar budgets (docs/ledger.md "Budgets"): null when not set, or from an older ledger. */
+  day_budget_units: added(amount),
+  week_budget_units: added(amount),
+  month_budget_units: added(amount),
+  /** The alert percentages of the agent's budgets (null from an older ledger). */
+  budget_alert_percentages: added(z.array(z.number())),
+  /** The targets the agent may pay for, each with its cap per calendar month; null: any target. */
+  targets: added(z.array(z.object({ target_id: z.string(), month_cap_units: amount.nullable() }))),
   version: amount,
   updated_at: timestamp,
   /** `default`: follows [ledger.default_policy] (applied at every ledger start); `operator`: set with `ledger policy set`. */
   source: z.enum(['default', 'operator']),
 });
 export type LedgerPolicy = z.output<typeof policySchema>;
+
+/**
+ * One budget's standing in its current calendar period (docs/ledger.md "Budgets"): `name` is
+ * `agent.day|week|month`, `target:<target_id>` or `installation.day|week|month`; spent is settled,
+ * held is live holds and claims, of the authorizations created in the period.
+ */
+export const budgetStandingSchema = z.object({
+  name: z.string(),
+  period: z.string(),
+  period_start: timestamp,
+  period_end: timestamp,
+  limit_units: amount,
+  spent_units: amount,
+  held_units: amount,
+  remaining_units: amount,
+  alert_percentages: z.array(z.number()),
+});
+export type LedgerBudgetStanding = z.output<typeof budgetStandingSchema>;
+
+/** `GET /budgets/installation`: the budget across all agents, versioned like a policy, in the installation's time zone. */
+export const installationBudgetSchema = z.object({
+  day_budget_units: amount.nullable(),
+  week_budget_units: amount.nullable(),
+  month_budget_units: amount.nullable(),
+  alert_percentages: z.array(z.number()),
+  units_scale: scale,
+  currency: z.string(),
+  time_zone: z.string(),
+  version: amount,
+  updated_at: timestamp,
+});
+export type LedgerInstallationBudget = z.output<typeof installationBudgetSchema>;
+export const installationBudgetAnswerSchema = z.object({ budget: installationBudgetSchema, standing: z.array(budgetStandingSchema) });
+export type LedgerInstallationBudgetAnswer = z.output<typeof installationBudgetAnswerSchema>;
 
 /** `GET /agent/spending`: the calling agent's policy and its standing in the cap's rolling window. */
 export const spendingSchema = z.object({
@@ -71,6 +113,10 @@ export const spendingSchema = z.object({
   policy: policySchema,
   /** `active`, or `suspended` by an operator: its requests are refused whatever the room (null from an older ledger). */
   agent_status: added(z.string()),
+  /** Every calendar budget the agent is under, its own and the installation's, in the current period (empty from an older ledger). */
+  budgets: added(z.array(budgetStandingSchema)).transform((budgets) => budgets ?? []),
+  /** The installation's time zone, in which the periods are cut (null from an older ledger). */
+  time_zone: added(z.string()),
 });
 export type LedgerSpending = z.output<typeof spendingSchema>;
 
@@ -171,6 +217,14 @@ export const errorBodySchema = z.object({
     decided_by: z.string().max(128).optional().catch(undefined),
     decided_by_name: z.string().max(100).optional().catch(undefined),
     decided_at: timestamp.optional().catch(undefined),
+    /** A 422 `policy_refused: budget_exceeded`: the budget that refused it, its period and figures (digit strings). */
+    budget: z.string().max(300).optional().catch(undefined),
+    period: z.string().max(20).optional().catch(undefined),
+    period_start: timestamp.optional().catch(undefined),
+    period_end: timestamp.optional().catch(undefined),
+    limit_units: amount.optional().catch(undefined),
+    committed_units: amount.optional().catch(undefined),
+    remaining_units: amount.optional().catch(undefined),
   }),
 });
 export type LedgerErrorBody = z.output<typeof errorBodySchema>['error'];

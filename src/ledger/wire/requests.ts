@@ -6,6 +6,8 @@ import { isCivilDate } from '../spend-periods.js';
 import { SPEND_GROUPINGS } from '../summarise-spend.js';
 import { MAX_PROMPT_CHARS } from '../../domain/prompt-text.js';
 import { LEDGER_EVENT_TYPES } from '../events/ledger-event-types.js';
+import { DEFAULT_ALERT_PERCENTAGES } from '../budget-rules.js';
+import { alertPercentages } from '../ledger-config.js';
 import { legacyPriceProjectionSchema, priceModelSnapshotSchema } from '../../domain/price-model-snapshot.js';
 
 /* Request bodies of the ledger API. Strict: unknown fields are refused with their paths. */
@@ -29,6 +31,19 @@ export const authorizationRequestBody = z.strictObject({
   target_id: z.string({ error: 'must be a target id' }).min(1, 'must not be empty').max(200, 'must be at most 200 characters').optional(),
   /** The prompt it pays for, shown to the approver; never in an event (docs/ledger.md "Events"). */
   prompt: freeText(z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(MAX_PROMPT_CHARS, `must be at most ${MAX_PROMPT_CHARS} characters`)).optional(),
+});
+
+/**
+ * `PUT /budgets/installation`: the whole installation budget (a period left out or null has no
+ * budget; alert percentages left out are 50, 80, 100). Amounts are micro-units.
+ */
+export const installationBudgetBody = z.strictObject({
+  day_budget_units: wholeNumber({ min: 1n, what: 'the day budget' }).nullable().optional().transform((units) => units ?? null),
+  week_budget_units: wholeNumber({ min: 1n, what: 'the week budget' }).nullable().optional().transform((units) => units ?? null),
+  month_budget_units: wholeNumber({ min: 1n, what: 'the month budget' }).nullable().optional().transform((units) => units ?? null),
+  alert_percentages: alertPercentages.optional().transform((percentages) => percentages ?? [...DEFAULT_ALERT_PERCENTAGES]),
+  units_scale: units,
+  currency: usd,
 });
 
 export const agentBody = z.strictObject({
@@ -115,6 +130,8 @@ export const claimBody = z.strictObject({
     .strictObject({
       currency: usd,
       min_held_units: wholeNumber({ min: 0n, what: 'the least hold the execution needs' }),
+      /** The execution's target: an authorization that names a target is claimed only for it (docs/ledger.md "Budgets"). */
+      target_id: z.string({ error: 'must be a target id' }).min(1, 'must not be empty').max(200, 'must be at most 200 characters').optional(),
     })
     .optional(),
 });

@@ -3,7 +3,7 @@ import type { LedgerClient } from '../../ledger/client/ledger-client.js';
 import { LedgerAgentSuspended, LedgerVelocityExceeded } from '../../ledger/client/ledger-client-errors.js';
 import type { LedgerAuthorization } from '../../ledger/wire/answers.js';
 import { intentKey } from './intent-key.js';
-import { policyRefusalReason, type PolicyRoom } from './policy-room.js';
+import { policyRefusalReason, type PolicyRefusal } from './policy-room.js';
 import type { JobQuote } from './quote.js';
 
 /*
@@ -37,8 +37,8 @@ export interface AuthorizationChoice {
   readonly insufficient: (existing: LedgerAuthorization) => UserError;
   /** The client's words when the existing authorization is not this agent's (ledger_not_found); else thrown as it is. */
   readonly unknown?: () => UserError;
-  /** The client's words when the spend policy refuses a new request (with the refusing cap); else the ledger's refusal as it is. */
-  readonly refused?: (reason: PolicyRoom['reason']) => Promise<UserError>;
+  /** The client's words when the spend policy refuses a new request (with the refusing cap or budget); else the ledger's refusal as it is. */
+  readonly refused?: (refusal: PolicyRefusal) => Promise<UserError>;
   /**
    * The client's words when the agent is suspended (`agentId`: null if the ledger did not say
    * whose; `by`: an operator, or the policy's runaway-loop breaker); else the ledger's refusal as it is.

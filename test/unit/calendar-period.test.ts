@@ -1,0 +1,101 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CALENDAR_PERIODS, createCalendar, isTimeZone, type CalendarPeriod } from '../../src/domain/calendar-period.js';
+
+/*
+ * Calendar budgets' periods (docs/ledger.md "Budgets"): a day, an ISO week and a month begin at
+ * local midnight in the installation's zone, so across a daylight-saving change a day is 23, 24.5
+ * or 25 hours. Instants are fixed (a fake clock): each case names the instant and the bounds the
+ * zone's rules give.
+ */
+
+const at = (iso: string) => Date.parse(iso);
+const iso = (ms: number) => new Date(ms).toISOString();
+const bounds = (zone: string, period: CalendarPeriod, instant: string) => {
+  const found = createCalendar(zone).bounds(period, at(instant));
+  return [iso(found.start), iso(found.end)];
+};
+const hours = ([start, end]: string[]) => (at(end ?? '') - at(start ?? '')) / 3_600_000;
+
+describe('calendar periods in UTC', () => {
+  it('cuts days, ISO weeks and months at UTC midnight, across a year boundary', () => {
+    expect(bounds('UTC', 'day', '2026-12-31T23:59:59.999Z')).toEqual(['2026-12-31T00:00:00.000Z', '2027-01-01T00:00:00.000Z']);
+    expect(bounds('UTC', 'day', '2027-01-01T00:00:00.000Z')).toEqual(['2027-01-01T00:00:00.000Z', '2027-01-02T00:00:00.000Z']);
+    expect(bounds('UTC', 'month', '2026-12-31T23:59:59.999Z')).toEqual(['2026-12-01T00:00:00.000Z', '2027-01-01T00:00:00.000Z']);
+    expect(bounds('UTC', 'month', '2028-02-29T12:00:00Z')).toEqual(['2028-02-01T00:00:00.000Z', '2028-03-01T00:00:00.000Z']);
+    // 2026-12-31 is a Thursday: its ISO week runs Monday 28 December to Monday 4 January.
+    expect(bounds('UTC', 'week', '2026-12-31T10:00:00Z')).toEqual(['2026-12-28T00:00:00.000Z', '2027-01-04T00:00:00.000Z']);
+    expect(bounds('UTC', 'week', '2027-01-03T23:59:59Z')).toEqual(['2026-12-28T00:00:00.000Z', '2027-01-04T00:00:00.000Z']);
+    expect(bounds('UTC', 'week', '2027-01-04T00:00:00Z')).toEqual(['2027-01-04T00:00:00.000Z', '2027-01-11T00:00:00.000Z']);
+  });
+});
+
+describe('calendar periods in America/New_York', () => {
+  const zone = 'America/New_York';
+  it('has a 23-hour day when the clocks go forward (8 March 2026) and a 25-hour day when they go back (1 November 2026)', () => {
+    const spring = bounds(zone, 'day', '2026-03-08T12:00:00Z');
+    expect(spring).toEqual(['2026-03-08T05:00:00.000Z', '2026-03-09T04:00:00.000Z']);
+    expect(hours(spring)).toBe(23);
+    const autumn = bounds(zone, 'day', '2026-11-01T05:30:00Z');
+    expect(autumn).toEqual(['2026-11-01T04:00:00.000Z', '2026-11-02T05:00:00.000Z']);
+    expect(hours(autumn)).toBe(25);
+  });
+
+  it('starts the month at local midnight: 23:30 local on 31 March is still March, 00:30 local on 1 April is April', () => {
+    expect(bounds(zone, 'month', '2026-04-01T03:30:00Z')).toEqual(['2026-03-01T05:00:00.000Z', '2026-04-01T04:00:00.000Z']);
+    expect(bounds(zone, 'month', '2026-04-01T04:30:00Z')).toEqual(['2026-04-01T04:00:00.000Z', '2026-05-01T04:00:00.000Z']);
+    // The week holding the spring change is an hour short.
+    expect(hours(bounds(zone, 'week', '2026-03-08T12:00:00Z'))).toBe(167);
+  });
+});
+
+describe('calendar periods in Europe/Berlin', () => {
+  const zone = 'Europe/Berlin';
+  it('has a 23-hour day on 29 March 2026 and a 25-hour day on 25 October 2026', () => {
+    expect(bounds(zone, 'day', '2026-03-29T10:00:00Z')).toEqual(['2026-03-28T23:00:00.000Z', '2026-03-29T22:00:00.000Z']);
+    expect(bounds(zone, 'day', '2026-10-25T10:00:00Z')).toEqual(['2026-10-24T22:00:00.000Z', '2026-10-25T23:00:00.000Z']);
+  });
+
+  it('ends March (begun in winter time) at midnight summer time, and the ISO week holding the change is 167 hours', () => {
+    expect(bounds(zone, 'month', '2026-03-31T21:59:59Z')).toEqual(['2026-02-28T23:00:00.000Z', '2026-03-31T22:00:00.000Z']);
+    expect(bounds(zone, 'month', '2026-03-31T22:00:00Z')).toEqual(['2026-03-31T22:00:00.000Z', '2026-04-30T22:00:00.000Z']);
+    const week = bounds(zone, 'week', '2026-03-29T10:00:00Z');
+    expect(week).toEqual(['2026-03-22T23:00:00.000Z', '2026-03-29T22:00:00.000Z']);
+    expect(hours(week)).toBe(167);
+  });
+});
+
+describe('calendar periods in Australia/Lord_Howe (a half-hour change)', () => {
+  it('has a 24.5-hour day when daylight time ends on 5 April 2026', () => {
+    const day = bounds('Australia/Lord_Howe', 'day', '2026-04-05T06:00:00Z');
+    expect(day).toEqual(['2026-04-04T13:00:00.000Z', '2026-04-05T13:30:00.000Z']);
+    expect(hours(day)).toBe(24.5);
+  });
+});
+
+describe('every instant lies in exactly one period of each kind', () => {
+  const zones = ['UTC', 'America/New_York', 'Europe/Berlin', 'Australia/Lord_Howe', 'America/Santiago', 'Asia/Kolkata'];
+  it('holds for random instants in 2020-2035: start ≤ instant < end, the end starts the next period, a start is its own period', () => {
+    const calendars = zones.map((zone) => createCalendar(zone));
+    fc.assert(
+      fc.property(fc.integer({ min: at('2020-01-01T00:00:00Z'), max: at('2035-12-31T00:00:00Z') }), fc.constantFrom(...calendars), fc.constantFrom(...CALENDAR_PERIODS), (instant, calendar, period) => {
+        const found = calendar.bounds(period, instant);
+        expect(found.start).toBeLessThanOrEqual(instant);
+        expect(found.end).toBeGreaterThan(instant);
+        expect(calendar.bounds(period, found.start)).toEqual(found);
+        expect(calendar.bounds(period, found.end).start).toBe(found.end);
+        expect(calendar.bounds(period, found.start - 1).end).toBe(found.start);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('time zone names', () => {
+  it('knows IANA names and UTC, and refuses unknown ones', () => {
+    expect(isTimeZone('UTC')).toBe(true);
+    expect(isTimeZone('Europe/Berlin')).toBe(true);
+    expect(isTimeZone('Mars/Olympus_Mons')).toBe(false);
+    expect(isTimeZone('')).toBe(false);
+  });
+});
