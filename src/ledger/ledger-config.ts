@@ -64,6 +64,17 @@ export const authorizationTtlSeconds = z
   .max(7 * 24 * 3600, 'must be at most 604800 (7 days)')
   .default(3600);
 
+const milliseconds = (min: number, max: number, fallback: number) =>
+  z.number({ error: 'must be a whole number of milliseconds' }).int('must be a whole number of milliseconds').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`).default(fallback);
+
+export const webhookDeliverySchema = z
+  .strictObject({
+    timeout_ms: milliseconds(100, 60_000, 10_000),
+    first_retry_ms: milliseconds(10, 3_600_000, 1_000),
+    max_retry_ms: milliseconds(10, 6 * 3_600_000, 3_600_000),
+  })
+  .refine((timings) => timings.first_retry_ms <= timings.max_retry_ms, { path: ['first_retry_ms'], message: 'must not exceed max_retry_ms' });
+
 export const ledgerConfigSchema = z.strictObject({
   schema_version: z.literal(LEDGER_CONFIG_SCHEMA_VERSION, { error: `must be ${LEDGER_CONFIG_SCHEMA_VERSION}` }),
   http: httpListen,
@@ -72,6 +83,8 @@ export const ledgerConfigSchema = z.strictObject({
   contract_level: z.enum(LEDGER_CONTRACT_LEVELS, { error: 'must be "v4.5" or "v4.4"' }).default('v4.5'),
   authorization_ttl_seconds: authorizationTtlSeconds,
   default_policy: spendPolicySchema,
+  /** Webhook delivery timings (docs/ledger.md "Webhooks"); left out: 10 s per POST, retries from 1 s doubling to 1 h. */
+  webhook_delivery: webhookDeliverySchema.optional(),
 });
 export type LedgerConfig = z.output<typeof ledgerConfigSchema>;
 

@@ -39,6 +39,8 @@ export interface LedgerServiceOptions {
   readonly defaultPolicy: SpendPolicy;
   /** Development builds' crash points after a commit (src/crash-points.ts). */
   readonly crashPoints?: CrashPoints;
+  /** Called when an event is appended, inside its transaction: whoever listens acts on a later turn, after the commit (the webhook worker's wake). */
+  readonly onEventAppended?: () => void;
 }
 
 export type LedgerService = ReturnType<typeof createLedgerService>;
@@ -50,7 +52,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
     suspensions: createSuspensionStore(options.db),
     velocity: createVelocityStore(options.db),
     audit: createAuditStore(options.db),
-    events: createEventStore(options.db),
+    events: createEventStore(options.db, options.onEventAppended),
     now: options.now,
     crash: options.crashPoints ?? NO_CRASH_POINTS,
     contractLevel: options.contractLevel,

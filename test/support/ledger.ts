@@ -41,6 +41,8 @@ export interface TestLedgerOptions {
   readonly dir?: string;
   /** How repeated rejections are collapsed in the log (default: as serve, the system clock and 60 s). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /** Webhook delivery timings (the ledger's `webhook_delivery`; default: serve's). */
+  readonly webhookDelivery?: { readonly timeout_ms: number; readonly first_retry_ms: number; readonly max_retry_ms: number };
 }
 
 /**
@@ -64,6 +66,7 @@ export async function startTestLedger(options: TestLedgerOptions = {}): Promise<
       contract_level: options.contractLevel ?? 'v4.5',
       authorization_ttl_seconds: options.ttlSeconds ?? 3_600,
       default_policy: DEFAULT_POLICY,
+      ...(options.webhookDelivery === undefined ? {} : { webhook_delivery: options.webhookDelivery }),
     },
     logger: pino(sink),
     now: () => Date.now() + offset,

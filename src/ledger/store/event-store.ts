@@ -72,7 +72,8 @@ export function eventView(row: EventRow): LedgerEvent {
 
 export type EventStore = ReturnType<typeof createEventStore>;
 
-export function createEventStore(db: Database.Database) {
+/** `onAppend`: told of each append, inside its transaction (it must only schedule work for after the commit). */
+export function createEventStore(db: Database.Database, onAppend?: () => void) {
   const statements = {
     insert: db.prepare(
       `INSERT INTO events (at, type, agent_id, target_id, token_id, amount_units, details)
@@ -100,6 +101,7 @@ export function createEventStore(db: Database.Database) {
         amount_units: entry.amountUnits ?? null,
         details: safeDetails(entry.details),
       });
+      onAppend?.();
     },
 
     /** One page of events oldest first; `next_after` is the last id answered (the cursor to continue from, whether or not more wait). */
