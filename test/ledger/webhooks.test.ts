@@ -125,10 +125,10 @@ describe('delivering events', () => {
       expect(verifyWebhookSignature(randomBytes(32).toString('hex'), got?.body ?? '', signature, now)).toBe(false);
       expect(verifyWebhookSignature(secret, `${got?.body ?? ''} `, signature, now)).toBe(false);
     }
-    const shown = await deliveries();
-    expect(shown.body.deliveries.map((delivery) => [delivery.event_id, delivery.status, delivery.attempts, delivery.last_http_status])).toEqual(
-      after.reverse().map((event) => [event.event_id, 'delivered', 1, 200]),
-    );
+    // Recorded once answered (a moment after the receiver has it).
+    await expect
+      .poll(async () => (await deliveries()).body.deliveries.map((delivery) => [delivery.event_id, delivery.status, delivery.attempts, delivery.last_http_status]))
+      .toEqual(after.reverse().map((event) => [event.event_id, 'delivered', 1, 200]));
   });
 
   it('retries an answer that is not 2xx until one is, and says how the last attempt went', async () => {

@@ -158,6 +158,9 @@ export function createWebhookStore(db: Database.Database, now: () => number) {
   const tallies = () => new Map(counts().map((count) => [count.sink_id, count]));
 
   return {
+    /** Runs `fn` in one IMMEDIATE transaction (the worker records a turn's outcomes and take-up together: one commit). */
+    transaction: <T>(fn: () => T): T => immediate(fn),
+
     /** Adds a sink starting after the latest event (or just before `fromEventId`). */
     add(sink: NewWebhookSink): LedgerWebhookSink {
       const sinkId = `whk_${randomUUID()}`;

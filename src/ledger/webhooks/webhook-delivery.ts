@@ -46,6 +46,8 @@ export const DEFAULT_WEBHOOK_DELIVERY: WebhookDeliverySettings = {
   giveUpAfterMs: 24 * 3_600_000,
 };
 
+const MIN_TURN_INTERVAL_MS = 10;
+
 export interface WebhookDeliveryOptions {
   readonly store: WebhookStore;
   readonly logger: Logger;
@@ -87,8 +89,10 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
   const stopping = new AbortController();
   const inFlight = new Set<bigint>();
   const perSink = new Map<string, number>();
+  const finished: { sink: WebhookSinkTarget; delivery: DueDelivery; outcome: Outcome }[] = [];
   let woken = false;
   let stopped = false;
+  let lastTurn = 0;
 
   function body(sink: WebhookSinkTarget, delivery: DueDelivery): { text: string; type: string } | null {
     const event = store.event(delivery.eventId);
@@ -128,11 +132,8 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
     }
   }
 
-  async function attempt(sink: WebhookSinkTarget, delivery: DueDelivery): Promise<void> {
-    const outcome = await post(sink, delivery);
-    // Stopped meanwhile (the database may be closing): the delivery stays pending, sent again after a start.
-    if (stopped) return;
-    const origin = redactedWebhookUrl(sink.url);
+  /** Records one attempt's outcome (inside the turn's transaction). */
+  function record(sink: WebhookSinkTarget, delivery: DueDelivery, outcome: Outcome): void {
     if (outcome.delivered) {
       store.delivered(delivery.deliveryId, outcome.httpStatus ?? 200);
       return;
@@ -144,9 +145,25 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
     const giveUp = next > eventAt + settings.giveUpAfterMs;
     store.retry(delivery.deliveryId, { httpStatus: outcome.httpStatus, error: outcome.error ?? 'connection_failed' }, giveUp ? null : next);
     // The origin only: a webhook URL's path may be its credential.
-    const line = { event: giveUp ? 'webhook_delivery_failed' : 'webhook_delivery_retry', sink_id: sink.sinkId, url: origin, event_id: delivery.eventId.toString(), attempts, error_class: outcome.error, http_status: outcome.httpStatus };
+    const line = {
+      event: giveUp ? 'webhook_delivery_failed' : 'webhook_delivery_retry',
+      sink_id: sink.sinkId,
+      url: redactedWebhookUrl(sink.url),
+      event_id: delivery.eventId.toString(),
+      attempts,
+      error_class: outcome.error,
+      http_status: outcome.httpStatus,
+    };
     if (giveUp) logger.warn(line);
     else logger.info(line);
+  }
+
+  async function attempt(sink: WebhookSinkTarget, delivery: DueDelivery): Promise<void> {
+    const outcome = await post(sink, delivery);
+    // Stopped meanwhile (the database may be closing): the delivery stays pending, sent again after a start.
+    if (stopped) return;
+    // Recorded by the next turn, with the others that ended meanwhile: one commit for all.
+    finished.push({ sink, delivery, outcome });
   }
 
   function start(sink: WebhookSinkTarget, delivery: DueDelivery): void {
@@ -154,12 +171,13 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
     inFlight.add(delivery.deliveryId);
     void attempt(sink, delivery)
       .catch((error: unknown) => {
-        if (!stopped) logger.error({ event: 'webhook_delivery_error', sink_id: sink.sinkId, event_id: delivery.eventId.toString(), error_class: error instanceof Error ? error.name : 'unknown' });
+        if (stopped) return;
+        logger.error({ event: 'webhook_delivery_error', sink_id: sink.sinkId, event_id: delivery.eventId.toString(), error_class: error instanceof Error ? error.name : 'unknown' });
+        // Counted as a failed attempt: retried later like any other.
+        finished.push({ sink, delivery, outcome: { delivered: false, httpStatus: null, error: 'connection_failed' } });
       })
       .finally(() => {
-        inFlight.delete(delivery.deliveryId);
-        perSink.set(sink.sinkId, (perSink.get(sink.sinkId) ?? 1) - 1);
-        // A slot is free: the next due delivery of this sink may go.
+        // Still in flight until its outcome is recorded (the next turn): never started twice.
         wake();
       });
   }
@@ -167,8 +185,25 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
   function turn(): void {
     woken = false;
     if (stopped) return;
+    lastTurn = performance.now();
+    // The outcomes that came in and the events written since the last turn, in one commit.
+    const outcomes = finished.splice(0);
     try {
-      const more = store.takeUp();
+      let more: boolean;
+      try {
+        more = store.transaction(() => {
+          for (const { sink, delivery, outcome } of outcomes) record(sink, delivery, outcome);
+          return store.takeUp();
+        });
+      } catch (error) {
+        // Nothing was recorded: the outcomes wait for the next turn (their deliveries stay in flight meanwhile).
+        finished.unshift(...outcomes);
+        throw error;
+      }
+      for (const { sink, delivery } of outcomes) {
+        inFlight.delete(delivery.deliveryId);
+        perSink.set(sink.sinkId, (perSink.get(sink.sinkId) ?? 1) - 1);
+      }
       for (const sink of store.targets()) {
         const busy = perSink.get(sink.sinkId) ?? 0;
         const free = settings.concurrencyPerSink - busy;
@@ -189,10 +224,14 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
     }
   }
 
+  // At most one turn (one commit) per MIN_TURN_INTERVAL_MS: under load, a turn takes up the events
+  // and records the outcomes of many requests at once instead of committing for each.
   function wake(): void {
     if (woken || stopped) return;
     woken = true;
-    setImmediate(turn);
+    const wait = lastTurn + MIN_TURN_INTERVAL_MS - performance.now();
+    if (wait <= 0) setImmediate(turn);
+    else setTimeout(turn, wait);
   }
 
   const poll = setInterval(wake, settings.pollMs);
