@@ -108,7 +108,7 @@ describe('lexec ledger webhooks, with a receiver that fails, hangs and recovers'
     receiver.setMode('hang');
     await receiver.until((received) => received.filter((got) => got.answered === null).length >= 1);
     for (let i = 0; i < 2; i += 1) expect(await request()).toBe(201);
-    await receiver.until((received) => received.filter((got) => got.answered === null).length >= 4);
+    await receiver.until((received) => received.filter((got) => got.answered === null).length >= 8);
 
     // 3. SIGKILL with deliveries in flight and pending; the ledger starts again on its database.
     expect(await ledger.stop('SIGKILL')).not.toBe(0);

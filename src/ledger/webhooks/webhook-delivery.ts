@@ -41,7 +41,7 @@ export const DEFAULT_WEBHOOK_DELIVERY: WebhookDeliverySettings = {
   timeoutMs: 10_000,
   firstRetryMs: 1_000,
   maxRetryMs: 3_600_000,
-  concurrencyPerSink: 4,
+  concurrencyPerSink: 8,
   pollMs: 250,
   giveUpAfterMs: 24 * 3_600_000,
 };
@@ -177,7 +177,9 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
         finished.push({ sink, delivery, outcome: { delivered: false, httpStatus: null, error: 'connection_failed' } });
       })
       .finally(() => {
-        // Still in flight until its outcome is recorded (the next turn): never started twice.
+        // The sink's slot is free now; the delivery itself stays in flight until its outcome is
+        // recorded (the next turn), so it is never started twice.
+        perSink.set(sink.sinkId, (perSink.get(sink.sinkId) ?? 1) - 1);
         wake();
       });
   }
@@ -200,17 +202,14 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
         finished.unshift(...outcomes);
         throw error;
       }
-      for (const { sink, delivery } of outcomes) {
-        inFlight.delete(delivery.deliveryId);
-        perSink.set(sink.sinkId, (perSink.get(sink.sinkId) ?? 1) - 1);
-      }
+      for (const { delivery } of outcomes) inFlight.delete(delivery.deliveryId);
       for (const sink of store.targets()) {
         const busy = perSink.get(sink.sinkId) ?? 0;
         const free = settings.concurrencyPerSink - busy;
         if (free <= 0) continue;
-        // In-flight ones are still pending and due: ask for enough to skip them.
+        // In-flight ones (sending, or answered and not yet recorded) are still pending and due: ask for enough to skip them.
         let started = 0;
-        for (const delivery of store.due(sink.sinkId, free + busy)) {
+        for (const delivery of store.due(sink.sinkId, free + inFlight.size)) {
           if (started >= free) break;
           if (inFlight.has(delivery.deliveryId)) continue;
           start(sink, delivery);
