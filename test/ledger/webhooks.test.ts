@@ -131,6 +131,17 @@ describe('delivering events', () => {
       .toEqual(after.reverse().map((event) => [event.event_id, 'delivered', 1, 200]));
   });
 
+  it('starts from an earlier event when asked (from_event_id)', async () => {
+    await request('500000');
+    await request('500000');
+    const hook = await receiver(200);
+    const { path } = await secretFile();
+    const added = await addSink({ url: `${hook.origin}/in`, secret_file: path, from_event_id: '2' });
+    expect(added.body.sink.cursor_event_id).toBe('1');
+    await hook.until((received) => deliveredIds(received).size === 1);
+    expect([...deliveredIds(hook.received)]).toEqual(['2']);
+  });
+
   it('retries an answer that is not 2xx until one is, and says how the last attempt went', async () => {
     const hook = await receiver(500);
     const { path } = await secretFile();
