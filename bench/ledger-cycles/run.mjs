@@ -5,7 +5,14 @@
 //
 //   node bench/ledger-cycles/run.mjs [--cycles N] [--warmup N] [--concurrency 1,8]
 //                                    [--client http|fetch] [--dir PATH]
-//                                    [--max-requests-per-hour N]   (from the repository root)
+//                                    [--max-requests-per-hour N] [--webhooks]   (from the repository root)
+//
+// With --webhooks (issue 28) the ledger also delivers its events to two webhook sinks on loopback,
+// receivers in this process: one answers 200 at once, the other never answers (each of its
+// deliveries in flight until the ledger's 10 s timeout, then retried). Reported besides: commit →
+// webhook receipt at the prompt receiver (its arrival time minus the event's `at`, written in the
+// event's transaction just before the commit), p50 and p95 over every event of the run, after
+// waiting (at most 30 s) for every event to arrive.
 //
 // The ledger is a child process, `node bin/run.js ledger serve --config <tmp>/ledger.json`, in a
 // fresh temporary directory under --dir (default the OS temp dir): port 0 on 127.0.0.1, its own
@@ -41,9 +48,9 @@
 // times 4 KiB writes + fdatasync in the same directory: what one durable commit pays at least.
 import { Buffer } from 'node:buffer';
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { Agent, request as httpRequest } from 'node:http';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Agent, createServer, request as httpRequest } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -60,10 +67,10 @@ const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 
 const USAGE =
-  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)]';
+  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)]';
 
 function parseArgs(argv) {
-  const options = { cycles: 500, warmup: 50, client: 'http', dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null };
+  const options = { cycles: 500, warmup: 50, client: 'http', dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false };
   for (let index = 0; index < argv.length; index += 1) {
     const arg = argv[index];
     const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -84,6 +91,8 @@ function parseArgs(argv) {
       const value = inline ?? argv[++index];
       if (value === undefined || value === '') fail('--dir needs a directory.');
       options.dir = resolve(value);
+    } else if (name === '--webhooks') {
+      options.webhooks = true;
     } else if (name === '--help' || name === '-h') {
       process.stdout.write(`${USAGE}\n`);
       process.exit(0);
@@ -414,6 +423,65 @@ async function verify(client, adminToken, agentId, ids) {
   return { settled, total: ids.length };
 }
 
+// --- webhook sinks (--webhooks) -----------------------------------------------------------------
+
+/** Two receivers on loopback: `/prompt` answers 200 and notes when each event arrived; `/hang` never answers. */
+async function startReceivers() {
+  const arrivals = new Map();
+  const hanging = new Set();
+  const server = createServer((request, response) => {
+    const chunks = [];
+    request.on('data', (chunk) => chunks.push(chunk));
+    request.on('end', () => {
+      const at = Date.now();
+      if (request.url === '/hang') {
+        hanging.add(response);
+        return;
+      }
+      const event = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      if (!arrivals.has(event.event_id)) arrivals.set(event.event_id, at - Date.parse(event.at));
+      response.writeHead(200).end();
+    });
+  });
+  await new Promise((done) => server.listen(0, '127.0.0.1', done));
+  return {
+    origin: `http://127.0.0.1:${server.address().port}`,
+    arrivals,
+    async close() {
+      for (const response of hanging) response.destroy();
+      server.closeAllConnections();
+      await new Promise((done) => server.close(done));
+    },
+  };
+}
+
+async function addSinks(client, adminToken, receivers, workDir) {
+  mkdirSync(join(workDir, 'secrets'), { mode: 0o700 });
+  const secretFile = join(workDir, 'secrets', 'webhook.secret');
+  writeFileSync(secretFile, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+  for (const path of ['/prompt', '/hang']) await expect(client, 'add webhook sink', 201, 'POST', '/webhooks', adminToken, { url: `${receivers.origin}${path}`, secret_file: secretFile });
+}
+
+/** Every event id written so far (after the sinks were added: they start after the latest event). */
+async function eventIds(client, adminToken) {
+  const ids = [];
+  let after = '0';
+  for (;;) {
+    const page = await expect(client, 'read events', 200, 'GET', `/events?after=${after}&limit=500`, adminToken);
+    ids.push(...page.events.map((event) => event.event_id));
+    after = page.next_after;
+    if (!page.more) return ids;
+  }
+}
+
+async function webhookFigures(client, adminToken, receivers, firstEventId) {
+  const wanted = (await eventIds(client, adminToken)).filter((id) => BigInt(id) > firstEventId);
+  const deadline = Date.now() + 30_000;
+  while (wanted.some((id) => !receivers.arrivals.has(id)) && Date.now() < deadline) await new Promise((done) => setTimeout(done, 50));
+  const sorted = wanted.filter((id) => receivers.arrivals.has(id)).map((id) => receivers.arrivals.get(id)).sort((a, b) => a - b);
+  return { events: wanted.length, received: sorted.length, p50: sorted.length === 0 ? null : percentile(sorted, 50), p95: sorted.length === 0 ? null : percentile(sorted, 95) };
+}
+
 // --- figures ------------------------------------------------------------------------------------
 
 
@@ -442,7 +510,7 @@ function summarise(concurrency, run) {
 
 
 function report(options, outcome, workDir) {
-  const { client, levels, verification, probe, stopped, filesystem } = outcome;
+  const { client, levels, verification, probe, stopped, filesystem, webhooks } = outcome;
   const cpuList = cpus();
   const facts = {
     node: process.version,
@@ -464,6 +532,7 @@ function report(options, outcome, workDir) {
     `Ledger authorization cycles on loopback — ${facts.node}, ${facts.cpus} CPUs (${facts.cpu_model ?? 'unknown CPU'}), ${facts.platform}`,
     `ledger: lexec ledger serve child process, SQLite WAL + synchronous=FULL on ${facts.filesystem ?? 'unknown filesystem'} (${workDir})`,
     `client: ${client.description}; ${facts.cycles} measured cycles per level after ${facts.warmup} warm-up cycles`,
+    `webhooks: ${webhooks === null ? 'none' : `two sinks (one answering 200 at once, one never answering); commit → receipt p50 ${webhooks.p50} ms, p95 ${webhooks.p95} ms; ${webhooks.received}/${webhooks.events} events received`}`,
     `velocity limit: ${options.maxRequestsPerHour === null ? 'none (requests not counted)' : `max_requests_per_hour ${options.maxRequestsPerHour} (every request counted)`}`,
     '',
     ...levels.map((level) => {
@@ -495,6 +564,7 @@ function report(options, outcome, workDir) {
       client_cpu_ms_per_cycle: round2(level.clientCpuPerCycle),
       latency_ms: Object.fromEntries(Object.entries(level.latency).map(([step, { p50, p99 }]) => [step, { p50: round2(p50), p99: round2(p99) }])),
     })),
+    webhooks: webhooks === null ? null : { events: webhooks.events, received: webhooks.received, commit_to_receipt_ms: { p50: webhooks.p50, p95: webhooks.p95 } },
     verified_settled: verification.settled,
     verified_total: verification.total,
     fsync_probe_ms: { writes: probe.writes, p50: round2(probe.p50), p99: round2(probe.p99) },
@@ -532,8 +602,11 @@ async function main(options, workDir) {
   const port = await startLedger(configPath);
   const adminToken = readFileSync(adminPath, 'utf8').trim();
   const client = makeClient(options.client, port);
+  const receivers = options.webhooks ? await startReceivers() : null;
   try {
     const actors = await setUp(client, adminToken, capability, options.maxRequestsPerHour);
+    if (receivers !== null) await addSinks(client, adminToken, receivers, workDir);
+    const firstEventId = receivers === null ? 0n : BigInt((await eventIds(client, adminToken)).at(-1) ?? '0');
     const ids = [];
     const levels = [];
     for (const concurrency of options.concurrency) {
@@ -542,12 +615,14 @@ async function main(options, workDir) {
     }
     const verification = await verify(client, adminToken, actors.agentId, ids);
     if (verification.settled !== ids.length) fail(`verify: ${verification.settled} of ${ids.length} authorizations settled.`);
+    const webhooks = receivers === null ? null : await webhookFigures(client, adminToken, receivers, firstEventId);
     client.close();
     const stopped = await stopLedger();
     const probe = fsyncProbe(workDir);
-    return { client, levels, verification, probe, stopped, filesystem: filesystemOf(workDir) };
+    return { client, levels, verification, probe, stopped, filesystem: filesystemOf(workDir), webhooks };
   } finally {
     client.close();
+    await receivers?.close();
   }
 }
 

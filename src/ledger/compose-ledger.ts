@@ -15,6 +15,9 @@ import type { LedgerConfig } from './ledger-config.js';
 import type { SpendPolicy } from './authorization-rules.js';
 import { createLedgerService, type LedgerService } from './ledger-service.js';
 import { LEDGER_MIGRATIONS } from './store/migrations.js';
+import { createWebhookStore } from './store/webhook-store.js';
+import { DEFAULT_WEBHOOK_DELIVERY, startWebhookDelivery, type WebhookDeliverySettings } from './webhooks/webhook-delivery.js';
+import { createWebhookSinks, type WebhookSinks } from './webhooks/webhook-sinks.js';
 
 export interface ComposedLedger {
   readonly buildInfo: BuildInfo;
@@ -22,6 +25,8 @@ export interface ComposedLedger {
   readonly admin: LedgerAdmin;
   readonly credentials: CredentialLifecycle;
   readonly app: ReturnType<typeof buildLedgerApp>;
+  /** The webhook sinks; `deliveryCounts()` answers deliveries by sink and status (for the metrics). */
+  readonly webhooks: WebhookSinks;
   /** Whether the admin capability file was created now or found. */
   readonly adminCapability: AdminCapabilityOutcome;
   /** How many agents follow `[ledger.default_policy]` and had it applied at this start. */
@@ -30,7 +35,7 @@ export interface ComposedLedger {
   readonly unattributedClaims: number;
   /** Whether development crash points are armed in this process. */
   readonly crashPointsEnabled: boolean;
-  /** Closes the database (after the app is closed). */
+  /** Stops the webhook delivery (in-flight deliveries stay pending) and closes the database (after the app is closed). */
   close(): void;
 }
 
@@ -39,6 +44,7 @@ export interface ComposeLedgerOptions {
   readonly config: Pick<LedgerConfig, 'database_path' | 'admin_capability_path' | 'contract_level' | 'authorization_ttl_seconds'> &
     Partial<Pick<LedgerConfig, 'time_zone'>> & {
       readonly default_policy: SpendPolicy;
+      readonly webhook_delivery?: LedgerConfig['webhook_delivery'];
     };
   /** Where every part logs (serve: stderr; tests: a sink they read back). */
   readonly logger: Logger;
@@ -92,6 +98,8 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
   });
   try {
     const defaultPolicy = config.default_policy;
+    // The webhook worker is made after the service; an event appended wakes it once there.
+    let wakeDelivery = (): void => undefined;
     const admin = createLedgerAdmin({ db, now, defaultPolicy });
     const service = createLedgerService({
       db,
@@ -102,6 +110,9 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       timeZone: config.time_zone ?? 'UTC',
       crashPoints,
       ...(options.eventPollMs === undefined ? {} : { eventPollMs: options.eventPollMs }),
+      onEventAppended: () => {
+        wakeDelivery();
+      },
     });
     const credentials = createCredentialLifecycle({ db, now });
     const adminCapability = await ensureAdminCapability(config.admin_capability_path, credentials);
@@ -118,7 +129,15 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
         else if (before !== null) options.logger.info({ event: 'ledger_disk_space_recovered', path: before.path });
       },
     });
+    // Webhook delivery runs in this process, apart from request handling (docs/ledger.md "Webhooks").
+    const webhookStore = createWebhookStore(db, now);
+    const delivery = startWebhookDelivery({ store: webhookStore, logger: options.logger, now, settings: deliverySettings(config.webhook_delivery) });
+    wakeDelivery = () => {
+      delivery.wake();
+    };
+    const webhooks = createWebhookSinks(webhookStore, wakeDelivery);
     const app = buildLedgerApp({
+      webhooks,
       service,
       admin,
       credentials,
@@ -137,6 +156,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       admin,
       credentials,
       app,
+      webhooks,
       adminCapability,
       defaultPolicyAppliedTo: following.length,
       unattributedClaims: claims.unattributedCount(),
@@ -144,6 +164,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       close() {
         clearInterval(sweeping);
         service.closeEvents();
+        delivery.stop();
         db.close();
       },
     };
@@ -151,4 +172,15 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
     db.close();
     throw error;
   }
+}
+
+/** The configured delivery timings over the defaults (docs/ledger.md "Webhooks"). */
+function deliverySettings(configured: LedgerConfig['webhook_delivery'] | undefined): WebhookDeliverySettings {
+  if (configured === undefined) return DEFAULT_WEBHOOK_DELIVERY;
+  return {
+    ...DEFAULT_WEBHOOK_DELIVERY,
+    timeoutMs: configured.timeout_ms,
+    firstRetryMs: configured.first_retry_ms,
+    maxRetryMs: configured.max_retry_ms,
+  };
 }

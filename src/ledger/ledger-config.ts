@@ -109,6 +109,16 @@ export const authorizationTtlSeconds = z
 export const timeZone = z
   .string({ error: 'must be an IANA time zone name, for example "UTC" or "Europe/Berlin"' })
   .refine(isTimeZone, 'must be an IANA time zone name this runtime knows, for example "UTC" or "Europe/Berlin"');
+const milliseconds = (min: number, max: number, fallback: number) =>
+  z.number({ error: 'must be a whole number of milliseconds' }).int('must be a whole number of milliseconds').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`).default(fallback);
+
+export const webhookDeliverySchema = z
+  .strictObject({
+    timeout_ms: milliseconds(100, 60_000, 10_000),
+    first_retry_ms: milliseconds(10, 3_600_000, 1_000),
+    max_retry_ms: milliseconds(10, 6 * 3_600_000, 3_600_000),
+  })
+  .refine((timings) => timings.first_retry_ms <= timings.max_retry_ms, { path: ['first_retry_ms'], message: 'must not exceed max_retry_ms' });
 
 export const ledgerConfigSchema = z.strictObject({
   schema_version: z.literal(LEDGER_CONFIG_SCHEMA_VERSION, { error: `must be ${LEDGER_CONFIG_SCHEMA_VERSION}` }),
@@ -120,6 +130,8 @@ export const ledgerConfigSchema = z.strictObject({
   default_policy: spendPolicySchema,
   /** The installation's time zone (IANA): calendar budgets' days, weeks and months begin at its midnight. */
   time_zone: timeZone.default('UTC'),
+  /** Webhook delivery timings (docs/ledger.md "Webhooks"); left out: 10 s per POST, retries from 1 s doubling to 1 h. */
+  webhook_delivery: webhookDeliverySchema.optional(),
 });
 export type LedgerConfig = z.output<typeof ledgerConfigSchema>;
 

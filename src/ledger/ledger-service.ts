@@ -53,6 +53,8 @@ export interface LedgerServiceOptions {
   readonly crashPoints?: CrashPoints;
   /** How often a long-poll of `GET /events` reads the latest event id, for events another process writes (ms; default 1000). */
   readonly eventPollMs?: number;
+  /** Called when an event is appended, inside its transaction: whoever listens acts on a later turn, after the commit (the webhook worker's wake). */
+  readonly onEventAppended?: () => void;
 }
 
 export type LedgerService = ReturnType<typeof createLedgerService>;
@@ -61,7 +63,12 @@ export function createLedgerService(options: LedgerServiceOptions) {
   const store = createLedgerStore(options.db);
   // Each needs the other: the store signals the waiters, which read the store's latest id.
   const waiters = createEventWaiters({ lastId: () => events.lastId(), pollMs: options.eventPollMs ?? 1000 });
-  const events = createEventStore(options.db, { onAppend: () => { waiters.appended(); } });
+  const events = createEventStore(options.db, {
+    onAppend: () => {
+      waiters.appended();
+      options.onEventAppended?.();
+    },
+  });
   const context = {
     store,
     suspensions: createSuspensionStore(options.db),

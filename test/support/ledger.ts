@@ -51,6 +51,8 @@ export interface TestLedgerOptions {
   readonly timeZone?: string;
   /** A fake clock from this instant (ms), moved only by `advance`; default: the system clock. */
   readonly startAt?: number;
+  /** Webhook delivery timings (the ledger's `webhook_delivery`; default: serve's). */
+  readonly webhookDelivery?: { readonly timeout_ms: number; readonly first_retry_ms: number; readonly max_retry_ms: number };
 }
 
 /**
@@ -75,6 +77,7 @@ export async function startTestLedger(options: TestLedgerOptions = {}): Promise<
       authorization_ttl_seconds: options.ttlSeconds ?? 3_600,
       default_policy: DEFAULT_POLICY,
       ...(options.timeZone === undefined ? {} : { time_zone: options.timeZone }),
+      ...(options.webhookDelivery === undefined ? {} : { webhook_delivery: options.webhookDelivery }),
     },
     logger: pino(sink),
     now: options.startAt === undefined ? () => Date.now() + offset : () => (options.startAt ?? 0) + offset,

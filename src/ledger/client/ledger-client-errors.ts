@@ -12,7 +12,7 @@ export interface RequestContext {
   /** The kind the presented capability declares in its prefix (not secret). */
   readonly presented: CredentialKind | null;
   /** What a 404 means for this route. */
-  readonly subject: 'agent' | 'authorization' | 'credential';
+  readonly subject: 'agent' | 'authorization' | 'credential' | 'webhook';
 }
 
 // Codes, reasons and field paths come from the server. They are shown to the operator, so only

@@ -19,6 +19,10 @@ import {
   errorBodySchema,
   eventsAnswerSchema,
   policyAnswerSchema,
+  webhookDeliveriesAnswerSchema,
+  webhookRemovalAnswerSchema,
+  webhookSinkAnswerSchema,
+  webhookSinksAnswerSchema,
   spendingAnswerSchema,
   spendReportAnswerSchema,
   type CredentialRegistration,
@@ -36,6 +40,9 @@ import {
   type LedgerSpendReport,
   installationBudgetAnswerSchema,
   type LedgerInstallationBudgetAnswer,
+  type LedgerWebhookDelivery,
+  type LedgerWebhookRemoval,
+  type LedgerWebhookSink,
 } from '../wire/answers.js';
 import type { SpendPolicyInput } from '../ledger-config.js';
 import type { SpendGrouping } from '../summarise-spend.js';
@@ -393,6 +400,35 @@ export function createLedgerClient(options: LedgerClientOptions) {
       const search = queryString({ after: filter.after?.toString(), agent_id: filter.agentId, types: filter.types?.join(','), limit: filter.limit, wait_seconds: filter.waitSeconds });
       const waiting = (filter.waitSeconds ?? 0) * 1000;
       return send({ method: 'GET', path: `/events${search}`, needs: ['admin', 'approver'], subject: 'agent', schema: eventsAnswerSchema, extraTimeoutMs: waiting, signal: filter.signal });
+    },
+
+    /** Adds a webhook sink (admin): `POST /webhooks`. The URL is sent once and answered redacted. */
+    async addWebhook(request: { url: string; secretFile: string; events: readonly string[] | null; format: 'lexec' | 'slack'; fromEventId: bigint | null }): Promise<LedgerWebhookSink> {
+      const body = {
+        url: request.url,
+        secret_file: request.secretFile,
+        format: request.format,
+        ...(request.events === null ? {} : { events: request.events }),
+        ...(request.fromEventId === null ? {} : { from_event_id: request.fromEventId.toString() }),
+      };
+      return (await send({ method: 'POST', path: '/webhooks', body, needs: ['admin'], subject: 'webhook', schema: webhookSinkAnswerSchema })).sink;
+    },
+
+    /** The webhook sinks (admin), live ones or all: `GET /webhooks`. */
+    async listWebhooks(all = false): Promise<LedgerWebhookSink[]> {
+      const path = `/webhooks${queryString({ all: all ? 'true' : undefined })}`;
+      return (await send({ method: 'GET', path, needs: ['admin'], subject: 'webhook', schema: webhookSinksAnswerSchema })).sinks;
+    },
+
+    /** Removes a webhook sink (admin); repeating it changes nothing (`changed: false`). */
+    async removeWebhook(sinkId: string): Promise<LedgerWebhookRemoval> {
+      return send({ method: 'POST', path: `/webhooks/${id(sinkId)}/remove`, body: {}, needs: ['admin'], subject: 'webhook', schema: webhookRemovalAnswerSchema });
+    },
+
+    /** Webhook deliveries newest first (admin): `GET /webhooks/deliveries`. */
+    async webhookDeliveries(filter: { failed?: boolean; sinkId?: string | undefined; limit?: number | undefined } = {}): Promise<LedgerWebhookDelivery[]> {
+      const path = `/webhooks/deliveries${queryString({ failed: filter.failed === true ? 'true' : undefined, sink_id: filter.sinkId, limit: filter.limit })}`;
+      return (await send({ method: 'GET', path, needs: ['admin'], subject: 'webhook', schema: webhookDeliveriesAnswerSchema })).deliveries;
     },
 
     async showAuthorization(tokenId: string): Promise<LedgerAuthorization> {

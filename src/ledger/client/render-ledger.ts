@@ -9,6 +9,7 @@ import { formatUnits } from '../../domain/money.js';
 import type { Output } from '../../terminal/output.js';
 import { plain } from '../../terminal/plain-text.js';
 import { table } from '../../terminal/table.js';
+import type { WebhookAddResult, WebhookDeliveriesResult, WebhookListResult, WebhookRemoveResult } from './ledger-webhooks.js';
 
 /*
  * Human rendering of ledger records, shared by the ledger commands. Free text that came from the
@@ -247,4 +248,58 @@ export function renderAudit(result: AuditResult, output: Output): void {
   );
   for (const line of table([header, ...rows])) output.line(line);
   if (result.next_after !== null) output.line(output.style.dim(`  more: run it again with --after ${plain(result.next_after)} (and the same filters)`));
+}
+
+export function renderWebhookSinks(result: WebhookListResult, output: Output): void {
+  if (result.sinks.length === 0) {
+    output.line('No webhook sinks. `lexec ledger webhooks add` adds one.');
+    return;
+  }
+  const header = ['sink', 'url', 'format', 'events', 'delivered', 'pending', 'failed', 'since event', 'removed'];
+  const rows = result.sinks.map((sink) =>
+    [
+      sink.sink_id,
+      sink.url,
+      sink.format,
+      sink.events === null ? 'all' : sink.events.join(','),
+      String(sink.deliveries.delivered),
+      String(sink.deliveries.pending),
+      String(sink.deliveries.failed),
+      sink.cursor_event_id,
+      sink.removed_at ?? '',
+    ].map(plain),
+  );
+  for (const line of table([header, ...rows])) output.line(line);
+}
+
+export function renderWebhookAdded(result: WebhookAddResult, output: Output): void {
+  const { sink } = result;
+  output.line(`${output.style.ok('✔')} webhook sink ${plain(sink.sink_id)} added: ${plain(sink.format)} events (${plain(sink.events === null ? 'all types' : sink.events.join(', '))}) to ${plain(sink.url)}.`);
+  output.line(`  events after ${plain(sink.cursor_event_id)} are delivered, signed with the secret in ${plain(sink.secret_file)} (read at each delivery).`);
+}
+
+export function renderWebhookRemoval(result: WebhookRemoveResult, output: Output): void {
+  if (result.changed) output.line(`${output.style.ok('✔')} webhook sink ${plain(result.sink.sink_id)} removed: nothing more is delivered to it.`);
+  else output.line(`webhook sink ${plain(result.sink.sink_id)} was already removed at ${plain(result.sink.removed_at ?? '?')}; nothing changed.`);
+}
+
+export function renderWebhookDeliveries(result: WebhookDeliveriesResult, output: Output): void {
+  if (result.deliveries.length === 0) {
+    output.line('No webhook deliveries for this query.');
+    return;
+  }
+  const header = ['event', 'type', 'sink', 'status', 'attempts', 'last answer', 'next attempt', 'delivered'];
+  const rows = result.deliveries.map((delivery) =>
+    [
+      delivery.event_id,
+      delivery.event_type,
+      delivery.sink_id,
+      delivery.status,
+      String(delivery.attempts),
+      delivery.last_http_status === null ? (delivery.last_error ?? '—') : `HTTP ${String(delivery.last_http_status)}`,
+      delivery.next_attempt_at ?? '—',
+      delivery.delivered_at ?? '—',
+    ].map(plain),
+  );
+  for (const line of table([header, ...rows])) output.line(line);
 }

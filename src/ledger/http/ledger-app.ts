@@ -41,7 +41,12 @@ import {
   settleBody,
   spendReportQuery,
   suspendBody,
+  webhookBody,
+  webhookDeliveriesQuery,
+  webhookSinkId,
+  webhooksQuery,
 } from '../wire/requests.js';
+import type { WebhookSinks } from '../webhooks/webhook-sinks.js';
 
 export interface LedgerAppDependencies {
   readonly service: LedgerService;
@@ -50,6 +55,8 @@ export interface LedgerAppDependencies {
   readonly credentials: CredentialLifecycle;
   /** An executor's own claims (the orphan-claim sweep's listing). */
   readonly claims: ExecutorClaims;
+  /** The operator's webhook sinks (docs/ledger.md "Webhooks"). */
+  readonly webhooks: WebhookSinks;
   readonly buildInfo: BuildInfo;
   readonly contractLevel: LedgerContractLevel;
   readonly logger: Logger;
@@ -339,6 +346,31 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     closing = true;
     service.closeEvents();
     done();
+  });
+
+  // Webhook sinks (docs/ledger.md "Webhooks"): the operator's alone. A sink's URL is answered
+  // redacted to its origin; its secret file is checked here and read at each delivery.
+  app.post('/webhooks', { onRequest: auth.requires('admin') }, async (request, reply) => {
+    const body = parseInput(webhookBody, request.body);
+    const sink = await deps.webhooks.add({ url: body.url, secretFile: body.secret_file, events: body.events ?? null, format: body.format, fromEventId: body.from_event_id ?? null });
+    return reply.code(201).send({ sink });
+  });
+
+  app.get('/webhooks', { onRequest: auth.requires('admin') }, (request) => {
+    const query = parseInput(webhooksQuery, request.query);
+    return { sinks: deps.webhooks.list(query.all === 'true') };
+  });
+
+  app.get('/webhooks/deliveries', { onRequest: auth.requires('admin') }, (request) => {
+    const query = parseInput(webhookDeliveriesQuery, request.query);
+    return { deliveries: deps.webhooks.deliveries({ sinkId: query.sink_id ?? null, failed: query.failed === 'true', limit: query.limit }) };
+  });
+
+  // Idempotent: removing a removed sink changes nothing (`changed: false`).
+  app.post('/webhooks/:sink_id/remove', { onRequest: auth.requires('admin') }, (request) => {
+    const { sink_id: sinkId } = parseInput(z.strictObject({ sink_id: webhookSinkId }), request.params);
+    parseInput(revokeBody, request.body ?? {});
+    return deps.webhooks.remove(sinkId);
   });
 
   // The audit trail, oldest first; `next_after` continues it (docs/ledger.md "Audit trail").

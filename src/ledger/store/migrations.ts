@@ -437,4 +437,50 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX authorizations_by_agent_target ON authorizations (agent_id, target_id, created_at) WHERE target_id IS NOT NULL;
     `,
   },
+  {
+    version: 12,
+    name: 'webhook sinks and their deliveries',
+    // Webhook sinks (docs/ledger.md "Webhooks"; src/ledger/webhooks/): where the ledger's events
+    // are POSTed. `url` is kept only here (its path may itself be a secret, as a Slack webhook's
+    // is): answers and logs show its origin. `secret_path` names the file whose content signs
+    // each delivery, read at delivery time; the secret itself is never stored. `event_types` is
+    // a JSON array of event types, or NULL for all. `cursor_event_id` is the last event the sink
+    // has taken up into deliveries (advanced in the transaction that inserts them); a new sink
+    // starts at the latest event at its creation. `removed_at` ends it (kept for the history).
+    //
+    // One delivery per (sink, event): pending until a 2xx answer (delivered) or until retries end
+    // 24 h after the event (failed). `last_http_status` / `last_error` say how the last attempt
+    // went: a status code and an error class, never a response body or a URL.
+    up: `
+      CREATE TABLE webhook_sinks (
+        sink_id TEXT PRIMARY KEY CHECK (sink_id LIKE 'whk_%'),
+        url TEXT NOT NULL CHECK (length(url) BETWEEN 8 AND 2048),
+        format TEXT NOT NULL CHECK (format IN ('lexec', 'slack')),
+        event_types TEXT CHECK (event_types IS NULL OR (json_valid(event_types) AND json_type(event_types) = 'array')),
+        secret_path TEXT NOT NULL CHECK (secret_path LIKE '/%'),
+        created_at INTEGER NOT NULL,
+        removed_at INTEGER,
+        cursor_event_id INTEGER NOT NULL CHECK (cursor_event_id >= 0)
+      );
+
+      CREATE TABLE webhook_deliveries (
+        delivery_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        sink_id TEXT NOT NULL REFERENCES webhook_sinks (sink_id),
+        event_id INTEGER NOT NULL REFERENCES events (event_id),
+        status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+        created_at INTEGER NOT NULL,
+        next_attempt_at INTEGER,
+        last_attempt_at INTEGER,
+        last_http_status INTEGER,
+        last_error TEXT,
+        delivered_at INTEGER,
+        UNIQUE (sink_id, event_id),
+        CHECK ((status = 'pending') = (next_attempt_at IS NOT NULL)),
+        CHECK ((status = 'delivered') = (delivered_at IS NOT NULL))
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (sink_id, next_attempt_at) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_by_status ON webhook_deliveries (status, sink_id);
+    `,
+  },
 ];

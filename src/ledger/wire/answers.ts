@@ -380,3 +380,44 @@ export type LedgerEvent = z.output<typeof ledgerEventSchema>;
 /** `GET /events`: events after the cursor, oldest first; `next_after` is the cursor to continue from, `more` whether more wait already. */
 export const eventsAnswerSchema = z.object({ events: z.array(ledgerEventSchema), next_after: z.string().regex(/^\d{1,19}$/), more: z.boolean() });
 export type LedgerEventPage = z.output<typeof eventsAnswerSchema>;
+
+/**
+ * A webhook sink (`GET /webhooks`; docs/ledger.md "Webhooks"): its URL redacted to the origin
+ * (`https://hooks.slack.com/…`: the path may be the credential), its format, the event types it
+ * takes (null: all), the secret file's path (never its content), its cursor and its deliveries
+ * by status.
+ */
+export const webhookSinkSchema = z.object({
+  sink_id: z.string(),
+  url: z.string(),
+  format: z.enum(['lexec', 'slack']),
+  events: z.array(z.string()).nullable(),
+  secret_file: z.string(),
+  created_at: timestamp,
+  removed_at: timestamp.nullable(),
+  cursor_event_id: z.string().regex(/^\d{1,19}$/),
+  deliveries: z.object({ delivered: z.number().int(), failed: z.number().int(), pending: z.number().int() }),
+});
+export type LedgerWebhookSink = z.output<typeof webhookSinkSchema>;
+export const webhookSinkAnswerSchema = z.object({ sink: webhookSinkSchema });
+export const webhookSinksAnswerSchema = z.object({ sinks: z.array(webhookSinkSchema) });
+/** `POST /webhooks/{id}/remove`: the sink, and whether this call removed it (false: it already was). */
+export const webhookRemovalAnswerSchema = z.object({ sink: webhookSinkSchema, changed: z.boolean() });
+export type LedgerWebhookRemoval = z.output<typeof webhookRemovalAnswerSchema>;
+
+/** One delivery of an event to a sink: how its last attempt went (a status code, an error class; never a body or a URL). */
+export const webhookDeliverySchema = z.object({
+  sink_id: z.string(),
+  event_id: z.string().regex(/^\d{1,19}$/),
+  event_type: z.string(),
+  status: z.enum(['pending', 'delivered', 'failed']),
+  attempts: z.number().int(),
+  created_at: timestamp,
+  next_attempt_at: timestamp.nullable(),
+  last_attempt_at: timestamp.nullable(),
+  last_http_status: z.number().int().nullable(),
+  last_error: z.string().nullable(),
+  delivered_at: timestamp.nullable(),
+});
+export type LedgerWebhookDelivery = z.output<typeof webhookDeliverySchema>;
+export const webhookDeliveriesAnswerSchema = z.object({ deliveries: z.array(webhookDeliverySchema) });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { freeText, wholeNumber } from '../../config/schema-parts.js';
+import { absolutePath, freeText, wholeNumber } from '../../config/schema-parts.js';
 import { MAX_ROTATION_GRACE_SECONDS } from '../../credentials/capability.js';
 import { UNITS_SCALE } from '../../domain/money.js';
 import { isCivilDate } from '../spend-periods.js';
@@ -8,6 +8,7 @@ import { MAX_PROMPT_CHARS } from '../../domain/prompt-text.js';
 import { LEDGER_EVENT_TYPES } from '../events/ledger-event-types.js';
 import { DEFAULT_ALERT_PERCENTAGES } from '../budget-rules.js';
 import { alertPercentages } from '../ledger-config.js';
+import { webhookUrl } from '../webhooks/webhook-url.js';
 import { legacyPriceProjectionSchema, priceModelSnapshotSchema } from '../../domain/price-model-snapshot.js';
 
 /* Request bodies of the ledger API. Strict: unknown fields are refused with their paths. */
@@ -265,4 +266,39 @@ export const spendReportQuery = z.strictObject({
   since: spendBound.optional(),
   until: spendBound.optional(),
   split: z.enum(['agent', 'target'], { error: 'must be agent or target' }).optional(),
+});
+
+/**
+ * `POST /webhooks` (docs/ledger.md "Webhooks"): where to POST events (https, or http to a loopback
+ * host), the absolute path of the secret file that signs them (checked by the route: 0600, owned
+ * by the ledger's user, 32 bytes or more), the event types to send (left out: all), the format,
+ * and optionally the first event id to deliver (left out: only events after now).
+ */
+export const webhookBody = z.strictObject({
+  url: webhookUrl,
+  secret_file: absolutePath,
+  events: z
+    .array(z.enum(LEDGER_EVENT_TYPES, { error: `must be an event type: ${LEDGER_EVENT_TYPES.join(', ')}` }), { error: 'must be a list of event types' })
+    .min(1, 'must name at least one event type (leave it out for all)')
+    .optional(),
+  format: z.enum(['lexec', 'slack'], { error: 'must be "lexec" or "slack"' }).default('lexec'),
+  from_event_id: z
+    .string({ error: 'must be an event id' })
+    .regex(/^[1-9]\d{0,18}$/, 'must be an event id (decimal digits, at least 1)')
+    .transform(BigInt)
+    .refine((id) => id <= MAX_INTEGER, `must be at most ${MAX_INTEGER}`)
+    .optional(),
+});
+
+/** A webhook sink id as the ledger issues it: `whk_` and a UUID. */
+export const webhookSinkId = z.string({ error: 'must be a webhook sink id' }).regex(/^whk_[0-9a-f-]{36}$/, 'must be a webhook sink id (whk_ followed by a UUID)');
+
+/** `GET /webhooks`: live sinks, or with `all=true` removed ones too. */
+export const webhooksQuery = z.strictObject({ all: z.enum(['true', 'false'], { error: 'must be true or false' }).optional() });
+
+/** `GET /webhooks/deliveries`: newest first, only failed ones with `failed=true`, of one sink or all. */
+export const webhookDeliveriesQuery = z.strictObject({
+  failed: z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
+  sink_id: webhookSinkId.optional(),
+  limit: digits('a page size', 1, 500).optional().transform((limit) => limit ?? 100),
 });

@@ -1,0 +1,273 @@
+import type Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import type { LedgerEventType } from '../events/ledger-event-types.js';
+import { redactedWebhookUrl } from '../webhooks/webhook-url.js';
+import type { LedgerWebhookDelivery, LedgerWebhookSink } from '../wire/answers.js';
+import { eventView } from './event-store.js';
+import type { LedgerEvent } from '../wire/answers.js';
+import { immediateTransaction } from './immediate-transaction.js';
+
+/*
+ * Webhook sinks and their deliveries (ledger migration 12; docs/ledger.md "Webhooks").
+ *
+ * A sink's cursor is the last event it has taken up. `takeUp` moves every live sink's cursor
+ * over the events written since, inserting one pending delivery per event the sink wants, in one
+ * IMMEDIATE transaction: a crash keeps both or neither, so no event is skipped and none is taken
+ * twice (UNIQUE (sink_id, event_id) besides). A delivery is pending until `delivered` (after a 2xx)
+ * or `failed` (retries ended); `retry` records an attempt that did not succeed and when to try again.
+ */
+
+export type WebhookFormat = 'lexec' | 'slack';
+
+export interface NewWebhookSink {
+  readonly url: string;
+  readonly format: WebhookFormat;
+  readonly eventTypes: readonly LedgerEventType[] | null;
+  readonly secretPath: string;
+  /** Deliver events from this id on; null: only events written after now. */
+  readonly fromEventId: bigint | null;
+}
+
+/** A live sink as the delivery worker uses it (the URL in full: never shown, never logged). */
+export interface WebhookSinkTarget {
+  readonly sinkId: string;
+  readonly url: string;
+  readonly format: WebhookFormat;
+  readonly secretPath: string;
+}
+
+export interface DueDelivery {
+  readonly deliveryId: bigint;
+  readonly sinkId: string;
+  readonly eventId: bigint;
+  readonly attempts: number;
+}
+
+/** Deliveries of one sink by status: what `lexec ledger webhooks list` and the metrics show. */
+export interface WebhookDeliveryCounts {
+  readonly sink_id: string;
+  readonly delivered: number;
+  readonly failed: number;
+  readonly pending: number;
+}
+
+interface SinkRow {
+  sink_id: string;
+  url: string;
+  format: WebhookFormat;
+  event_types: string | null;
+  secret_path: string;
+  created_at: bigint;
+  removed_at: bigint | null;
+  cursor_event_id: bigint;
+}
+
+interface DeliveryRow {
+  delivery_id: bigint;
+  sink_id: string;
+  event_id: bigint;
+  event_type: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: bigint;
+  created_at: bigint;
+  next_attempt_at: bigint | null;
+  last_attempt_at: bigint | null;
+  last_http_status: bigint | null;
+  last_error: string | null;
+  delivered_at: bigint | null;
+}
+
+const iso = (ms: bigint | null): string | null => (ms === null ? null : new Date(Number(ms)).toISOString());
+
+/** How many events one `takeUp` reads at most (the worker calls again while more wait). */
+const TAKE_UP_BATCH = 500;
+
+export type WebhookStore = ReturnType<typeof createWebhookStore>;
+
+export function createWebhookStore(db: Database.Database, now: () => number) {
+  const immediate = immediateTransaction(db);
+  const statements = {
+    insertSink: db.prepare(
+      `INSERT INTO webhook_sinks (sink_id, url, format, event_types, secret_path, created_at, removed_at, cursor_event_id)
+       VALUES (@sink_id, @url, @format, @event_types, @secret_path, @created_at, NULL, @cursor_event_id)`,
+    ),
+    lastEventId: db.prepare('SELECT COALESCE(MAX(event_id), 0) AS last FROM events'),
+    sink: db.prepare('SELECT * FROM webhook_sinks WHERE sink_id = ?'),
+    sinks: db.prepare('SELECT * FROM webhook_sinks WHERE removed_at IS NULL OR @all = 1 ORDER BY created_at, sink_id'),
+    liveBehind: db.prepare('SELECT * FROM webhook_sinks WHERE removed_at IS NULL AND cursor_event_id < ?'),
+    eventsAfter: db.prepare('SELECT event_id, type FROM events WHERE event_id > ? ORDER BY event_id LIMIT ?'),
+    insertDelivery: db.prepare(
+      `INSERT OR IGNORE INTO webhook_deliveries (sink_id, event_id, status, attempts, created_at, next_attempt_at)
+       VALUES (?, ?, 'pending', 0, ?, ?)`,
+    ),
+    moveCursor: db.prepare('UPDATE webhook_sinks SET cursor_event_id = ? WHERE sink_id = ? AND cursor_event_id < ?'),
+    remove: db.prepare('UPDATE webhook_sinks SET removed_at = ? WHERE sink_id = ? AND removed_at IS NULL'),
+    abandon: db.prepare(
+      `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = 'sink_removed' WHERE sink_id = ? AND status = 'pending'`,
+    ),
+    due: db.prepare(
+      `SELECT delivery_id, sink_id, event_id, attempts FROM webhook_deliveries
+       WHERE sink_id = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, event_id LIMIT ?`,
+    ),
+    delivered: db.prepare(
+      `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_attempt_at = @at, last_http_status = @http_status,
+         last_error = NULL, delivered_at = @at, next_attempt_at = NULL
+       WHERE delivery_id = @delivery_id AND status = 'pending'`,
+    ),
+    retry: db.prepare(
+      `UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = @at, last_http_status = @http_status, last_error = @error,
+         status = CASE WHEN @next IS NULL THEN 'failed' ELSE 'pending' END, next_attempt_at = @next
+       WHERE delivery_id = @delivery_id AND status = 'pending'`,
+    ),
+    event: db.prepare('SELECT events.*, agents.name AS agent_name FROM events LEFT JOIN agents ON agents.agent_id = events.agent_id WHERE event_id = ?'),
+    deliveries: db.prepare(
+      `SELECT d.*, e.type AS event_type FROM webhook_deliveries d JOIN events e ON e.event_id = d.event_id
+       WHERE (@sink_id IS NULL OR d.sink_id = @sink_id) AND (@status IS NULL OR d.status = @status)
+       ORDER BY d.delivery_id DESC LIMIT @limit`,
+    ),
+    counts: db.prepare(
+      `SELECT s.sink_id AS sink_id,
+         COALESCE(SUM(d.status = 'delivered'), 0) AS delivered,
+         COALESCE(SUM(d.status = 'failed'), 0) AS failed,
+         COALESCE(SUM(d.status = 'pending'), 0) AS pending
+       FROM webhook_sinks s LEFT JOIN webhook_deliveries d ON d.sink_id = s.sink_id
+       GROUP BY s.sink_id ORDER BY s.created_at, s.sink_id`,
+    ),
+  };
+
+  function counts(): WebhookDeliveryCounts[] {
+    const rows = statements.counts.all() as { sink_id: string; delivered: bigint; failed: bigint; pending: bigint }[];
+    return rows.map((row) => ({ sink_id: row.sink_id, delivered: Number(row.delivered), failed: Number(row.failed), pending: Number(row.pending) }));
+  }
+
+  function view(row: SinkRow, tally: ReadonlyMap<string, WebhookDeliveryCounts>): LedgerWebhookSink {
+    const counted = tally.get(row.sink_id);
+    return {
+      sink_id: row.sink_id,
+      url: redactedWebhookUrl(row.url),
+      format: row.format,
+      events: row.event_types === null ? null : (JSON.parse(row.event_types) as string[]),
+      secret_file: row.secret_path,
+      created_at: iso(row.created_at) ?? '',
+      removed_at: iso(row.removed_at),
+      cursor_event_id: row.cursor_event_id.toString(),
+      deliveries: { delivered: counted?.delivered ?? 0, failed: counted?.failed ?? 0, pending: counted?.pending ?? 0 },
+    };
+  }
+
+  const tallies = () => new Map(counts().map((count) => [count.sink_id, count]));
+
+  return {
+    /** Runs `fn` in one IMMEDIATE transaction (the worker records a turn's outcomes and take-up together: one commit). */
+    transaction: <T>(fn: () => T): T => immediate(fn),
+
+    /** Adds a sink starting after the latest event (or just before `fromEventId`). */
+    add(sink: NewWebhookSink): LedgerWebhookSink {
+      const sinkId = `whk_${randomUUID()}`;
+      immediate(() => {
+        const last = (statements.lastEventId.get() as { last: bigint }).last;
+        const cursor = sink.fromEventId === null ? last : sink.fromEventId - 1n < last ? sink.fromEventId - 1n : last;
+        statements.insertSink.run({
+          sink_id: sinkId,
+          url: sink.url,
+          format: sink.format,
+          event_types: sink.eventTypes === null ? null : JSON.stringify(sink.eventTypes),
+          secret_path: sink.secretPath,
+          created_at: now(),
+          cursor_event_id: cursor < 0n ? 0n : cursor,
+        });
+      });
+      return this.show(sinkId) as LedgerWebhookSink;
+    },
+
+    show(sinkId: string): LedgerWebhookSink | null {
+      const row = statements.sink.get(sinkId) as SinkRow | undefined;
+      return row === undefined ? null : view(row, tallies());
+    },
+
+    /** Live sinks, oldest first; with `all`, removed ones too. */
+    list(all = false): LedgerWebhookSink[] {
+      const tally = tallies();
+      return (statements.sinks.all({ all: all ? 1 : 0 }) as SinkRow[]).map((row) => view(row, tally));
+    },
+
+    /** Ends a sink: nothing more is taken up or delivered; its pending deliveries fail (`sink_removed`). False when it was already removed. */
+    remove(sinkId: string): boolean {
+      return immediate(() => {
+        const changed = statements.remove.run(now(), sinkId).changes === 1;
+        if (changed) statements.abandon.run(sinkId);
+        return changed;
+      });
+    },
+
+    /** Live sinks whose delivery the worker runs (the full URL: only for the POST itself). */
+    targets(): WebhookSinkTarget[] {
+      return (statements.sinks.all({ all: 0 }) as SinkRow[]).map((row) => ({ sinkId: row.sink_id, url: row.url, format: row.format, secretPath: row.secret_path }));
+    },
+
+    /**
+     * Takes up the events written since each live sink's cursor into pending deliveries, cursor
+     * and rows in one transaction. Answers whether more events wait (call again).
+     */
+    takeUp(): boolean {
+      const last = (statements.lastEventId.get() as { last: bigint }).last;
+      const behind = statements.liveBehind.all(last) as SinkRow[];
+      if (behind.length === 0) return false;
+      let more = false;
+      immediate(() => {
+        const at = now();
+        for (const sink of behind) {
+          const wanted = sink.event_types === null ? null : new Set(JSON.parse(sink.event_types) as string[]);
+          const events = statements.eventsAfter.all(sink.cursor_event_id, TAKE_UP_BATCH) as { event_id: bigint; type: string }[];
+          for (const event of events) if (wanted === null || wanted.has(event.type)) statements.insertDelivery.run(sink.sink_id, event.event_id, at, at);
+          const reached = events.at(-1)?.event_id;
+          if (reached !== undefined) statements.moveCursor.run(reached, sink.sink_id, reached);
+          if (events.length === TAKE_UP_BATCH) more = true;
+        }
+      });
+      return more;
+    },
+
+    /** Up to `limit` pending deliveries of a sink whose next attempt is due, the earliest first. */
+    due(sinkId: string, limit: number): DueDelivery[] {
+      const rows = statements.due.all(sinkId, now(), limit) as { delivery_id: bigint; sink_id: string; event_id: bigint; attempts: bigint }[];
+      return rows.map((row) => ({ deliveryId: row.delivery_id, sinkId: row.sink_id, eventId: row.event_id, attempts: Number(row.attempts) }));
+    },
+
+    /** The event as `GET /events` shows it. */
+    event(eventId: bigint): LedgerEvent | null {
+      const row = statements.event.get(eventId) as Parameters<typeof eventView>[0] | undefined;
+      return row === undefined ? null : eventView(row);
+    },
+
+    delivered(deliveryId: bigint, httpStatus: number): void {
+      statements.delivered.run({ delivery_id: deliveryId, at: now(), http_status: httpStatus });
+    },
+
+    /** Records an attempt that failed; `next` null: no more attempts (failed). */
+    retry(deliveryId: bigint, outcome: { httpStatus: number | null; error: string }, next: number | null): void {
+      statements.retry.run({ delivery_id: deliveryId, at: now(), http_status: outcome.httpStatus, error: outcome.error, next });
+    },
+
+    /** Deliveries newest first: of one sink or all, only failed ones or all. */
+    deliveries(filter: { sinkId: string | null; failed: boolean; limit: number }): LedgerWebhookDelivery[] {
+      const rows = statements.deliveries.all({ sink_id: filter.sinkId, status: filter.failed ? 'failed' : null, limit: filter.limit }) as DeliveryRow[];
+      return rows.map((row) => ({
+        sink_id: row.sink_id,
+        event_id: row.event_id.toString(),
+        event_type: row.event_type,
+        status: row.status,
+        attempts: Number(row.attempts),
+        created_at: iso(row.created_at) ?? '',
+        next_attempt_at: iso(row.next_attempt_at),
+        last_attempt_at: iso(row.last_attempt_at),
+        last_http_status: row.last_http_status === null ? null : Number(row.last_http_status),
+        last_error: row.last_error,
+        delivered_at: iso(row.delivered_at),
+      }));
+    },
+
+    /** Deliveries by sink and status (every sink, removed ones too): for the metrics (issue 28 item 6). */
+    counts,
+  };
+}

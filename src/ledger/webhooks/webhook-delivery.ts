@@ -1,0 +1,248 @@
+import type { Logger } from 'pino';
+import { bigintAsString } from '../../domain/canonical-json.js';
+import type { DueDelivery, WebhookSinkTarget, WebhookStore } from '../store/webhook-store.js';
+import { SIGNATURE_HEADER, webhookSignature } from './webhook-signature.js';
+import { readWebhookSecretFile } from './webhook-secret-file.js';
+import { redactedWebhookUrl } from './webhook-url.js';
+import { slackMessage } from './slack-message.js';
+
+/*
+ * The ledger's webhook delivery (docs/ledger.md "Webhooks"): runs in the ledger process beside
+ * request handling, never inside it. A request's only part is the event row its transaction
+ * writes; the event store then wakes this worker (after the commit: the wake runs on a later turn
+ * of the event loop), which also looks every `pollMs` on its own (retries fall due, events a part
+ * of the ledger wrote without waking it).
+ *
+ * Each turn: take up the events after every live sink's cursor into pending deliveries (one
+ * transaction), then start the due deliveries, at most `concurrencyPerSink` at a time per sink.
+ * A delivery is POSTed with a timeout; a 2xx marks it delivered (only then: at-least-once). Any
+ * other answer, no answer, or a secret file that cannot be read is retried after an exponential,
+ * capped, jittered delay, until `giveUpAfterMs` after the event: then it is failed. A ledger
+ * killed mid-delivery finds its deliveries still pending when it starts again and sends them
+ * again; the receiver tells a repeat by `x-lexec-event-id`.
+ */
+
+export interface WebhookDeliverySettings {
+  /** How long one POST may take before it counts as failed. */
+  readonly timeoutMs: number;
+  /** The delay before the first retry; doubled after each failed attempt … */
+  readonly firstRetryMs: number;
+  /** … up to this. */
+  readonly maxRetryMs: number;
+  /** How many deliveries of one sink may be in flight at once. */
+  readonly concurrencyPerSink: number;
+  /** How often the worker looks without being woken. */
+  readonly pollMs: number;
+  /** Retries end this long after the event. */
+  readonly giveUpAfterMs: number;
+}
+
+export const DEFAULT_WEBHOOK_DELIVERY: WebhookDeliverySettings = {
+  timeoutMs: 10_000,
+  firstRetryMs: 1_000,
+  maxRetryMs: 3_600_000,
+  concurrencyPerSink: 8,
+  pollMs: 250,
+  giveUpAfterMs: 24 * 3_600_000,
+};
+
+const MIN_TURN_INTERVAL_MS = 10;
+
+export interface WebhookDeliveryOptions {
+  readonly store: WebhookStore;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly settings: WebhookDeliverySettings;
+  /** [0, 1): the jitter's randomness (tests may fix it). */
+  readonly random?: () => number;
+}
+
+export interface WebhookDelivery {
+  /** Looks for new events and due deliveries soon (after the current turn: after the commit that called it). */
+  wake: () => void;
+  /** Stops taking up and starting deliveries and aborts those in flight: they stay pending, nothing more is written (the database may close right after). */
+  stop: () => void;
+}
+
+/** How one attempt went, as it is recorded: a status code and an error class, never a body. */
+interface Outcome {
+  readonly delivered: boolean;
+  readonly httpStatus: number | null;
+  readonly error: 'http_status' | 'timeout' | 'connection_refused' | 'connection_failed' | 'secret_file_unreadable' | null;
+}
+
+function failureClass(error: unknown, timedOut: boolean): Outcome['error'] {
+  if (timedOut) return 'timeout';
+  const cause = (error as { cause?: { code?: unknown } } | null)?.cause;
+  return cause?.code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed';
+}
+
+/** The delay before the next attempt after `attempts` failed ones: doubled each time, capped, with half of it random ("equal jitter"). */
+export function retryDelayMs(attempts: number, settings: Pick<WebhookDeliverySettings, 'firstRetryMs' | 'maxRetryMs'>, random: () => number): number {
+  const full = Math.min(settings.maxRetryMs, settings.firstRetryMs * 2 ** Math.min(Math.max(attempts - 1, 0), 30));
+  return Math.round(full / 2 + (random() * full) / 2);
+}
+
+export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDelivery {
+  const { store, logger, now, settings } = options;
+  const random = options.random ?? Math.random;
+  const stopping = new AbortController();
+  const inFlight = new Set<bigint>();
+  const perSink = new Map<string, number>();
+  const finished: { sink: WebhookSinkTarget; delivery: DueDelivery; outcome: Outcome }[] = [];
+  let woken = false;
+  let stopped = false;
+  let lastTurn = 0;
+
+  function body(sink: WebhookSinkTarget, delivery: DueDelivery): { text: string; type: string } | null {
+    const event = store.event(delivery.eventId);
+    if (event === null) return null;
+    // `lexec`: the event exactly as GET /events shows it (the same serialisation as the ledger's answers).
+    const text = sink.format === 'slack' ? JSON.stringify(slackMessage(event)) : JSON.stringify(event, bigintAsString);
+    return { text, type: event.type };
+  }
+
+  async function post(sink: WebhookSinkTarget, delivery: DueDelivery): Promise<Outcome> {
+    const made = body(sink, delivery);
+    if (made === null) return { delivered: false, httpStatus: null, error: 'connection_failed' };
+    // Read now, not when the sink was added: a rotated secret signs the next delivery.
+    const secret = await readWebhookSecretFile(sink.secretPath);
+    if (!secret.ok) return { delivered: false, httpStatus: null, error: 'secret_file_unreadable' };
+    const timeout = AbortSignal.timeout(settings.timeoutMs);
+    try {
+      const response = await fetch(sink.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-lexec-event-id': delivery.eventId.toString(),
+          'x-lexec-event-type': made.type,
+          [SIGNATURE_HEADER]: webhookSignature(secret.secret, made.text, Math.floor(Date.now() / 1000)),
+        },
+        body: made.text,
+        // A redirect is an answer that is not 2xx: never followed (the event would go elsewhere).
+        redirect: 'manual',
+        signal: AbortSignal.any([timeout, stopping.signal]),
+      });
+      // The body is never read into anything: only the status counts.
+      await response.body?.cancel().catch(() => undefined);
+      const ok = response.status >= 200 && response.status < 300;
+      return { delivered: ok, httpStatus: response.status, error: ok ? null : 'http_status' };
+    } catch (error) {
+      return { delivered: false, httpStatus: null, error: failureClass(error, timeout.aborted) };
+    }
+  }
+
+  /** Records one attempt's outcome (inside the turn's transaction). */
+  function record(sink: WebhookSinkTarget, delivery: DueDelivery, outcome: Outcome): void {
+    if (outcome.delivered) {
+      store.delivered(delivery.deliveryId, outcome.httpStatus ?? 200);
+      return;
+    }
+    const attempts = delivery.attempts + 1;
+    const event = store.event(delivery.eventId);
+    const eventAt = event === null ? now() : Date.parse(event.at);
+    const next = now() + retryDelayMs(attempts, settings, random);
+    const giveUp = next > eventAt + settings.giveUpAfterMs;
+    store.retry(delivery.deliveryId, { httpStatus: outcome.httpStatus, error: outcome.error ?? 'connection_failed' }, giveUp ? null : next);
+    // The origin only: a webhook URL's path may be its credential.
+    const line = {
+      event: giveUp ? 'webhook_delivery_failed' : 'webhook_delivery_retry',
+      sink_id: sink.sinkId,
+      url: redactedWebhookUrl(sink.url),
+      event_id: delivery.eventId.toString(),
+      attempts,
+      error_class: outcome.error,
+      http_status: outcome.httpStatus,
+    };
+    if (giveUp) logger.warn(line);
+    else logger.info(line);
+  }
+
+  async function attempt(sink: WebhookSinkTarget, delivery: DueDelivery): Promise<void> {
+    const outcome = await post(sink, delivery);
+    // Stopped meanwhile (the database may be closing): the delivery stays pending, sent again after a start.
+    if (stopped) return;
+    // Recorded by the next turn, with the others that ended meanwhile: one commit for all.
+    finished.push({ sink, delivery, outcome });
+  }
+
+  function start(sink: WebhookSinkTarget, delivery: DueDelivery): void {
+    perSink.set(sink.sinkId, (perSink.get(sink.sinkId) ?? 0) + 1);
+    inFlight.add(delivery.deliveryId);
+    void attempt(sink, delivery)
+      .catch((error: unknown) => {
+        if (stopped) return;
+        logger.error({ event: 'webhook_delivery_error', sink_id: sink.sinkId, event_id: delivery.eventId.toString(), error_class: error instanceof Error ? error.name : 'unknown' });
+        // Counted as a failed attempt: retried later like any other.
+        finished.push({ sink, delivery, outcome: { delivered: false, httpStatus: null, error: 'connection_failed' } });
+      })
+      .finally(() => {
+        // The sink's slot is free now; the delivery itself stays in flight until its outcome is
+        // recorded (the next turn), so it is never started twice.
+        perSink.set(sink.sinkId, (perSink.get(sink.sinkId) ?? 1) - 1);
+        wake();
+      });
+  }
+
+  function turn(): void {
+    woken = false;
+    if (stopped) return;
+    lastTurn = performance.now();
+    // The outcomes that came in and the events written since the last turn, in one commit.
+    const outcomes = finished.splice(0);
+    try {
+      let more: boolean;
+      try {
+        more = store.transaction(() => {
+          for (const { sink, delivery, outcome } of outcomes) record(sink, delivery, outcome);
+          return store.takeUp();
+        });
+      } catch (error) {
+        // Nothing was recorded: the outcomes wait for the next turn (their deliveries stay in flight meanwhile).
+        finished.unshift(...outcomes);
+        throw error;
+      }
+      for (const { delivery } of outcomes) inFlight.delete(delivery.deliveryId);
+      for (const sink of store.targets()) {
+        const busy = perSink.get(sink.sinkId) ?? 0;
+        const free = settings.concurrencyPerSink - busy;
+        if (free <= 0) continue;
+        // In-flight ones (sending, or answered and not yet recorded) are still pending and due: ask for enough to skip them.
+        let started = 0;
+        for (const delivery of store.due(sink.sinkId, free + inFlight.size)) {
+          if (started >= free) break;
+          if (inFlight.has(delivery.deliveryId)) continue;
+          start(sink, delivery);
+          started += 1;
+        }
+      }
+      if (more) wake();
+    } catch (error) {
+      // A busy or failing database: the next poll tries again; requests are not affected.
+      logger.error({ event: 'webhook_delivery_error', error_class: error instanceof Error ? error.name : 'unknown' });
+    }
+  }
+
+  // At most one turn (one commit) per MIN_TURN_INTERVAL_MS: under load, a turn takes up the events
+  // and records the outcomes of many requests at once instead of committing for each.
+  function wake(): void {
+    if (woken || stopped) return;
+    woken = true;
+    const wait = lastTurn + MIN_TURN_INTERVAL_MS - performance.now();
+    if (wait <= 0) setImmediate(turn);
+    else setTimeout(turn, wait);
+  }
+
+  const poll = setInterval(wake, settings.pollMs);
+  poll.unref();
+  wake();
+
+  return {
+    wake,
+    stop() {
+      stopped = true;
+      clearInterval(poll);
+      stopping.abort();
+    },
+  };
+}
