@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.js';
-import { applyPreciseReceiptConversion, EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { applyPreciseReceiptConversion, EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations/executor-migrations.js';
 import { migrate, openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
 import { copyV43Fixture, fileDigest, headerJournal, injectIntoCopy, sqliteCompanions } from '../support/executor-v43-fixture.js';

@@ -12,7 +12,7 @@ import type { ExecutionScheduler } from '../../src/executor/execution-scheduler.
 import type { OrphanClaimSweep } from '../../src/executor/orphan-claim-sweep.js';
 import type { Readiness } from '../../src/executor/readiness.js';
 import type { ExecutionStore } from '../../src/executor/store/execution-store.js';
-import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations/executor-migrations.js';
 import { executionRequestBody } from '../../src/stack-client/paid-job/job-request.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from './cli.js';
