@@ -15,6 +15,8 @@ import type { LedgerConfig } from './ledger-config.js';
 import type { SpendPolicy } from './authorization-rules.js';
 import { createLedgerService, type LedgerService } from './ledger-service.js';
 import { LEDGER_MIGRATIONS } from './store/migrations.js';
+import { createMetricsReads } from './store/metrics-reads.js';
+import { createLedgerMetrics, type BudgetRemaining, type WebhookDeliveryCounts } from './ledger-metrics.js';
 
 export interface ComposedLedger {
   readonly buildInfo: BuildInfo;
@@ -47,6 +49,10 @@ export interface ComposeLedgerOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** How repeated rejections are collapsed in the log (serve: the system clock, 60 s; tests: a fake clock). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /** Calendar and installation-wide budgets for `GET /metrics` (the rolling 24 h cap is always reported). */
+  readonly budgetsRemaining?: (now: number) => readonly BudgetRemaining[];
+  /** Webhook delivery counts for `GET /metrics` (zeros when unset). */
+  readonly webhookDeliveries?: () => WebhookDeliveryCounts;
 }
 
 /**
@@ -91,7 +97,15 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
         else if (before !== null) options.logger.info({ event: 'ledger_disk_space_recovered', path: before.path });
       },
     });
+    const metrics = createLedgerMetrics({
+      reads: createMetricsReads(db),
+      now,
+      notReady: async () => ((await disk.current()) === null ? null : 'disk_full'),
+      ...(options.budgetsRemaining === undefined ? {} : { budgets: options.budgetsRemaining }),
+      ...(options.webhookDeliveries === undefined ? {} : { webhookDeliveries: options.webhookDeliveries }),
+    });
     const app = buildLedgerApp({
+      metrics,
       service,
       admin,
       credentials,
