@@ -45,3 +45,27 @@ export const executorCredentials = `
     CHECK ((status = 'revoked') = (revoked_at IS NOT NULL))
   );
 `;
+
+/**
+ * A `metrics` capability (docs/metrics.md): a Prometheus scraper's, for `GET /metrics` only. The
+ * kind CHECK changes, so the table is rebuilt (SQLite cannot alter a CHECK), every row copied as
+ * it is; nothing references the table and it has no index or trigger besides its UNIQUE lookup.
+ */
+export const metricsCredentials = `
+  CREATE TABLE credentials_v13 (
+    credential_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('caller', 'reconciliation', 'metrics')),
+    lookup TEXT NOT NULL UNIQUE CHECK (length(lookup) = 16),
+    digest BLOB NOT NULL CHECK (length(digest) = 32),
+    created_at INTEGER NOT NULL,
+    last_used_at INTEGER,
+    status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
+    revoked_at INTEGER,
+    expires_at INTEGER,
+    CHECK ((status = 'revoked') = (revoked_at IS NOT NULL))
+  );
+  INSERT INTO credentials_v13 (credential_id, kind, lookup, digest, created_at, last_used_at, status, revoked_at, expires_at)
+    SELECT credential_id, kind, lookup, digest, created_at, last_used_at, status, revoked_at, expires_at FROM credentials;
+  DROP TABLE credentials;
+  ALTER TABLE credentials_v13 RENAME TO credentials;
+`;
