@@ -3,6 +3,7 @@ import type { SpendPolicy } from './authorization-rules.js';
 import type { LedgerContractLevel } from './ledger-config.js';
 import { NO_CRASH_POINTS, type CrashPoints } from '../crash-points.js';
 import { createAuditStore } from './store/audit-store.js';
+import { createEventStore, type LedgerEventQuery } from './store/event-store.js';
 import { createLedgerStore } from './store/ledger-store.js';
 import { createSuspensionStore } from './store/suspension-store.js';
 import { createVelocityStore } from './store/velocity-store.js';
@@ -49,6 +50,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
     suspensions: createSuspensionStore(options.db),
     velocity: createVelocityStore(options.db),
     audit: createAuditStore(options.db),
+    events: createEventStore(options.db),
     now: options.now,
     crash: options.crashPoints ?? NO_CRASH_POINTS,
     contractLevel: options.contractLevel,
@@ -74,5 +76,9 @@ export function createLedgerService(options: LedgerServiceOptions) {
     suspendAgent: suspendAgent.bind(null, context),
     resumeAgent: resumeAgent.bind(null, context),
     auditTrail: auditTrail.bind(null, context),
+    /** One page of ledger events after a cursor (docs/ledger.md "Events"). */
+    events: (query: LedgerEventQuery) => context.events.page(query),
+    /** The latest event's id (0 when none). */
+    lastEventId: () => context.events.lastId(),
   };
 }

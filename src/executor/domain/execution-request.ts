@@ -1,14 +1,14 @@
 import { z } from 'zod';
 import { MAX_IMAGES_PER_EXECUTION } from '../config/executor-config-schema.js';
 import { freeText } from '../../config/schema-parts.js';
+import { MAX_PROMPT_CHARS } from '../../domain/prompt-text.js';
 
 /*
  * Execution request, schema version 2 (spec §2). Every field is immutable once an execution
  * exists for its token: a resubmission must be identical or it conflicts.
  */
 
-/** Longest prompt accepted, in characters. */
-export const MAX_PROMPT_CHARS = 4000;
+export { MAX_PROMPT_CHARS };
 
 /**
  * The four legacy target fields, accepted together in place of `target_id`: the provider, the

@@ -17,6 +17,7 @@ import {
   credentialRevocationSchema,
   credentialRotationSchema,
   errorBodySchema,
+  eventsAnswerSchema,
   policyAnswerSchema,
   spendingAnswerSchema,
   type CredentialRegistration,
@@ -28,6 +29,7 @@ import {
   type LedgerAuditPage,
   type LedgerAuthorization,
   type LedgerAuthorizationRequest,
+  type LedgerEventPage,
   type LedgerPolicy,
   type LedgerSpending,
 } from '../wire/answers.js';
@@ -291,12 +293,21 @@ export function createLedgerClient(options: LedgerClientOptions) {
      * opened is still open, the ledger answers that one again (`replayed`) instead of opening
      * another; the same key with another amount or purpose is refused (`ledger_conflict`).
      */
-    async requestAuthorization(request: { amountUnits: bigint; purpose?: string | undefined; idempotencyKey?: string | undefined }): Promise<LedgerAuthorizationRequest> {
+    async requestAuthorization(request: {
+      amountUnits: bigint;
+      purpose?: string | undefined;
+      idempotencyKey?: string | undefined;
+      /** The executor target and the prompt it pays for (shown to the approver; budgets per target). */
+      targetId?: string | undefined;
+      prompt?: string | undefined;
+    }): Promise<LedgerAuthorizationRequest> {
       const body = {
         amount_units: request.amountUnits,
         units_scale: UNITS_SCALE,
         currency: 'USD',
         ...(request.purpose === undefined ? {} : { purpose: request.purpose }),
+        ...(request.targetId === undefined ? {} : { target_id: request.targetId }),
+        ...(request.prompt === undefined ? {} : { prompt: request.prompt }),
       };
       const headers: Record<string, string> = request.idempotencyKey === undefined ? {} : { 'idempotency-key': request.idempotencyKey };
       const schema = authorizationRequestAnswerSchema;
@@ -313,6 +324,12 @@ export function createLedgerClient(options: LedgerClientOptions) {
     async audit(filter: AuditFilter = {}): Promise<LedgerAuditPage> {
       const search = queryString({ since: filter.since, after: filter.after, agent_id: filter.agentId, limit: filter.limit });
       return send({ method: 'GET', path: `/audit${search}`, needs: ['admin'], subject: 'agent', schema: auditAnswerSchema });
+    },
+
+    /** One page of ledger events after a cursor, oldest first (admin or approver): `GET /events`. */
+    async events(filter: { after?: bigint | undefined; agentId?: string | undefined; types?: readonly string[] | undefined; limit?: number | undefined } = {}): Promise<LedgerEventPage> {
+      const search = queryString({ after: filter.after?.toString(), agent_id: filter.agentId, types: filter.types?.join(','), limit: filter.limit });
+      return send({ method: 'GET', path: `/events${search}`, needs: ['admin', 'approver'], subject: 'agent', schema: eventsAnswerSchema });
     },
 
     async showAuthorization(tokenId: string): Promise<LedgerAuthorization> {

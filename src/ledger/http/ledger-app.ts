@@ -21,6 +21,7 @@ import {
   agentBody,
   agentId as agentIdSchema,
   auditQuery,
+  eventsQuery,
   authorizationRequestBody,
   claimBody,
   claimsQuery,
@@ -302,6 +303,13 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     const resolution =
       body.resolution === 'settle' ? { kind: 'settle' as const, receipt: parseReceipt(body.receipt, 'receipt') } : { kind: 'release' as const, reason: body.reason };
     return service.resolveReconciliation(recordId, principal, resolution);
+  });
+
+  // The events outbox, oldest first after a cursor (docs/ledger.md "Events"): for operators and
+  // approvers (the console's live view), never agents.
+  app.get('/events', { onRequest: auth.requires('admin', 'approver') }, (request) => {
+    const query = parseInput(eventsQuery, request.query);
+    return service.events({ after: query.after ?? 0n, agentId: query.agent_id ?? null, types: query.types ?? null, limit: query.limit });
   });
 
   // The audit trail, oldest first; `next_after` continues it (docs/ledger.md "Audit trail").

@@ -37,6 +37,11 @@ export interface AuthorizationRow {
   /** The agent's `Idempotency-Key` and the SHA-256 fingerprint of its request (migration 7; both null without a key). Never shown. */
   idempotency_key: string | null;
   request_fingerprint: string | null;
+  /** The executor target and the prompt the request pays for (migration 10; null when it named none). */
+  target_id: string | null;
+  prompt: string | null;
+  /** When the agent last asked after it (migration 10): a client is still waiting. */
+  client_seen_at: bigint | null;
 }
 
 export interface SettlementRow {
@@ -119,6 +124,8 @@ export function authorizationView(row: AuthorizationRow, settlement: SettlementR
       : null,
     release: release ? { reason: release.reason, released_at: iso(release.created_at) } : null,
     cancellation: row.cancellation_reason === null ? null : { reason: row.cancellation_reason, cancelled_at: iso(row.closed_at ?? row.created_at) },
+    target_id: row.target_id,
+    prompt: row.prompt === null ? null : redactSecretShapes(row.prompt),
   };
 }
 

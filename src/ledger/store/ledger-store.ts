@@ -37,6 +37,9 @@ export interface NewAuthorization {
   readonly policy: SpendPolicy;
   /** The agent's `Idempotency-Key` and the fingerprint of the request it came with; both null without a key. */
   readonly idempotency: { readonly key: string; readonly fingerprint: string } | null;
+  /** The executor target and the prompt it pays for (null when the request named none). */
+  readonly targetId: string | null;
+  readonly prompt: string | null;
 }
 
 /** An approver's decision on a requested authorization (`closedAt`: set for a denial). */
@@ -120,8 +123,8 @@ export function createLedgerStore(db: Database.Database) {
       `INSERT INTO authorizations (token_id, account_id, agent_id, amount_units, units_scale, currency, amount_cents, status, purpose,
          decided_by, decided_at, created_at, expires_at,
          policy_version, policy_per_authorization_cap_units, policy_daily_cap_units, policy_approval_threshold_units,
-         idempotency_key, request_fingerprint)
-       VALUES (?, ?, ?, ?, 6, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         idempotency_key, request_fingerprint, target_id, prompt)
+       VALUES (?, ?, ?, ?, 6, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     // By the partial UNIQUE index (migration 7): at most one row.
     openByIdempotencyKey: db.prepare(
@@ -193,6 +196,8 @@ export function createLedgerStore(db: Database.Database) {
         row.policy.approval_threshold_units,
         row.idempotency?.key ?? null,
         row.idempotency?.fingerprint ?? null,
+        row.targetId,
+        row.prompt,
       );
     },
     /** The agent's authorization this key opened while it is still stored as open (requested or approved; its expiry not checked). */

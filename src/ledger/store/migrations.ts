@@ -359,6 +359,39 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 10,
+    name: 'spend requests name what they pay for; the ledger keeps its events',
+    // A request may name the executor target and the prompt it pays for (docs/ledger.md): the
+    // target for budgets per target and the claim's check, the prompt for whoever approves it.
+    // `client_seen_at` is when the agent last asked after its request (a client is still waiting).
+    // `events` is the outbox (store/event-store.ts): one row per change the ledger records,
+    // written in that change's transaction, append-only (triggers), `event_id` only grows
+    // (AUTOINCREMENT) so a reader continues after the last id it saw. No prompt, no free text:
+    // `details` holds ledger-made values. Nothing is backfilled.
+    up: `
+      ALTER TABLE authorizations ADD COLUMN target_id TEXT CHECK (target_id IS NULL OR length(target_id) BETWEEN 1 AND 200);
+      ALTER TABLE authorizations ADD COLUMN prompt TEXT;
+      ALTER TABLE authorizations ADD COLUMN client_seen_at INTEGER;
+
+      CREATE TABLE events (
+        event_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        agent_id TEXT REFERENCES agents (agent_id),
+        target_id TEXT,
+        token_id TEXT,
+        amount_units INTEGER CHECK (amount_units IS NULL OR amount_units >= 0),
+        details TEXT NOT NULL CHECK (json_valid(details) AND json_type(details) = 'object')
+      );
+      CREATE INDEX events_by_agent ON events (agent_id, event_id);
+      CREATE INDEX events_by_time ON events (at);
+      CREATE TRIGGER events_are_final BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+      CREATE TRIGGER events_are_kept BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are never deleted'); END;
+    `,
+  },
+  {
     version: 13,
     name: 'metrics credentials',
     // A `metrics` credential (docs/metrics.md) lets a Prometheus scraper read `GET /metrics` and

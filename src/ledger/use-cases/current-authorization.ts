@@ -1,12 +1,15 @@
 import type { CrashPoint, CrashPoints } from '../../crash-points.js';
+import type { EventStore } from '../store/event-store.js';
 import type { LedgerStore } from '../store/ledger-store.js';
 import type { AuthorizationRow } from '../store/ledger-rows.js';
 import { effectiveStatus } from '../authorization-rules.js';
 import { conflict, notFound } from '../ledger-error.js';
 
-/** What every use case works with: the ledger's store and its clock (ms since the epoch). */
+/** What every use case works with: the ledger's store, its events outbox and its clock (ms since the epoch). */
 export interface LedgerContext {
   readonly store: LedgerStore;
+  /** Append an event in the transaction of the change it records (store/event-store.ts). */
+  readonly events: EventStore;
   readonly now: () => number;
 }
 

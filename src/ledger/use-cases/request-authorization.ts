@@ -20,6 +20,9 @@ export interface AuthorizationInput {
   amount_units: bigint;
   currency: string;
   purpose?: string | undefined;
+  /** The executor target and the prompt it pays for (docs/ledger.md "Spend requests"). */
+  target_id?: string | undefined;
+  prompt?: string | undefined;
 }
 
 /** The authorization a request opened, or — `replayed` — the open one its idempotency key names. */
@@ -30,7 +33,16 @@ export interface RequestedAuthorization {
 
 /** The SHA-256 fingerprint of a request as parsed: what a repeat under the same key must match. */
 function requestFingerprint(input: AuthorizationInput): string {
-  return fingerprint({ amount_units: input.amount_units, units_scale: UNITS_SCALE, currency: input.currency, purpose: input.purpose ?? null });
+  // The target and the prompt count only when given: a request that names neither keeps the
+  // fingerprint it had before a request could name them (ledger migration 10), so its repeat replays.
+  return fingerprint({
+    amount_units: input.amount_units,
+    units_scale: UNITS_SCALE,
+    currency: input.currency,
+    purpose: input.purpose ?? null,
+    ...(input.target_id === undefined ? {} : { target_id: input.target_id }),
+    ...(input.prompt === undefined ? {} : { prompt: input.prompt }),
+  });
 }
 
 /**
@@ -91,7 +103,12 @@ export function requestAuthorization(context: RequestContext, agentId: string, i
       policyVersion: 'version' in policy ? (policy.version as bigint) : null,
       policy,
       idempotency,
+      targetId: input.target_id ?? null,
+      prompt: input.prompt ?? null,
     });
+    const event = { at, agentId, targetId: input.target_id ?? null, tokenId, amountUnits: input.amount_units };
+    context.events.append({ ...event, type: 'authorization.requested', details: { status: decision.outcome } });
+    if (decision.outcome === 'requested') context.events.append({ ...event, type: 'approval.waiting', details: { expires_at: new Date(at + context.authorizationTtlMs).toISOString() } });
     return { authorization: store.authorizationView(loadAuthorization(store, tokenId)), replayed: false };
   });
   if ('refusal' in outcome) throw outcome.refusal;

@@ -111,6 +111,10 @@ export const authorizationSchema = z.object({
   release: z.object({ reason: z.string(), released_at: timestamp }).nullable(),
   /** Set when it was cancelled unclaimed (`agent_suspended`): final, nothing held. */
   cancellation: added(z.object({ reason: z.string(), cancelled_at: timestamp })),
+  /** The executor target the agent asked to pay for (null when it named none, and from an older ledger). */
+  target_id: added(z.string()),
+  /** The prompt the agent asked to pay for, shown to whoever approves it (null when it gave none, and from an older ledger). */
+  prompt: added(z.string()),
 });
 export type LedgerAuthorization = z.output<typeof authorizationSchema>;
 
@@ -261,3 +265,27 @@ export const claimsAnswerSchema = z.object({ claims: z.array(claimSchema), next_
 /** `GET /audit`: one page of the audit trail, oldest first; `next_after` continues it (null: the last page for now). */
 export const auditAnswerSchema = z.object({ events: z.array(auditEventSchema), next_after: z.string().nullable() });
 export type LedgerAuditPage = z.output<typeof auditAnswerSchema>;
+
+/**
+ * One ledger event (`GET /events`; docs/ledger.md "Events"): an increasing id (a decimal digit
+ * string), its time and type, the agent (id and name), target and authorization it concerns, the
+ * amount as a digit string, and ledger-made details. `type` is any string: a newer ledger may
+ * record more kinds.
+ */
+export const ledgerEventSchema = z.object({
+  event_id: z.string().regex(/^\d{1,19}$/, 'must be a decimal digit string'),
+  type: z.string(),
+  at: timestamp,
+  agent_id: z.string().nullable(),
+  agent_name: z.string().nullable(),
+  target_id: z.string().nullable(),
+  authorization_id: z.string().nullable(),
+  amount_units: amount.nullable(),
+  units_scale: scale,
+  currency: z.string(),
+  details: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
+});
+export type LedgerEvent = z.output<typeof ledgerEventSchema>;
+/** `GET /events`: events after the cursor, oldest first; `next_after` is the cursor to continue from, `more` whether more wait already. */
+export const eventsAnswerSchema = z.object({ events: z.array(ledgerEventSchema), next_after: z.string().regex(/^\d{1,19}$/), more: z.boolean() });
+export type LedgerEventPage = z.output<typeof eventsAnswerSchema>;

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { freeText, wholeNumber } from '../../config/schema-parts.js';
 import { MAX_ROTATION_GRACE_SECONDS } from '../../credentials/capability.js';
 import { UNITS_SCALE } from '../../domain/money.js';
+import { MAX_PROMPT_CHARS } from '../../domain/prompt-text.js';
+import { LEDGER_EVENT_TYPES } from '../events/ledger-event-types.js';
 import { legacyPriceProjectionSchema, priceModelSnapshotSchema } from '../../domain/price-model-snapshot.js';
 
 /* Request bodies of the ledger API. Strict: unknown fields are refused with their paths. */
@@ -21,6 +23,10 @@ export const authorizationRequestBody = z.strictObject({
   units_scale: units,
   currency: usd,
   purpose: shortText(200).optional(),
+  /** The executor target it pays for (the execution's `target_id`): budgets per target and the claim check it (docs/ledger.md "Budgets"). */
+  target_id: z.string({ error: 'must be a target id' }).min(1, 'must not be empty').max(200, 'must be at most 200 characters').optional(),
+  /** The prompt it pays for, shown to the approver; never in an event (docs/ledger.md "Events"). */
+  prompt: freeText(z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(MAX_PROMPT_CHARS, `must be at most ${MAX_PROMPT_CHARS} characters`)).optional(),
 });
 
 export const agentBody = z.strictObject({
@@ -179,6 +185,26 @@ export const auditQuery = z.strictObject({
     .refine((id) => id <= MAX_INTEGER, `must be at most ${MAX_INTEGER}`)
     .optional(),
   agent_id: agentId.optional(),
+  limit: digits('a page size', 1, 500).optional().transform((limit) => limit ?? 100),
+});
+
+/**
+ * The query of `GET /events`: events after `after` (an event id; 0 or absent: from the first),
+ * of one agent or all, of some types or all, a bounded page.
+ */
+export const eventsQuery = z.strictObject({
+  after: z
+    .string({ error: 'must be an event id' })
+    .regex(/^\d{1,19}$/, 'must be an event id (the next_after of the previous page)')
+    .transform(BigInt)
+    .refine((id) => id <= MAX_INTEGER, `must be at most ${MAX_INTEGER}`)
+    .optional(),
+  agent_id: agentId.optional(),
+  types: z
+    .string({ error: 'must be a comma-separated list of event types' })
+    .transform((text) => text.split(','))
+    .pipe(z.array(z.enum(LEDGER_EVENT_TYPES, { error: `must be event types: ${LEDGER_EVENT_TYPES.join(', ')}` })))
+    .optional(),
   limit: digits('a page size', 1, 500).optional().transform((limit) => limit ?? 100),
 });
 

@@ -74,7 +74,13 @@ export async function obtainAuthorization(ledger: LedgerClient, quote: JobQuote,
     const label = quote.target.label ?? quote.target.target_id;
     const purpose = `${choice.client}: ${quote.imageCount} x ${quote.imageSize} image${quote.imageCount === 1 ? '' : 's'}, ${label}`.slice(0, 200);
     try {
-      const requested = await ledger.requestAuthorization({ amountUnits: quote.amountUnits, purpose, idempotencyKey: intentKey(quote, purpose, choice.prompt) });
+      const requested = await ledger.requestAuthorization({
+        amountUnits: quote.amountUnits,
+        purpose,
+        idempotencyKey: intentKey(quote, purpose, choice.prompt),
+        targetId: quote.target.target_id,
+        prompt: choice.prompt,
+      });
       return { authorization: requested.authorization, continued: requested.replayed };
     } catch (error) {
       // Nothing was requested: a suspended agent's request is refused before anything is held.
