@@ -52,7 +52,7 @@ export function createExecutorMetrics({ db, readiness }: ExecutorMetricsOptions)
     help: 'Executions parked for reconciliation whose reconciliation record the ledger has not answered yet.',
     registers,
     collect() {
-      this.set(Number(awaitingLedger.get() as bigint));
+      this.set(Number(awaitingLedger.get()));
     },
   });
   new Gauge({
