@@ -37,10 +37,19 @@ export function samples(families: Map<string, ParsedFamily>, name: string): Reco
   );
 }
 
-/** The one histogram sample with these labels. */
-export function histogram(families: Map<string, ParsedFamily>, name: string, labels: Record<string, string>): ParsedSample | undefined {
-  const key = labelKey({ labels });
-  return family(families, name).metrics.find((sample) => labelKey(sample) === key);
+/**
+ * A histogram's `_count` samples by labels. The parser folds a histogram family into one sample
+ * and drops its labels (it was written for unlabelled ones), so the family's HELP and TYPE lines
+ * are taken out first: each `_bucket`, `_sum` and `_count` line then parses as an untyped sample
+ * with its labels, as a Prometheus server stores them.
+ */
+export function histogramCounts(body: string, name: string): Record<string, number> {
+  const untyped = body
+    .split('\n')
+    .filter((line) => !line.startsWith(`# TYPE ${name} `) && !line.startsWith(`# HELP ${name} `))
+    .join('\n');
+  const counts = parsePrometheusTextFormat(untyped).filter((entry) => entry.name === `${name}_count`);
+  return Object.fromEntries(counts.flatMap((entry) => entry.metrics.map((sample) => [labelKey(sample), Number(sample.value)])));
 }
 
 function labelKey(sample: Pick<ParsedSample, 'labels'>): string {
