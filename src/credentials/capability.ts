@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** The kinds of capability lexec issues. Each route accepts only the kinds it names. */
-export const CREDENTIAL_KINDS = ['admin', 'agent', 'approver', 'executor', 'reconciliation', 'caller'] as const;
+export const CREDENTIAL_KINDS = ['admin', 'agent', 'approver', 'executor', 'reconciliation', 'caller', 'metrics'] as const;
 export type CredentialKind = (typeof CREDENTIAL_KINDS)[number];
 
 /** The longest grace a rotation may give the old capability (ledger and executor alike): a day. */

@@ -16,6 +16,7 @@ import { rescheduleClosedRuns, type ClosedRunRescheduler } from './engine/resche
 import { ExecutionNotOwned, type RunActivity } from './engine/workflow-engine.js';
 import { createExecutionChanges } from './execution-changes.js';
 import { createExecutionRunner } from './execution-runner.js';
+import { createExecutorMetrics } from './executor-metrics.js';
 import type { ExecutionScheduler } from './execution-scheduler.js';
 import type { ExecutorCredentials } from './executor-credentials.js';
 import { buildExecutorApp } from './http/executor-app.js';
@@ -103,6 +104,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     changes.notify(executionId);
   });
   const readiness = createReadiness();
+  const metrics = createExecutorMetrics({ db, readiness });
   const ledger = createLedgerGateway({ endpoint: config.ledger.endpoint, credential: credentials.ledger });
   const targets = () => activeTargets(config);
   const catalog = providerCatalog(config, options.liveKey !== undefined);
@@ -110,7 +112,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
 
   const artifacts = createArtifactStore(config.storage.artifact_root);
   const endpoint = providerEndpoint(config, options.liveKey);
-  const provider = endpoint === null ? null : createFalQueueClient(endpoint);
+  const provider = endpoint === null ? null : metrics.timedProvider(createFalQueueClient(endpoint));
   // The monitor is built after the engine; the engine may ask it for a sample before that.
   const late: { monitor?: ReadinessMonitor } = {};
   const installation = createInstallationStore(db);
@@ -119,7 +121,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     onHealthChange: () => late.monitor?.sampleNow(),
     db,
     store,
-    runActivity: runner(config, { store, provider, ledger, artifacts, logger, crashPoints }),
+    runActivity: metrics.timedActivity(runner(config, { store, provider, ledger, artifacts, logger, crashPoints })),
     logger,
     onActivityError: (executionId, phase, error) => {
       logger.error({ event: 'execution_activity_error', execution_id: executionId, phase, error_name: error instanceof Error ? error.name : 'unknown' });
@@ -155,6 +157,8 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     catalog: () => catalog,
     targets,
     authenticate,
+    // No metrics capability configured: no metrics route (docs/metrics.md).
+    metrics: (credentials.metrics ?? null) === null ? null : metrics.registry,
     reconciliation: createReconciliation({ store, ledger, crashPoints }),
     engineAddress: engine.description.address ?? null,
     changes,
@@ -219,7 +223,7 @@ function registerCredentials(options: ComposeExecutorOptions): ReturnType<typeof
   const store = createCredentialStore(db);
   const outcome = registerConfiguredCredentials(
     store,
-    { caller: credentials.caller, reconciliation: credentials.reconciliation },
+    { caller: credentials.caller, reconciliation: credentials.reconciliation, metrics: credentials.metrics ?? null },
     { now: Date.now(), nextStep: (kind) => replacementNextStep(config, kind, options.configPath) },
   );
   for (const registered of outcome.registered) logger.info({ event: 'executor_credential_registered', credential_id: registered.credentialId, kind: registered.kind });

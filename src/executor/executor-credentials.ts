@@ -2,7 +2,7 @@ import type { ExecutorConfig } from './config/executor-config-schema.js';
 import type { SecretReference } from '../config/schema-parts.js';
 import { capabilityKind } from '../credentials/capability.js';
 import { followPrivateFile, type FollowedFileChange, type FollowedPrivateFile } from '../credentials/followed-private-file.js';
-import { readPrivateFile } from '../credentials/private-file.js';
+import { readPrivateFile, readPrivateFileIfPresent } from '../credentials/private-file.js';
 import { UserError } from '../errors.js';
 import { managedCredentialPaths } from './managed-credentials.js';
 
@@ -16,6 +16,8 @@ export interface ExecutorCredentials {
   readonly ledger: string | FollowedPrivateFile;
   /** Capability of the reconciliation route; without one the route admits nobody. */
   readonly reconciliation: string | null;
+  /** Capability of `GET /metrics`; without one the executor has no metrics route. */
+  readonly metrics?: string | null;
 }
 
 export interface LoadExecutorCredentialsOptions {
@@ -53,6 +55,7 @@ export async function loadExecutorCredentials(config: ExecutorConfig, options: L
       caller,
       ledger: await followLedgerCredential(credentials.ledger.path, options),
       reconciliation: credentials.reconciliation === undefined ? null : await readSecret(credentials.reconciliation, 'reconciliation capability'),
+      metrics: credentials.metrics === undefined ? null : await readSecret(credentials.metrics, 'metrics capability'),
     };
   }
   const paths = managedCredentialPaths(credentials.state_dir);
@@ -61,6 +64,8 @@ export async function loadExecutorCredentials(config: ExecutorConfig, options: L
       caller: await readPrivateFile(paths.caller, 'caller capability'),
       ledger: await followLedgerCredential(paths.ledger, options),
       reconciliation: await readPrivateFile(paths.reconciliation, 'reconciliation capability'),
+      // Optional: a managed executor without the file (one bootstrapped outside a stack) has no metrics route.
+      metrics: await readPrivateFileIfPresent(paths.metrics, 'metrics capability'),
     };
   } catch (error) {
     if (error instanceof UserError && error.code === 'secret_file_missing') {

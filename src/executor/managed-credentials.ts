@@ -16,6 +16,12 @@ export const LEDGER_CAPABILITY_FILE = 'ledger.capability';
 /** The capability of the executor's reconciliation route (separate from the caller's), kind `reconciliation`. */
 export const RECONCILIATION_CAPABILITY_FILE = 'reconciliation.capability';
 
+/**
+ * The capability a Prometheus scraper presents at `GET /metrics`, kind `metrics`; optional (no file:
+ * no metrics route). A stack registers the same capability at its ledger (docs/metrics.md).
+ */
+export const METRICS_CAPABILITY_FILE = 'metrics.capability';
+
 /** The id under which the executor→ledger credential is registered at the ledger. */
 export const LEDGER_CREDENTIAL_ID = 'lexec-executor';
 
@@ -24,5 +30,6 @@ export function managedCredentialPaths(stateDir: string) {
     caller: join(stateDir, CALLER_CAPABILITY_FILE),
     ledger: join(stateDir, LEDGER_CAPABILITY_FILE),
     reconciliation: join(stateDir, RECONCILIATION_CAPABILITY_FILE),
+    metrics: join(stateDir, METRICS_CAPABILITY_FILE),
   };
 }

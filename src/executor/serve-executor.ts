@@ -12,7 +12,7 @@ import { acquireProcessLock } from '../storage/process-lock.js';
 import { composeExecutor, type ComposedExecutor } from './compose-executor.js';
 import { rescheduleNonTerminal } from './engine/reschedule-non-terminal.js';
 import { loadExecutorCredentials, readSecret } from './executor-credentials.js';
-import { EXECUTOR_MIGRATIONS } from './store/migrations.js';
+import { EXECUTOR_MIGRATIONS } from './store/migrations/executor-migrations.js';
 
 export interface ExecutorStopped {
   readonly status: 'stopped';

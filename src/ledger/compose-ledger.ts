@@ -18,6 +18,9 @@ import { LEDGER_MIGRATIONS } from './store/migrations.js';
 import { createWebhookStore } from './store/webhook-store.js';
 import { DEFAULT_WEBHOOK_DELIVERY, startWebhookDelivery, type WebhookDeliverySettings } from './webhooks/webhook-delivery.js';
 import { createWebhookSinks, type WebhookSinks } from './webhooks/webhook-sinks.js';
+import { createMetricsReads } from './store/metrics-reads.js';
+import { createLedgerMetrics, type BudgetRemaining, type WebhookDeliveryCounts } from './ledger-metrics.js';
+import type { BudgetStandingEntry } from './use-cases/budget-standing.js';
 
 export interface ComposedLedger {
   readonly buildInfo: BuildInfo;
@@ -80,6 +83,21 @@ function sweepExpiriesEvery(ms: number, sweep: () => number, logger: Logger): No
   return timer;
 }
 
+/** The calendar and installation budgets' standings as the metrics' gauges label them: by agent name, `installation` for the installation's. */
+function budgetsRemaining(standings: readonly BudgetStandingEntry[], names: ReadonlyMap<string, string>): BudgetRemaining[] {
+  return standings.map((standing) => ({
+    agent: standing.agent_id === null ? 'installation' : (names.get(standing.agent_id) ?? standing.agent_id),
+    budget: standing.name,
+    period: standing.period,
+    remaining: standing.remaining_units,
+  }));
+}
+
+/** Every sink's deliveries, delivered and failed, summed. */
+function deliveriesDone(counts: readonly { readonly delivered: number; readonly failed: number }[]): WebhookDeliveryCounts {
+  return counts.reduce((sum, sink) => ({ delivered: sum.delivered + BigInt(sink.delivered), failed: sum.failed + BigInt(sink.failed) }), { delivered: 0n, failed: 0n });
+}
+
 /**
  * The ledger's one composition root (STYLE.md habit 12), for `ledger serve` and the tests alike:
  * opens and migrates its database, builds the admin and service use cases, makes sure the admin
@@ -136,8 +154,17 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       delivery.wake();
     };
     const webhooks = createWebhookSinks(webhookStore, wakeDelivery);
+    const metricsReads = createMetricsReads(db);
+    const metrics = createLedgerMetrics({
+      reads: metricsReads,
+      now,
+      notReady: async () => ((await disk.current()) === null ? null : 'disk_full'),
+      budgets: () => budgetsRemaining(service.budgetStandings(), metricsReads.agentNames()),
+      webhookDeliveries: () => deliveriesDone(webhookStore.counts()),
+    });
     const app = buildLedgerApp({
       webhooks,
+      metrics,
       service,
       admin,
       credentials,

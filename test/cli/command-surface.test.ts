@@ -65,12 +65,12 @@ describe('command surface', () => {
       'ledger:authorizations:request': ledgerVerb(flag('amount-units', { required: true }), flag('idempotency-key'), flag('purpose')),
       'ledger:authorizations:show': ledgerVerb(),
       'ledger:credentials:create': ledgerVerb(
-        flag('kind', { required: true, options: ['approver', 'executor', 'reconciliation', 'agent'] }),
+        flag('kind', { required: true, options: ['approver', 'executor', 'reconciliation', 'agent', 'metrics'] }),
         flag('agent-id'),
         flag('credential-file', { required: true }),
         flag('holder-name'),
       ),
-      'ledger:credentials:list': ledgerVerb(flag('kind', { options: ['admin', 'agent', 'approver', 'executor', 'reconciliation'] }), flag('agent-id')),
+      'ledger:credentials:list': ledgerVerb(flag('kind', { options: ['admin', 'agent', 'approver', 'executor', 'reconciliation', 'metrics'] }), flag('agent-id')),
       'ledger:credentials:revoke': ledgerVerb(),
       'ledger:credentials:rotate': ledgerVerb(flag('credential-file', { required: true }), flag('grace-seconds')),
       'ledger:policy:init': [global[0], flag('file', { required: true }), global[1]],
@@ -102,7 +102,7 @@ describe('command surface', () => {
         global[0],
         { name: 'config', type: 'option', required: true, options: undefined, default: undefined },
         global[1],
-        flag('kind', { options: ['caller', 'reconciliation'] }),
+        flag('kind', { options: ['caller', 'reconciliation', 'metrics'] }),
       ],
       'executor:credentials:revoke': [
         global[0],

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { backoffMs, createEmbeddedEngine, type ActivityOutcome, type EmbeddedEngine } from '../../src/executor/engine/embedded-engine.js';
 import type { ExecutionPhase } from '../../src/executor/domain/execution-states.js';
 import { executionIdFor, workflowIdFor } from '../../src/executor/domain/execution-states.js';
-import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations/executor-migrations.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
 import { createFakeTime } from '../support/fake-time.js';

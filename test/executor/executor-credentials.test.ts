@@ -9,7 +9,7 @@ import { createCapabilityAuthenticator } from '../../src/executor/credentials/au
 import { registerConfiguredCredentials } from '../../src/executor/credentials/register-configured-credentials.js';
 import { managedCredentialPaths } from '../../src/executor/managed-credentials.js';
 import { createCredentialStore } from '../../src/executor/store/credential-store.js';
-import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations/executor-migrations.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { expectFailure, expectResult, makeTempDir, removeDir, runLexec, type CliRun } from '../support/cli.js';
 import { sandboxConfig, type JsonObject } from '../support/config-fixtures.js';

@@ -4,7 +4,7 @@ import type { WorkflowEngineConfig } from '../../src/executor/config/executor-co
 import { createWorkflowEngine, type ConfiguredEngine } from '../../src/executor/engine/create-workflow-engine.js';
 import { readManagedTemporalState } from '../../src/executor/engine/temporal/managed-temporal-state.js';
 import { createExecutionStore } from '../../src/executor/store/execution-store.js';
-import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations/executor-migrations.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
 import { freePorts } from '../support/free-ports.js';

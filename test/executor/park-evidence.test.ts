@@ -10,7 +10,7 @@ import { createExecutionRunner } from '../../src/executor/execution-runner.js';
 import { createLedgerGateway, type LedgerGateway } from '../../src/executor/ledger-gateway.js';
 import { ProviderProtocolError, type FalQueueClient } from '../../src/executor/provider/fal-queue-client.js';
 import { createExecutionStore } from '../../src/executor/store/execution-store.js';
-import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations/executor-migrations.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
 import { sandboxConfig } from '../support/config-fixtures.js';

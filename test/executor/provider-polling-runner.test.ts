@@ -9,7 +9,7 @@ import { createExecutionRunner } from '../../src/executor/execution-runner.js';
 import type { LedgerGateway } from '../../src/executor/ledger-gateway.js';
 import { ProviderUnavailable, type FalQueueClient } from '../../src/executor/provider/fal-queue-client.js';
 import { createExecutionStore, type ExecutionStore } from '../../src/executor/store/execution-store.js';
-import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations/executor-migrations.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
 import { sandboxConfig } from '../support/config-fixtures.js';

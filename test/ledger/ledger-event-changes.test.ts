@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations/executor-migrations.js';
 import { createLedgerService } from '../../src/ledger/ledger-service.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import type { LedgerEvent, LedgerEventPage } from '../../src/ledger/wire/answers.js';

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
+import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { parseExecutorConfig } from '../../src/executor/config/parse-executor-config.js';
 import type { ExecutorConfig } from '../../src/executor/config/executor-config-schema.js';
@@ -12,7 +13,7 @@ import type { ExecutionScheduler } from '../../src/executor/execution-scheduler.
 import type { OrphanClaimSweep } from '../../src/executor/orphan-claim-sweep.js';
 import type { Readiness } from '../../src/executor/readiness.js';
 import type { ExecutionStore } from '../../src/executor/store/execution-store.js';
-import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations/executor-migrations.js';
 import { executionRequestBody } from '../../src/stack-client/paid-job/job-request.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from './cli.js';
@@ -27,6 +28,10 @@ export interface TestExecutor {
   readonly reconciliation: string;
   /** The executor's own capability at the ledger (kind executor). */
   readonly ledgerCredential: string;
+  /** The scraper's capability (`GET /metrics`), when the test asked for one; null: no metrics route. */
+  readonly metrics: string | null;
+  /** The executor's app, for what a loopback socket cannot send (`inject` from another remote address). */
+  readonly app: FastifyInstance;
   /** The orphan-claim sweep (never started here: a test calls sweep()). */
   readonly orphanClaims: OrphanClaimSweep;
   readonly store: ExecutionStore;
@@ -60,7 +65,7 @@ export function executorTestConfig(dir: string, ledgerUrl: string, change?: (con
  */
 export async function startTestExecutor(
   ledger: TestLedger,
-  options: { scheduler?: ExecutionScheduler; change?: (config: JsonObject) => void } = {},
+  options: { scheduler?: ExecutionScheduler; change?: (config: JsonObject) => void; metrics?: boolean } = {},
 ): Promise<TestExecutor> {
   const dir = await makeTempDir('lexec-executor-');
   const config = executorTestConfig(dir, ledger.url, options.change);
@@ -71,9 +76,10 @@ export async function startTestExecutor(
   const caller = generateCapability('caller');
   const reconciliation = generateCapability('reconciliation');
   const ledgerCredential = await mintCredential(ledger, 'executor');
+  const metrics = options.metrics === true ? generateCapability('metrics') : null;
   const executor = await composeExecutor({
     config,
-    credentials: { caller, ledger: ledgerCredential, reconciliation },
+    credentials: { caller, ledger: ledgerCredential, reconciliation, metrics },
     // Live mode needs a provider key to compose; nothing runs here, so it never leaves the process.
     liveKey: config.providers.mode === 'live' ? 'unused-test-live-key' : undefined,
     db,
@@ -92,6 +98,8 @@ export async function startTestExecutor(
     caller,
     reconciliation,
     ledgerCredential,
+    metrics,
+    app,
     orphanClaims: executor.orphanClaims,
     store,
     readiness,

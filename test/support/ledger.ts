@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
+import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { PassThrough } from 'node:stream';
 import { capabilityDigest, generateCapability, type CredentialKind } from '../../src/credentials/capability.js';
@@ -26,6 +27,8 @@ export interface TestLedger {
   readonly dir: string;
   readonly databasePath: string;
   readonly adminToken: string;
+  /** The ledger's app, for what a loopback socket cannot send (`inject` from another remote address). */
+  readonly app: FastifyInstance;
   /** Every log line the ledger wrote, parsed. */
   readonly logs: () => Record<string, unknown>[];
   /** Moves the ledger's clock forward. */
@@ -95,6 +98,7 @@ export async function startTestLedger(options: TestLedgerOptions = {}): Promise<
     dir,
     databasePath,
     adminToken: await readPrivateFile(adminPath, 'admin capability'),
+    app,
     logs: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
     advance(ms) {
       offset += ms;

@@ -8,7 +8,7 @@ import { createReadiness } from '../../src/executor/readiness.js';
 import { createReadinessMonitor, type EngineSample } from '../../src/executor/readiness-monitor.js';
 import { developmentRescheduleIntervalMs, RESCHEDULE_INTERVAL_ENV } from '../../src/executor/engine/development-reschedule-interval.js';
 import { createInstallationStore } from '../../src/executor/store/installation-store.js';
-import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations/executor-migrations.js';
 import { rescheduledRunsCheck } from '../../src/launcher/doctor/doctor-checks.js';
 import { probeHttp } from '../../src/process/loopback-probe.js';
 import { countRescheduledRuns } from '../../src/launcher/status/executor-database.js';

@@ -52,7 +52,7 @@ const credentials = z.discriminatedUnion(
   'mode',
   [
     z.strictObject({ mode: z.literal('managed'), state_dir: absolutePath }),
-    z.strictObject({ mode: z.literal('explicit'), caller: secretReference, ledger: secretReference, reconciliation: secretReference.optional() }),
+    z.strictObject({ mode: z.literal('explicit'), caller: secretReference, ledger: secretReference, reconciliation: secretReference.optional(), metrics: secretReference.optional() }),
   ],
   { error: 'must be {"mode":"managed",…} or {"mode":"explicit",…}' },
 );

@@ -7,7 +7,7 @@ import { BugError, UsageError, UserError } from '../../errors.js';
 import { loadExecutorConfig } from '../config/validate-executor-config.js';
 import { credentialStanding, refusedFrom, type CredentialStanding, type ExecutorCredentialKind } from '../domain/credential-standing.js';
 import { createCredentialStore, type CredentialRecord, type CredentialStore } from '../store/credential-store.js';
-import { EXECUTOR_MIGRATIONS } from '../store/migrations.js';
+import { EXECUTOR_MIGRATIONS } from '../store/migrations/executor-migrations.js';
 
 /*
  * The executor's credential table as its owner reaches it from outside the executor process

@@ -1,11 +1,11 @@
 import { capabilityDigest, digestLookup, digestsEqual } from '../../credentials/capability.js';
 import { BugError, UserError } from '../../errors.js';
-import { credentialStanding, executorCredentialId, isAccepted, refusedFrom, type ExecutorCredentialKind } from '../domain/credential-standing.js';
+import { credentialStanding, EXECUTOR_CREDENTIAL_KINDS, executorCredentialId, isAccepted, refusedFrom, type ExecutorCredentialKind } from '../domain/credential-standing.js';
 import type { ExecutorConfig } from '../config/executor-config-schema.js';
 import type { CredentialStore } from '../store/credential-store.js';
 
 /** The capabilities the configuration names (managed files or explicit secret files); null: none configured. */
-export type ConfiguredCapabilities = Readonly<Record<ExecutorCredentialKind, string | null>>;
+export type ConfiguredCapabilities = Readonly<Record<'caller' | 'reconciliation', string | null>> & { readonly metrics?: string | null };
 
 export interface RegistrationContext {
   readonly now: number;
@@ -30,16 +30,17 @@ export interface RegistrationOutcome {
  * did, and an explicit executor configured without a reconciliation capability admits nobody there.
  */
 export function registerConfiguredCredentials(store: CredentialStore, configured: ConfiguredCapabilities, context: RegistrationContext): RegistrationOutcome {
-  if (configured.caller !== null && configured.caller === configured.reconciliation) {
-    throw new UserError('configured_credentials_not_distinct', 'The caller and reconciliation capabilities configured are the same capability; they must differ.', {
-      nextStep: 'Give the reconciliation route a capability of its own (kind reconciliation), then start again.',
+  const tokens = EXECUTOR_CREDENTIAL_KINDS.map((kind) => configured[kind] ?? null).filter((token) => token !== null);
+  if (new Set(tokens).size !== tokens.length) {
+    throw new UserError('configured_credentials_not_distinct', 'Two of the caller, reconciliation and metrics capabilities configured are the same capability; they must differ.', {
+      nextStep: 'Give each route a capability of its own kind (caller, reconciliation, metrics), then start again.',
     });
   }
   return store.transaction(() => {
     const registered: { credentialId: string; kind: ExecutorCredentialKind }[] = [];
     const superseded: string[] = [];
-    for (const kind of ['caller', 'reconciliation'] as const) {
-      const token = configured[kind];
+    for (const kind of EXECUTOR_CREDENTIAL_KINDS) {
+      const token = configured[kind] ?? null;
       const credentialId = token === null ? null : registerOne(store, kind, token, context);
       if (credentialId?.registered === true) registered.push({ credentialId: credentialId.id, kind });
       superseded.push(...store.supersede(kind, credentialId?.id ?? null, context.now));

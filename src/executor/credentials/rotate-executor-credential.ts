@@ -5,7 +5,7 @@ import { readPrivateFile, writePrivateFile } from '../../credentials/private-fil
 import { errorCode, UserError } from '../../errors.js';
 import { acquireProcessLock } from '../../storage/process-lock.js';
 import { loadExecutorConfig } from '../config/validate-executor-config.js';
-import { EXECUTOR_CREDENTIAL_KINDS, executorCredentialId, type ExecutorCredentialKind } from '../domain/credential-standing.js';
+import { executorCredentialId, ROTATABLE_EXECUTOR_CREDENTIAL_KINDS, type ExecutorCredentialKind } from '../domain/credential-standing.js';
 import { managedCredentialPaths } from '../managed-credentials.js';
 import type { CredentialRecord, CredentialStore } from '../store/credential-store.js';
 import { parseCredentialRequest, storedView, withCredentialStore, type ExecutorCredentialView } from './executor-credential-database.js';
@@ -34,7 +34,7 @@ export interface RotateExecutorCredentialResult {
 
 const rotateRequest = z.object({
   configPath: z.string(),
-  role: z.enum(EXECUTOR_CREDENTIAL_KINDS),
+  role: z.enum(ROTATABLE_EXECUTOR_CREDENTIAL_KINDS),
   graceSeconds: z.number().int('must be whole seconds').min(0, 'must be at least 0').max(MAX_ROTATION_GRACE_SECONDS, `must be at most ${MAX_ROTATION_GRACE_SECONDS}`),
 });
 

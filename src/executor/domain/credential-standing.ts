@@ -6,11 +6,18 @@
  */
 
 /** The kinds of capability the executor itself accepts (its own capability at the ledger is the ledger's). */
-export const EXECUTOR_CREDENTIAL_KINDS = ['caller', 'reconciliation'] as const;
+export const EXECUTOR_CREDENTIAL_KINDS = ['caller', 'reconciliation', 'metrics'] as const;
 export type ExecutorCredentialKind = (typeof EXECUTOR_CREDENTIAL_KINDS)[number];
 
+/**
+ * The kinds `executor credentials rotate` replaces on its own. A stack's metrics capability is one
+ * capability registered at both servers (docs/metrics.md), so replacing it at the executor alone
+ * would lock a scraper out of the ledger: it is replaced by hand (a new file, both registered).
+ */
+export const ROTATABLE_EXECUTOR_CREDENTIAL_KINDS = ['caller', 'reconciliation'] as const;
+
 /** A credential id: its kind and the first 16 hex digits of its digest (`caller-0f3a…`). Not a secret. */
-export const EXECUTOR_CREDENTIAL_ID = /^(caller|reconciliation)-[0-9a-f]{16}$/;
+export const EXECUTOR_CREDENTIAL_ID = /^(caller|reconciliation|metrics)-[0-9a-f]{16}$/;
 
 /**
  * What a credential is as of now, as the ledger shows its own: `active` (accepted, no end set),

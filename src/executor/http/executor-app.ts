@@ -1,9 +1,11 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import type { BuildInfo } from '../../build-info.js';
 import { ApiError } from '../../http/api-error.js';
 import { createJsonServer, parseInput } from '../../http/json-server.js';
 import { credentialGuard, type AuthenticatedPrincipal } from '../../http/require-credential.js';
+import { registerMetricsRoute } from '../../http/metrics-route.js';
 import { createRejectionSummariser, systemSummaryTiming, type RejectionSummaryTiming } from '../../http/rejection-summariser.js';
 import { ADMISSION_REJECTION_REASONS, ROUTE_VERSION, type createAdmission } from '../admission.js';
 import type { ArtifactStore } from '../artifact-store.js';
@@ -33,6 +35,8 @@ export interface ExecutorAppDependencies {
    */
   readonly authenticate: (token: string) => AuthenticatedPrincipal | null;
   readonly reconciliation: ReturnType<typeof createReconciliation>;
+  /** What `GET /metrics` reports (executor-metrics.ts); null: no metrics capability configured, no route. */
+  readonly metrics?: Registry | null;
   /** The workflow engine's address (a grpc:// URL, never credentials), named by `/readyz` while the engine does not answer; null: none (embedded). */
   readonly engineAddress?: string | null;
   /** Wakes the detail route's long-polls (execution-changes.ts). */
@@ -73,6 +77,8 @@ const listQuery = z.strictObject({
 });
 const artifactParams = executionParams.extend({ artifact_id: z.string().regex(/^art_[0-9a-f-]{36}$/, 'must be an artifact id') });
 const PUBLIC_ROUTES = new Set(['/livez', '/readyz', '/version']);
+/** Routes whose successes are not logged (spec §6 rule 4): the public probes and the scrapes. */
+const ROUTINE_ROUTES = new Set([...PUBLIC_ROUTES, '/metrics']);
 
 /**
  * Writes `executor_admission_rejected` the first time, per process, that each allowlisted
@@ -114,7 +120,7 @@ function admissionRejections(logger: FastifyBaseLogger, timing: RejectionSummary
 export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance {
   const app = createJsonServer({
     logger: deps.logger,
-    isRoutine: (request, reply) => reply.statusCode < 400 && PUBLIC_ROUTES.has(request.routeOptions.url ?? ''),
+    isRoutine: (request, reply) => reply.statusCode < 400 && ROUTINE_ROUTES.has(request.routeOptions.url ?? ''),
     mapError: toApiError,
     ...(deps.rejectionSummary === undefined ? {} : { rejectionSummary: deps.rejectionSummary }),
   });
@@ -155,6 +161,8 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
       .send({ status: 'not_ready', reason, ...(field === undefined ? {} : { field }), ...(path === undefined ? {} : { path }), ...(address === undefined ? {} : { address }) });
   });
   app.get('/version', () => deps.buildInfo);
+  // Prometheus scrapes (docs/metrics.md): loopback callers with a metrics capability only.
+  if (deps.metrics !== undefined && deps.metrics !== null) registerMetricsRoute(app, deps.metrics, guard.requires('metrics'));
 
   app.get('/v1/provider-catalog', { onRequest: caller }, () => {
     return deps.catalog();

@@ -9,7 +9,9 @@ import { writeNewFile } from '../../storage/write-new-file.js';
 /*
  * The profile's local credentials at its own ledger (docs/stack-runtime.md "Start sequence"):
  * the agent `lexec run` acts as (named by the profile's [agent].name) with its capability, and
- * an approver capability for decisions above the approval threshold. Run by the supervisor after
+ * an approver capability for decisions above the approval threshold, and the metrics capability a
+ * Prometheus scraper presents at both servers (the executor registers the same file at its own
+ * start, which comes after this one). Run by the supervisor after
  * the ledger is ready, on every start, and idempotent:
  *
  * - the agent is found by name, or added;
@@ -24,12 +26,15 @@ import { writeNewFile } from '../../storage/write-new-file.js';
 
 export type LocalCredentialOutcome = 'created' | 'reused';
 
+type LocalKind = 'agent' | 'approver' | 'metrics';
+
 export interface LocalCredentialsRequest {
   readonly ledgerUrl: string;
   readonly adminCapabilityPath: string;
   readonly agentName: string;
   readonly agentCapabilityPath: string;
   readonly approverCapabilityPath: string;
+  readonly metricsCapabilityPath: string;
 }
 
 export interface LocalCredentialsResult {
@@ -37,6 +42,7 @@ export interface LocalCredentialsResult {
   readonly agent_outcome: LocalCredentialOutcome;
   readonly agent_credential: LocalCredentialOutcome;
   readonly approver_credential: LocalCredentialOutcome;
+  readonly metrics_credential: LocalCredentialOutcome;
 }
 
 async function findOrAddAgent(admin: LedgerClient, name: string): Promise<{ agent: LedgerAgent; outcome: LocalCredentialOutcome }> {
@@ -53,18 +59,18 @@ async function findOrAddAgent(admin: LedgerClient, name: string): Promise<{ agen
 }
 
 /** The capability in `path`, or null when there is no file; an unusable file fails closed, untouched. */
-async function existingCapability(path: string, kind: 'agent' | 'approver'): Promise<string | null> {
+async function existingCapability(path: string, kind: LocalKind): Promise<string | null> {
   const token = await readPrivateFileIfPresent(path, `${kind} capability`);
   if (token === null) return null;
   if (capabilityKind(token) !== kind) {
-    throw new UserError('local_credential_conflict', `The file ${path} does not hold ${kind === 'agent' ? 'an agent' : 'an approver'} capability (its content is not shown); lexec never overwrites a credential file.`, {
+    throw new UserError('local_credential_conflict', `The file ${path} does not hold a capability of kind ${kind} (its content is not shown); lexec never overwrites a credential file.`, {
       nextStep: `Move ${path} away after checking what it is; the next \`lexec stack start\` creates a new one.`,
     });
   }
   return token;
 }
 
-async function ensureCredential(admin: LedgerClient, path: string, kind: 'agent' | 'approver', agentId: string | null): Promise<LocalCredentialOutcome> {
+async function ensureCredential(admin: LedgerClient, path: string, kind: LocalKind, agentId: string | null): Promise<LocalCredentialOutcome> {
   let token = await existingCapability(path, kind);
   const existed = token !== null;
   if (token === null) {
@@ -87,10 +93,12 @@ export async function provisionLocalCredentials(request: LocalCredentialsRequest
   const { agent, outcome } = await findOrAddAgent(admin, request.agentName);
   const agentCredential = await ensureCredential(admin, request.agentCapabilityPath, 'agent', agent.agent_id);
   const approverCredential = await ensureCredential(admin, request.approverCapabilityPath, 'approver', null);
+  const metricsCredential = await ensureCredential(admin, request.metricsCapabilityPath, 'metrics', null);
   return {
     agent: { name: agent.name, agent_id: agent.agent_id },
     agent_outcome: outcome,
     agent_credential: agentCredential,
     approver_credential: approverCredential,
+    metrics_credential: metricsCredential,
   };
 }

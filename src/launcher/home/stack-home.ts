@@ -1,3 +1,4 @@
+import { METRICS_CAPABILITY_FILE } from '../../executor/managed-credentials.js';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { UsageError } from '../../errors.js';
@@ -62,6 +63,8 @@ export interface ProfilePaths {
   readonly agentCapability: string;
   readonly approverCapability: string;
   /** The active handoff (spec §5.6): endpoints plus credential file paths, 0600. */
+  /** The Prometheus scraper's capability (`GET /metrics` at the ledger and the executor; docs/metrics.md). */
+  readonly metricsCapability: string;
   readonly handoffFile: string;
   /** Held by a mutating launcher command (start, stop, render, activate, rollback) while it runs. */
   readonly commandLock: string;
@@ -93,6 +96,8 @@ export function profilePaths(home: string, name: string): ProfilePaths {
     executorCredentialsDir: join(credentialsDir, 'executor'),
     agentCapability: join(credentialsDir, 'agent.capability'),
     approverCapability: join(credentialsDir, 'approver.capability'),
+    // One capability at both servers; the executor reads it from its managed state (executor/managed-credentials.ts).
+    metricsCapability: join(credentialsDir, 'executor', METRICS_CAPABILITY_FILE),
     handoffFile: join(stateDir, 'handoff.json'),
     commandLock: join(stateDir, 'launcher.lock'),
     supervisorLock: join(stateDir, 'supervisor.lock'),

@@ -198,6 +198,7 @@ class Supervisor {
         agentName: this.agentName,
         agentCapabilityPath: this.paths.agentCapability,
         approverCapabilityPath: this.paths.approverCapability,
+        metricsCapabilityPath: this.paths.metricsCapability,
       }),
     );
     this.agent = local.agent;
@@ -207,6 +208,7 @@ class Supervisor {
       agent: local.agent_outcome,
       agent_credential: local.agent_credential,
       approver_credential: local.approver_credential,
+      metrics_credential: local.metrics_credential,
     });
 
     await this.setStep('executor');

@@ -266,7 +266,7 @@ export function createLedgerClient(options: LedgerClientOptions) {
     /** The credential this client presents (any kind). */
     async selfCredential(): Promise<LedgerCredential> {
       const schema = credentialAnswerSchema;
-      const needs = ['admin', 'agent', 'approver', 'executor', 'reconciliation'] as const;
+      const needs = ['admin', 'agent', 'approver', 'executor', 'reconciliation', 'metrics'] as const;
       return (await send({ method: 'GET', path: '/credentials/self', needs, subject: 'credential', schema })).credential;
     },
 

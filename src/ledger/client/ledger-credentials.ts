@@ -142,7 +142,7 @@ export interface RotateCredentialResult extends LedgerCredentialRotation {
   readonly credential_file: string;
 }
 
-const LEDGER_KINDS = ['admin', 'agent', 'approver', 'executor', 'reconciliation'] as const;
+const LEDGER_KINDS = ['admin', 'agent', 'approver', 'executor', 'reconciliation', 'metrics'] as const;
 
 async function exists(path: string): Promise<boolean> {
   return access(path).then(

@@ -1,11 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import type { BuildInfo } from '../../build-info.js';
 import { ApiError } from '../../http/api-error.js';
 import { toApiError } from '../../http/refusal-status.js';
 import { createJsonServer, parseInput } from '../../http/json-server.js';
 import { credentialGuard } from '../../http/require-credential.js';
+import { registerMetricsRoute } from '../../http/metrics-route.js';
 import { CREDENTIAL_KINDS } from '../../credentials/capability.js';
 import type { RejectionSummaryTiming } from '../../http/rejection-summariser.js';
 import { AUTHORIZATION_STATUSES } from '../authorization-rules.js';
@@ -49,6 +51,8 @@ import {
 import type { WebhookSinks } from '../webhooks/webhook-sinks.js';
 
 export interface LedgerAppDependencies {
+  /** What `GET /metrics` reports (ledger-metrics.ts). */
+  readonly metrics: Registry;
   readonly service: LedgerService;
   readonly admin: LedgerAdmin;
   /** Credentials: authentication, list, revoke, rotate. */
@@ -93,9 +97,9 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   const app = createJsonServer({
     mapError: toApiError,
     logger: deps.logger,
-    // Spec §6 rule 4: routine successes of health, version and the marked probe are not logged.
+    // Spec §6 rule 4: routine successes of health, version, the marked probe and scrapes are not logged.
     isRoutine: (request, reply) =>
-      reply.statusCode < 400 && (request.routeOptions.url === '/health' || request.routeOptions.url === '/version' || isProbe(request)),
+      reply.statusCode < 400 && (['/health', '/version', '/metrics'].includes(request.routeOptions.url ?? '') || isProbe(request)),
     ...(deps.rejectionSummary === undefined ? {} : { rejectionSummary: deps.rejectionSummary }),
   });
   // Each route's credential is checked in its onRequest hook, before its body is read or parsed.
@@ -108,6 +112,9 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     return reply.code(503).send({ status: 'not_ready', reason: 'disk_full', path: full.path });
   });
   app.get('/version', () => ({ ...deps.buildInfo, contract_level: deps.contractLevel }));
+
+  // Prometheus scrapes (docs/metrics.md): loopback callers with a metrics capability only.
+  registerMetricsRoute(app, deps.metrics, auth.requires('metrics'));
 
   // The executor's readiness credential check uses this route with ?operational_probe=<marker>;
   // the marker changes only logging (spec §4.6).

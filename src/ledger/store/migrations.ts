@@ -483,4 +483,41 @@ export const LEDGER_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX webhook_deliveries_by_status ON webhook_deliveries (status, sink_id);
     `,
   },
+  {
+    version: 13,
+    name: 'metrics credentials',
+    // A `metrics` credential (docs/metrics.md) lets a Prometheus scraper read `GET /metrics` and
+    // nothing else, so a scraper holds no capability that could spend, decide or administer.
+    // Changing the kind CHECK means rebuilding the table, as migration 7 did: the rows are copied
+    // column for column and migration 7's index and both triggers are made again. The audit trail
+    // needs no new actor kind: a metrics credential only reads, and reads are not audited.
+    rebuildsTables: true,
+    up: `
+      CREATE TABLE credentials_v13 (
+        credential_id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('admin', 'agent', 'approver', 'executor', 'reconciliation', 'metrics')),
+        agent_id TEXT REFERENCES agents (agent_id),
+        lookup TEXT NOT NULL UNIQUE,
+        digest BLOB NOT NULL,
+        created_at INTEGER NOT NULL,
+        holder_name TEXT,
+        lineage TEXT NOT NULL,
+        rotated_from TEXT,
+        replaced_by TEXT,
+        last_used_at INTEGER,
+        revoked_at INTEGER,
+        CHECK ((kind = 'agent') = (agent_id IS NOT NULL)),
+        CHECK (replaced_by IS NULL OR revoked_at IS NOT NULL)
+      );
+      INSERT INTO credentials_v13 (credential_id, kind, agent_id, lookup, digest, created_at, holder_name, lineage, rotated_from, replaced_by, last_used_at, revoked_at)
+        SELECT credential_id, kind, agent_id, lookup, digest, created_at, holder_name, lineage, rotated_from, replaced_by, last_used_at, revoked_at FROM credentials;
+      DROP TABLE credentials;
+      ALTER TABLE credentials_v13 RENAME TO credentials;
+      CREATE INDEX credentials_by_lineage ON credentials (lineage);
+      CREATE TRIGGER credential_secrets_are_fixed BEFORE UPDATE OF credential_id, kind, agent_id, lookup, digest, created_at, lineage, rotated_from ON credentials
+        BEGIN SELECT RAISE(ABORT, 'a credential''s identity never changes'); END;
+      CREATE TRIGGER credentials_are_kept BEFORE DELETE ON credentials
+        BEGIN SELECT RAISE(ABORT, 'credentials are revoked, never deleted'); END;
+    `,
+  },
 ];

@@ -56,7 +56,7 @@ export const agentBody = z.strictObject({
 const digestSha256 = z.string({ error: 'must be a hex SHA-256 digest' }).regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits');
 
 export const credentialBody = z.strictObject({
-  kind: z.enum(['agent', 'approver', 'executor', 'reconciliation'], { error: 'must be "agent", "approver", "executor" or "reconciliation"' }),
+  kind: z.enum(['agent', 'approver', 'executor', 'reconciliation', 'metrics'], { error: 'must be "agent", "approver", "executor", "reconciliation" or "metrics"' }),
   agent_id: opaqueId('an agent id').optional(),
   digest_sha256: digestSha256,
   /** The person the credential belongs to (a named approver), shown with every decision it makes. */
@@ -67,7 +67,7 @@ export const credentialId = opaqueId('a credential id').refine((id) => id !== 's
 
 /** `GET /credentials`: all, or one kind, or one agent's. */
 export const credentialsQuery = z.strictObject({
-  kind: z.enum(['admin', 'agent', 'approver', 'executor', 'reconciliation'], { error: 'must be a credential kind' }).optional(),
+  kind: z.enum(['admin', 'agent', 'approver', 'executor', 'reconciliation', 'metrics'], { error: 'must be a credential kind' }).optional(),
   agent_id: opaqueId('an agent id').optional(),
 });
 

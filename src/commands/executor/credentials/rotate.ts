@@ -3,7 +3,7 @@ import { wholeNumberFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import type { Output } from '../../../terminal/output.js';
 import { MAX_ROTATION_GRACE_SECONDS } from '../../../credentials/capability.js';
-import { EXECUTOR_CREDENTIAL_KINDS } from '../../../executor/domain/credential-standing.js';
+import { ROTATABLE_EXECUTOR_CREDENTIAL_KINDS } from '../../../executor/domain/credential-standing.js';
 import { rotateExecutorCredential, type RotateExecutorCredentialResult } from '../../../executor/credentials/rotate-executor-credential.js';
 import { renderExecutorCredentialRotation } from '../../../executor/credentials/render-executor-credentials.js';
 
@@ -17,7 +17,7 @@ export default class ExecutorCredentialsRotate extends LexecCommand<RotateExecut
   ];
   static override flags = {
     config: Flags.string({ required: true, summary: 'Absolute path of the executor configuration (credentials.mode "managed").' }),
-    role: Flags.option({ options: EXECUTOR_CREDENTIAL_KINDS, required: true, summary: 'Which capability to replace.' })(),
+    role: Flags.option({ options: ROTATABLE_EXECUTOR_CREDENTIAL_KINDS, required: true, summary: 'Which capability to replace.' })(),
     'grace-seconds': Flags.string({ summary: `How long the old capability stays accepted: 0 (refused at once, the default) to ${MAX_ROTATION_GRACE_SECONDS}.` }),
   };
 

@@ -16,7 +16,7 @@ export default class LedgerCredentialsCreate extends LexecCommand<CreateCredenti
   ];
   static override flags = {
     ...ledgerTargetFlags,
-    kind: Flags.option({ options: ['approver', 'executor', 'reconciliation', 'agent'] as const, required: true, summary: 'Kind of capability to issue.' })(),
+    kind: Flags.option({ options: ['approver', 'executor', 'reconciliation', 'agent', 'metrics'] as const, required: true, summary: 'Kind of capability to issue.' })(),
     'agent-id': Flags.string({ summary: 'The agent an agent capability belongs to (required with --kind agent, refused otherwise).' }),
     'credential-file': Flags.string({ required: true, summary: 'Absolute path where the new capability is written (must not exist).' }),
     'holder-name': Flags.string({ summary: 'The person the credential belongs to, e.g. "Ada Lovelace" (a named approver): shown with every decision it makes.' }),

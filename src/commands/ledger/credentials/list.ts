@@ -12,7 +12,7 @@ export default class LedgerCredentialsList extends LexecCommand<ListCredentialsR
   static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --kind agent --json', '<%= config.bin %> <%= command.id %> --agent-id agt_0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10'];
   static override flags = {
     ...ledgerTargetFlags,
-    kind: Flags.option({ options: ['admin', 'agent', 'approver', 'executor', 'reconciliation'] as const, summary: 'Only credentials of this kind.' })(),
+    kind: Flags.option({ options: ['admin', 'agent', 'approver', 'executor', 'reconciliation', 'metrics'] as const, summary: 'Only credentials of this kind.' })(),
     'agent-id': Flags.string({ summary: 'Only the credentials of this agent (agt_…).' }),
   };
 

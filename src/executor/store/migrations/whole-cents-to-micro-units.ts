@@ -1,9 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { canonicalJson } from '../../domain/canonical-json.js';
-import { MAX_AMOUNT_UNITS } from '../../domain/money.js';
-import { UserError } from '../../errors.js';
-import type { Migration } from '../../storage/open-database.js';
+import { canonicalJson } from '../../../domain/canonical-json.js';
+import { MAX_AMOUNT_UNITS } from '../../../domain/money.js';
+import { UserError } from '../../../errors.js';
 
 /*
  * The executor's schema history, modelled as it happened (spec §2 "Accounting amounts",
@@ -101,7 +99,7 @@ const legacyShape = `
  * schema version was not written by lexec (v4.3 recorded version 1 in `schema_migrations` too):
  * refused, rather than failing on the first CREATE TABLE as an internal error.
  */
-function legacySchema(db: Database.Database): void {
+export function legacySchema(db: Database.Database): void {
   const tables = db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name <> 'schema_migrations'").pluck().safeIntegers(true).get() as bigint;
   if (tables > 0n) throw new MigrationRefused('legacy schema', 'the database holds tables but records no schema version, so it is not an executor database lexec wrote');
   db.exec(legacyShape);
@@ -164,7 +162,7 @@ function centsToUnits(cents: bigint, where: string): bigint {
   return units;
 }
 
-function microUnits(db: Database.Database): void {
+export function microUnits(db: Database.Database): void {
   // Check every row first; SQL arithmetic would silently turn an overflow into a float.
   const toUnits = ({ id, where, cents }: LegacyAmount) => [id, centsToUnits(cents, where)] as const;
   const executionUnits = legacyAmounts(db, 'micro-unit migration', HELD).map(toUnits);
@@ -198,7 +196,7 @@ function legacyProjection(snapshotJson: string, where: string): string {
   return canonicalJson({ provider, model, estimated_price_cents: String(estimate) });
 }
 
-function preciseReceipts(db: Database.Database): void {
+export function preciseReceipts(db: Database.Database): void {
   // The legacy amounts this migration copies, checked before the first write.
   legacyAmounts(db, 'precise-receipt migration', RECEIPT);
   legacyAmounts(db, 'precise-receipt migration', ATTEMPT_COST);
@@ -234,166 +232,3 @@ export function applyPreciseReceiptConversion(db: Database.Database): void {
   db.prepare('UPDATE provider_attempts SET exact_amount = cost_cents, scale = 2 WHERE exact_amount IS NULL AND cost_cents IS NOT NULL').run();
 }
 
-/**
- * The embedded workflow engine's runs: one row per stable workflow id. The payload is the
- * execution id and the phase — nothing else (no credentials, bodies, URLs or paths).
- */
-const embeddedEngine = `
-  CREATE TABLE workflow_runs (
-    workflow_id TEXT PRIMARY KEY,
-    execution_id TEXT NOT NULL UNIQUE REFERENCES executions (execution_id),
-    phase TEXT NOT NULL CHECK (phase IN ('submit_provider', 'poll_provider_operation', 'store_artifacts', 'settle')),
-    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed')),
-    attempt INTEGER NOT NULL DEFAULT 0,
-    available_at INTEGER NOT NULL,
-    lease_owner TEXT,
-    lease_expires_at INTEGER,
-    last_error_code TEXT,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-  );
-  CREATE INDEX workflow_runs_due ON workflow_runs (status, available_at);
-
-  CREATE TABLE reconciliation_resolutions (
-    execution_id TEXT PRIMARY KEY REFERENCES executions (execution_id),
-    resolution TEXT NOT NULL CHECK (resolution IN ('settled', 'released')),
-    images_billed INTEGER,
-    amount_units INTEGER,
-    note TEXT NOT NULL,
-    resolved_at INTEGER NOT NULL
-  );
-
-  ALTER TABLE executions ADD COLUMN quoted_units INTEGER CHECK (quoted_units >= 0);
-  ALTER TABLE executions ADD COLUMN provider_mode TEXT;
-
-  ALTER TABLE provider_attempts ADD COLUMN delivered_images INTEGER CHECK (delivered_images >= 0);
-  ALTER TABLE provider_attempts ADD COLUMN outcome_code TEXT;
-`;
-
-/**
- * When an attempt's submission stopped being in flight: its acceptance was checkpointed, or its
- * first outcome recorded (an answer refused, a failure, or the restart that found it
- * interrupted). With `created_at` (recorded before any byte is sent) it bounds when the provider
- * can have received the job — the window an operator searches the provider's records in.
- */
-const submitWindow = `
-  ALTER TABLE provider_attempts ADD COLUMN submit_settled_at INTEGER;
-  -- Attempts recorded before this column: their last update bounds the window (wider, never narrower).
-  UPDATE provider_attempts SET submit_settled_at = updated_at WHERE state <> 'submitting';
-`;
-
-/**
- * The operator's list of executions (GET /v1/executions) walks executions newest first by
- * (created_at, execution_id), all of them or those in one state: an index for each, so a page
- * reads its rows in order instead of scanning and sorting the table on every console poll.
- */
-const executionListIndexes = `
-  CREATE INDEX executions_newest ON executions (created_at, execution_id);
-  CREATE INDEX executions_by_state_newest ON executions (state, created_at, execution_id);
-`;
-
-/**
- * Task-queue ownership (docs/executions.md "Task-queue ownership"): the installation's identity,
- * created once here (a random 48-bit id, not a secret), which names its default task queue and its
- * workers; and the log of workflow runs started again because the engine closed a run under a
- * live execution (or it was left on another task queue), which `stack status` and `stack doctor`
- * count.
- */
-function installationIdentity(db: Database.Database): void {
-  db.exec(`
-    CREATE TABLE installation (
-      singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-      installation_id TEXT NOT NULL CHECK (length(installation_id) = 12),
-      created_at INTEGER NOT NULL
-    );
-    CREATE TABLE workflow_reschedules (
-      reschedule_id INTEGER PRIMARY KEY,
-      execution_id TEXT NOT NULL REFERENCES executions (execution_id),
-      previous_status TEXT NOT NULL,
-      previous_task_queue TEXT,
-      task_queue TEXT NOT NULL,
-      rescheduled_at INTEGER NOT NULL
-    );
-    CREATE INDEX workflow_reschedules_by_time ON workflow_reschedules (rescheduled_at);
-  `);
-  db.prepare('INSERT INTO installation (singleton, installation_id, created_at) VALUES (1, ?, ?)').run(randomBytes(6).toString('hex'), Date.now());
-}
-
-/**
- * Whether an execution's submission carries the correlation seed, decided from its target's
- * `send_seed` when it is admitted and frozen with it (as its pricing snapshot is), so a
- * configuration change never changes what an execution already admitted sends. Executions from
- * before this column were admitted when every submission carried the seed: 1.
- */
-const frozenSeedDecision = `
-  ALTER TABLE executions ADD COLUMN send_seed INTEGER NOT NULL DEFAULT 1 CHECK (send_seed IN (0, 1));
-`;
-
-/**
- * The evidence an execution was parked with (the JSON its ledger reconciliation record is opened
- * with), written in the same statement as the `reconciliation` state: a restart between the park
- * and the ledger record reopens the record with it, including what only the moment of parking
- * knew (a mismatched request id, the receipt id and code of a rejected receipt). Executions
- * parked before this column have none; their record is reopened from the attempt as before.
- */
-const parkEvidence = `
-  ALTER TABLE executions ADD COLUMN reconciliation_evidence TEXT;
-`;
-
-// When the ledger answered the reconciliation record of a parked execution (opened, or refused as
-// final). Until then the execution still needs a run, which the closed-run rescheduler provides
-// when an operator closed it (docs/executions.md "Rescheduling closed runs"). Executions parked
-// before this migration were counted as answered — wrongly for some: migration 11 undoes it.
-const ledgerRecordAnswered = `
-  ALTER TABLE executions ADD COLUMN ledger_record_at INTEGER;
-  UPDATE executions SET ledger_record_at = updated_at WHERE state = 'reconciliation';
-  CREATE INDEX executions_awaiting_ledger_record ON executions (state) WHERE state = 'reconciliation' AND ledger_record_at IS NULL;
-`;
-
-/**
- * Migration 10 counted every execution parked before it as answered by the ledger. One parked
- * while the ledger was away, or killed between the park and the record, was not: its run (or the
- * run the closed-run rescheduler would start) then ended without opening the record, and the
- * hold stayed claimed with nobody told at the ledger. The mark is cleared on every parked
- * execution, so each is brought to the ledger once more: a record already open is answered as a
- * replay, one refused as final is marked answered again (execution-runner.ts).
- */
-const ledgerRecordRecheck = `
-  UPDATE executions SET ledger_record_at = NULL WHERE state = 'reconciliation';
-`;
-
-/**
- * The caller and reconciliation capabilities the executor accepts, by SHA-256 digest only, read on
- * every request (docs/credentials.md "The executor's credential table"). `lookup` (the digest's
- * first 8 bytes in hex) finds a row before the digest is compared in full; `expires_at` ends a
- * rotation's grace; `last_used_at` is written at most once a minute.
- */
-const executorCredentials = `
-  CREATE TABLE credentials (
-    credential_id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL CHECK (kind IN ('caller', 'reconciliation')),
-    lookup TEXT NOT NULL UNIQUE CHECK (length(lookup) = 16),
-    digest BLOB NOT NULL CHECK (length(digest) = 32),
-    created_at INTEGER NOT NULL,
-    last_used_at INTEGER,
-    status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
-    revoked_at INTEGER,
-    expires_at INTEGER,
-    CHECK ((status = 'revoked') = (revoked_at IS NOT NULL))
-  );
-`;
-
-export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
-  { version: 1, name: 'legacy_v4_3_whole_cents', up: legacySchema },
-  { version: 2, name: 'micro_units', up: microUnits },
-  { version: 3, name: 'precise_receipts', up: preciseReceipts },
-  { version: 4, name: 'embedded_engine', up: embeddedEngine },
-  { version: 5, name: 'submit_window', up: submitWindow },
-  { version: 6, name: 'execution_list_indexes', up: executionListIndexes },
-  { version: 7, name: 'installation_identity', up: installationIdentity },
-  { version: 8, name: 'frozen_seed_decision', up: frozenSeedDecision },
-  { version: 9, name: 'park_evidence', up: parkEvidence },
-  { version: 10, name: 'ledger_record_answered', up: ledgerRecordAnswered },
-  { version: 11, name: 'ledger_record_recheck', up: ledgerRecordRecheck },
-  { version: 12, name: 'executor_credentials', up: executorCredentials },
-];

@@ -1,0 +1,78 @@
+import type Database from 'better-sqlite3';
+import { ROLLING_WINDOW_MS } from '../authorization-rules.js';
+
+/*
+ * What `GET /metrics` reports of the ledger's state, read from its database when a scraper asks
+ * (ledger-metrics.ts): nothing is counted in memory, so a restart loses nothing and every figure
+ * is the sum of the rows it stands for. Labels are the agent's name (1-64 characters of a fixed
+ * alphabet) and the executor target id the authorization was requested for (`none` when it was
+ * requested without one); never an authorization id, a purpose or any other free text.
+ */
+
+/** One labelled sum in micro-units. */
+export interface UnitsByAgentAndTarget {
+  readonly agent: string;
+  readonly target: string;
+  readonly units: bigint;
+}
+
+// The rolling window's sums are windowUnits' (ledger-store.ts) for every agent at once.
+const SQL = {
+  byStatus: `
+    SELECT CASE WHEN status IN ('requested', 'approved') AND expires_at <= @now THEN 'expired' ELSE status END AS status, COUNT(*) AS count
+    FROM authorizations GROUP BY 1 ORDER BY 1`,
+  settled: `
+    SELECT g.name AS agent, COALESCE(a.target_id, 'none') AS target, SUM(s.amount_units) AS units
+    FROM settlements s JOIN authorizations a ON a.token_id = s.token_id JOIN agents g ON g.agent_id = a.agent_id
+    GROUP BY 1, 2 ORDER BY 1, 2`,
+  held: `
+    SELECT g.name AS agent, COALESCE(a.target_id, 'none') AS target, SUM(a.amount_units) AS units
+    FROM authorizations a JOIN agents g ON g.agent_id = a.agent_id
+    WHERE (a.status IN ('requested', 'approved') AND a.expires_at > @now) OR a.status = 'claimed'
+    GROUP BY 1, 2 ORDER BY 1, 2`,
+  rolling: `
+    SELECT g.name AS agent, p.daily_cap_units AS cap,
+      COALESCE(SUM(CASE WHEN a.status = 'settled' THEN s.amount_units ELSE 0 END), 0) AS spent,
+      COALESCE(SUM(CASE
+        WHEN a.status IN ('requested', 'approved') AND a.expires_at > @now THEN a.amount_units
+        WHEN a.status = 'claimed' THEN a.amount_units
+        ELSE 0 END), 0) AS held
+    FROM agents g JOIN policies p ON p.agent_id = g.agent_id
+      LEFT JOIN authorizations a ON a.agent_id = g.agent_id AND a.created_at > @since
+      LEFT JOIN settlements s ON s.token_id = a.token_id
+    GROUP BY g.agent_id ORDER BY g.name`,
+  openReconciliations: "SELECT COUNT(*) FROM reconciliation_records WHERE status = 'open'",
+} as const;
+
+export type MetricsReads = ReturnType<typeof createMetricsReads>;
+
+/** Each read is one statement, so one consistent snapshot, and none takes a write lock. */
+export function createMetricsReads(db: Database.Database) {
+  const statements = {
+    byStatus: db.prepare(SQL.byStatus),
+    settled: db.prepare(SQL.settled),
+    held: db.prepare(SQL.held),
+    rolling: db.prepare(SQL.rolling),
+    openReconciliations: db.prepare(SQL.openReconciliations).pluck(),
+    agentNames: db.prepare('SELECT agent_id, name FROM agents'),
+  };
+  return {
+    /** Every agent's name by its id (the budgets' gauges are labelled by name). */
+    agentNames: () => new Map((statements.agentNames.all() as { agent_id: string; name: string }[]).map((row) => [row.agent_id, row.name])),
+    /** Authorizations by status; a requested or approved one past its expiry counts as `expired`, as the ledger answers it. */
+    authorizationsByStatus: (now: number) => statements.byStatus.all({ now }) as { status: string; count: bigint }[],
+    /** Every settlement's amount, summed by agent and target. */
+    settledUnits: () => statements.settled.all() as UnitsByAgentAndTarget[],
+    /** Held now: requested or approved and not expired, or claimed (what the rolling cap counts as held). */
+    heldUnits: (now: number) => statements.held.all({ now }) as UnitsByAgentAndTarget[],
+    /** Per agent: its rolling 24 h cap less what it spent and holds in the window, never below zero (GET /agent/spending's `remaining_units`). */
+    rollingRemaining(now: number): { agent: string; remaining: bigint }[] {
+      const rows = statements.rolling.all({ now, since: now - ROLLING_WINDOW_MS }) as { agent: string; cap: bigint; spent: bigint; held: bigint }[];
+      return rows.map((row) => {
+        const left = row.cap - row.spent - row.held;
+        return { agent: row.agent, remaining: left > 0n ? left : 0n };
+      });
+    },
+    openReconciliations: () => statements.openReconciliations.get() as bigint,
+  };
+}
