@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectFailure, expectResult, runLexec, type CliRun } from '../support/cli.js';
-import { call, preciseReceipt, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { call, claimBody, preciseReceipt, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 
 /*
  * `lexec ledger spend` end to end: the built binary in child processes against a real ledger on a
@@ -28,7 +28,7 @@ async function requestAndSettle(units: string, settled: string | null, target: s
   const tokenId = requested.body.authorization.token_id;
   if (settled === null) return;
   const executionId = `exe_${randomUUID().replaceAll('-', '')}`;
-  expect((await call(ledger.url, 'POST', `/executor/authorizations/${tokenId}/claim`, { token: actors.executor, body: { execution_id: executionId } })).status).toBe(200);
+  expect((await call(ledger.url, 'POST', `/executor/authorizations/${tokenId}/claim`, { token: actors.executor, body: claimBody(ledger, tokenId, executionId) })).status).toBe(200);
   const answer = await call(ledger.url, 'POST', `/executor/authorizations/${tokenId}/settle`, { token: actors.executor, body: { execution_id: executionId, receipt: preciseReceipt(settled) } });
   expect(answer.status).toBe(200);
 }

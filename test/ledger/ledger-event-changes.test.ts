@@ -7,7 +7,7 @@ import { createLedgerService } from '../../src/ledger/ledger-service.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import type { LedgerEvent, LedgerEventPage } from '../../src/ledger/wire/answers.js';
 import { checkInvariants } from '../proof/check-invariants.js';
-import { call, DEFAULT_POLICY, ledgerPerTest, preciseReceipt, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { call, claimBody, DEFAULT_POLICY, ledgerPerTest, preciseReceipt, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 
 /*
  * Issue 28 item 2 at the ledger: every change it records appends its event in the change's own
@@ -65,7 +65,7 @@ function outboxViolations() {
 describe('each change appends its event, once', () => {
   it('settled: the amount settled, the hold in details; a replayed settle appends nothing', async () => {
     const tokenId = await requested('900000');
-    await executor(`${tokenId}/claim`, { execution_id: 'exe_1' });
+    await executor(`${tokenId}/claim`, claimBody(ledger, tokenId, 'exe_1'));
     const receipt = preciseReceipt(3000n, 'rcpt_one');
     expect((await executor(`${tokenId}/settle`, { execution_id: 'exe_1', receipt })).status).toBe(200);
     expect((await executor(`${tokenId}/settle`, { execution_id: 'exe_1', receipt })).status).toBe(200);
@@ -78,7 +78,7 @@ describe('each change appends its event, once', () => {
 
   it('released: its reason; a repeat appends nothing', async () => {
     const tokenId = await requested('900000');
-    await executor(`${tokenId}/claim`, { execution_id: 'exe_1' });
+    await executor(`${tokenId}/claim`, claimBody(ledger, tokenId, 'exe_1'));
     for (let i = 0; i < 2; i += 1) expect((await executor(`${tokenId}/release`, { execution_id: 'exe_1', reason: 'not_transmitted' })).status).toBe(200);
     expect(await only('authorization.released')).toEqual([
       { type: 'authorization.released', authorization_id: tokenId, amount_units: '900000', target_id: TARGET, details: { reason: 'not_transmitted' } },
@@ -105,7 +105,7 @@ describe('each change appends its event, once', () => {
     const byHuman = await requested('900000');
     const byExecutor = await requested('800000');
     for (const [tokenId, execution] of [[byHuman, 'exe_h'], [byExecutor, 'exe_e']] as const) {
-      await executor(`${tokenId}/claim`, { execution_id: execution });
+      await executor(`${tokenId}/claim`, claimBody(ledger, tokenId, execution));
       for (let i = 0; i < 2; i += 1) {
         expect((await executor(`${tokenId}/reconciliation`, { execution_id: execution, reason: 'billing_ambiguous', evidence: { note: 'secret-ish evidence' } })).status).toBeLessThan(300);
       }
@@ -131,7 +131,7 @@ describe('each change appends its event, once', () => {
     const approved = await requested('500000');
     const waiting = await requested('2000000');
     const claimed = await requested('400000');
-    await executor(`${claimed}/claim`, { execution_id: 'exe_1' });
+    await executor(`${claimed}/claim`, claimBody(ledger, claimed, 'exe_1'));
     for (let i = 0; i < 2; i += 1) expect((await call(ledger.url, 'POST', `/agents/${actors.agentId}/suspend`, { token: ledger.adminToken, body: { reason: 'Bob says stop' } })).status).toBe(200);
     const refused = await request('1000');
     expect([refused.status, refused.body.error?.reason_code]).toEqual([403, 'agent_suspended']);
@@ -201,7 +201,7 @@ describe('GET /events?wait_seconds', () => {
   it('waits past events of other types for the one asked for', async () => {
     const waiting = poll('?types=authorization.settled&wait_seconds=30');
     const tokenId = await requested('600000');
-    await executor(`${tokenId}/claim`, { execution_id: 'exe_1' });
+    await executor(`${tokenId}/claim`, claimBody(ledger, tokenId, 'exe_1'));
     await executor(`${tokenId}/settle`, { execution_id: 'exe_1', receipt: preciseReceipt(3000n) });
     expect((await waiting).body.events.map((event) => event.type)).toEqual(['authorization.settled']);
   });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { LedgerSpendReport } from '../../src/ledger/wire/answers.js';
-import { call, ledgerPerTest, mintCredential, preciseReceipt, type Actors, type TestLedger } from '../support/ledger.js';
+import { call, claimBody, ledgerPerTest, mintCredential, preciseReceipt, type Actors, type TestLedger } from '../support/ledger.js';
 
 /*
  * Issue 28 item 5 at the ledger: `GET /reports/spend` sums the settlement rows per agent, target
@@ -31,7 +31,7 @@ async function request(amountUnits: string, agentToken = actors.agent, targetId:
 
 async function claim(tokenId: string): Promise<string> {
   const executionId = `exe_${randomUUID().replaceAll('-', '')}`;
-  const claimed = await call(ledger.url, 'POST', `/executor/authorizations/${tokenId}/claim`, { token: actors.executor, body: { execution_id: executionId } });
+  const claimed = await call(ledger.url, 'POST', `/executor/authorizations/${tokenId}/claim`, { token: actors.executor, body: claimBody(ledger, tokenId, executionId) });
   expect(claimed.status).toBe(200);
   return executionId;
 }

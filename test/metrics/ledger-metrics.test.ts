@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, mintCredential, preciseReceipt, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
+import { call, claimBody, mintCredential, preciseReceipt, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 import { parseScrape, samples, scrape, typeOf } from '../support/prometheus.js';
 
 /*
@@ -33,7 +33,7 @@ async function request(agent: string, amountUnits: bigint, targetId?: string): P
 async function claim(actors: Actors, tokenId: string): Promise<string> {
   const executionId = `exe_${randomUUID().replaceAll('-', '')}`;
   ids.push(executionId);
-  const claimed = await call(ledger.url, 'POST', `/executor/authorizations/${tokenId}/claim`, { token: actors.executor, body: { execution_id: executionId } });
+  const claimed = await call(ledger.url, 'POST', `/executor/authorizations/${tokenId}/claim`, { token: actors.executor, body: claimBody(ledger, tokenId, executionId) });
   expect(claimed.status).toBe(200);
   return executionId;
 }

@@ -223,3 +223,13 @@ export function ledgerPerTest(use: (ledger: TestLedger, actors: Actors) => void,
     current = undefined;
   });
 }
+
+/**
+ * The body of an executor's claim of `tokenId` for `executionId`, as the executor sends it: an
+ * authorization that names a target is claimed only for that target (`require.target_id`), so
+ * the claim requires the target the authorization names (read from the ledger's file).
+ */
+export function claimBody(ledger: Pick<TestLedger, 'query'>, tokenId: string, executionId: string): Record<string, unknown> {
+  const targetId = ledger.query<{ target_id: string | null }>('SELECT target_id FROM authorizations WHERE token_id = ?', tokenId)[0]?.target_id ?? null;
+  return targetId === null ? { execution_id: executionId } : { execution_id: executionId, require: { currency: 'USD', min_held_units: '0', target_id: targetId } };
+}

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { capabilityKind, type CredentialKind } from '../../credentials/capability.js';
 import { UNITS_SCALE } from '../../domain/money.js';
 import type { AuthorizationStatus } from '../authorization-rules.js';
+import { alertsAndReportsCalls } from './ledger-alerts-client.js';
+import { queryString, type Call } from './ledger-call.js';
 import { badResponse, ledgerResponseError, retryAfterSeconds, unreachable, type RequestContext } from './ledger-client-errors.js';
 import {
   agentAnswerSchema,
@@ -17,14 +19,8 @@ import {
   credentialRevocationSchema,
   credentialRotationSchema,
   errorBodySchema,
-  eventsAnswerSchema,
   policyAnswerSchema,
-  webhookDeliveriesAnswerSchema,
-  webhookRemovalAnswerSchema,
-  webhookSinkAnswerSchema,
-  webhookSinksAnswerSchema,
   spendingAnswerSchema,
-  spendReportAnswerSchema,
   type CredentialRegistration,
   type LedgerAgent,
   type LedgerCredential,
@@ -34,18 +30,12 @@ import {
   type LedgerAuditPage,
   type LedgerAuthorization,
   type LedgerAuthorizationRequest,
-  type LedgerEventPage,
   type LedgerPolicy,
   type LedgerSpending,
-  type LedgerSpendReport,
   installationBudgetAnswerSchema,
   type LedgerInstallationBudgetAnswer,
-  type LedgerWebhookDelivery,
-  type LedgerWebhookRemoval,
-  type LedgerWebhookSink,
 } from '../wire/answers.js';
 import type { SpendPolicyInput } from '../ledger-config.js';
-import type { SpendGrouping } from '../summarise-spend.js';
 import type { InstallationBudget as InstallationBudgetInput } from '../budget-rules.js';
 
 export interface LedgerClientOptions {
@@ -97,37 +87,6 @@ export interface AuditFilter {
   readonly after?: string | undefined;
   readonly agentId?: string | undefined;
   readonly limit?: number | undefined;
-}
-
-/** What `GET /reports/spend` is asked for: a grouping, and a range as dates or ISO times (the ledger reads dates in its time zone). */
-export interface SpendReportRequest {
-  readonly by: SpendGrouping;
-  readonly since?: string | undefined;
-  readonly until?: string | undefined;
-  /** Each group's amounts per agent or target too. */
-  readonly split?: 'agent' | 'target' | undefined;
-}
-
-/** `?a=1&b=2` of the parameters given (an undefined one is left out), or '' when none is. */
-function queryString(parameters: Readonly<Record<string, string | number | undefined>>): string {
-  const query = new URLSearchParams();
-  for (const [name, value] of Object.entries(parameters)) if (value !== undefined) query.set(name, String(value));
-  return query.size === 0 ? '' : `?${query.toString()}`;
-}
-
-interface Call<S extends z.ZodType> {
-  readonly method: 'GET' | 'POST' | 'PUT';
-  readonly path: string;
-  readonly body?: unknown;
-  /** Request headers beyond the credential and content negotiation (a precondition). */
-  readonly headers?: Readonly<Record<string, string>>;
-  readonly needs: readonly CredentialKind[];
-  readonly subject: RequestContext['subject'];
-  readonly schema: S;
-  /** Longer than the client's timeout by this much (a long-poll's wait). */
-  readonly extraTimeoutMs?: number;
-  /** The caller gives up (a follow stopped by Ctrl-C). */
-  readonly signal?: AbortSignal | undefined;
 }
 
 const DEFAULT_TIMEOUT_MS = 15_000;
@@ -208,6 +167,8 @@ export function createLedgerClient(options: LedgerClientOptions) {
 
   return {
     url,
+    // Spend reports, events and webhook sinks (ledger-alerts-client.ts).
+    ...alertsAndReportsCalls(send),
 
     async addAgent(name: string): Promise<LedgerAgent> {
       const schema = agentAnswerSchema;
@@ -374,61 +335,6 @@ export function createLedgerClient(options: LedgerClientOptions) {
     async audit(filter: AuditFilter = {}): Promise<LedgerAuditPage> {
       const search = queryString({ since: filter.since, after: filter.after, agent_id: filter.agentId, limit: filter.limit });
       return send({ method: 'GET', path: `/audit${search}`, needs: ['admin'], subject: 'agent', schema: auditAnswerSchema });
-    },
-
-    /** Settled and held spend per agent, target or calendar period (admin or approver): `GET /reports/spend`. */
-    async spendReport(query: SpendReportRequest): Promise<LedgerSpendReport> {
-      const search = queryString({ by: query.by, since: query.since, until: query.until, split: query.split });
-      return (await send({ method: 'GET', path: `/reports/spend${search}`, needs: ['admin', 'approver'], subject: 'authorization', schema: spendReportAnswerSchema })).report;
-    },
-
-    /**
-     * One page of ledger events after a cursor, oldest first (admin or approver): `GET /events`.
-     * With `waitSeconds` (1-30) a long-poll: answered as soon as an event follows the cursor, or
-     * empty once that long has passed; `signal` gives up on it.
-     */
-    async events(
-      filter: {
-        after?: bigint | undefined;
-        agentId?: string | undefined;
-        types?: readonly string[] | undefined;
-        limit?: number | undefined;
-        waitSeconds?: number | undefined;
-        signal?: AbortSignal | undefined;
-      } = {},
-    ): Promise<LedgerEventPage> {
-      const search = queryString({ after: filter.after?.toString(), agent_id: filter.agentId, types: filter.types?.join(','), limit: filter.limit, wait_seconds: filter.waitSeconds });
-      const waiting = (filter.waitSeconds ?? 0) * 1000;
-      return send({ method: 'GET', path: `/events${search}`, needs: ['admin', 'approver'], subject: 'agent', schema: eventsAnswerSchema, extraTimeoutMs: waiting, signal: filter.signal });
-    },
-
-    /** Adds a webhook sink (admin): `POST /webhooks`. The URL is sent once and answered redacted. */
-    async addWebhook(request: { url: string; secretFile: string; events: readonly string[] | null; format: 'lexec' | 'slack'; fromEventId: bigint | null }): Promise<LedgerWebhookSink> {
-      const body = {
-        url: request.url,
-        secret_file: request.secretFile,
-        format: request.format,
-        ...(request.events === null ? {} : { events: request.events }),
-        ...(request.fromEventId === null ? {} : { from_event_id: request.fromEventId.toString() }),
-      };
-      return (await send({ method: 'POST', path: '/webhooks', body, needs: ['admin'], subject: 'webhook', schema: webhookSinkAnswerSchema })).sink;
-    },
-
-    /** The webhook sinks (admin), live ones or all: `GET /webhooks`. */
-    async listWebhooks(all = false): Promise<LedgerWebhookSink[]> {
-      const path = `/webhooks${queryString({ all: all ? 'true' : undefined })}`;
-      return (await send({ method: 'GET', path, needs: ['admin'], subject: 'webhook', schema: webhookSinksAnswerSchema })).sinks;
-    },
-
-    /** Removes a webhook sink (admin); repeating it changes nothing (`changed: false`). */
-    async removeWebhook(sinkId: string): Promise<LedgerWebhookRemoval> {
-      return send({ method: 'POST', path: `/webhooks/${id(sinkId)}/remove`, body: {}, needs: ['admin'], subject: 'webhook', schema: webhookRemovalAnswerSchema });
-    },
-
-    /** Webhook deliveries newest first (admin): `GET /webhooks/deliveries`. */
-    async webhookDeliveries(filter: { failed?: boolean; sinkId?: string | undefined; limit?: number | undefined } = {}): Promise<LedgerWebhookDelivery[]> {
-      const path = `/webhooks/deliveries${queryString({ failed: filter.failed === true ? 'true' : undefined, sink_id: filter.sinkId, limit: filter.limit })}`;
-      return (await send({ method: 'GET', path, needs: ['admin'], subject: 'webhook', schema: webhookDeliveriesAnswerSchema })).deliveries;
     },
 
     async showAuthorization(tokenId: string): Promise<LedgerAuthorization> {
