@@ -5,7 +5,7 @@ import { resolutionBody } from '../executor/reconciliation.js';
 import { EXECUTION_STATES } from '../executor/domain/execution-states.js';
 import { ApiError } from '../http/api-error.js';
 import { createJsonServer, parseInput } from '../http/json-server.js';
-import type { ConsoleAssets } from './console-assets.js';
+import { assetType, CONSOLE_ASSET_FILES, type ConsoleAssets } from './console-assets.js';
 import { CONSOLE_VIEWS, consolePage, loginPage, type ConsoleView } from './console-pages.js';
 import { SESSION_HEADER, type ConsoleSession, type ConsoleSessions } from './console-sessions.js';
 import type { ConsoleStack } from './console-stack.js';
@@ -13,7 +13,7 @@ import { LedgerAlreadyDecided, LedgerPolicyVersionMismatch } from '../ledger/cli
 import { freeText } from '../config/schema-parts.js';
 
 /*
- * The console's HTTP server (docs/console.md): HTML shells, one script and one stylesheet, and
+ * The console's HTTP server (docs/console.md): HTML shells, its script modules and stylesheet, and
  * JSON endpoints the script polls. Built here, never listening (serve-console.ts listens).
  *
  * Every request passes, in order: the Host check (exactly the console's own 127.0.0.1:PORT, so a
@@ -54,7 +54,7 @@ const viewPath = (view: (typeof CONSOLE_VIEWS)[number]) => (view === 'overview' 
  * assets and the login exchange. Matched on the route Fastify chose — never on the raw URL, which
  * may spell the same route differently (`/%61pi/…`).
  */
-const PUBLIC_ROUTES = new Set([...CONSOLE_VIEWS.map(viewPath), '/executions/:execution_id', '/login', '/assets/console.js', '/assets/login.js', '/assets/console.css', LOGIN_PATH]);
+const PUBLIC_ROUTES = new Set([...CONSOLE_VIEWS.map(viewPath), '/executions/:execution_id', '/login', ...CONSOLE_ASSET_FILES.map((name) => `/assets/${name}`), LOGIN_PATH]);
 /** Image types the console passes on as images; anything else is offered as a download. */
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp']);
 
@@ -168,12 +168,10 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
   });
 
   const html = (reply: FastifyReply, page: string) => reply.type('text/html; charset=utf-8').send(page);
-  const asset = (path: string, type: string, body: () => string) => {
-    app.get(path, (_request, reply) => reply.type(type).send(body()));
-  };
-  asset('/assets/console.js', 'text/javascript; charset=utf-8', () => deps.assets.script);
-  asset('/assets/login.js', 'text/javascript; charset=utf-8', () => deps.assets.loginScript);
-  asset('/assets/console.css', 'text/css; charset=utf-8', () => deps.assets.style);
+  for (const name of CONSOLE_ASSET_FILES) {
+    const body = deps.assets.files.get(name) ?? '';
+    app.get(`/assets/${name}`, (_request, reply) => reply.type(assetType(name)).send(body));
+  }
 
   app.get('/login', (_request, reply) => html(reply, loginPage()));
   // The secret goes in the body, for the page to keep in its tab's sessionStorage: no cookie.
