@@ -18,6 +18,7 @@ export const CONSOLE_ASSET_FILES = [
   'reconciliation-view.js',
   'agents-view.js',
   'audit-view.js',
+  'live.js',
   'login.js',
   'console.css',
 ] as const;

@@ -1,5 +1,5 @@
 // The Agents and policies view (docs/console.md): suspend or resume an agent, edit its policy.
-import { ConsoleError, act, getJson, h, main, outcome, postJson, table, time } from './console-util.js';
+import { ConsoleError, HELD_NOW_MEANS, act, dash, getJson, h, heldNowHeader, main, outcome, postJson, table, time } from './console-util.js';
 
 export async function agents() {
   const data = await getJson('/api/agents');
@@ -20,7 +20,8 @@ export async function agents() {
   );
   return [
     h('h1', {}, 'Agents and policies'),
-    table(['Agent', 'Status', 'Per authorization', 'Daily cap', 'Approval above', 'Spent (24 h)', 'Held now', 'Remaining', 'Policy'], rows, 'No agents.'),
+    table(['Agent', 'Status', 'Per authorization', 'Daily cap', 'Approval above', 'Spent (24 h)', heldNowHeader(), 'Remaining', 'Policy'], rows, 'No agents.'),
+    h('p', { class: 'muted', id: 'held-now-means' }, HELD_NOW_MEANS),
     data.agents.map(agentCard),
   ];
 }
@@ -52,9 +53,25 @@ function suspensionControls(agent) {
   ];
 }
 
-/** An agent's card: its switch, then its policy. */
+/** The requests the ledger refused this agent lately (policy, velocity, suspension), newest first: not only a log line. */
+function refusalsTable(agent) {
+  const rows = agent.refusals.map((event) =>
+    h(
+      'tr',
+      { 'data-event-id': event.event_id },
+      h('td', {}, time(event.at)),
+      h('td', {}, h('code', {}, dash(event.details.reason))),
+      h('td', {}, dash(event.details.limit)),
+      h('td', { class: 'amount' }, event.amount === null ? '—' : event.amount.display),
+      h('td', {}, dash(event.target_id)),
+    ),
+  );
+  return h('div', { class: 'refusals' }, h('h3', {}, 'Refused requests'), table(['When', 'Reason', 'Limit', 'Amount', 'Target'], rows, 'No refused request.'));
+}
+
+/** An agent's card: its switch, its recent refusals, then its policy. */
 function agentCard(agent) {
-  return h('section', { class: 'card', 'data-agent-id': agent.agent_id }, h('h2', {}, agent.name, ' ', h('code', { class: 'muted' }, agent.agent_id)), suspensionControls(agent), policyForm(agent));
+  return h('section', { class: 'card', 'data-agent-id': agent.agent_id }, h('h2', {}, agent.name, ' ', h('code', { class: 'muted' }, agent.agent_id)), suspensionControls(agent), refusalsTable(agent), policyForm(agent));
 }
 
 const POLICY_FIELDS = [

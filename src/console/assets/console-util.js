@@ -14,6 +14,8 @@ let refreshView = async () => {};
 export function setRefresh(refresh) {
   refreshView = refresh;
 }
+/** Renders the current view again now (after an action, or when the live feed says something changed). */
+export const refreshNow = () => refreshView();
 
 export class ConsoleError extends Error {
   constructor(status, body) {
@@ -131,9 +133,38 @@ export const time = (iso) => (iso === null || iso === undefined ? '—' : new Da
 export const dash = (value) => (value === null || value === undefined || value === '' ? '—' : value);
 export const badge = (state) => h('span', { class: `badge state-${state}` }, state);
 
+/** A table; a header is its text, or a node (a term with its explanation). */
 export function table(headers, rows, empty) {
   if (rows.length === 0) return h('p', { class: 'muted' }, empty);
   return h('table', {}, h('thead', {}, h('tr', {}, headers.map((title) => h('th', {}, title)))), h('tbody', {}, rows));
+}
+
+/** What "Held now" counts, wherever it is shown (docs/console.md). */
+export const HELD_NOW_MEANS =
+  'Held now: amounts reserved and not yet settled or released — requests waiting for approval (pending), approved requests not yet claimed, and executions under way.';
+export const heldNowHeader = () => h('span', { class: 'term', title: HELD_NOW_MEANS }, 'Held now', h('sup', { 'aria-hidden': 'true' }, '?'));
+
+/** Text cut to `max` characters with an ellipsis; the full text in the tooltip and, on click, in place. */
+export function clipped(text, max = 60) {
+  if (text === null || text === undefined || text === '') return '—';
+  if (text.length <= max) return h('span', { class: 'prompt' }, text);
+  const node = h('span', { class: 'prompt clipped', title: text, tabindex: 0, role: 'button', 'aria-expanded': 'false' }, `${text.slice(0, max)}…`);
+  node.addEventListener('click', () => {
+    const open = node.getAttribute('aria-expanded') === 'true';
+    node.textContent = open ? `${text.slice(0, max)}…` : text;
+    node.setAttribute('aria-expanded', String(!open));
+  });
+  return node;
+}
+
+/** A duration in the operator's words: "42 s", "3 min 12 s", "2 h 5 min". */
+export function duration(ms) {
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min${seconds % 60 === 0 ? '' : ` ${seconds % 60} s`}`;
+  const hours = Math.floor(minutes / 60);
+  return `${hours} h${minutes % 60 === 0 ? '' : ` ${minutes % 60} min`}`;
 }
 
 export function facts(pairs) {

@@ -14,6 +14,7 @@ import { audit } from './audit-view.js';
 import { execution, executions } from './executions-view.js';
 import { overview } from './overview-view.js';
 import { reconciliation } from './reconciliation-view.js';
+import { startLive } from './live.js';
 import { SESSION_KEY, explain, h, main, postJson, setRefresh, signedOut, state, updated } from './console-util.js';
 
 const POLL_MS = 2000;
@@ -61,6 +62,7 @@ document.getElementById('logout')?.addEventListener('click', () => {
 if (sessionStorage.getItem(SESSION_KEY) === null) signedOut('session_missing');
 else {
   setRefresh(refresh);
+  startLive();
   state.poller = setInterval(() => {
     void refresh();
   }, POLL_MS);

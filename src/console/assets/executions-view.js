@@ -1,28 +1,54 @@
 // The Executions view and an execution's page (docs/console.md).
-import { ConsoleError, agentName, badge, dash, facts, forgetImages, getJson, h, images, link, send, table, time } from './console-util.js';
+import { ConsoleError, agentName, badge, clipped, dash, duration, facts, forgetImages, getJson, h, images, link, send, table, time } from './console-util.js';
 
 const STATES = ['pending', 'scheduled', 'running', 'succeeded', 'failed', 'reconciliation'];
 
+/** The filter the page's address holds (`?state&agent_id&target_id&from_date&until_date&q&before`). */
+const FILTERS = ['state', 'agent_id', 'target_id', 'from_date', 'until_date', 'q'];
+
+/** A local calendar day (`2026-11-27` from a date input) as the ISO time its midnight is, `days` later. */
+function dayStart(value, days = 0) {
+  const [year, month, day] = value.split('-').map((part) => Number.parseInt(part, 10));
+  return new Date(year, month - 1, day + days).toISOString();
+}
+
 export async function executions() {
   const params = new URLSearchParams(location.search);
-  const state = params.get('state') ?? '';
+  const value = (name) => params.get(name) ?? '';
   const query = new URLSearchParams();
-  if (state !== '') query.set('state', state);
-  if (params.get('before')) query.set('before', params.get('before'));
+  for (const name of ['state', 'agent_id', 'target_id', 'q', 'before']) if (value(name) !== '') query.set(name, value(name));
+  if (/^\d{4}-\d\d-\d\d$/.test(value('from_date'))) query.set('from', dayStart(value('from_date')));
+  // Through the end of that day.
+  if (/^\d{4}-\d\d-\d\d$/.test(value('until_date'))) query.set('until', dayStart(value('until_date'), 1));
   const data = await getJson(`/api/executions${query.size === 0 ? '' : `?${query}`}`);
-  const filter = h(
-    'select',
-    {
-      name: 'state-filter',
-      'aria-label': 'Filter by state',
-      onchange: (event) => {
-        const next = new URLSearchParams();
-        if (event.target.value !== '') next.set('state', event.target.value);
-        location.search = next.toString();
-      },
-    },
-    h('option', { value: '', selected: state === '' }, 'all states'),
-    STATES.map((name) => h('option', { value: name, selected: state === name }, name)),
+  /** Goes to the first page of the filter as the form holds it. */
+  const apply = (event) => {
+    event.preventDefault();
+    const form = new FormData(event.target.closest('form'));
+    const next = new URLSearchParams();
+    for (const name of FILTERS) {
+      const entered = String(form.get(name) ?? '').trim();
+      if (entered !== '') next.set(name, entered);
+    }
+    location.search = next.toString();
+  };
+  const filters = h(
+    'form',
+    { class: 'filters', id: 'execution-filters', onsubmit: apply },
+    h('label', {}, 'State: ', h('select', { name: 'state', 'aria-label': 'Filter by state' }, h('option', { value: '', selected: value('state') === '' }, 'all states'), STATES.map((name) => h('option', { value: name, selected: value('state') === name }, name)))),
+    ' ',
+    h('label', {}, 'Agent: ', h('select', { name: 'agent_id' }, h('option', { value: '', selected: value('agent_id') === '' }, 'all agents'), data.agents.map((agent) => h('option', { value: agent.agent_id, selected: value('agent_id') === agent.agent_id }, agent.name)))),
+    ' ',
+    h('label', {}, 'Target: ', h('input', { type: 'text', name: 'target_id', value: value('target_id'), size: 24, maxlength: 200 })),
+    ' ',
+    h('label', {}, 'From: ', h('input', { type: 'date', name: 'from_date', value: value('from_date') })),
+    ' ',
+    h('label', {}, 'Until: ', h('input', { type: 'date', name: 'until_date', value: value('until_date') })),
+    ' ',
+    h('label', {}, 'Search: ', h('input', { type: 'search', name: 'q', value: value('q'), size: 30, maxlength: 200, placeholder: 'execution id, authorization id or prompt' })),
+    ' ',
+    h('button', { type: 'submit' }, 'Filter'),
+    FILTERS.some((name) => value(name) !== '') ? [' ', link('/executions', 'Clear')] : null,
   );
   const rows = data.executions.map((execution) =>
     h(
@@ -34,17 +60,22 @@ export async function executions() {
       h('td', {}, dash(execution.phase ?? execution.state_reason)),
       h('td', {}, agentName(execution)),
       h('td', {}, execution.target_id),
+      h('td', { class: 'prompt-cell' }, clipped(execution.prompt)),
       h('td', {}, `${execution.artifact_count} / ${dash(execution.image_count)}`),
       h('td', { class: 'amount' }, execution.cost === null ? (execution.held === null ? '—' : `held ${execution.held.display}`) : execution.cost.display),
     ),
   );
-  const older = new URLSearchParams();
-  if (state !== '') older.set('state', state);
+  const older = new URLSearchParams(location.search);
   if (data.next_before !== null) older.set('before', data.next_before);
+  const newest = new URLSearchParams(location.search);
+  newest.delete('before');
+  const narrowed = FILTERS.some((name) => name !== 'state' && value(name) !== '');
   return [
     h('h1', {}, 'Executions'),
-    h('p', {}, h('label', {}, 'State: ', filter), params.get('before') ? [' ', link(`/executions${state === '' ? '' : `?state=${state}`}`, 'Newest')] : null),
-    table(['Admitted', 'Execution', 'State', 'Phase / reason', 'Agent', 'Target', 'Images', 'Cost'], rows, 'No executions yet.'),
+    filters,
+    value('before') === '' ? null : h('p', {}, link(`/executions${newest.size === 0 ? '' : `?${newest}`}`, 'Newest')),
+    table(['Admitted', 'Execution', 'State', 'Phase / reason', 'Agent', 'Target', 'Prompt', 'Images', 'Cost'], rows, narrowed ? `No execution matches among the ${data.scanned} read.` : 'No executions yet.'),
+    narrowed ? h('p', { class: 'muted', id: 'scanned' }, `Searched the ${data.scanned} newest executions${value('before') === '' ? '' : ' older than the previous page'}; “Older…” searches further.`) : null,
     data.next_before === null ? null : h('p', {}, link(`/executions?${older}`, 'Older…')),
   ];
 }
@@ -110,6 +141,34 @@ function headline(data) {
   return h('p', { class: 'headline', id: 'headline' }, badge(data.state), ' ', [data.phase ?? data.state_reason, data.recommended_action.description].filter((part) => part !== null).join(' — '));
 }
 
+/** Who decided a request, in words: a person by name, an unnamed approver credential, or the policy. */
+function decider(by) {
+  if (by.kind === 'policy') return 'the policy (at or below its approval threshold: no human needed)';
+  return by.kind === 'person' ? by.name : `approver credential ${by.name}`;
+}
+
+/** The timeline's first steps, from the authorization at the ledger: requested, the wait for a human, the decision and its reason. */
+function authorizationSteps(auth) {
+  if (auth === null) return h('li', { class: 'todo' }, h('span', {}, 'Authorization'), ' ', 'the ledger did not answer for it');
+  const decided =
+    auth.decided_at === null
+      ? null
+      : h(
+          'li',
+          { class: 'done', id: 'step-decided' },
+          h('span', {}, auth.decision === 'denied' ? 'Denied' : 'Approved'),
+          ' ',
+          h('time', {}, time(auth.decided_at)),
+          ` by ${auth.decided_by === null ? 'an unrecorded approver' : decider(auth.decided_by)}`,
+          auth.reason === null ? '' : ` — “${auth.reason}”`,
+        );
+  return [
+    h('li', { class: 'done', id: 'step-requested' }, h('span', {}, 'Requested'), ' ', h('time', {}, time(auth.requested_at)), ` — ${auth.amount.display}${auth.target_id === null ? '' : ` for ${auth.target_id}`}`),
+    auth.waited_ms === null ? null : h('li', { class: 'done wait', id: 'step-waited' }, h('span', {}, 'Waited for a human'), ` ${duration(auth.waited_ms)}`),
+    decided,
+  ];
+}
+
 export async function execution() {
   const id = document.body.dataset.executionId;
   const data = await getJson(`/api/executions/${id}`);
@@ -139,7 +198,7 @@ export async function execution() {
       ['Cost', data.receipt === null ? '—' : h('strong', { class: 'amount' }, data.receipt.amount.display)],
     ]),
     h('h2', {}, 'Timeline'),
-    h('ol', { class: 'timeline' }, steps.map(([name, at]) => h('li', { class: at === null ? 'todo' : 'done' }, h('span', {}, name), ' ', h('time', {}, time(at))))),
+    h('ol', { class: 'timeline', id: 'timeline' }, authorizationSteps(data.authorization), steps.map(([name, at]) => h('li', { class: at === null ? 'todo' : 'done' }, h('span', {}, name), ' ', h('time', {}, time(at))))),
     h('h2', {}, 'Provider attempts'),
     table(['#', 'State', 'Request id', 'Checkpointed', 'Deadline', 'Amount'], attempts, 'No provider attempt yet.'),
     h('h2', {}, 'Receipt'),

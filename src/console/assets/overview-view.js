@@ -1,5 +1,5 @@
 // The Overview view (docs/console.md): the stack's components, engine and spend per agent.
-import { badge, dash, facts, getJson, h, link, table, engineFact } from './console-util.js';
+import { HELD_NOW_MEANS, badge, dash, engineFact, facts, getJson, h, heldNowHeader, link, table } from './console-util.js';
 
 
 export async function overview() {
@@ -23,6 +23,7 @@ export async function overview() {
     h('h2', {}, 'Components'),
     table(['Component', 'State', 'Readiness', 'Pid', 'Port', 'Restarts'], components, 'No components.'),
     h('h2', {}, 'Spend in the last 24 h against the daily caps'),
-    table(['Agent', 'Spent', 'Held now', 'Daily cap', 'Remaining'], spend, 'No agents (or the stack is not usable).'),
+    table(['Agent', 'Spent', heldNowHeader(), 'Daily cap', 'Remaining'], spend, 'No agents (or the stack is not usable).'),
+    h('p', { class: 'muted' }, HELD_NOW_MEANS),
   ];
 }
