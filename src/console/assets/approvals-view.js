@@ -183,7 +183,7 @@ export async function approvals() {
   return [
     h('h1', {}, 'Approvals'),
     leftoverOutcomes(listed),
-    cards.length === 0 ? h('p', { class: 'muted' }, 'Nothing awaits a decision.') : [bulkControls(data.agents), cards],
+    ...(cards.length === 0 ? [h('p', { class: 'muted' }, 'Nothing awaits a decision.')] : [bulkControls(data.agents), ...cards]),
     decided,
   ];
 }
