@@ -153,6 +153,9 @@ export function startLive() {
       if (status !== null) status.textContent = 'Reconnecting…';
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
+    // Signed out: nothing live is shown any more.
+    document.querySelector('aside.live')?.remove();
+    showCount(null);
   };
   void loop();
 }
