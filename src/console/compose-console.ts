@@ -60,6 +60,9 @@ export async function composeConsole(options: ConsoleProcessOptions): Promise<Co
       // In the fragment: a browser never sends it to a server, in a Referer or in a request line.
       return `${origin}/login#${sessions.issueLoginToken()}`;
     },
-    close: () => app.close(),
+    close: async () => {
+      stack.live.close();
+      await app.close();
+    },
   };
 }

@@ -5,7 +5,7 @@ import { resolutionBody } from '../executor/reconciliation.js';
 import { EXECUTION_STATES } from '../executor/domain/execution-states.js';
 import { ApiError } from '../http/api-error.js';
 import { createJsonServer, parseInput } from '../http/json-server.js';
-import type { ConsoleAssets } from './console-assets.js';
+import { assetType, CONSOLE_ASSET_FILES, type ConsoleAssets } from './console-assets.js';
 import { CONSOLE_VIEWS, consolePage, loginPage, type ConsoleView } from './console-pages.js';
 import { SESSION_HEADER, type ConsoleSession, type ConsoleSessions } from './console-sessions.js';
 import type { ConsoleStack } from './console-stack.js';
@@ -16,7 +16,7 @@ import { SPEND_GROUPINGS } from '../ledger/summarise-spend.js';
 import { spendBoundText } from '../ledger/wire/requests.js';
 
 /*
- * The console's HTTP server (docs/console.md): HTML shells, one script and one stylesheet, and
+ * The console's HTTP server (docs/console.md): HTML shells, its script modules and stylesheet, and
  * JSON endpoints the script polls. Built here, never listening (serve-console.ts listens).
  *
  * Every request passes, in order: the Host check (exactly the console's own 127.0.0.1:PORT, so a
@@ -57,7 +57,7 @@ const viewPath = (view: (typeof CONSOLE_VIEWS)[number]) => (view === 'overview' 
  * assets and the login exchange. Matched on the route Fastify chose — never on the raw URL, which
  * may spell the same route differently (`/%61pi/…`).
  */
-const PUBLIC_ROUTES = new Set([...CONSOLE_VIEWS.map(viewPath), '/executions/:execution_id', '/login', '/assets/console.js', '/assets/spend-view.js', '/assets/login.js', '/assets/console.css', LOGIN_PATH]);
+const PUBLIC_ROUTES = new Set([...CONSOLE_VIEWS.map(viewPath), '/executions/:execution_id', '/login', ...CONSOLE_ASSET_FILES.map((name) => `/assets/${name}`), LOGIN_PATH]);
 /** Image types the console passes on as images; anything else is offered as a download. */
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp']);
 
@@ -65,11 +65,23 @@ const executionId = z.string().regex(/^exe_[0-9a-f]{32}$/, 'must be an execution
 const executionParams = z.strictObject({ execution_id: executionId });
 const artifactParams = executionParams.extend({ artifact_id: z.string().regex(/^art_[0-9a-f-]{36}$/, 'must be an artifact id') });
 const tokenParams = z.strictObject({ token_id: z.uuid({ error: 'must be a UUID' }) });
+const agentId = z.string().regex(/^agt_[0-9a-f-]{36}$/, 'must be an agent id');
+const instant = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 time (2026-11-27T00:00:00Z)' });
+/** The Executions view's filter and search: the executor filters by state, the console the rest (console-stack.ts). */
 const listQuery = z.strictObject({
   state: z.enum(EXECUTION_STATES, { error: `must be one of ${EXECUTION_STATES.join(', ')}` }).optional(),
   before: executionId.optional(),
+  agent_id: agentId.optional(),
+  target_id: z.string().min(1).max(200, 'must be at most 200 characters').optional(),
+  from: instant.optional(),
+  until: instant.optional(),
+  q: z.string().max(200, 'must be at most 200 characters').optional(),
 });
-const agentParams = z.strictObject({ agent_id: z.string().regex(/^agt_[0-9a-f-]{36}$/, 'must be an agent id') });
+const historyQuery = z.strictObject({
+  outcome: z.enum(['approved', 'denied', 'expired', 'cancelled'], { error: 'must be approved, denied, expired or cancelled' }).optional(),
+  agent_id: agentId.optional(),
+});
+const agentParams = z.strictObject({ agent_id: agentId });
 /** Whole micro-units as the page sends them: digits, never a number (no float near an amount). */
 const units = z.string().regex(/^[0-9]{1,19}$/, 'must be whole micro-units (digits; 1 USD = 1000000)').transform(BigInt);
 /** A policy from the Agents view, with the version the page showed: it replaces the policy only if that is still the version. */
@@ -178,13 +190,10 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
   });
 
   const html = (reply: FastifyReply, page: string) => reply.type('text/html; charset=utf-8').send(page);
-  const asset = (path: string, type: string, body: () => string) => {
-    app.get(path, (_request, reply) => reply.type(type).send(body()));
-  };
-  asset('/assets/console.js', 'text/javascript; charset=utf-8', () => deps.assets.script);
-  asset('/assets/spend-view.js', 'text/javascript; charset=utf-8', () => deps.assets.spendScript);
-  asset('/assets/login.js', 'text/javascript; charset=utf-8', () => deps.assets.loginScript);
-  asset('/assets/console.css', 'text/css; charset=utf-8', () => deps.assets.style);
+  for (const name of CONSOLE_ASSET_FILES) {
+    const body = deps.assets.files.get(name) ?? '';
+    app.get(`/assets/${name}`, (_request, reply) => reply.type(assetType(name)).send(body));
+  }
 
   app.get('/login', (_request, reply) => html(reply, loginPage()));
   // The secret goes in the body, for the page to keep in its tab's sessionStorage: no cookie.
@@ -209,7 +218,10 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
   });
 
   app.get('/api/overview', () => deps.stack.overview());
-  app.get('/api/executions', (request) => deps.stack.executions(parseInput(listQuery, request.query)));
+  app.get('/api/executions', (request) => {
+    const query = parseInput(listQuery, request.query);
+    return deps.stack.executions({ state: query.state, before: query.before, agentId: query.agent_id, targetId: query.target_id, from: query.from, until: query.until, search: query.q });
+  });
   app.get('/api/executions/:execution_id', (request) => deps.stack.execution(parseInput(executionParams, request.params).execution_id));
   app.get('/api/executions/:execution_id/artifacts/:artifact_id', async (request, reply) => {
     const params = parseInput(artifactParams, request.params);
@@ -220,6 +232,48 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
     return reply.send(artifact.bytes);
   });
   app.get('/api/approvals', () => deps.stack.approvals());
+  app.get('/api/approvals/history', (request) => {
+    const query = parseInput(historyQuery, request.query);
+    return deps.stack.approvalHistory({ outcome: query.outcome, agentId: query.agent_id });
+  });
+
+  // The ledger's events as they happen, as Server-Sent Events (docs/console.md "Live events"):
+  // read by the page with fetch (it sends the session header, which EventSource cannot). The
+  // session is checked again with every message and every 15 s; a stream whose session ended is
+  // closed. Each message is the follower's view (console-events.ts): events and the count of
+  // requests waiting, no prompt, no capability.
+  const streams = new Set<() => void>();
+  app.addHook('preClose', (done) => {
+    for (const end of streams) end();
+    done();
+  });
+  app.get('/api/live', (request, reply) => {
+    const secret = sessionSecret(request) ?? '';
+    void reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, { ...SECURITY_HEADERS, 'content-type': 'text/event-stream; charset=utf-8' });
+    raw.write(': lexec console live events\n\n');
+    let unsubscribe = (): void => undefined;
+    const end = (): void => {
+      clearInterval(keepAlive);
+      unsubscribe();
+      streams.delete(end);
+      raw.end();
+    };
+    const alive = (): boolean => {
+      if (deps.sessions.use(secret) !== null) return true;
+      end();
+      return false;
+    };
+    const keepAlive = setInterval(() => {
+      if (alive()) raw.write(': keep-alive\n\n');
+    }, 15_000);
+    streams.add(end);
+    request.raw.on('close', end);
+    unsubscribe = deps.stack.live.subscribe((message) => {
+      if (alive()) raw.write(`event: ledger\ndata: ${JSON.stringify(message)}\n\n`);
+    });
+  });
   for (const decision of ['approve', 'deny'] as const) {
     app.post(`/api/approvals/:token_id/${decision}`, (request) => {
       const { token_id: tokenId } = parseInput(tokenParams, request.params);

@@ -1,15 +1,32 @@
-import type { ExecutorClient } from '../executor/client/executor-client.js';
+import type { ExecutionSummary, ExecutorClient } from '../executor/client/executor-client.js';
 import { listReconciliations, resolveReconciliation, type Resolution } from '../executor/client/executor-reconciliation.js';
 import { activeStack, type ActiveStack } from '../stack-client/locate-stack.js';
 import { stackStatus } from '../launcher/status/stack-status.js';
 import { decideLedgerAuthorization } from '../ledger/client/ledger-authorizations.js';
 import { connectStackLedger } from '../stack-client/connect-ledger.js';
 import { connectStackExecutor, reconciliationConnector, type ExecutorRole } from '../stack-client/connect-executor.js';
-import type { LedgerAgent } from '../ledger/wire/answers.js';
+import type { LedgerAgent, LedgerAuthorization } from '../ledger/wire/answers.js';
+import type { LedgerClient } from '../ledger/client/ledger-client.js';
+import { money } from './console-views.js';
+import { createEventFollower } from './console-events.js';
 import type { SpendPolicy } from '../ledger/authorization-rules.js';
 import type { SpendGrouping } from '../ledger/summarise-spend.js';
 import { namedApproverClient } from './named-approver.js';
-import { agentView, approvalView, auditEventView, executionDetailView, executionRowView, overviewView, policyView, reconciliationView, type AgentNames } from './console-views.js';
+import {
+  agentView,
+  approvalView,
+  auditEventView,
+  decidedRequestView,
+  executionDetailView,
+  executionRowView,
+  liveEventView,
+  overviewView,
+  policyView,
+  reconciliationView,
+  wasDecidedByHumanOrLapsed,
+  type AgentNames,
+  type LiveEventView,
+} from './console-views.js';
 
 /*
  * What the console reads from and does to one profile's running stack — the profile named at
@@ -29,6 +46,48 @@ export interface ConsoleStackOptions {
 
 export type ConsoleStack = ReturnType<typeof createConsoleStack>;
 
+/** The Executions view's filter and search (docs/console.md "Executions"). */
+export interface ExecutionFilter {
+  readonly state?: string | undefined;
+  readonly before?: string | undefined;
+  readonly agentId?: string | undefined;
+  readonly targetId?: string | undefined;
+  /** Admitted at or after / before these times (ISO). */
+  readonly from?: string | undefined;
+  readonly until?: string | undefined;
+  /** An execution id, an authorization id, or words of the prompt. */
+  readonly search?: string | undefined;
+}
+
+/** One page of the Executions view; a search reads at most this many executions per page (newest first), then offers to go on. */
+export const EXECUTIONS_PAGE = 25;
+export const EXECUTIONS_SCANNED = 500;
+/** The newest authorizations read at once for the prompt column and search; older ones are read one by one, at most this many per page. */
+const AUTHORIZATIONS_READ = 500;
+const AUTHORIZATIONS_ONE_BY_ONE = 25;
+/** Decided requests the history shows at most (the newest). */
+export const HISTORY_LIMIT = 100;
+/** Refusals kept per agent (the newest), and pages of refusal events read per call. */
+const REFUSALS_KEPT = 10;
+const REFUSAL_PAGES = 20;
+
+/** Whether an execution passes the filter (all but state and search, which need more). */
+function matches(execution: ExecutionSummary, filter: ExecutionFilter): boolean {
+  if (filter.agentId !== undefined && execution.agent_id !== filter.agentId) return false;
+  if (filter.targetId !== undefined && execution.target_id !== filter.targetId) return false;
+  const at = Date.parse(execution.created_at);
+  if (filter.from !== undefined && at < Date.parse(filter.from)) return false;
+  if (filter.until !== undefined && at >= Date.parse(filter.until)) return false;
+  return true;
+}
+
+function searched(execution: ExecutionSummary, prompt: string | null, search: string | undefined): boolean {
+  if (search === undefined) return true;
+  const needle = search.trim().toLowerCase();
+  if (needle === '') return true;
+  return execution.execution_id === needle || execution.spend_auth_token_id.toLowerCase() === needle || (prompt !== null && prompt.toLowerCase().includes(needle));
+}
+
 export function createConsoleStack(options: ConsoleStackOptions) {
   const { env, profile } = options;
   const stack = () => activeStack(env, profile);
@@ -39,6 +98,38 @@ export function createConsoleStack(options: ConsoleStackOptions) {
   async function agentNames(running: ActiveStack): Promise<AgentNames> {
     const agents = await (await connectStackLedger(running, 'admin')).listAgents();
     return new Map(agents.map((agent) => [agent.agent_id, agent.name]));
+  }
+
+  /** The newest authorizations by id, read at once. */
+  async function newestAuthorizations(admin: LedgerClient): Promise<Map<string, LedgerAuthorization>> {
+    return new Map((await admin.listAuthorizations({ limit: AUTHORIZATIONS_READ })).map((authorization) => [authorization.token_id, authorization]));
+  }
+
+  /** `known` with any of `wanted` not among them read one by one (bounded). */
+  async function withOlder(admin: LedgerClient, known: Map<string, LedgerAuthorization>, wanted: readonly string[]): Promise<Map<string, LedgerAuthorization>> {
+    const missing = [...new Set(wanted.filter((id) => !known.has(id)))].slice(0, AUTHORIZATIONS_ONE_BY_ONE);
+    const found = await Promise.all(missing.map((id) => admin.showAuthorization(id).catch(() => null)));
+    for (const authorization of found) if (authorization !== null) known.set(authorization.token_id, authorization);
+    return known;
+  }
+
+  /**
+   * Refused requests per agent (`authorization.refused` events), the newest kept: read once from
+   * the first such event, then only after the last one seen.
+   */
+  const refusals = { after: 0n, byAgent: new Map<string, LiveEventView[]>() };
+  async function recentRefusals(ledger: LedgerClient): Promise<ReadonlyMap<string, readonly LiveEventView[]>> {
+    for (let pages = 0; pages < REFUSAL_PAGES; pages += 1) {
+      const page = await ledger.events({ after: refusals.after, types: ['authorization.refused'], limit: 500 });
+      for (const event of page.events) {
+        if (event.agent_id === null) continue;
+        const kept = [liveEventView(event), ...(refusals.byAgent.get(event.agent_id) ?? [])].slice(0, REFUSALS_KEPT);
+        refusals.byAgent.set(event.agent_id, kept);
+      }
+      refusals.after = BigInt(page.next_after);
+      if (!page.more) break;
+    }
+    return refusals.byAgent;
   }
 
   async function agentsWithSpending(running: ActiveStack) {
@@ -55,18 +146,61 @@ export function createConsoleStack(options: ConsoleStackOptions) {
       return overviewView(status, status.usable ? await agentsWithSpending(await stack()) : null);
     },
 
-    /** `GET /v1/executions`: every agent's executions, an operator's view (reconciliation capability). */
-    async executions(filter: { readonly state?: string | undefined; readonly before?: string | undefined }) {
+    /**
+     * `GET /v1/executions`: every agent's executions, an operator's view (reconciliation
+     * capability), newest first, each with the prompt its authorization paid for (the ledger keeps
+     * it). The executor filters by state; agent, target, time and the search are applied here, over
+     * at most EXECUTIONS_SCANNED executions per page: `next_before` goes on from the last one read.
+     */
+    async executions(filter: ExecutionFilter) {
       const running = await stack();
-      const [page, names] = await Promise.all([connectStackExecutor(running, 'reconciliation').then((client) => client.executions({ ...filter, limit: 25 })), agentNames(running)]);
-      return { executions: page.executions.map((execution) => executionRowView(execution, names)), next_before: page.next_before };
+      const [executor, admin] = await Promise.all([connectStackExecutor(running, 'reconciliation'), connectStackLedger(running, 'admin')]);
+      const narrowed = filter.agentId !== undefined || filter.targetId !== undefined || filter.from !== undefined || filter.until !== undefined || (filter.search ?? '').trim() !== '';
+      const known = await newestAuthorizations(admin);
+      const found: ExecutionSummary[] = [];
+      let before = filter.before;
+      let scanned = 0;
+      let lastRead: string | null = null;
+      let more = true;
+      reading: while (found.length < EXECUTIONS_PAGE && scanned < EXECUTIONS_SCANNED) {
+        const page = await executor.executions({ state: filter.state, before, limit: narrowed ? 100 : EXECUTIONS_PAGE });
+        for (const [index, execution] of page.executions.entries()) {
+          scanned += 1;
+          lastRead = execution.execution_id;
+          if (matches(execution, filter) && searched(execution, known.get(execution.spend_auth_token_id)?.prompt ?? null, filter.search)) found.push(execution);
+          if (found.length === EXECUTIONS_PAGE || scanned >= EXECUTIONS_SCANNED) {
+            more = index < page.executions.length - 1 || page.next_before !== null;
+            break reading;
+          }
+        }
+        const oldest = page.executions.at(-1);
+        // Newest first: once older than `from`, nothing further can match.
+        const pastFrom = filter.from !== undefined && oldest !== undefined && Date.parse(oldest.created_at) < Date.parse(filter.from);
+        if (page.next_before === null || pastFrom) {
+          more = false;
+          break;
+        }
+        before = page.next_before;
+      }
+      const [authorizations, names] = await Promise.all([withOlder(admin, known, found.map((execution) => execution.spend_auth_token_id)), agentNames(running)]);
+      return {
+        executions: found.map((execution) => executionRowView(execution, names, authorizations)),
+        next_before: more ? lastRead : null,
+        /** How many executions this page read to find these (a search reads at most EXECUTIONS_SCANNED). */
+        scanned,
+        agents: [...names].map(([agentId, name]) => ({ agent_id: agentId, name })),
+      };
     },
 
     async execution(executionId: string) {
       const running = await stack();
       const client = await connectStackExecutor(running, 'caller');
       const [detail, artifacts, names] = await Promise.all([client.executionDetail(executionId), client.artifacts(executionId), agentNames(running)]);
-      return executionDetailView(detail, artifacts, names);
+      // Its authorization at the ledger starts the timeline (requested, the wait for a human, the decision).
+      const authorization = await connectStackLedger(running, 'admin')
+        .then((admin) => admin.showAuthorization(detail.authorization.spend_auth_token_id))
+        .catch(() => null);
+      return executionDetailView(detail, artifacts, names, authorization);
     },
 
     /** One artifact's bytes and type, fetched from the executor's content route. */
@@ -88,7 +222,39 @@ export function createConsoleStack(options: ConsoleStackOptions) {
       const [pending, agents] = await Promise.all([approver.pendingApprovals(), admin.listAgents()]);
       const policies = new Map(await Promise.all([...new Set(pending.map((authorization) => authorization.agent_id))].map(async (id) => [id, await admin.policy(id)] as const)));
       const names = new Map(agents.map((agent) => [agent.agent_id, agent.name]));
-      return { approvals: pending.map((authorization) => approvalView(authorization, names.get(authorization.agent_id) ?? null, policies.get(authorization.agent_id) ?? null)) };
+      const now = Date.now();
+      // Per agent, what a bulk decision would decide: these requests, their count and total.
+      const byAgent = new Map<string, LedgerAuthorization[]>();
+      for (const authorization of pending) byAgent.set(authorization.agent_id, [...(byAgent.get(authorization.agent_id) ?? []), authorization]);
+      return {
+        approvals: pending.map((authorization) => approvalView(authorization, names.get(authorization.agent_id) ?? null, policies.get(authorization.agent_id) ?? null, now)),
+        agents: [...byAgent].map(([agentId, requests]) => ({
+          agent_id: agentId,
+          agent_name: names.get(agentId) ?? null,
+          count: requests.length,
+          total: money(
+            requests.reduce((sum, request) => sum + request.amount_units, 0n),
+            requests[0]?.currency ?? 'USD',
+          ),
+          token_ids: requests.map((request) => request.token_id),
+        })),
+      };
+    },
+
+    /**
+     * Requests that waited for a human and no longer do, newest first (admin capability): approved
+     * or denied by a person (who, when, why), or expired or cancelled undecided. Read from the
+     * newest AUTHORIZATIONS_READ authorizations (of one agent, when asked), at most HISTORY_LIMIT.
+     */
+    async approvalHistory(query: { readonly outcome?: 'approved' | 'denied' | 'expired' | 'cancelled' | undefined; readonly agentId?: string | undefined }) {
+      const admin = await connectStackLedger(await stack(), 'admin');
+      const [listed, agents] = await Promise.all([admin.listAuthorizations({ agentId: query.agentId, limit: AUTHORIZATIONS_READ }), admin.listAgents()]);
+      const names = new Map(agents.map((agent) => [agent.agent_id, agent.name]));
+      const decided = listed
+        .filter(wasDecidedByHumanOrLapsed)
+        .map((authorization) => decidedRequestView(authorization, names.get(authorization.agent_id) ?? null))
+        .filter((view) => query.outcome === undefined || view.outcome === query.outcome);
+      return { decided: decided.slice(0, HISTORY_LIMIT), agents: agents.map((agent) => ({ agent_id: agent.agent_id, name: agent.name })) };
     },
 
     /** `lexec ledger authorizations approve|deny`, as the named approver who signed in (named-approver.ts). */
@@ -162,8 +328,14 @@ export function createConsoleStack(options: ConsoleStackOptions) {
       return (await connectStackLedger(await stack(), 'admin')).spendReport(query);
     },
 
+    /** Every agent with its standing and policy, and the requests the ledger refused it lately (policy, velocity, suspension). */
     async agents() {
-      return { agents: (await agentsWithSpending(await stack())).map(({ agent, spending }) => agentView(agent, spending)) };
+      const running = await stack();
+      const [agents, refused] = await Promise.all([agentsWithSpending(running), connectStackLedger(running, 'admin').then(recentRefusals)]);
+      return { agents: agents.map(({ agent, spending }) => ({ ...agentView(agent, spending), refusals: refused.get(agent.agent_id) ?? [] })) };
     },
+
+    /** The ledger's events as they happen, for the live feed and the approvals count (console-events.ts). */
+    live: createEventFollower({ connect: async () => connectStackLedger(await stack(), 'approver') }),
   };
 }

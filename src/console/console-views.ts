@@ -3,7 +3,7 @@ import type { ArtifactView, ExecutionDetail, ExecutionSummary, ReconciliationEnt
 import type { StatusResult } from '../launcher/status/stack-status.js';
 import type { GenerationEngine } from '../launcher/generations/generation-engine.js';
 import { auditChange } from '../ledger/client/ledger-audit.js';
-import type { LedgerAgent, LedgerAuditEvent, LedgerAuthorization, LedgerPolicy, LedgerSpending } from '../ledger/wire/answers.js';
+import type { LedgerAgent, LedgerAuditEvent, LedgerAuthorization, LedgerEvent, LedgerPolicy, LedgerSpending } from '../ledger/wire/answers.js';
 import { jobDelivery } from '../stack-client/paid-job/job-delivery.js';
 
 /*
@@ -95,7 +95,10 @@ export function overviewView(status: StatusResult, agents: readonly { agent: Led
 /** Agents' names by id, for views that name an agent (an agent the ledger no longer lists shows its id alone). */
 export type AgentNames = ReadonlyMap<string, string>;
 
-export function executionRowView(execution: ExecutionSummary, names: AgentNames) {
+/** The ledger's authorizations by id: the prompt an execution pays for is kept there (the executor's list carries none). */
+export type AuthorizationsById = ReadonlyMap<string, LedgerAuthorization>;
+
+export function executionRowView(execution: ExecutionSummary, names: AgentNames, authorizations: AuthorizationsById) {
   return {
     execution_id: execution.execution_id,
     state: execution.state,
@@ -104,6 +107,9 @@ export function executionRowView(execution: ExecutionSummary, names: AgentNames)
     agent_id: execution.agent_id,
     agent_name: names.get(execution.agent_id) ?? null,
     target_id: execution.target_id,
+    authorization_id: execution.spend_auth_token_id,
+    /** The prompt the authorization paid for, as the ledger keeps it (secret shapes redacted); null when it named none or is not known. */
+    prompt: authorizations.get(execution.spend_auth_token_id)?.prompt ?? null,
     image_count: execution.image_count,
     artifact_count: execution.artifact_count,
     /** Succeeded with fewer images than asked (billed for those delivered). */
@@ -119,7 +125,38 @@ export function artifactPath(executionId: string, artifactId: string): string {
   return `/api/executions/${executionId}/artifacts/${artifactId}`;
 }
 
-export function executionDetailView(detail: ExecutionDetail, artifacts: readonly ArtifactView[], names: AgentNames) {
+/** Who decided a request: the policy (below the approval threshold), a person (a named approver), or an unnamed approver credential. */
+function decider(authorization: LedgerAuthorization): { kind: 'policy' | 'person' | 'credential'; name: string | null } | null {
+  if (authorization.decided_by === null) return null;
+  if (authorization.decided_by === 'policy') return { kind: 'policy', name: null };
+  return authorization.decided_by_name === null ? { kind: 'credential', name: authorization.decided_by } : { kind: 'person', name: authorization.decided_by_name };
+}
+
+/**
+ * The start of an execution's timeline, from its authorization at the ledger: when it was
+ * requested (amount, target), how long it waited for a human if one had to decide, who decided
+ * and why. Null when the ledger no longer answers for it.
+ */
+export function authorizationStepsView(authorization: LedgerAuthorization | null) {
+  if (authorization === null) return null;
+  const decidedBy = decider(authorization);
+  const human = decidedBy !== null && decidedBy.kind !== 'policy';
+  return {
+    token_id: authorization.token_id,
+    status: authorization.status,
+    requested_at: authorization.created_at,
+    amount: money(authorization.amount_units, authorization.currency),
+    target_id: authorization.target_id,
+    /** The policy decided it at once (null), or a human did after this many milliseconds. */
+    waited_ms: human && authorization.decided_at !== null ? Math.max(0, Date.parse(authorization.decided_at) - Date.parse(authorization.created_at)) : null,
+    decided_at: authorization.decided_at,
+    decided_by: decidedBy,
+    decision: authorization.status === 'denied' ? 'denied' : authorization.decided_at === null ? null : 'approved',
+    reason: authorization.decision_reason,
+  };
+}
+
+export function executionDetailView(detail: ExecutionDetail, artifacts: readonly ArtifactView[], names: AgentNames, authorization: LedgerAuthorization | null = null) {
   const { currency } = detail.authorization;
   return {
     execution_id: detail.execution_id,
@@ -137,6 +174,8 @@ export function executionDetailView(detail: ExecutionDetail, artifacts: readonly
     agent_name: names.get(detail.authorization.agent_id) ?? null,
     spend_auth_token_id: detail.authorization.spend_auth_token_id,
     held: maybeMoney(detail.authorization.held_units, currency),
+    /** The timeline's first steps: the authorization requested, the wait for a human, the decision. */
+    authorization: authorizationStepsView(authorization),
     timeline: detail.timeline,
     provider_attempts: detail.provider_attempts.map((attempt) => ({
       attempt_number: attempt.attempt_number,
@@ -170,13 +209,29 @@ export function executionDetailView(detail: ExecutionDetail, artifacts: readonly
   };
 }
 
-export function approvalView(authorization: LedgerAuthorization, agentName: string | null, policy: LedgerPolicy | null) {
+/** `lexec run` asks after its request every second and the ledger records it every 5 s: unseen this long, its client has likely gone. */
+export const CLIENT_GONE_AFTER_MS = 30_000;
+
+/** Whether a client still waits on a pending request: when it last asked and how long ago (the console's clock). */
+export function clientWaitingView(authorization: LedgerAuthorization, now: number) {
+  const lastSeen = authorization.client_waiting?.last_seen_at ?? null;
+  if (lastSeen === null) return { waiting: false, last_seen_at: null, seen_seconds_ago: null };
+  const ago = Math.max(0, now - Date.parse(lastSeen));
+  return { waiting: ago <= CLIENT_GONE_AFTER_MS, last_seen_at: lastSeen, seen_seconds_ago: Math.floor(ago / 1000) };
+}
+
+export function approvalView(authorization: LedgerAuthorization, agentName: string | null, policy: LedgerPolicy | null, now: number = Date.now()) {
   return {
     token_id: authorization.token_id,
     agent_id: authorization.agent_id,
     agent_name: agentName,
     amount: money(authorization.amount_units, authorization.currency),
     purpose: authorization.purpose,
+    /** What it pays for: the executor target and the prompt (shown as text). */
+    target_id: authorization.target_id,
+    prompt: authorization.prompt,
+    /** Whether the client that asked (a `lexec run`) is still waiting on it. */
+    client: clientWaitingView(authorization, now),
     created_at: authorization.created_at,
     expires_at: authorization.expires_at,
     /** The policy the ledger decided this request under (null when it was made before the ledger kept it). */
@@ -241,3 +296,53 @@ export function auditEventView(event: LedgerAuditEvent, names: AgentNames) {
     reason: event.reason,
   };
 }
+
+/** How a request that needed a human ended: decided by one (approved, denied), or left to expire or be cancelled while it waited. */
+export function decidedRequestView(authorization: LedgerAuthorization, agentName: string | null) {
+  const decidedBy = decider(authorization);
+  const human = decidedBy !== null && decidedBy.kind !== 'policy';
+  const outcome = human ? (authorization.status === 'denied' ? 'denied' : 'approved') : authorization.status;
+  return {
+    token_id: authorization.token_id,
+    agent_id: authorization.agent_id,
+    agent_name: agentName,
+    amount: money(authorization.amount_units, authorization.currency),
+    purpose: authorization.purpose,
+    target_id: authorization.target_id,
+    prompt: authorization.prompt,
+    requested_at: authorization.created_at,
+    outcome,
+    decided_by: human ? decidedBy : null,
+    /** When it was decided, or when it expired or was cancelled. */
+    at: authorization.decided_at ?? authorization.cancellation?.cancelled_at ?? authorization.expires_at,
+    reason: authorization.decision_reason ?? authorization.cancellation?.reason ?? null,
+    /** What it is now (a decided request goes on: claimed, settled, released). */
+    status: authorization.status,
+  };
+}
+
+/** Whether a request waited for a human and is no longer waiting: a person decided it, or it expired or was cancelled undecided. */
+export function wasDecidedByHumanOrLapsed(authorization: LedgerAuthorization): boolean {
+  if (authorization.decided_by !== null) return authorization.decided_by !== 'policy';
+  return authorization.status === 'expired' || authorization.status === 'cancelled';
+}
+
+/**
+ * A ledger event as the console's live feed shows it: ids, type, time, agent, target, amount and
+ * the event's ledger-made details. Events carry no prompt and no capability (docs/ledger.md
+ * "Events"); the view passes only these fields.
+ */
+export function liveEventView(event: LedgerEvent) {
+  return {
+    event_id: event.event_id,
+    type: event.type,
+    at: event.at,
+    agent_id: event.agent_id,
+    agent_name: event.agent_name,
+    target_id: event.target_id,
+    authorization_id: event.authorization_id,
+    amount: event.amount_units === null ? null : money(event.amount_units, event.currency),
+    details: event.details,
+  };
+}
+export type LiveEventView = ReturnType<typeof liveEventView>;

@@ -28,7 +28,7 @@ import { requestAuthorization } from './use-cases/request-authorization.js';
 import { reconciliationRecords, resolveReconciliation } from './use-cases/resolve-reconciliation.js';
 import { settleAuthorization } from './use-cases/settle-authorization.js';
 import { spendReport } from './use-cases/spend-report.js';
-import { resolveAuthorization, showAuthorization } from './use-cases/show-authorization.js';
+import { noteClientSeen, resolveAuthorization, showAuthorization } from './use-cases/show-authorization.js';
 import { resumeAgent, suspendAgent } from './use-cases/suspend-agent.js';
 
 export type { AuthorizationRow } from './store/ledger-rows.js';
@@ -92,6 +92,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
     decide: decideAuthorization.bind(null, context),
     pendingApprovals: () => pendingApprovals(context),
     show: showAuthorization.bind(null, context),
+    noteClientSeen: noteClientSeen.bind(null, context),
     spending: agentSpending.bind(null, context),
     list: listAuthorizations.bind(null, context),
     resolve: resolveAuthorization.bind(null, context),

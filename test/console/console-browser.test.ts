@@ -177,6 +177,9 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     expect(await card.textContent()).toContain('Current policyapproval above 0.005000 USD');
     // The policy the ledger decided the request under, kept with the authorization.
     expect(await card.textContent()).toMatch(/Required byapproval above 0\.005000 USD; at most \d+\.\d{6} USD each, \d+\.\d{6} USD a day \(policy version \d+\)/);
+    // What it pays for, and that the `lexec run` is still waiting on it (it asks every second).
+    expect(await card.locator('dl.facts dt', { hasText: 'Prompt' }).locator('xpath=following-sibling::dd[1]').textContent()).toBe('two harbour cranes');
+    await expect.poll(() => card.locator('.client').textContent()).toMatch(/^a client is waiting \(seen \d+ s ago\)$/);
     await screenshot('approvals');
     await card.getByLabel('Reason (optional):').fill('fine for the demo');
     await card.getByRole('button', { name: 'Approve' }).click();
@@ -187,6 +190,14 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     const shown = expectResult(await lexec(['ledger', 'authorizations', 'show', tokenId, '--json'])) as { authorization: { decision_reason: string | null; decided_by_name: string | null } };
     expect(shown.authorization.decision_reason).toBe('fine for the demo');
     expect(shown.authorization.decided_by_name).toBe('Ada Lovelace');
+    // Its execution's timeline starts with the request, the wait for a human and who approved it, why.
+    await page.goto(`${consoleProcess.origin}/executions?q=${tokenId}`);
+    await page.locator('main tbody tr a').first().click();
+    await page.locator('#step-decided').waitFor();
+    expect(await page.locator('#step-requested').textContent()).toContain('0.006000 USD');
+    expect(await page.locator('#step-waited').textContent()).toMatch(/^Waited for a human \d+ (s|min)/);
+    expect(await page.locator('#step-decided').textContent()).toMatch(/^Approved.+ by Ada Lovelace — “fine for the demo”$/);
+    await page.goto(`${consoleProcess.origin}/approvals`);
 
     // A lost race: someone else (the CLI's approver) decides first; the page says who and when, and changes nothing.
     const pending = expectResult(await lexec(['run', 'a late crane', '--count', '2', '--out', 'late', '--no-wait', '--json'])) as { authorization: { token_id: string } };
@@ -393,6 +404,66 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     expect(await page.locator('#spend-table tbody tr').count()).toBeGreaterThan(0);
     expect(await page.locator('#spend-table tfoot').textContent()).toMatch(/total.*0\.\d{6}/);
   }, 60_000);
+
+  it('follows the ledger live: a new request shows in the count and the title without a reload, raises an opted-in notification, and all of one agent are denied at once (issue 28 items 3, 4)', async () => {
+    // A tab of its own (the markup test dismisses every dialog of the first one), signed in afresh.
+    await context.grantPermissions(['notifications'], { origin: consoleProcess.origin });
+    const tab = await context.newPage();
+    // Records each notification the page raises (headless Chromium shows none).
+    await tab.addInitScript({
+      content: `(() => {
+        const Real = window.Notification;
+        window.raised = [];
+        window.Notification = class {
+          static get permission() { return Real.permission; }
+          static requestPermission() { return Real.requestPermission(); }
+          constructor(title) { window.raised.push(title); }
+          addEventListener() {}
+        };
+      })();`,
+    });
+    await tab.goto(await consoleProcess.newLogin());
+    await tab.getByLabel('Your name:').fill('Grace Hopper');
+    await tab.getByRole('button', { name: 'Sign in' }).click();
+    await tab.waitForURL(`${consoleProcess.origin}/`);
+    await tab.getByText('Following the ledger.').waitFor();
+    const count = tab.locator('#approvals-count');
+    const waiting = async () => Number((await count.isHidden()) ? '0' : await count.textContent());
+    const before = await waiting();
+    await tab.getByRole('button', { name: 'Notify me of approvals' }).click();
+    await tab.getByRole('button', { name: 'Notifications on' }).waitFor();
+    expect(await tab.evaluate(() => localStorage.getItem('lexec-console-notify'))).toBe('on');
+
+    const pending = expectResult(await lexec(['run', 'two live egrets', '--count', '2', '--out', 'egrets', '--no-wait', '--json'])) as { authorization: { token_id: string } };
+    await expect.poll(waiting).toBe(before + 1);
+    expect(await tab.title()).toBe(`(${before + 1}) Overview · lexec console`);
+    await tab.locator('#live-events li[data-event-type="approval.waiting"]').first().waitFor();
+    await expect.poll(() => tab.evaluate(() => (globalThis as unknown as { raised: string[] }).raised)).toEqual(['Approval waiting: local, 0.006000 USD']);
+    // The feed carries no prompt.
+    expect(await tab.locator('aside.live').textContent()).not.toContain('egrets');
+
+    // All of the agent's pending requests at once: the confirmation names the count and the total.
+    await tab.goto(`${consoleProcess.origin}/approvals`);
+    const denyAll = tab.locator('#bulk button.deny-all');
+    await denyAll.waitFor();
+    const asked = (await denyAll.textContent()) ?? '';
+    // The confirmation blocks the click until it is answered: accepted as it opens.
+    const confirmed = new Promise<string>((resolve) => {
+      tab.once('dialog', (dialog) => {
+        resolve(dialog.message());
+        void dialog.accept();
+      });
+    });
+    await denyAll.click();
+    expect(await confirmed).toMatch(new RegExp(`^Deny all ${asked.replace('Deny all ', '')} pending requests? of local, \\d+\\.\\d{6} USD in total\\?$`));
+    await tab.getByText(`Authorization ${pending.authorization.token_id}: denied by Grace Hopper.`).waitFor();
+    await tab.getByText('Nothing awaits a decision.').waitFor();
+    await expect.poll(waiting).toBe(0);
+    expect(await tab.title()).toBe('Approvals · lexec console');
+    // Now in the history, by name.
+    expect(await tab.locator(`#history tr[data-token-id="${pending.authorization.token_id}"]`).textContent()).toContain('Grace Hopper');
+    await tab.close();
+  }, 120_000);
 
   it('gives a page on another port of 127.0.0.1 nothing: no cookie, no session, and its form post is refused', async () => {
     const approve = `${consoleProcess.origin}/api/approvals/0b7e6c1a-2f4d-4c8e-9a51-3d2f8e7c6b10/approve`;

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExecutorClient } from '../../src/executor/client/executor-client.js';
+import { createLedgerClient } from '../../src/ledger/client/ledger-client.js';
 import { expectFailure, expectResult, type CliRun } from '../support/cli.js';
 import { rawRequest, signIn as signInWith, startConsoleProcess, type ConsoleProcess, type RawResponse } from '../support/console-process.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
@@ -502,3 +504,198 @@ describe('named approvers (issue 27 item 5)', () => {
   });
 });
 
+
+describe("the console as an operator's ledger (issue 28 items 3 and 4)", () => {
+  type Row = { execution_id: string; authorization_id: string; prompt: string | null; target_id: string; agent_id: string };
+  type ExecutionsAnswer = { executions: Row[]; next_before: string | null; scanned: number };
+  type AgentsAnswer = { agents: { agent_id: string; policy: { version: string; per_authorization_cap: { units: string }; daily_cap: { units: string } }; refusals: { details: Record<string, unknown>; event_id: string }[] }[] };
+  type Approval = { token_id: string; prompt: string | null; target_id: string | null; client: { waiting: boolean; last_seen_at: string | null; seen_seconds_ago: number | null } };
+  type ApprovalsAnswer = { approvals: Approval[]; agents: { agent_id: string; count: number; total: { units: string; display: string }; token_ids: string[] }[] };
+
+  const get = async <T>(session: string, path: string): Promise<T> => {
+    const response = await send('GET', path, { headers: { 'x-lexec-session': session } });
+    expect(response.status, `${path}: ${response.body}`).toBe(200);
+    return JSON.parse(response.body) as T;
+  };
+
+  async function setThreshold(session: string, units: string): Promise<void> {
+    const [agent] = (await get<AgentsAnswer>(session, '/api/agents')).agents;
+    const saved = await send('POST', `/api/agents/${agent?.agent_id ?? ''}/policy`, {
+      headers: { 'x-lexec-session': session, origin: consoleProcess.origin },
+      body: { per_authorization_cap_units: agent?.policy.per_authorization_cap.units, daily_cap_units: agent?.policy.daily_cap.units, approval_threshold_units: units, expect_version: agent?.policy.version },
+    });
+    expect(saved.status, saved.body).toBe(200);
+  }
+
+  async function pendingRun(prompt: string): Promise<string> {
+    const run = await stack.lexec(['run', prompt, '--count', '2', '--out', join(stack.home, 'out', randomUUID()), '--no-wait', '--json']);
+    runs.push(run);
+    return (expectResult(run) as { authorization: { token_id: string } }).authorization.token_id;
+  }
+
+  it('filters executions by agent, target, time and state, searches by execution id, authorization id or prompt, and shows the prompt', async () => {
+    const session = await signIn('Ada Lovelace');
+    await setThreshold(session, '1000000000');
+    const word = `ocelot${randomUUID().slice(0, 8)}`;
+    const run = await stack.lexec(['run', `a quiet ${word} at dawn`, '--out', join(stack.home, 'out', word), '--json']);
+    runs.push(run);
+    expectResult(run);
+
+    const byPrompt = await get<ExecutionsAnswer>(session, `/api/executions?q=${word.toUpperCase()}`);
+    expect(byPrompt.executions.map((found) => found.prompt)).toEqual([`a quiet ${word} at dawn`]);
+    const row = byPrompt.executions[0] as Row;
+    const executionId = row.execution_id;
+    expect(run.stdout).toContain(executionId);
+    expect((await get<ExecutionsAnswer>(session, `/api/executions?q=${executionId}`)).executions.map((found) => found.execution_id)).toEqual([executionId]);
+    expect((await get<ExecutionsAnswer>(session, `/api/executions?q=${row.authorization_id}`)).executions.map((found) => found.execution_id)).toEqual([executionId]);
+    const combined = new URLSearchParams({ q: word, agent_id: row.agent_id, target_id: row.target_id, state: 'succeeded', from: new Date(Date.now() - 3_600_000).toISOString(), until: new Date(Date.now() + 60_000).toISOString() });
+    expect((await get<ExecutionsAnswer>(session, `/api/executions?${combined.toString()}`)).executions).toHaveLength(1);
+    // Each filter alone excludes it when it does not fit.
+    for (const [name, value] of [
+      ['agent_id', 'agt_00000000-0000-4000-8000-000000000000'],
+      ['target_id', 'another:target'],
+      ['state', 'failed'],
+      ['from', new Date(Date.now() + 60_000).toISOString()],
+      ['until', new Date(Date.now() - 3_600_000).toISOString()],
+    ] as const) {
+      const answer = await get<ExecutionsAnswer>(session, `/api/executions?${new URLSearchParams({ q: word, [name]: value }).toString()}`);
+      expect(answer.executions, name).toEqual([]);
+    }
+    // Unfiltered, the prompt is a column too.
+    expect((await get<ExecutionsAnswer>(session, '/api/executions')).executions.find((found) => found.execution_id === executionId)?.prompt).toBe(`a quiet ${word} at dawn`);
+    const bad = await send('GET', '/api/executions?from=yesterday&q=' + 'x'.repeat(201), { headers: { 'x-lexec-session': session } });
+    expect(bad.status).toBe(400);
+    expect(errorOf(bad).fields?.sort()).toEqual(['from', 'q']);
+
+    // The timeline starts with the authorization: requested, decided by the policy (no wait for a human).
+    const detail = await get<{ authorization: { token_id: string; requested_at: string; amount: { units: string }; target_id: string; waited_ms: number | null; decided_by: { kind: string } | null } }>(session, `/api/executions/${executionId}`);
+    expect(detail.authorization).toMatchObject({ token_id: row.authorization_id, target_id: row.target_id, waited_ms: null, decided_by: { kind: 'policy' } });
+    expect(detail.authorization.amount.units).toMatch(/^[1-9]\d*$/);
+  }, 180_000);
+
+  it('approval cards show the prompt, the target and whether a client waits; per agent the count and total of a bulk decision; decided requests stay in the history', async () => {
+    const ada = await signIn('Ada Lovelace');
+    await setThreshold(ada, '1000');
+    const prompts = [`two <b>herons</b> ${randomUUID().slice(0, 6)}`, `two herons ${randomUUID().slice(0, 6)}`];
+    const tokens = [await pendingRun(prompts[0] ?? ''), await pendingRun(prompts[1] ?? '')];
+    let answer = await get<ApprovalsAnswer>(ada, '/api/approvals');
+    const cards = tokens.map((token) => answer.approvals.find((approval) => approval.token_id === token));
+    expect(cards.map((card) => card?.prompt)).toEqual(prompts);
+    expect(cards.every((card) => card?.target_id !== null)).toBe(true);
+    // `--no-wait` asked once and left: no client waits on them.
+    expect(cards.map((card) => card?.client.waiting)).toEqual([false, false]);
+
+    // The agent asks after the first (as a waiting `lexec run` does): a client waits on it now.
+    const agent = createLedgerClient({ url: stack.ledgerUrl, token: await stack.capability('agent') });
+    await agent.showAuthorization(tokens[0] ?? '');
+    answer = await get<ApprovalsAnswer>(ada, '/api/approvals');
+    const seen = answer.approvals.find((approval) => approval.token_id === tokens[0])?.client;
+    expect(seen).toMatchObject({ waiting: true });
+    expect(seen?.seen_seconds_ago).toBeLessThan(30);
+    expect(answer.approvals.find((approval) => approval.token_id === tokens[1])?.client.waiting).toBe(false);
+
+    // Per agent: what "approve all" would decide, with count and exact total.
+    const group = answer.agents.find((entry) => entry.agent_id === stack.agentId);
+    expect(group?.token_ids).toEqual(expect.arrayContaining(tokens));
+    expect(group?.count).toBe(group?.token_ids.length);
+    const pending = await createLedgerClient({ url: stack.ledgerUrl, token: await stack.capability('approver') }).pendingApprovals();
+    const total = pending.filter((request) => request.agent_id === stack.agentId).reduce((sum, request) => sum + request.amount_units, 0n);
+    expect(group?.total.units).toBe(total.toString());
+
+    // Approve the one a client waits on; deny the agent's others (a bulk decision is one request per item), with reasons.
+    const decide = (token: string, verb: 'approve' | 'deny', reason: string) => send('POST', `/api/approvals/${token}/${verb}`, { headers: { 'x-lexec-session': ada, origin: consoleProcess.origin }, body: { reason } });
+    expect((await decide(tokens[0] ?? '', 'approve', 'the one still waited on')).status).toBe(200);
+    for (const token of group?.token_ids.filter((id) => id !== tokens[0]) ?? []) {
+      const denied = await decide(token, 'deny', 'stale duplicate');
+      expect(denied.status, denied.body).toBe(200);
+    }
+    type History = { decided: { token_id: string; outcome: string; decided_by: { kind: string; name: string } | null; reason: string | null; prompt: string | null }[] };
+    const denied = await get<History>(ada, `/api/approvals/history?outcome=denied&agent_id=${stack.agentId}`);
+    expect(denied.decided.find((entry) => entry.token_id === tokens[1])).toMatchObject({ outcome: 'denied', decided_by: { kind: 'person', name: 'Ada Lovelace' }, reason: 'stale duplicate', prompt: prompts[1] });
+    expect(denied.decided.some((entry) => entry.token_id === tokens[0])).toBe(false);
+    const approved = await get<History>(ada, '/api/approvals/history?outcome=approved');
+    expect(approved.decided.find((entry) => entry.token_id === tokens[0])).toMatchObject({ outcome: 'approved', decided_by: { kind: 'person', name: 'Ada Lovelace' }, reason: 'the one still waited on', prompt: prompts[0] });
+    // Requests the policy approved at once are no decision of a human: not in the history.
+    expect(approved.decided.every((entry) => entry.decided_by?.kind === 'person' || entry.decided_by?.kind === 'credential')).toBe(true);
+    expect((await send('GET', '/api/approvals/history?outcome=maybe', { headers: { 'x-lexec-session': ada } })).status).toBe(400);
+  }, 180_000);
+
+  it("shows an agent's refused requests, read from the ledger's authorization.refused events", async () => {
+    // Until the ledger writes these events itself (issue 28 item 2), the test inserts one as the
+    // ledger would (INSERT is allowed; the outbox's triggers forbid only UPDATE and DELETE).
+    const db = new Database(stack.paths.ledgerDatabase);
+    try {
+      db.prepare("INSERT INTO events (at, type, agent_id, target_id, token_id, amount_units, details) VALUES (?, 'authorization.refused', ?, NULL, NULL, 9000000, ?)").run(
+        Date.now(),
+        stack.agentId,
+        JSON.stringify({ reason: 'policy_refused', limit: 'daily_cap' }),
+      );
+    } finally {
+      db.close();
+    }
+    const session = await signIn();
+    const agents = await get<AgentsAnswer>(session, '/api/agents');
+    const refusals = agents.agents.find((agent) => agent.agent_id === stack.agentId)?.refusals ?? [];
+    expect(refusals[0]).toMatchObject({ type: 'authorization.refused', details: { reason: 'policy_refused', limit: 'daily_cap' }, amount: { units: '9000000' } });
+  });
+
+  it('streams ledger events live (Server-Sent Events, with the session): a new request arrives with the count of those waiting; no prompt, no capability', async () => {
+    const session = await signIn();
+    expect((await send('GET', '/api/live')).status).toBe(401);
+    const stream = await openStream(consoleProcess.origin, session);
+    try {
+      const first = await stream.next((message) => message.available);
+      const before = first.pending_approvals ?? 0;
+      const prompt = `a secret-free ${randomUUID()} heron`;
+      const token = await pendingRun(prompt);
+      const arrived = await stream.next((message) => message.events.some((event) => event.type === 'approval.waiting' && event.authorization_id === token));
+      expect(arrived.pending_approvals).toBe(before + 1);
+      expect(arrived.events.find((event) => event.authorization_id === token)).toMatchObject({ agent_id: stack.agentId, amount: { units: expect.stringMatching(/^\d+$/) as unknown } });
+      bodies.push(stream.text());
+      expect(stream.text()).not.toContain(prompt);
+      expect(stream.text()).not.toContain('heron');
+      runs.push(await stack.lexec(['ledger', 'authorizations', 'deny', token, '--json']));
+    } finally {
+      stream.close();
+    }
+  }, 120_000);
+});
+
+type LiveMessage = { events: { type: string; authorization_id: string | null; agent_id: string | null }[]; pending_approvals: number | null; available: boolean };
+
+/** The console's live stream read as a browser's fetch does: each `ledger` message parsed, waited for by a predicate. */
+async function openStream(origin: string, session: string) {
+  const controller = new AbortController();
+  const response = await fetch(`${origin}/api/live`, { headers: { 'x-lexec-session': session }, signal: controller.signal });
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toContain('text/event-stream');
+  expect(response.headers.get('content-security-policy')).toContain("default-src 'self'");
+  const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+  let all = '';
+  let buffer = '';
+  const queue: LiveMessage[] = [];
+  return {
+    async next(wanted: (message: LiveMessage) => boolean): Promise<LiveMessage> {
+      for (;;) {
+        const index = queue.findIndex(wanted);
+        if (index !== -1) return queue.splice(0, index + 1).at(-1) as LiveMessage;
+        queue.length = 0;
+        const { value, done } = await reader.read();
+        if (done) throw new Error('the live stream ended');
+        all += value;
+        buffer += value;
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) !== -1) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = block.split('\n').find((line) => line.startsWith('data: '));
+          if (block.includes('event: ledger') && data !== undefined) queue.push(JSON.parse(data.slice(6)) as LiveMessage);
+        }
+      }
+    },
+    text: () => all,
+    close: () => {
+      controller.abort();
+    },
+  };
+}

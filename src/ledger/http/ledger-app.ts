@@ -238,6 +238,8 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     const authorization = service.show(tokenId);
     // An agent sees only its own authorizations; another's looks like one that does not exist.
     if (principal.kind === 'agent' && authorization.agent_id !== principal.agent_id) throw new ApiError(404, 'not_found');
+    // The agent asking after its own request: a client still waits on it (best effort, never fails the read).
+    if (principal.kind === 'agent') service.noteClientSeen(authorization);
     return { authorization };
   });
 

@@ -126,6 +126,7 @@ export function authorizationView(row: AuthorizationRow, settlement: SettlementR
     cancellation: row.cancellation_reason === null ? null : { reason: row.cancellation_reason, cancelled_at: iso(row.closed_at ?? row.created_at) },
     target_id: row.target_id,
     prompt: row.prompt === null ? null : redactSecretShapes(row.prompt),
+    client_waiting: row.client_seen_at === null ? null : { last_seen_at: iso(row.client_seen_at) },
   };
 }
 

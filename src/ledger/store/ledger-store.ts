@@ -106,6 +106,8 @@ export function createLedgerStore(db: Database.Database) {
         ELSE 0 END), 0) AS held
     FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id
     WHERE a.agent_id = @agent_id AND a.created_at > @since`),
+    // Never moves back: of two readers at once, the later time stays.
+    clientSeen: db.prepare('UPDATE authorizations SET client_seen_at = @at WHERE token_id = @token_id AND (client_seen_at IS NULL OR client_seen_at < @at)'),
     expire: db.prepare("UPDATE authorizations SET status = 'expired', closed_at = ? WHERE token_id = ?"),
     expiredUnclosed: db.prepare("SELECT * FROM authorizations WHERE status IN ('requested', 'approved') AND expires_at <= @now"),
     anyExpiredUnclosed: db.prepare("SELECT 1 FROM authorizations WHERE status IN ('requested', 'approved') AND expires_at <= ? LIMIT 1"),
@@ -272,6 +274,11 @@ export function createLedgerStore(db: Database.Database) {
     record: (recordId: string) => statements.recordById.get(recordId) as ReconciliationRecordRow | undefined,
     resolveRecord(recordId: string, resolution: { resolution: string; resolvedBy: string; note: string | null; at: number }): void {
       statements.resolveRecord.run(resolution.resolution, resolution.resolvedBy, resolution.note, resolution.at, recordId);
+    },
+
+    /** Records that the agent asked after its authorization at `at` (ms): a client is still waiting on it. */
+    clientSeen(tokenId: string, at: number): void {
+      statements.clientSeen.run({ token_id: tokenId, at });
     },
 
     /** The authorization's view, with its settlement or release read now. */

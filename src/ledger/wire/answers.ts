@@ -147,6 +147,12 @@ export const authorizationSchema = z.object({
   target_id: added(z.string()),
   /** The prompt the agent asked to pay for, shown to whoever approves it (null when it gave none, and from an older ledger). */
   prompt: added(z.string()),
+  /**
+   * When the agent last read this authorization (`GET /authorizations/{id}`, as `lexec run` does
+   * while it waits): recorded at most once every few seconds; null when it never asked (and from
+   * an older ledger). A recent time means a client is still waiting on the request.
+   */
+  client_waiting: added(z.object({ last_seen_at: timestamp })),
 });
 export type LedgerAuthorization = z.output<typeof authorizationSchema>;
 

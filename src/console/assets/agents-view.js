@@ -1,0 +1,127 @@
+// The Agents and policies view (docs/console.md): suspend or resume an agent, edit its policy.
+import { ConsoleError, HELD_NOW_MEANS, act, dash, getJson, h, heldNowHeader, main, outcome, postJson, table, time } from './console-util.js';
+
+export async function agents() {
+  const data = await getJson('/api/agents');
+  const rows = data.agents.map((agent) =>
+    h(
+      'tr',
+      {},
+      h('td', {}, agent.name, h('br'), h('code', { class: 'muted' }, agent.agent_id)),
+      h('td', {}, agent.status),
+      h('td', { class: 'amount' }, agent.policy.per_authorization_cap.display),
+      h('td', { class: 'amount' }, agent.policy.daily_cap.display),
+      h('td', { class: 'amount' }, agent.policy.approval_threshold.display),
+      h('td', { class: 'amount' }, agent.spent.display),
+      h('td', { class: 'amount' }, agent.held.display),
+      h('td', { class: 'amount' }, agent.remaining.display),
+      h('td', {}, `${agent.policy.source} v${agent.policy.version}`),
+    ),
+  );
+  return [
+    h('h1', {}, 'Agents and policies'),
+    table(['Agent', 'Status', 'Per authorization', 'Daily cap', 'Approval above', 'Spent (24 h)', heldNowHeader(), 'Remaining', 'Policy'], rows, 'No agents.'),
+    h('p', { class: 'muted', id: 'held-now-means' }, HELD_NOW_MEANS),
+    data.agents.map(agentCard),
+  ];
+}
+
+/** An agent's switch: suspend it (new requests refused, unclaimed authorizations cancelled; executions under way finish) or resume it. */
+function suspensionControls(agent) {
+  const id = agent.agent_id;
+  const out = outcome(`suspension-${id}`);
+  const said = (result, verb) =>
+    result.changed
+      ? `${result.name} ${verb}${result.cancelled_authorizations > 0 ? `; ${result.cancelled_authorizations} unclaimed authorization${result.cancelled_authorizations === 1 ? '' : 's'} cancelled (holds freed)` : ''}.`
+      : `${result.name} was already ${result.status}: nothing changed.`;
+  if (agent.status === 'suspended') {
+    return [
+      h('p', { class: 'suspended' }, h('strong', {}, 'Suspended'), ` since ${time(agent.suspended_at)}`, agent.suspension_reason === null ? '' : ` — ${agent.suspension_reason}`, '. Its spend requests are refused.'),
+      h('p', { class: 'actions' }, h('button', { type: 'button', onclick: () => void act(out, () => postJson(`/api/agents/${id}/resume`, {}), (result) => said(result, 'resumed: it may request again')) }, 'Resume')),
+      out,
+    ];
+  }
+  const reasonName = `suspend-reason-${id}`;
+  const suspend = () => {
+    const reason = main.querySelector(`[name="${reasonName}"]`)?.value ?? '';
+    void act(out, () => postJson(`/api/agents/${id}/suspend`, reason === '' ? {} : { reason }), (result) => said(result, 'suspended: its new requests are refused, executions under way finish'));
+  };
+  return [
+    h('p', {}, 'Active. Suspending refuses its new spend requests at once and cancels its requested and approved authorizations not yet claimed; executions already under way finish and settle.'),
+    h('p', {}, h('label', {}, 'Reason (optional): ', h('input', { type: 'text', name: reasonName, maxlength: 500 })), ' ', h('button', { type: 'button', class: 'deny', onclick: suspend }, 'Suspend')),
+    out,
+  ];
+}
+
+/** The requests the ledger refused this agent lately (policy, velocity, suspension), newest first: not only a log line. */
+function refusalsTable(agent) {
+  const rows = agent.refusals.map((event) =>
+    h(
+      'tr',
+      { 'data-event-id': event.event_id },
+      h('td', {}, time(event.at)),
+      h('td', {}, h('code', {}, dash(event.details.reason))),
+      h('td', {}, dash(event.details.limit)),
+      h('td', { class: 'amount' }, event.amount === null ? '—' : event.amount.display),
+      h('td', {}, dash(event.target_id)),
+    ),
+  );
+  return h('div', { class: 'refusals' }, h('h3', {}, 'Refused requests'), table(['When', 'Reason', 'Limit', 'Amount', 'Target'], rows, 'No refused request.'));
+}
+
+/** An agent's card: its switch, its recent refusals, then its policy. */
+function agentCard(agent) {
+  return h('section', { class: 'card', 'data-agent-id': agent.agent_id }, h('h2', {}, agent.name, ' ', h('code', { class: 'muted' }, agent.agent_id)), suspensionControls(agent), refusalsTable(agent), policyForm(agent));
+}
+
+const POLICY_FIELDS = [
+  ['per_authorization_cap_units', 'Per authorization', 'per_authorization_cap'],
+  ['daily_cap_units', 'Daily cap', 'daily_cap'],
+  ['approval_threshold_units', 'Approval above', 'approval_threshold'],
+];
+
+/**
+ * An agent's policy to edit, in micro-units (exact; the page does no arithmetic on money). The
+ * version it was opened at is kept in the form across refreshes, and the change is saved only if
+ * the policy is still at it: a change someone made meanwhile is never overwritten unseen.
+ */
+function policyForm(agent) {
+  const id = agent.agent_id;
+  const out = outcome(`policy-${id}`);
+  const field = (name) => main.querySelector(`[name="${name}-${id}"]`);
+  /** Puts the agent's values as this render has them into the form, with their version. */
+  const load = (policy) => {
+    for (const [name, , view] of POLICY_FIELDS) field(name).value = policy[view].units;
+    field('policy-version').value = policy.version;
+  };
+  const save = () => {
+    const body = Object.fromEntries(POLICY_FIELDS.map(([name]) => [name, field(name)?.value.trim() ?? '']));
+    body.expect_version = field('policy-version')?.value ?? agent.policy.version;
+    void act(
+      out,
+      () =>
+        postJson(`/api/agents/${id}/policy`, body).catch((error) => {
+          if (error instanceof ConsoleError && error.currentVersion !== null) {
+            error.message = `Nothing was saved: someone changed this policy since you opened it (it is at version ${error.currentVersion} now). Its current values are in the table; press “Load current values”, make your change on top of them, and save again.`;
+          }
+          throw error;
+        }),
+      (result) => {
+        load(result.policy);
+        return `Saved: the policy of ${agent.name} is at version ${result.policy.version}.`;
+      },
+    );
+  };
+  return [
+    h('h3', {}, 'Policy'),
+    h('p', { class: 'muted' }, 'Amounts in micro-units (1 USD = 1000000). Saved only if the policy is still at the version it had when you opened this page: a change someone made meanwhile is never overwritten.'),
+    h(
+      'p',
+      {},
+      POLICY_FIELDS.map(([name, label, view]) => [h('label', {}, `${label}: `, h('input', { type: 'text', inputmode: 'numeric', name: `${name}-${id}`, value: agent.policy[view].units, size: 12 })), ' ']),
+      h('input', { type: 'hidden', name: `policy-version-${id}`, value: agent.policy.version }),
+    ),
+    h('p', { class: 'actions' }, h('button', { type: 'button', onclick: save }, 'Save policy'), ' ', h('button', { type: 'button', onclick: () => { load(agent.policy); out.textContent = ''; } }, 'Load current values')),
+    out,
+  ];
+}
