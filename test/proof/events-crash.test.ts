@@ -63,7 +63,8 @@ async function cycle(url: string, n: number): Promise<number> {
   const tokenId = asked.body.authorization.token_id;
   const execution = `exe_${randomUUID()}`;
   const executorCall = (verb: string, body: Record<string, unknown>) => call(url, 'POST', `/executor/authorizations/${tokenId}/${verb}`, { token: executor, body: { execution_id: execution, ...body } });
-  await executorCall('claim', {});
+  // The authorization names its target: the claim requires it, as the executor's does.
+  await executorCall('claim', { require: { currency: 'USD', min_held_units: '0', target_id: 'lexec:target:v1:flux-schnell' } });
   if (n % 3 === 0) await executorCall('settle', { receipt: preciseReceipt(3000n) });
   else if (n % 3 === 1) await executorCall('release', { reason: 'not_transmitted' });
   else await executorCall('reconciliation', { reason: 'billing_ambiguous', evidence: {} });
