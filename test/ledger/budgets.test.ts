@@ -205,8 +205,8 @@ describe('the installation budget', () => {
     const shown = await installation();
     expect(shown.body.standing).toEqual([expect.objectContaining({ name: 'installation.day', held_units: '2500000', remaining_units: '500000' })]);
     expect((await spending()).budgets.map((budget) => budget.name)).toEqual(['installation.day']);
-    const audit = ledger.query<{ subject_id: string; after: string }>("SELECT subject_id, after FROM audit_events WHERE subject_id = 'installation_budget'");
-    expect(audit).toHaveLength(1);
+    const audit = ledger.query<{ action: string; after: string }>("SELECT action, after FROM audit_events WHERE subject_id = 'installation_budget'");
+    expect(audit.map((event) => event.action)).toEqual(['budget_changed']);
     expect(JSON.parse(audit[0]?.after ?? '{}')).toMatchObject({ version: '2', day_budget_units: '3000000', alert_percentages: '90' });
     // Only the admin reads it.
     expect((await installation(actors.agent)).status).toBe(401);

@@ -26,7 +26,9 @@ const COLUMNS = 'credential_id, kind, agent_id, lookup, hex(digest) AS digest, c
 describe('ledger migration 13 (metrics credentials)', () => {
   it('keeps every credential as it was, accepts the metrics kind, and keeps the index and both triggers', () => {
     const path = join(dir, 'ledger.db');
-    const before = openDatabase(path, LEDGER_MIGRATIONS.filter((migration) => migration.name !== 'metrics credentials'));
+    // Every migration before it (by its number, found by name: later ones are tested on their own).
+    const m13 = LEDGER_MIGRATIONS.find((migration) => migration.name === 'metrics credentials')?.version ?? 0;
+    const before = openDatabase(path, LEDGER_MIGRATIONS.filter((migration) => migration.version < m13));
     before.prepare("INSERT INTO agents (agent_id, name, status, created_at) VALUES ('agt_a', 'bot', 'active', 1)").run();
     const insert = before.prepare('INSERT INTO credentials (credential_id, kind, agent_id, lookup, digest, created_at, holder_name, lineage, rotated_from, replaced_by, last_used_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
     insert.run('admin', 'admin', null, 'aa', Buffer.alloc(32, 1), 10, null, 'admin', null, null, 60000, null);

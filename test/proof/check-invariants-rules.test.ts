@@ -105,12 +105,12 @@ describe('the ledger\'s audit trail of operator actions', () => {
   const since = (ledger: Database.Database) => ledger.prepare("SELECT applied_at FROM schema_migrations WHERE name = 'operator actions are audited'").pluck().get() as bigint;
   const suspendedAgent = (ledger: Database.Database) => ledger.prepare("SELECT agent_id FROM agents WHERE status = 'suspended'").pluck().get() as string;
 
-  it('the clean run holds every operator action with its event: the admin credential, the agent, its credentials, the resolutions at the ledger, the suspension', async () => {
+  it('the clean run holds every operator action with its event: the admin credential, the agent, its credentials, the resolutions at the ledger, a webhook sink added and removed, the installation budget, the suspension', async () => {
     expect(await breached(() => undefined)).toEqual({ rules: [], messages: [] });
     const actions = await breached(({ ledger }) => {
       const rows = ledger.prepare('SELECT action, actor_kind FROM audit_events ORDER BY audit_id').all() as { action: string; actor_kind: string }[];
       expect(rows[0]).toEqual({ action: 'credential_registered', actor_kind: 'ledger' });
-      expect(rows.map((row) => row.action)).toEqual(expect.arrayContaining(['agent_added', 'reconciliation_resolved', 'agent_suspended']));
+      expect(rows.map((row) => row.action)).toEqual(expect.arrayContaining(['agent_added', 'reconciliation_resolved', 'webhook_added', 'webhook_removed', 'budget_changed', 'agent_suspended']));
     });
     expect(actions.rules).toEqual([]);
   });
@@ -162,6 +162,42 @@ describe('the ledger\'s audit trail of operator actions', () => {
         expect.stringMatching(/^audit event \d+ \(reconciliation_resolved by cred_other\): the ledger holds no such resolution$/) as string,
       ]),
     );
+  });
+
+  it('operator_action_audited: a webhook sink added or removed, or the installation budget changed, without its event; the budget change recorded as policy_changed since it has its own action', async () => {
+    const gone = await breached(({ ledger }) => void ledger.exec("DELETE FROM audit_events WHERE action IN ('webhook_added', 'webhook_removed', 'budget_changed')"));
+    expect(gone.rules).toEqual(['operator_action_audited']);
+    expect(gone.messages).toEqual([
+      expect.stringMatching(/^webhook sink added at \d+: 0 audit events at that time \(0 of that action\)$/) as string,
+      expect.stringMatching(/^webhook sink removed at \d+: 0 audit events at that time \(0 of that action\)$/) as string,
+      'installation budget at version 2: 0 budget_changed events made it',
+    ]);
+    const asPolicy = await breached(({ ledger }) => void ledger.exec("UPDATE audit_events SET action = 'policy_changed' WHERE action = 'budget_changed'"));
+    expect(asPolicy).toEqual({ rules: ['operator_action_audited'], messages: ['installation budget at version 2: 0 budget_changed events made it'] });
+    const byLedger = await breached(({ ledger }) => void ledger.exec("UPDATE audit_events SET actor_kind = 'ledger', actor_credential_id = NULL WHERE action = 'webhook_removed'"));
+    expect(byLedger).toEqual({ rules: ['operator_action_audited'], messages: ['webhook sink removed: its audit event names ledger'] });
+  });
+
+  it('before the migration that gave them their own actions: sinks are not judged, and a budget change is one policy_changed of the installation budget (history kept)', async () => {
+    const later = "UPDATE schema_migrations SET applied_at = 8000000000000 WHERE name = 'webhook sinks and the installation budget are audited'";
+    const kept = await breached(({ ledger }) => {
+      ledger.exec(later);
+      ledger.exec("UPDATE audit_events SET action = 'policy_changed' WHERE action = 'budget_changed'");
+      ledger.exec("DELETE FROM audit_events WHERE action IN ('webhook_added', 'webhook_removed')");
+    });
+    expect(kept).toEqual({ rules: [], messages: [] });
+    const unrecorded = await breached(({ ledger }) => void ledger.exec(later));
+    expect(unrecorded).toEqual({ rules: ['operator_action_audited'], messages: ['installation budget at version 2: 0 policy_changed events made it'] });
+  });
+
+  it('audit_event_has_change: a webhook sink removed at another time than the ledger removed it', async () => {
+    const twice = await breached(({ ledger }) => {
+      ledger.exec(
+        "INSERT INTO audit_events (at, actor_credential_id, actor_kind, action, agent_id, subject_id, before, after) SELECT at + 1, actor_credential_id, actor_kind, action, agent_id, subject_id, before, after FROM audit_events WHERE action = 'webhook_removed'",
+      );
+    });
+    expect(twice.rules).toEqual(['audit_event_has_change']);
+    expect(twice.messages).toEqual([expect.stringMatching(/^audit event \d+ \(webhook_removed by admin\): the ledger removed no such sink then$/) as string]);
   });
 
   it('a ledger from before the trail (no audit migration) is not judged by it', async () => {

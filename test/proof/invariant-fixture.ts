@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { makeTempDir, removeDir } from '../support/cli.js';
 import { durableHarness, setFaults, until, type Stack } from '../support/durable-stack.js';
 import { call } from '../support/ledger.js';
+import { startWebhookReceiver } from '../support/webhook-receiver.js';
 import type { SandboxFault } from '../support/sandbox-process.js';
 import { checkInvariants, type InvariantInputs, type Rule } from './check-invariants.js';
 
@@ -16,7 +17,8 @@ import { checkInvariants, type InvariantInputs, type Rule } from './check-invari
  * the executor for the images the provider's evidence shows; answer dropped and released by a
  * human; 5xx to the submission and released by a human at the ledger; killed mid-submission and
  * left in reconciliation; never transmitted and released — and then its agent suspended by the
- * operator, which cancels an approved authorization nobody claimed. Its files are copied flat to a
+ * operator, which cancels an approved authorization nobody claimed; before that the operator adds
+ * a webhook sink and removes it and sets the installation budget. Its files are copied flat to a
  * directory of their own; each breach is planted in a copy of that copy (`breached`).
  */
 
@@ -211,6 +213,20 @@ export function cleanRunFixture(): { clean: CleanRun; breached: Breached } {
     await s.sandbox.stop('SIGKILL');
     clean.notTransmitted = await admit(s, 1);
     await expectEnd(clean.notTransmitted, 'failed', 'not_transmitted');
+
+    // The operator adds a webhook sink and removes it, and sets the installation budget (high: it refuses nothing).
+    const secretPath = join(dir, 'hook.secret');
+    await writeFile(secretPath, `${'s'.repeat(40)}\n`, { mode: 0o600 });
+    const hook = await startWebhookReceiver(200);
+    try {
+      const added = await call<{ sink: { sink_id: string } }>(s.ledger.url, 'POST', '/webhooks', { token: s.admin, body: { url: `${hook.origin}/in`, secret_file: secretPath } });
+      expect(added.status).toBe(201);
+      expect((await call(s.ledger.url, 'POST', `/webhooks/${added.body.sink.sink_id}/remove`, { token: s.admin, body: {} })).status).toBe(200);
+    } finally {
+      await hook.close();
+    }
+    const budget = { month_budget_units: '1000000000000', units_scale: 6, currency: 'USD' };
+    expect((await call(s.ledger.url, 'PUT', '/budgets/installation', { token: s.admin, body: budget, headers: { 'if-match': '1' } })).status).toBe(200);
 
     // The operator suspends the agent: its approved, unclaimed authorization is cancelled.
     const unclaimed = await s.approvedToken();

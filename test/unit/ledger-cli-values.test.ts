@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentIdFlag, amountUnitsFlag, sinceFlag, tokenIdArgument, versionFlag, wholeNumberFlag } from '../../src/cli/flag-values.js';
-import { auditActor, auditChange } from '../../src/ledger/client/ledger-audit.js';
+import { auditActionWords, auditActor, auditChange } from '../../src/ledger/client/ledger-audit.js';
 import { formatUnits } from '../../src/domain/money.js';
 import { plain } from '../../src/terminal/plain-text.js';
 import { UsageError } from '../../src/errors.js';
@@ -123,6 +123,12 @@ describe('an audit event in a few words', () => {
     expect(auditChange({ before: { status: 'requested' }, after: { status: 'approved', amount_units: '2500', currency: 'USD' } })).toBe('status requested → approved; amount_units 0.002500 USD');
     expect(auditChange({ before: { status: 'suspended', suspended_at: null }, after: { status: 'active' } })).toBe('status suspended → active; suspended_at none');
     expect(auditChange({ before: null, after: null })).toBe('');
+  });
+
+  it('names issue 28\'s actions in words; any other action as the ledger names it', () => {
+    expect(['webhook_added', 'webhook_removed', 'budget_changed'].map(auditActionWords)).toEqual(['webhook sink added', 'webhook sink removed', 'installation budget changed']);
+    expect(['agent_suspended', 'some_future_action', 'toString', '__proto__'].map(auditActionWords)).toEqual(['agent_suspended', 'some_future_action', 'toString', '__proto__']);
+    expect(auditChange({ before: { status: 'active' }, after: { status: 'removed', failed_deliveries: 2 } })).toBe('status active → removed; failed_deliveries 2');
   });
 
   it('names who acted: the credential, the ledger itself, a person once credentials carry names', () => {

@@ -57,6 +57,21 @@ export function auditChange(event: Pick<LedgerAuditEvent, 'before' | 'after'>): 
     .join('; ');
 }
 
+/**
+ * Issue 28's actions in words for a person (the table's action column); every other action reads
+ * as the ledger names it (`agent_suspended`), and so does one this client does not know yet.
+ * `--json` keeps the ledger's name for every action.
+ */
+const ACTION_WORDS: Readonly<Record<string, string>> = {
+  webhook_added: 'webhook sink added',
+  webhook_removed: 'webhook sink removed',
+  budget_changed: 'installation budget changed',
+};
+
+export function auditActionWords(action: string): string {
+  return Object.hasOwn(ACTION_WORDS, action) ? (ACTION_WORDS[action] ?? action) : action;
+}
+
 /** Who acted, in a few words: `admin admin`, `approver cred_…`, or `ledger` for the ledger's own acts. */
 export function auditActor(event: Pick<LedgerAuditEvent, 'actor_kind' | 'actor_credential_id' | 'actor_name'>): string {
   const who = event.actor_credential_id === null ? event.actor_kind : `${event.actor_kind} ${event.actor_credential_id}`;

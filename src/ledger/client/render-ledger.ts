@@ -1,7 +1,7 @@
 import type { LedgerAgent, LedgerAuthorization, LedgerBudgetStanding, LedgerCredential, LedgerCredentialRevocation, LedgerPolicy } from '../wire/answers.js';
 import type { BudgetSetResult, BudgetShowResult } from './ledger-budget.js';
 import type { AddAgentResult, AgentSuspensionResult, ListAgentsResult } from './ledger-agents.js';
-import { auditActor, auditChange, type AuditResult } from './ledger-audit.js';
+import { auditActionWords, auditActor, auditChange, type AuditResult } from './ledger-audit.js';
 import type { AuthorizationListResult, AuthorizationRequestResult } from './ledger-authorizations.js';
 import type { IssuedCredential, ListCredentialsResult, RotateCredentialResult } from './ledger-credentials.js';
 import type { PolicyInitResult, PolicySetResult, PolicyShowResult } from './ledger-policy.js';
@@ -244,7 +244,7 @@ export function renderAudit(result: AuditResult, output: Output): void {
   }
   const header = ['#', 'when', 'who', 'action', 'agent', 'subject', 'change', 'reason'];
   const rows = result.events.map((event) =>
-    [event.audit_id, event.at, auditActor(event), event.action, event.agent_id ?? '—', event.subject_id, auditChange(event), event.reason ?? ''].map(plain),
+    [event.audit_id, event.at, auditActor(event), auditActionWords(event.action), event.agent_id ?? '—', event.subject_id, auditChange(event), event.reason ?? ''].map(plain),
   );
   for (const line of table([header, ...rows])) output.line(line);
   if (result.next_after !== null) output.line(output.style.dim(`  more: run it again with --after ${plain(result.next_after)} (and the same filters)`));

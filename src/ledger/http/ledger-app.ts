@@ -361,7 +361,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   // redacted to its origin; its secret file is checked here and read at each delivery.
   app.post('/webhooks', { onRequest: auth.requires('admin') }, async (request, reply) => {
     const body = parseInput(webhookBody, request.body);
-    const sink = await deps.webhooks.add({ url: body.url, secretFile: body.secret_file, events: body.events ?? null, format: body.format, fromEventId: body.from_event_id ?? null });
+    const sink = await deps.webhooks.add({ url: body.url, secretFile: body.secret_file, events: body.events ?? null, format: body.format, fromEventId: body.from_event_id ?? null }, auth.principal(request));
     return reply.code(201).send({ sink });
   });
 
@@ -379,7 +379,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   app.post('/webhooks/:sink_id/remove', { onRequest: auth.requires('admin') }, (request) => {
     const { sink_id: sinkId } = parseInput(z.strictObject({ sink_id: webhookSinkId }), request.params);
     parseInput(revokeBody, request.body ?? {});
-    return deps.webhooks.remove(sinkId);
+    return deps.webhooks.remove(sinkId, auth.principal(request));
   });
 
   // The audit trail, oldest first; `next_after` continues it (docs/ledger.md "Audit trail").

@@ -5,7 +5,7 @@ import { BugError } from '../../errors.js';
 import type { LedgerAuditEvent, LedgerAuditPage, LedgerAuditState } from '../wire/answers.js';
 
 /*
- * The audit trail of operator actions (ledger migration 7, `audit_events`; docs/ledger.md "Audit
+ * The audit trail of operator actions (ledger migration 8, `audit_events`, rebuilt by 14; docs/ledger.md "Audit
  * trail"): who did what, when, with the state before and after.
  *
  * Writing. `record(entry)` appends one event, and must be called INSIDE the IMMEDIATE transaction
@@ -46,6 +46,10 @@ export const AUDIT_ACTIONS = [
   'credential_registered',
   'credential_revoked',
   'credential_rotated',
+  // Issue 28 (ledger migration 14): a webhook sink added or removed, the installation budget changed.
+  'webhook_added',
+  'webhook_removed',
+  'budget_changed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

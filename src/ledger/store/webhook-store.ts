@@ -5,6 +5,7 @@ import { redactedWebhookUrl } from '../webhooks/webhook-url.js';
 import type { LedgerWebhookDelivery, LedgerWebhookSink } from '../wire/answers.js';
 import { eventView } from './event-store.js';
 import type { LedgerEvent } from '../wire/answers.js';
+import { createAuditStore, type CredentialActor } from './audit-store.js';
 import { immediateTransaction } from './immediate-transaction.js';
 
 /*
@@ -15,6 +16,11 @@ import { immediateTransaction } from './immediate-transaction.js';
  * IMMEDIATE transaction: a crash keeps both or neither, so no event is skipped and none is taken
  * twice (UNIQUE (sink_id, event_id) besides). A delivery is pending until `delivered` (after a 2xx)
  * or `failed` (retries ended); `retry` records an attempt that did not succeed and when to try again.
+ *
+ * Adding and removing a sink are operator actions: each records its audit event (`webhook_added`,
+ * `webhook_removed`; docs/ledger.md "Audit trail") in the IMMEDIATE transaction of the change, at
+ * the change's own time. The event keeps the URL's origin only — its path may be a secret — and
+ * the secret file's path, never its content (the store never reads it).
  */
 
 export type WebhookFormat = 'lexec' | 'slack';
@@ -84,8 +90,18 @@ const TAKE_UP_BATCH = 500;
 
 export type WebhookStore = ReturnType<typeof createWebhookStore>;
 
+/** The URL's scheme, host and port: all the audit trail keeps of it. */
+function urlOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '…';
+  }
+}
+
 export function createWebhookStore(db: Database.Database, now: () => number) {
   const immediate = immediateTransaction(db);
+  const audit = createAuditStore(db);
   const statements = {
     insertSink: db.prepare(
       `INSERT INTO webhook_sinks (sink_id, url, format, event_types, secret_path, created_at, removed_at, cursor_event_id)
@@ -161,20 +177,38 @@ export function createWebhookStore(db: Database.Database, now: () => number) {
     /** Runs `fn` in one IMMEDIATE transaction (the worker records a turn's outcomes and take-up together: one commit). */
     transaction: <T>(fn: () => T): T => immediate(fn),
 
-    /** Adds a sink starting after the latest event (or just before `fromEventId`). */
-    add(sink: NewWebhookSink): LedgerWebhookSink {
+    /** Adds a sink starting after the latest event (or just before `fromEventId`), audited as `actor`'s `webhook_added`. */
+    add(sink: NewWebhookSink, actor: CredentialActor): LedgerWebhookSink {
       const sinkId = `whk_${randomUUID()}`;
       immediate(() => {
+        const at = now();
         const last = (statements.lastEventId.get() as { last: bigint }).last;
-        const cursor = sink.fromEventId === null ? last : sink.fromEventId - 1n < last ? sink.fromEventId - 1n : last;
+        const wanted = sink.fromEventId === null ? last : sink.fromEventId - 1n < last ? sink.fromEventId - 1n : last;
+        const cursor = wanted < 0n ? 0n : wanted;
+        const eventTypes = sink.eventTypes === null ? null : JSON.stringify(sink.eventTypes);
         statements.insertSink.run({
           sink_id: sinkId,
           url: sink.url,
           format: sink.format,
-          event_types: sink.eventTypes === null ? null : JSON.stringify(sink.eventTypes),
+          event_types: eventTypes,
           secret_path: sink.secretPath,
-          created_at: now(),
-          cursor_event_id: cursor < 0n ? 0n : cursor,
+          created_at: at,
+          cursor_event_id: cursor,
+        });
+        audit.record({
+          actor,
+          action: 'webhook_added',
+          agentId: null,
+          subjectId: sinkId,
+          after: {
+            status: 'active',
+            url_origin: urlOrigin(sink.url),
+            format: sink.format,
+            events: sink.eventTypes === null ? 'all' : sink.eventTypes.join(','),
+            secret_file: sink.secretPath,
+            cursor_event_id: cursor.toString(),
+          },
+          at,
         });
       });
       return this.show(sinkId) as LedgerWebhookSink;
@@ -191,12 +225,19 @@ export function createWebhookStore(db: Database.Database, now: () => number) {
       return (statements.sinks.all({ all: all ? 1 : 0 }) as SinkRow[]).map((row) => view(row, tally));
     },
 
-    /** Ends a sink: nothing more is taken up or delivered; its pending deliveries fail (`sink_removed`). False when it was already removed. */
-    remove(sinkId: string): boolean {
+    /**
+     * Ends a sink: nothing more is taken up or delivered; its pending deliveries fail
+     * (`sink_removed`). Audited as `actor`'s `webhook_removed` with how many deliveries it failed.
+     * False, and nothing recorded, when it was already removed (or never was).
+     */
+    remove(sinkId: string, actor: CredentialActor): boolean {
       return immediate(() => {
-        const changed = statements.remove.run(now(), sinkId).changes === 1;
-        if (changed) statements.abandon.run(sinkId);
-        return changed;
+        const at = now();
+        const changed = statements.remove.run(at, sinkId).changes === 1;
+        if (!changed) return false;
+        const failed = statements.abandon.run(sinkId).changes;
+        audit.record({ actor, action: 'webhook_removed', agentId: null, subjectId: sinkId, before: { status: 'active' }, after: { status: 'removed', failed_deliveries: failed }, at });
+        return true;
       });
     },
 

@@ -9,7 +9,8 @@ import { budgetStandings, standingView, type BudgetContext } from './budget-stan
 /*
  * The installation-wide budget across all agents (docs/ledger.md "Budgets"): one record,
  * versioned like a policy (`PUT /budgets/installation` with `If-Match`), audited as a
- * `policy_changed` of subject `installation_budget`.
+ * `budget_changed` of subject `installation_budget` (before ledger migration 14 it was a
+ * `policy_changed` of that subject; those events stay as they were written).
  */
 
 export interface InstallationBudgetContext extends BudgetContext {
@@ -68,7 +69,7 @@ export function setInstallationBudget(context: InstallationBudgetContext, budget
     const at = context.now();
     context.budgets.setInstallationBudget(budget, at);
     const changed = context.budgets.installationBudget();
-    context.audit.record({ actor, action: 'policy_changed', agentId: null, subjectId: SUBJECT, before: auditState(current), after: auditState(changed), at });
+    context.audit.record({ actor, action: 'budget_changed', agentId: null, subjectId: SUBJECT, before: auditState(current), after: auditState(changed), at });
     return answer(context);
   });
 }

@@ -145,10 +145,29 @@ export interface EventRows {
   readonly events: readonly LedgerEventRow[];
 }
 
+/** A webhook sink: when it was added and removed (null: still live). */
+export interface WebhookSinkRow {
+  sink_id: string;
+  created_at: bigint;
+  removed_at: bigint | null;
+}
+
+/** The installation-wide budget's one row: its version and when it was set. */
+export interface InstallationBudgetRow {
+  version: bigint;
+  updated_at: bigint;
+}
+
 /** The audit trail and since when the ledger keeps it (its migration's applied_at); null for a ledger from before it. */
 export interface AuditRows {
   readonly since: bigint;
   readonly events: readonly AuditEventRow[];
+  /** Since when adding and removing a sink, and changing the installation budget, are their own actions (null: a ledger from before that migration). */
+  readonly ownActionsSince: bigint | null;
+  /** Every webhook sink (none on a ledger from before them). */
+  readonly webhookSinks: readonly WebhookSinkRow[];
+  /** The installation budget (null on a ledger from before it). */
+  readonly installationBudget: InstallationBudgetRow | null;
 }
 
 export interface LedgerRows {
@@ -195,10 +214,22 @@ const all = <T>(db: Database.Database, sql: string) => db.prepare(sql).all() as 
 /** The name of the ledger migration that began the audit trail (found by name: its number may change when branches merge). */
 const AUDIT_MIGRATION = 'operator actions are audited';
 
+/** The migration from which webhook sinks and the installation budget have audit actions of their own (found by name, as the trail's). */
+const OWN_ACTIONS_MIGRATION = 'webhook sinks and the installation budget are audited';
+
+const hasTable = (db: Database.Database, table: string) => db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
+
 function readAudit(db: Database.Database): AuditRows | null {
-  const since = db.prepare('SELECT applied_at FROM schema_migrations WHERE name = ?').pluck().get(AUDIT_MIGRATION) as bigint | undefined;
+  const appliedAt = (name: string) => db.prepare('SELECT applied_at FROM schema_migrations WHERE name = ?').pluck().get(name) as bigint | undefined;
+  const since = appliedAt(AUDIT_MIGRATION);
   if (since === undefined) return null;
-  return { since, events: all<AuditEventRow>(db, 'SELECT audit_id, at, actor_credential_id, actor_kind, action, agent_id, subject_id, before, after FROM audit_events ORDER BY audit_id') };
+  return {
+    since,
+    events: all<AuditEventRow>(db, 'SELECT audit_id, at, actor_credential_id, actor_kind, action, agent_id, subject_id, before, after FROM audit_events ORDER BY audit_id'),
+    ownActionsSince: appliedAt(OWN_ACTIONS_MIGRATION) ?? null,
+    webhookSinks: hasTable(db, 'webhook_sinks') ? all<WebhookSinkRow>(db, 'SELECT sink_id, created_at, removed_at FROM webhook_sinks') : [],
+    installationBudget: hasTable(db, 'installation_budget') ? (all<InstallationBudgetRow>(db, 'SELECT version, updated_at FROM installation_budget')[0] ?? null) : null,
+  };
 }
 
 /** The name of the ledger migration that began the events outbox (found by name, as the audit trail's). */

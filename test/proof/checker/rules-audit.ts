@@ -1,5 +1,5 @@
 import type { Facts } from './facts.ts';
-import type { AuditEventRow } from './read-databases.ts';
+import type { AuditEventRow, AuditRows } from './read-databases.ts';
 import type { Fail } from './report.ts';
 
 /*
@@ -10,6 +10,10 @@ import type { Fail } from './report.ts';
  * velocity breaker, the default policy applied at start and the ledger's own admin credential are
  * the ledger's acts (actor `ledger`). The reverse, for what stays as it was decided: an event of a
  * decision, a resolution or an agent added names what the ledger holds (`audit_event_has_change`).
+ * From the migration that gave them actions of their own ("webhook sinks and the installation
+ * budget are audited"): a webhook sink added or removed, and the installation budget changed
+ * (`budget_changed`; before that migration, and kept so, `policy_changed` of subject
+ * `installation_budget`).
  * Known from the spec and the migration, not from the code that writes the events.
  */
 
@@ -67,6 +71,7 @@ export function checkAudit(facts: Facts, fail: Fail): void {
     if (changes.length !== 1) fail('operator_action_audited', policy.agent_id, `policy at version ${version}: ${changes.length} audit events made it`);
     else if (changes[0]?.at !== policy.updated_at) fail('operator_action_audited', policy.agent_id, `policy at version ${version}: its audit event is not of the change's time`);
   }
+  checkSinksAndBudget(audit, audited, eventsOn, fail);
   for (const authorization of facts.authorizations) {
     const { decided_by: decidedBy, decided_at: decidedAt } = authorization;
     if (decidedBy === null || decidedBy === DECIDED_BY_POLICY || decidedAt === null || decidedAt < since) continue;
@@ -78,11 +83,40 @@ export function checkAudit(facts: Facts, fail: Fail): void {
     if (record.status !== 'resolved' || resolvedBy === null || resolvedBy === CLOSED_BY_EXECUTOR || resolvedAt === null || resolvedAt < since) continue;
     audited(record.record_id, `resolved by ${resolvedBy}`, eventsOn('reconciliation_resolved', record.record_id), resolvedAt, byCredential(resolvedBy));
   }
-  checkEventsHaveChanges(facts, events, fail);
+  checkEventsHaveChanges(facts, audit, fail);
 }
 
-/** Every event of a decision, a resolution or an agent added names what the ledger holds so. */
-function checkEventsHaveChanges(facts: Facts, events: readonly AuditEventRow[], fail: Fail): void {
+const INSTALLATION_BUDGET = 'installation_budget';
+
+/** Webhook sinks added and removed since they are audited, and the installation budget's current version, each with its one event. */
+function checkSinksAndBudget(
+  audit: AuditRows,
+  audited: (subject: string, what: string, candidates: readonly AuditEventRow[], at: bigint, by: (event: AuditEventRow) => boolean) => void,
+  eventsOn: (action: string, subject: string) => AuditEventRow[],
+  fail: Fail,
+): void {
+  const { ownActionsSince: ownSince } = audit;
+  if (ownSince !== null) {
+    for (const sink of audit.webhookSinks) {
+      if (sink.created_at >= ownSince) audited(sink.sink_id, 'webhook sink added', eventsOn('webhook_added', sink.sink_id), sink.created_at, byACredential);
+      if (sink.removed_at !== null && sink.removed_at >= ownSince) audited(sink.sink_id, 'webhook sink removed', eventsOn('webhook_removed', sink.sink_id), sink.removed_at, byACredential);
+    }
+  }
+  // Past its first version the budget was changed by an operator: a budget_changed since the migration, a policy_changed before it.
+  const budget = audit.installationBudget;
+  if (budget === null || budget.version <= 1n || budget.updated_at < audit.since) return;
+  const action = ownSince !== null && budget.updated_at >= ownSince ? 'budget_changed' : 'policy_changed';
+  const version = String(budget.version);
+  const changes = eventsOn(action, INSTALLATION_BUDGET).filter((event) => afterVersion(event) === version);
+  if (changes.length !== 1) fail('operator_action_audited', INSTALLATION_BUDGET, `installation budget at version ${version}: ${changes.length} ${action} events made it`);
+  else if (changes[0]?.at !== budget.updated_at) fail('operator_action_audited', INSTALLATION_BUDGET, `installation budget at version ${version}: its audit event is not of the change's time`);
+  else if (changes[0].actor_kind === 'ledger') fail('operator_action_audited', INSTALLATION_BUDGET, `installation budget at version ${version}: its audit event names ledger`);
+}
+
+/** Every event of a decision, a resolution, an agent added or a webhook sink added or removed names what the ledger holds so. */
+function checkEventsHaveChanges(facts: Facts, audit: AuditRows, fail: Fail): void {
+  const { events } = audit;
+  const sinkOf = new Map(audit.webhookSinks.map((sink) => [sink.sink_id, sink]));
   const recordOf = new Map(facts.records.map((record) => [record.record_id, record]));
   const agents = new Set(facts.agents.map((agent) => agent.agent_id));
   for (const event of events) {
@@ -99,6 +133,10 @@ function checkEventsHaveChanges(facts: Facts, events: readonly AuditEventRow[], 
       }
     } else if (event.action === 'agent_added' && !agents.has(event.subject_id)) {
       fail('audit_event_has_change', event.subject_id, `${said}: the ledger has no such agent`);
+    } else if (event.action === 'webhook_added' && sinkOf.get(event.subject_id)?.created_at !== event.at) {
+      fail('audit_event_has_change', event.subject_id, `${said}: the ledger added no such sink then`);
+    } else if (event.action === 'webhook_removed' && sinkOf.get(event.subject_id)?.removed_at !== event.at) {
+      fail('audit_event_has_change', event.subject_id, `${said}: the ledger removed no such sink then`);
     }
   }
 }

@@ -1,6 +1,6 @@
 import type { Migration } from '../../../storage/open-database.js';
 
-/** The ledger's migrations, Versions 10-13: what a request pays for, the events outbox, budgets, webhook sinks, metrics credentials (issue 28). Applied in order with the others (migrations.ts). */
+/** The ledger's migrations, Versions 10-14: what a request pays for, the events outbox, budgets, webhook sinks, metrics credentials, their operator actions audited (issue 28). Applied in order with the others (migrations.ts). */
 export const BUDGETS_EVENTS_AND_DELIVERY_MIGRATIONS: readonly Migration[] = [
   {
     version: 10,
@@ -162,6 +162,53 @@ export const BUDGETS_EVENTS_AND_DELIVERY_MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'a credential''s identity never changes'); END;
       CREATE TRIGGER credentials_are_kept BEFORE DELETE ON credentials
         BEGIN SELECT RAISE(ABORT, 'credentials are revoked, never deleted'); END;
+    `,
+  },
+  {
+    version: 14,
+    name: 'webhook sinks and the installation budget are audited',
+    // Issue 28's operator actions get their own audit actions (docs/ledger.md "Audit trail"):
+    // `webhook_added`, `webhook_removed` and `budget_changed` (the installation-wide budget).
+    // The action list is a CHECK, so `audit_events` is rebuilt as migration 13 rebuilt
+    // `credentials`: the same columns, CHECKs, indexes and both append-only triggers, the list
+    // extended. The triggers go first (the copy's DROP would otherwise meet them) and are made
+    // again on the new table. Rows are copied with their `audit_id`; the AUTOINCREMENT counter is
+    // carried over from the old table's row of `sqlite_sequence` (the highest id ever given, which
+    // the copy alone would only approximate) and follows the rename, so an id is still never
+    // reused. History is not rewritten: installation budget changes made before this migration
+    // stay `policy_changed` of subject `installation_budget`.
+    rebuildsTables: true,
+    up: `
+      DROP TRIGGER audit_events_are_final;
+      DROP TRIGGER audit_events_are_kept;
+      CREATE TABLE audit_events_v14 (
+        audit_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        actor_credential_id TEXT,
+        actor_kind TEXT NOT NULL CHECK (actor_kind IN ('admin', 'agent', 'approver', 'executor', 'reconciliation', 'ledger')),
+        action TEXT NOT NULL CHECK (action IN ('agent_added', 'agent_suspended', 'agent_resumed', 'policy_changed', 'authorization_approved', 'authorization_denied',
+          'reconciliation_resolved', 'credential_registered', 'credential_revoked', 'credential_rotated', 'webhook_added', 'webhook_removed', 'budget_changed')),
+        agent_id TEXT REFERENCES agents (agent_id),
+        subject_id TEXT NOT NULL,
+        before TEXT CHECK (before IS NULL OR (json_valid(before) AND json_type(before) = 'object')),
+        after TEXT CHECK (after IS NULL OR (json_valid(after) AND json_type(after) = 'object')),
+        reason TEXT CHECK (reason IS NULL OR length(reason) <= 500),
+        CHECK ((actor_kind = 'ledger') = (actor_credential_id IS NULL))
+      );
+      INSERT INTO audit_events_v14 (audit_id, at, actor_credential_id, actor_kind, action, agent_id, subject_id, before, after, reason)
+        SELECT audit_id, at, actor_credential_id, actor_kind, action, agent_id, subject_id, before, after, reason FROM audit_events ORDER BY audit_id;
+      DELETE FROM sqlite_sequence WHERE name = 'audit_events_v14';
+      INSERT INTO sqlite_sequence (name, seq)
+        SELECT 'audit_events_v14', MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'audit_events'), 0), COALESCE((SELECT MAX(audit_id) FROM audit_events_v14), 0))
+        WHERE EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'audit_events') OR EXISTS (SELECT 1 FROM audit_events_v14);
+      DROP TABLE audit_events;
+      ALTER TABLE audit_events_v14 RENAME TO audit_events;
+      CREATE INDEX audit_events_by_agent ON audit_events (agent_id, audit_id);
+      CREATE INDEX audit_events_by_time ON audit_events (at);
+      CREATE TRIGGER audit_events_are_final BEFORE UPDATE ON audit_events
+        BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+      CREATE TRIGGER audit_events_are_kept BEFORE DELETE ON audit_events
+        BEGIN SELECT RAISE(ABORT, 'audit events are never deleted'); END;
     `,
   },
 ];
