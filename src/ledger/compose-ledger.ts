@@ -16,6 +16,7 @@ import type { SpendPolicy } from './authorization-rules.js';
 import { createLedgerService, type LedgerService } from './ledger-service.js';
 import { LEDGER_MIGRATIONS } from './store/migrations.js';
 import { createWebhookStore } from './store/webhook-store.js';
+import { startDeliveryThread } from './webhooks/delivery-in-thread.js';
 import { DEFAULT_WEBHOOK_DELIVERY, startWebhookDelivery, type WebhookDeliverySettings } from './webhooks/webhook-delivery.js';
 import { createWebhookSinks, type WebhookSinks } from './webhooks/webhook-sinks.js';
 import { createMetricsReads } from './store/metrics-reads.js';
@@ -57,6 +58,12 @@ export interface ComposeLedgerOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** How repeated rejections are collapsed in the log (serve: the system clock, 60 s; tests: a fake clock). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /**
+   * Where webhooks are delivered: `thread` — a worker thread with its own connection and the
+   * system clock (`ledger serve`: delivering never shares the requests' thread) — or `in-process`
+   * (default; tests, whose clock `now` moves the retries).
+   */
+  readonly webhookDelivery?: 'thread' | 'in-process';
   /** How often expiries the clock has reached are persisted, with their events, when nobody reads them (ms; default 5000). */
   readonly expirySweepMs?: number;
   /** How often a long-poll of `GET /events` looks for events another process wrote (ms; default 1000). */
@@ -149,7 +156,11 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
     });
     // Webhook delivery runs in this process, apart from request handling (docs/ledger.md "Webhooks").
     const webhookStore = createWebhookStore(db, now);
-    const delivery = startWebhookDelivery({ store: webhookStore, logger: options.logger, now, settings: deliverySettings(config.webhook_delivery) });
+    const settings = deliverySettings(config.webhook_delivery);
+    const delivery =
+      options.webhookDelivery === 'thread'
+        ? startDeliveryThread({ databasePath: config.database_path, settings, logger: options.logger })
+        : startWebhookDelivery({ store: webhookStore, logger: options.logger, now, settings });
     wakeDelivery = () => {
       delivery.wake();
     };

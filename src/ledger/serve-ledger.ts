@@ -19,7 +19,7 @@ export async function serveLedger(configPath: string): Promise<LedgerStopped> {
   restrictProcessUmask();
   const config = await loadLedgerConfig(configPath);
   const logger = pino({ base: { service: 'ledger' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
-  const ledger = await composeLedger({ config, logger, env: process.env });
+  const ledger = await composeLedger({ config, logger, env: process.env, webhookDelivery: 'thread' });
   try {
     const { app, buildInfo } = ledger;
     await app.listen({ host: config.http.host, port: config.http.port });

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import { bigintAsString } from '../../domain/canonical-json.js';
 import type { DueDelivery, WebhookSinkTarget, WebhookStore } from '../store/webhook-store.js';
 import { SIGNATURE_HEADER, webhookSignature } from './webhook-signature.js';
-import { readWebhookSecretFile } from './webhook-secret-file.js';
+import { createWebhookPoster } from './webhook-post.js';
+import { createSecretFileCache } from './webhook-secret-file.js';
 import { redactedWebhookUrl } from './webhook-url.js';
 import { slackMessage } from './slack-message.js';
 
@@ -46,7 +47,9 @@ export const DEFAULT_WEBHOOK_DELIVERY: WebhookDeliverySettings = {
   giveUpAfterMs: 24 * 3_600_000,
 };
 
-const MIN_TURN_INTERVAL_MS = 10;
+const MIN_TURN_INTERVAL_MS = 25;
+/** How many due deliveries of a sink a turn queues in memory, started as the sink's slots free up between turns. */
+const QUEUED_PER_SINK = 256;
 
 export interface WebhookDeliveryOptions {
   readonly store: WebhookStore;
@@ -73,8 +76,8 @@ interface Outcome {
 
 function failureClass(error: unknown, timedOut: boolean): Outcome['error'] {
   if (timedOut) return 'timeout';
-  const cause = (error as { cause?: { code?: unknown } } | null)?.cause;
-  return cause?.code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed';
+  const failed = error as { code?: unknown; cause?: { code?: unknown } } | null;
+  return failed?.code === 'ECONNREFUSED' || failed?.cause?.code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed';
 }
 
 /** The delay before the next attempt after `attempts` failed ones: doubled each time, capped, with half of it random ("equal jitter"). */
@@ -87,8 +90,12 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
   const { store, logger, now, settings } = options;
   const random = options.random ?? Math.random;
   const stopping = new AbortController();
+  const poster = createWebhookPoster();
+  const secrets = createSecretFileCache();
   const inFlight = new Set<bigint>();
   const perSink = new Map<string, number>();
+  // Each sink's due deliveries as the last turn read them: started as its slots free up, without waiting for the next turn.
+  const queued = new Map<string, { readonly sink: WebhookSinkTarget; readonly deliveries: DueDelivery[] }>();
   const finished: { sink: WebhookSinkTarget; delivery: DueDelivery; outcome: Outcome }[] = [];
   let woken = false;
   let stopped = false;
@@ -106,27 +113,19 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
     const made = body(sink, delivery);
     if (made === null) return { delivered: false, httpStatus: null, error: 'connection_failed' };
     // Read now, not when the sink was added: a rotated secret signs the next delivery.
-    const secret = await readWebhookSecretFile(sink.secretPath);
+    const secret = await secrets.read(sink.secretPath);
     if (!secret.ok) return { delivered: false, httpStatus: null, error: 'secret_file_unreadable' };
     const timeout = AbortSignal.timeout(settings.timeoutMs);
     try {
-      const response = await fetch(sink.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-lexec-event-id': delivery.eventId.toString(),
-          'x-lexec-event-type': made.type,
-          [SIGNATURE_HEADER]: webhookSignature(secret.secret, made.text, Math.floor(Date.now() / 1000)),
-        },
-        body: made.text,
-        // A redirect is an answer that is not 2xx: never followed (the event would go elsewhere).
-        redirect: 'manual',
-        signal: AbortSignal.any([timeout, stopping.signal]),
-      });
-      // The body is never read into anything: only the status counts.
-      await response.body?.cancel().catch(() => undefined);
-      const ok = response.status >= 200 && response.status < 300;
-      return { delivered: ok, httpStatus: response.status, error: ok ? null : 'http_status' };
+      const headers = {
+        'content-type': 'application/json',
+        'x-lexec-event-id': delivery.eventId.toString(),
+        'x-lexec-event-type': made.type,
+        [SIGNATURE_HEADER]: webhookSignature(secret.secret, made.text, Math.floor(Date.now() / 1000)),
+      };
+      const status = await poster.post(sink.url, headers, made.text, AbortSignal.any([timeout, stopping.signal]));
+      const ok = status >= 200 && status < 300;
+      return { delivered: ok, httpStatus: status, error: ok ? null : 'http_status' };
     } catch (error) {
       return { delivered: false, httpStatus: null, error: failureClass(error, timeout.aborted) };
     }
@@ -177,11 +176,23 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
         finished.push({ sink, delivery, outcome: { delivered: false, httpStatus: null, error: 'connection_failed' } });
       })
       .finally(() => {
-        // The sink's slot is free now; the delivery itself stays in flight until its outcome is
-        // recorded (the next turn), so it is never started twice.
+        // The sink's slot is free now: the next queued delivery goes at once. This one stays in
+        // flight until its outcome is recorded (the next turn), so it is never started twice.
         perSink.set(sink.sinkId, (perSink.get(sink.sinkId) ?? 1) - 1);
+        startQueued(sink.sinkId);
         wake();
       });
+  }
+
+  /** Starts the sink's queued deliveries while it has free slots (skipping any in flight). */
+  function startQueued(sinkId: string): void {
+    const queue = queued.get(sinkId);
+    if (queue === undefined) return;
+    while (!stopped && (perSink.get(sinkId) ?? 0) < settings.concurrencyPerSink) {
+      const delivery = queue.deliveries.shift();
+      if (delivery === undefined) return;
+      if (!inFlight.has(delivery.deliveryId)) start(queue.sink, delivery);
+    }
   }
 
   function turn(): void {
@@ -203,18 +214,12 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
         throw error;
       }
       for (const { delivery } of outcomes) inFlight.delete(delivery.deliveryId);
+      // Each live sink's due deliveries, read afresh (what the last turn queued may have been recorded since).
+      queued.clear();
       for (const sink of store.targets()) {
-        const busy = perSink.get(sink.sinkId) ?? 0;
-        const free = settings.concurrencyPerSink - busy;
-        if (free <= 0) continue;
-        // In-flight ones (sending, or answered and not yet recorded) are still pending and due: ask for enough to skip them.
-        let started = 0;
-        for (const delivery of store.due(sink.sinkId, free + inFlight.size)) {
-          if (started >= free) break;
-          if (inFlight.has(delivery.deliveryId)) continue;
-          start(sink, delivery);
-          started += 1;
-        }
+        const deliveries = store.due(sink.sinkId, QUEUED_PER_SINK + inFlight.size).filter((delivery) => !inFlight.has(delivery.deliveryId));
+        queued.set(sink.sinkId, { sink, deliveries });
+        startQueued(sink.sinkId);
       }
       if (more) wake();
     } catch (error) {
@@ -243,6 +248,7 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
       stopped = true;
       clearInterval(poll);
       stopping.abort();
+      poster.close();
     },
   };
 }

@@ -1,12 +1,13 @@
 import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { lstat, open } from 'node:fs/promises';
 
 /*
  * A webhook sink's secret file (docs/ledger.md "Webhooks"): an absolute path to a regular file
  * (not a link) of mode 0600 owned by the user the ledger runs as, holding at least 32 bytes
  * (one trailing newline is not part of the secret). The ledger keeps the path, never the
  * content, and reads the file again at every delivery, so a rotated secret is picked up by the
- * next one. The CLI runs the same check before it asks the ledger (its user is usually the same).
+ * next one (a cache keyed by the file's identity and times saves the reading while nothing changed:
+ * `createSecretFileCache`). The CLI runs the same check before it asks the ledger (its user is usually the same).
  * No answer, log or error ever carries the content.
  */
 
@@ -67,4 +68,32 @@ export async function readWebhookSecretFile(path: string, uid: number | null = t
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * `readWebhookSecretFile` for every delivery, without reading the file again while nothing about
+ * it changed: each read first looks at the path (lstat) and answers the content read before when
+ * the file is the same (device, inode, size, mode, owner, modification and change times); any
+ * change — a rewrite, a rename over it, a chmod — reads and checks it again. A rotated secret
+ * signs the next delivery, as before.
+ */
+export function createSecretFileCache(uid: number | null = typeof process.getuid === 'function' ? process.getuid() : null) {
+  const known = new Map<string, { readonly identity: string; readonly reading: SecretFileReading }>();
+  return {
+    async read(path: string): Promise<SecretFileReading> {
+      let identity: string;
+      try {
+        const info = await lstat(path, { bigint: true });
+        identity = [info.dev, info.ino, info.size, info.mode, info.uid, info.mtimeNs, info.ctimeNs].join(':');
+      } catch {
+        known.delete(path);
+        return readWebhookSecretFile(path, uid);
+      }
+      const cached = known.get(path);
+      if (cached !== undefined && cached.identity === identity && cached.reading.ok) return cached.reading;
+      const reading = await readWebhookSecretFile(path, uid);
+      known.set(path, { identity, reading });
+      return reading;
+    },
+  };
 }

@@ -1,0 +1,39 @@
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { DeliveryThreadData } from './delivery-thread.js';
+import type { WebhookDelivery, WebhookDeliverySettings } from './webhook-delivery.js';
+
+/**
+ * Runs the webhook delivery in a worker thread of its own (delivery-thread.ts): `ledger serve`'s
+ * way, so delivering never shares the request handler's thread (docs/ledger.md "Webhooks",
+ * docs/decisions.md). A wake asked inside an event's transaction reaches the thread only after
+ * that transaction (a later turn of this thread's loop), so the thread never looks before the
+ * commit. Stopping tells the thread to stop and close its connection; a thread that has died is
+ * said in the log and started again by nothing — deliveries stay pending until the next start.
+ */
+export function startDeliveryThread(options: { readonly databasePath: string; readonly settings: WebhookDeliverySettings; readonly logger: Logger }): WebhookDelivery {
+  const data: DeliveryThreadData = { databasePath: options.databasePath, settings: options.settings };
+  const worker = new Worker(new URL('./delivery-thread.js', import.meta.url), { workerData: data });
+  // The ledger's process ends when its server closes, whatever the thread is doing.
+  worker.unref();
+  let stopped = false;
+  worker.on('error', (error: Error) => {
+    options.logger.error({ event: 'webhook_delivery_thread_failed', error_class: error.name });
+  });
+  let waking = false;
+  return {
+    wake() {
+      if (waking || stopped) return;
+      waking = true;
+      setImmediate(() => {
+        waking = false;
+        if (!stopped) worker.postMessage('wake');
+      });
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      worker.postMessage('stop');
+    },
+  };
+}
