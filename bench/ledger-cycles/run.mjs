@@ -5,7 +5,10 @@
 //
 //   node bench/ledger-cycles/run.mjs [--cycles N] [--warmup N] [--concurrency 1,8]
 //                                    [--client http|fetch] [--dir PATH]
-//                                    [--max-requests-per-hour N] [--webhooks]   (from the repository root)
+//                                    [--max-requests-per-hour N] [--webhooks] [--scrape-ms N]   (from the repository root)
+//
+// With --scrape-ms N (issue 28) a Prometheus-like scraper reads GET /metrics with a metrics
+// capability every N ms while the cycles run, and each scrape must answer 200 with text.
 //
 // With --webhooks (issue 28) the ledger also delivers its events to two webhook sinks on loopback,
 // receivers in this process: one answers 200 at once, the other never answers (each of its
@@ -67,10 +70,10 @@ const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 
 const USAGE =
-  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)]';
+  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)] [--scrape-ms N (GET /metrics every N ms during the cycles)]';
 
 function parseArgs(argv) {
-  const options = { cycles: 500, warmup: 50, client: 'http', dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false };
+  const options = { cycles: 500, warmup: 50, client: 'http', dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false, scrapeMs: null };
   for (let index = 0; index < argv.length; index += 1) {
     const arg = argv[index];
     const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -93,6 +96,8 @@ function parseArgs(argv) {
       options.dir = resolve(value);
     } else if (name === '--webhooks') {
       options.webhooks = true;
+    } else if (name === '--scrape-ms') {
+      options.scrapeMs = parseCount(name, inline ?? argv[++index], 10);
     } else if (name === '--help' || name === '-h') {
       process.stdout.write(`${USAGE}\n`);
       process.exit(0);
@@ -191,6 +196,7 @@ process.on('exit', () => {
 function makeClient(kind, port) {
   const origin = `http://127.0.0.1:${port}`;
   const parse = (method, path, status, text) => {
+    if (path === '/metrics') return { status, body: text };
     try {
       return { status, body: text === '' ? {} : JSON.parse(text) };
     } catch {
@@ -510,7 +516,7 @@ function summarise(concurrency, run) {
 
 
 function report(options, outcome, workDir) {
-  const { client, levels, verification, probe, stopped, filesystem, webhooks } = outcome;
+  const { client, levels, verification, probe, stopped, filesystem, webhooks, scrapes } = outcome;
   const cpuList = cpus();
   const facts = {
     node: process.version,
@@ -532,6 +538,7 @@ function report(options, outcome, workDir) {
     `Ledger authorization cycles on loopback — ${facts.node}, ${facts.cpus} CPUs (${facts.cpu_model ?? 'unknown CPU'}), ${facts.platform}`,
     `ledger: lexec ledger serve child process, SQLite WAL + synchronous=FULL on ${facts.filesystem ?? 'unknown filesystem'} (${workDir})`,
     `client: ${client.description}; ${facts.cycles} measured cycles per level after ${facts.warmup} warm-up cycles`,
+    `metrics: ${scrapes === null ? 'not scraped' : `GET /metrics every ${scrapes.every_ms} ms: ${scrapes.scrapes} scrapes (largest ${scrapes.largest_bytes} bytes)`}`,
     `webhooks: ${webhooks === null ? 'none' : `two sinks (one answering 200 at once, one never answering); commit → receipt p50 ${webhooks.p50} ms, p95 ${webhooks.p95} ms; ${webhooks.received}/${webhooks.events} events received`}`,
     `velocity limit: ${options.maxRequestsPerHour === null ? 'none (requests not counted)' : `max_requests_per_hour ${options.maxRequestsPerHour} (every request counted)`}`,
     '',
@@ -564,6 +571,7 @@ function report(options, outcome, workDir) {
       client_cpu_ms_per_cycle: round2(level.clientCpuPerCycle),
       latency_ms: Object.fromEntries(Object.entries(level.latency).map(([step, { p50, p99 }]) => [step, { p50: round2(p50), p99: round2(p99) }])),
     })),
+    metrics_scrapes: scrapes ?? null,
     webhooks: webhooks === null ? null : { events: webhooks.events, received: webhooks.received, commit_to_receipt_ms: { p50: webhooks.p50, p95: webhooks.p95 } },
     verified_settled: verification.settled,
     verified_total: verification.total,
@@ -574,6 +582,35 @@ function report(options, outcome, workDir) {
 }
 
 // --- main ---------------------------------------------------------------------------------------
+
+// --- metrics scraper (--scrape-ms) -------------------------------------------------------------
+
+/** Reads GET /metrics with a metrics capability every `everyMs` until stopped; answers how many scrapes and the largest body. */
+async function startScraper(client, adminToken, capability, everyMs) {
+  const token = await registerCredential(client, adminToken, capability.generateCapability, capability.capabilityDigest, 'metrics');
+  let count = 0;
+  let largest = 0;
+  let failure = null;
+  let running = Promise.resolve();
+  const timer = setInterval(() => {
+    running = running.then(async () => {
+      const body = await expect(client, 'scrape metrics', 200, 'GET', '/metrics', token).catch((error) => {
+        failure ??= error;
+        return '';
+      });
+      if (typeof body === 'string' && body.includes('lexec_ledger_')) count += 1;
+      largest = Math.max(largest, typeof body === 'string' ? body.length : 0);
+    });
+  }, everyMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+      if (failure !== null) throw failure;
+      return { every_ms: everyMs, scrapes: count, largest_bytes: largest };
+    },
+  };
+}
 
 async function main(options, workDir) {
   const missing = ['dist/credentials/capability.js', 'dist/commands/ledger/serve.js', 'oclif.manifest.json'].filter((name) => !existsSync(join(root, name)));
@@ -606,6 +643,7 @@ async function main(options, workDir) {
   try {
     const actors = await setUp(client, adminToken, capability, options.maxRequestsPerHour);
     if (receivers !== null) await addSinks(client, adminToken, receivers, workDir);
+    const scraper = options.scrapeMs === null ? null : await startScraper(client, adminToken, capability, options.scrapeMs);
     const firstEventId = receivers === null ? 0n : BigInt((await eventIds(client, adminToken)).at(-1) ?? '0');
     const ids = [];
     const levels = [];
@@ -613,13 +651,14 @@ async function main(options, workDir) {
       if (options.warmup > 0) await runCycles(client, actors, concurrency, options.warmup, ids);
       levels.push(summarise(concurrency, await runCycles(client, actors, concurrency, options.cycles, ids)));
     }
+    const scrapes = scraper === null ? null : await scraper.stop();
     const verification = await verify(client, adminToken, actors.agentId, ids);
     if (verification.settled !== ids.length) fail(`verify: ${verification.settled} of ${ids.length} authorizations settled.`);
     const webhooks = receivers === null ? null : await webhookFigures(client, adminToken, receivers, firstEventId);
     client.close();
     const stopped = await stopLedger();
     const probe = fsyncProbe(workDir);
-    return { client, levels, verification, probe, stopped, filesystem: filesystemOf(workDir), webhooks };
+    return { client, levels, verification, probe, stopped, filesystem: filesystemOf(workDir), webhooks, scrapes };
   } finally {
     client.close();
     await receivers?.close();
