@@ -83,7 +83,6 @@ export function createLedgerService(options: LedgerServiceOptions) {
     authorizationTtlMs: options.authorizationTtlMs,
     defaultPolicy: options.defaultPolicy,
     reports: createReportStore(options.db),
-    timeZone: options.timeZone ?? 'UTC',
   };
 
   return {

@@ -1,4 +1,4 @@
-import { periodOf, zoneReader, type CalendarPeriod } from './spend-periods.js';
+import type { Calendar, CalendarPeriod } from '../domain/calendar-period.js';
 
 /*
  * A spend report's arithmetic (docs/ledger.md "Spend reports"), pure: the rows in, the groups
@@ -62,22 +62,21 @@ const add = (tally: Tally, units: bigint, kind: 'settled' | 'held') => {
 
 /**
  * Sums settlements and holds per group: per agent (its id), per target (`(none)` for no
- * target), or per calendar day, ISO week (named by its Monday) or month in `timeZone`. Groups are
+ * target), or per calendar day, ISO week (named by its Monday) or month of `calendar` (its time zone). Groups are
  * sorted by name — for periods, in time order. A group appears once it has a settlement or a hold.
  * With `split`, each group also tells its amounts per agent or per target (a chart's series).
  */
 export function summariseSpend(input: {
   readonly by: SpendGrouping;
   readonly split?: 'agent' | 'target' | undefined;
-  readonly timeZone: string;
+  readonly calendar: Calendar;
   readonly settlements: Iterable<SpendRow>;
   readonly holds: Iterable<SpendRow>;
 }): SpendSummary {
-  const reader = zoneReader(input.timeZone);
   const keyOf = (row: SpendRow, by: SpendGrouping): string => {
     if (by === 'agent') return row.agentId;
     if (by === 'target') return row.targetId ?? NO_TARGET;
-    return periodOf(reader, row.at, by satisfies CalendarPeriod);
+    return input.calendar.periodName(by satisfies CalendarPeriod, row.at);
   };
   const tallies = new Map<string, Tally>();
   const total = blank();

@@ -1,6 +1,6 @@
+import type { Calendar } from '../../domain/calendar-period.js';
 import { UNITS_SCALE } from '../../domain/money.js';
 import { LedgerError } from '../ledger-error.js';
-import { startOfDate, zoneReader } from '../spend-periods.js';
 import type { ReportStore } from '../store/report-store.js';
 import { summariseSpend, type SpendGrouping, type SpendTally } from '../summarise-spend.js';
 import type { LedgerSpendReport } from '../wire/answers.js';
@@ -21,8 +21,8 @@ export interface SpendReportQuery {
 export interface SpendReportContext {
   readonly reports: ReportStore;
   readonly now: () => number;
-  /** The installation's IANA time zone: calendar periods and plain dates are read in it. */
-  readonly timeZone: string;
+  /** The installation's calendar (its IANA time zone): calendar periods and plain dates are read in it. */
+  readonly calendar: Calendar;
 }
 
 const wire = (group: SpendTally) => ({
@@ -39,18 +39,17 @@ const wire = (group: SpendTally) => ({
  * (`invalid_request`, field `until`).
  */
 export function spendReport(context: SpendReportContext, query: SpendReportQuery): LedgerSpendReport {
-  const reader = zoneReader(context.timeZone);
-  const instant = (bound: SpendBound | null) => (bound === null ? null : 'date' in bound ? startOfDate(reader, bound.date) : bound.at);
+  const instant = (bound: SpendBound | null) => (bound === null ? null : 'date' in bound ? context.calendar.startOfDate(bound.date) : bound.at);
   const since = instant(query.since);
   const until = instant(query.until);
   if (since !== null && until !== null && since >= until) throw new LedgerError('invalid', 'invalid_request', { reasonCode: 'empty_range', fields: ['until'] });
   const now = context.now();
   const rows = context.reports.read({ since, until }, now);
   const label = (kind: string, key: string) => (kind === 'agent' ? (rows.agentNames.get(key) ?? key) : key);
-  const summary = summariseSpend({ by: query.by, split: query.split ?? undefined, timeZone: context.timeZone, settlements: rows.settlements, holds: rows.holds });
+  const summary = summariseSpend({ by: query.by, split: query.split ?? undefined, calendar: context.calendar, settlements: rows.settlements, holds: rows.holds });
   return {
     by: query.by,
-    time_zone: context.timeZone,
+    time_zone: context.calendar.timeZone,
     since: since === null ? null : new Date(since).toISOString(),
     until: until === null ? null : new Date(until).toISOString(),
     as_of: new Date(now).toISOString(),

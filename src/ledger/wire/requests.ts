@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { absolutePath, freeText, wholeNumber } from '../../config/schema-parts.js';
 import { MAX_ROTATION_GRACE_SECONDS } from '../../credentials/capability.js';
+import { isCivilDate } from '../../domain/calendar-period.js';
 import { UNITS_SCALE } from '../../domain/money.js';
-import { isCivilDate } from '../spend-periods.js';
 import { SPEND_GROUPINGS } from '../summarise-spend.js';
 import { MAX_PROMPT_CHARS } from '../../domain/prompt-text.js';
 import { LEDGER_EVENT_TYPES } from '../events/ledger-event-types.js';
