@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentIdFlag, amountUnitsFlag, sinceFlag, tokenIdArgument, versionFlag, wholeNumberFlag } from '../../src/cli/flag-values.js';
 import { auditActionWords, auditActor, auditChange } from '../../src/ledger/client/ledger-audit.js';
-import { formatUnits } from '../../src/domain/money.js';
+import { decimalUnits, formatUnits } from '../../src/domain/money.js';
 import { plain } from '../../src/terminal/plain-text.js';
 import { UsageError } from '../../src/errors.js';
 import { STARTER_POLICY, policyFileDocument } from '../../src/ledger/policy-file.js';
@@ -85,6 +85,10 @@ describe('formatUnits and plain', () => {
     expect(formatUnits(1n, 'USD')).toBe('0.000001 USD');
     expect(formatUnits(2_500_000n, 'USD')).toBe('2.500000 USD');
     expect(formatUnits(9_223_372_036_854_775_807n, 'USD')).toBe('9223372036854.775807 USD');
+    expect(formatUnits(-1_500_000n, 'USD')).toBe('-1.500000 USD');
+    // Without the currency: a CSV's amount column.
+    expect(decimalUnits(2_500_000n)).toBe('2.500000');
+    expect(decimalUnits(-1n)).toBe('-0.000001');
   });
 
   it('removes control characters from text that came from the ledger', () => {

@@ -1,4 +1,4 @@
-import { UNITS_SCALE } from '../../domain/money.js';
+import { decimalUnits } from '../../domain/money.js';
 import type { LedgerSpendReport } from '../wire/answers.js';
 
 /*
@@ -6,15 +6,6 @@ import type { LedgerSpendReport } from '../wire/answers.js';
  * line break quoted, quotes doubled), shared by `lexec ledger spend --csv` and the console's
  * download. Amounts twice: exact decimal USD and whole micro-units — never a float.
  */
-
-const UNITS_PER_WHOLE = 10n ** BigInt(UNITS_SCALE);
-
-/** An amount in micro-units as exact decimal text: 1500000n → "1.500000". */
-export function decimalUnits(units: bigint): string {
-  const sign = units < 0n ? '-' : '';
-  const magnitude = units < 0n ? -units : units;
-  return `${sign}${(magnitude / UNITS_PER_WHOLE).toString()}.${(magnitude % UNITS_PER_WHOLE).toString().padStart(UNITS_SCALE, '0')}`;
-}
 
 function field(value: string): string {
   return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
