@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { BugError } from '../../errors.js';
+import { SPENT_AND_HELD } from './counted-units.js';
 import type { BudgetPolicy, InstallationBudget, TargetAllowance } from '../budget-rules.js';
 
 /*
@@ -79,14 +80,8 @@ export interface BudgetWindow {
   readonly now: number;
 }
 
-// The amounts the rolling daily cap counts (ledger-store.ts committedUnits), split into settled and held.
-const SUMS = `
-  COALESCE(SUM(CASE WHEN a.status = 'settled' THEN s.amount_units ELSE 0 END), 0) AS spent,
-  COALESCE(SUM(CASE
-    WHEN a.status IN ('requested', 'approved') AND a.expires_at > @now THEN a.amount_units
-    WHEN a.status = 'claimed' THEN a.amount_units
-    ELSE 0 END), 0) AS held
-  FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id`;
+// The amounts the rolling daily cap counts (counted-units.ts), split into settled and held.
+const SUMS = `${SPENT_AND_HELD} FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id`;
 
 export type BudgetStore = ReturnType<typeof createBudgetStore>;
 

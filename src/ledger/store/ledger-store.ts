@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { LedgerAuthorization } from '../wire/answers.js';
 import type { AuthorizationStatus, SpendPolicy } from '../authorization-rules.js';
 import { policyOf, type StoredPolicyRow } from './admin-store.js';
+import { holdsNow, SPENT_AND_HELD } from './counted-units.js';
 import { immediateTransaction } from './immediate-transaction.js';
 import {
   authorizationView,
@@ -90,20 +91,14 @@ export function createLedgerStore(db: Database.Database) {
     policies: db.prepare('SELECT * FROM policies ORDER BY agent_id'),
     committedUnits: db.prepare(`
     SELECT COALESCE(SUM(CASE
-      WHEN a.status IN ('requested', 'approved') AND a.expires_at > @now THEN a.amount_units
-      WHEN a.status = 'claimed' THEN a.amount_units
+      WHEN ${holdsNow('a')} THEN a.amount_units
       WHEN a.status = 'settled' THEN s.amount_units
       ELSE 0 END), 0) AS units
     FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id
     WHERE a.agent_id = @agent_id AND a.created_at > @since`),
     // What `spending` reports: the same rolling window and the same statuses as the daily cap.
     windowUnits: db.prepare(`
-    SELECT
-      COALESCE(SUM(CASE WHEN a.status = 'settled' THEN s.amount_units ELSE 0 END), 0) AS spent,
-      COALESCE(SUM(CASE
-        WHEN a.status IN ('requested', 'approved') AND a.expires_at > @now THEN a.amount_units
-        WHEN a.status = 'claimed' THEN a.amount_units
-        ELSE 0 END), 0) AS held
+    SELECT ${SPENT_AND_HELD}
     FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id
     WHERE a.agent_id = @agent_id AND a.created_at > @since`),
     // Never moves back: of two readers at once, the later time stays.

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { ROLLING_WINDOW_MS } from '../authorization-rules.js';
+import { holdsNow, SPENT_AND_HELD } from './counted-units.js';
 
 /*
  * What `GET /metrics` reports of the ledger's state, read from its database when a scraper asks
@@ -16,7 +17,7 @@ export interface UnitsByAgentAndTarget {
   readonly units: bigint;
 }
 
-// The rolling window's sums are windowUnits' (ledger-store.ts) for every agent at once.
+// The rolling window's sums are windowUnits' (ledger-store.ts) for every agent at once; what is held, counted-units.ts's.
 const SQL = {
   byStatus: `
     SELECT CASE WHEN status IN ('requested', 'approved') AND expires_at <= @now THEN 'expired' ELSE status END AS status, COUNT(*) AS count
@@ -28,15 +29,10 @@ const SQL = {
   held: `
     SELECT g.name AS agent, COALESCE(a.target_id, 'none') AS target, SUM(a.amount_units) AS units
     FROM authorizations a JOIN agents g ON g.agent_id = a.agent_id
-    WHERE (a.status IN ('requested', 'approved') AND a.expires_at > @now) OR a.status = 'claimed'
+    WHERE ${holdsNow('a')}
     GROUP BY 1, 2 ORDER BY 1, 2`,
   rolling: `
-    SELECT g.name AS agent, p.daily_cap_units AS cap,
-      COALESCE(SUM(CASE WHEN a.status = 'settled' THEN s.amount_units ELSE 0 END), 0) AS spent,
-      COALESCE(SUM(CASE
-        WHEN a.status IN ('requested', 'approved') AND a.expires_at > @now THEN a.amount_units
-        WHEN a.status = 'claimed' THEN a.amount_units
-        ELSE 0 END), 0) AS held
+    SELECT g.name AS agent, p.daily_cap_units AS cap, ${SPENT_AND_HELD}
     FROM agents g JOIN policies p ON p.agent_id = g.agent_id
       LEFT JOIN authorizations a ON a.agent_id = g.agent_id AND a.created_at > @since
       LEFT JOIN settlements s ON s.token_id = a.token_id

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { SpendRow } from '../summarise-spend.js';
+import { holdsNow } from './counted-units.js';
 
 /** A half-open range of instants, ms since the epoch; null: unbounded on that side. */
 export interface SpendRange {
@@ -33,7 +34,7 @@ export function createReportStore(db: Database.Database) {
         WHERE (@since IS NULL OR s.created_at >= @since) AND (@until IS NULL OR s.created_at < @until)`),
       held: db.prepare(`
         SELECT agent_id, target_id, created_at AS at, amount_units FROM authorizations
-        WHERE ((status IN ('requested', 'approved') AND expires_at > @now) OR status = 'claimed')
+        WHERE ${holdsNow()}
           AND (@since IS NULL OR created_at >= @since) AND (@until IS NULL OR created_at < @until)`),
       names: db.prepare('SELECT agent_id, name FROM agents'),
     });
