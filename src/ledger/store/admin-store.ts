@@ -25,23 +25,8 @@ export interface AgentRow {
   suspended_by: 'operator' | 'velocity_breaker' | null;
 }
 
-/** A `policies` row as stored (its budget lists as JSON text: read it with `policyOf`). */
-export interface StoredPolicyRow extends Omit<SpendPolicy, keyof BudgetColumns>, BudgetColumns {
-  agent_id: string;
-  max_requests_per_minute: bigint | null;
-  max_requests_per_hour: bigint | null;
-  suspend_after_velocity_refusals: bigint | null;
-  version: bigint;
-  updated_at: bigint;
-  follows_default: bigint;
-}
-
-/** A stored policy row with its budget part read (budget-store.ts). */
-export function policyOf(row: StoredPolicyRow): PolicyRow {
-  return { ...row, ...budgetPolicyOf(row) };
-}
-
-export interface PolicyRow extends SpendPolicy {
+/** A `policies` row's columns beside the spend policy. */
+interface PolicyColumns {
   agent_id: string;
   /** Null when not set (migration 6). */
   max_requests_per_minute: bigint | null;
@@ -51,6 +36,16 @@ export interface PolicyRow extends SpendPolicy {
   updated_at: bigint;
   follows_default: bigint;
 }
+
+/** A `policies` row as stored (its budget lists as JSON text: read it with `policyOf`). */
+export interface StoredPolicyRow extends Omit<SpendPolicy, keyof BudgetColumns | keyof PolicyColumns>, BudgetColumns, PolicyColumns {}
+
+/** A stored policy row with its budget part read (budget-store.ts). */
+export function policyOf(row: StoredPolicyRow): PolicyRow {
+  return { ...row, ...budgetPolicyOf(row) };
+}
+
+export interface PolicyRow extends Omit<SpendPolicy, keyof PolicyColumns>, PolicyColumns {}
 
 export function agentView(row: AgentRow): LedgerAgent {
   return {

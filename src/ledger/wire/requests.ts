@@ -91,6 +91,14 @@ export const decisionBody = z.strictObject({ reason: shortText(500).optional() }
 /** The largest SQLite INTEGER: the largest version a precondition can name, the largest audit id. */
 const MAX_INTEGER = 9_223_372_036_854_775_807n;
 
+/** A page's `after`: the id (`what`: "an audit id", "an event id") of the previous page's `next_after`. */
+const pageAfter = (what: string) =>
+  z
+    .string({ error: `must be ${what}` })
+    .regex(/^\d{1,19}$/, `must be ${what} (the next_after of the previous page)`)
+    .transform(BigInt)
+    .refine((id) => id <= MAX_INTEGER, `must be at most ${MAX_INTEGER}`);
+
 /**
  * The precondition of `PUT /agents/{agent_id}/policy`: `If-Match` names the policy version the
  * change was made from, as a whole number (`If-Match: 3`) or a strong entity tag
@@ -198,12 +206,7 @@ export const auditQuery = z.strictObject({
     .datetime({ offset: true, error: 'must be an ISO 8601 time with its offset, as in 2026-11-25T10:00:00Z' })
     .transform((text) => Date.parse(text))
     .optional(),
-  after: z
-    .string({ error: 'must be an audit id' })
-    .regex(/^\d{1,19}$/, 'must be an audit id (the next_after of the previous page)')
-    .transform(BigInt)
-    .refine((id) => id <= MAX_INTEGER, `must be at most ${MAX_INTEGER}`)
-    .optional(),
+  after: pageAfter('an audit id').optional(),
   agent_id: agentId.optional(),
   limit: digits('a page size', 1, 500).optional().transform((limit) => limit ?? 100),
 });
@@ -217,12 +220,7 @@ export const MAX_EVENTS_WAIT_SECONDS = 30;
  * page is answered only once that long has passed without an event (a long-poll).
  */
 export const eventsQuery = z.strictObject({
-  after: z
-    .string({ error: 'must be an event id' })
-    .regex(/^\d{1,19}$/, 'must be an event id (the next_after of the previous page)')
-    .transform(BigInt)
-    .refine((id) => id <= MAX_INTEGER, `must be at most ${MAX_INTEGER}`)
-    .optional(),
+  after: pageAfter('an event id').optional(),
   agent_id: agentId.optional(),
   types: z
     .string({ error: 'must be a comma-separated list of event types' })
