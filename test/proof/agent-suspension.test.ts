@@ -64,7 +64,7 @@ const agentStatus = () => query<{ status: string }>(ledgerDb(), 'SELECT status F
 const ledgerState = () => ({
   agents: query(ledgerDb(), 'SELECT * FROM agents ORDER BY agent_id'),
   // When the agent last asked after an authorization (`client_seen_at`) is not money: a refused run still reads its own.
-  authorizations: query<Record<string, unknown>>(ledgerDb(), 'SELECT * FROM authorizations ORDER BY token_id').map(({ client_seen_at: _seen, ...row }) => row),
+  authorizations: query<Record<string, unknown>>(ledgerDb(), 'SELECT * FROM authorizations ORDER BY token_id').map((row) => ({ ...row, client_seen_at: null })),
   audit: query(ledgerDb(), 'SELECT * FROM audit_events ORDER BY audit_id'),
 });
 const auditOf = (action: string) => query<{ actor_kind: string; reason: string | null }>(ledgerDb(), 'SELECT actor_kind, reason FROM audit_events WHERE action = ? AND subject_id = ? ORDER BY audit_id', action, stack.agentId);
