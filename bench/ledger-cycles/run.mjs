@@ -5,7 +5,7 @@
 //
 //   node bench/ledger-cycles/run.mjs [--cycles N] [--warmup N] [--concurrency 1,8]
 //                                    [--client http|fetch] [--dir PATH]
-//                                    [--max-requests-per-hour N] [--webhooks] [--scrape-ms N]   (from the repository root)
+//                                    [--max-requests-per-hour N] [--webhooks [--webhook-events T,…]] [--scrape-ms N]   (from the repository root)
 //
 // With --scrape-ms N (issue 28) a Prometheus-like scraper reads GET /metrics with a metrics
 // capability every N ms while the cycles run, and each scrape must answer 200 with text.
@@ -70,10 +70,10 @@ const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 
 const USAGE =
-  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)] [--scrape-ms N (GET /metrics every N ms during the cycles)]';
+  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)] [--webhook-events TYPES (the sinks take only these; default all)] [--scrape-ms N (GET /metrics every N ms during the cycles)]';
 
 function parseArgs(argv) {
-  const options = { cycles: 500, warmup: 50, client: 'http', dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false, scrapeMs: null };
+  const options = { cycles: 500, warmup: 50, client: 'http', dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false, webhookEvents: null, scrapeMs: null };
   for (let index = 0; index < argv.length; index += 1) {
     const arg = argv[index];
     const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -96,6 +96,10 @@ function parseArgs(argv) {
       options.dir = resolve(value);
     } else if (name === '--webhooks') {
       options.webhooks = true;
+    } else if (name === '--webhook-events') {
+      const value = inline ?? argv[++index];
+      if (value === undefined || !/^[a-z_.]+(,[a-z_.]+)*$/.test(value)) fail('--webhook-events needs a comma-separated list of event types.');
+      options.webhookEvents = value.split(',');
     } else if (name === '--scrape-ms') {
       options.scrapeMs = parseCount(name, inline ?? argv[++index], 10);
     } else if (name === '--help' || name === '-h') {
@@ -461,27 +465,27 @@ async function startReceivers() {
   };
 }
 
-async function addSinks(client, adminToken, receivers, workDir) {
+async function addSinks(client, adminToken, receivers, workDir, events) {
   mkdirSync(join(workDir, 'secrets'), { mode: 0o700 });
   const secretFile = join(workDir, 'secrets', 'webhook.secret');
   writeFileSync(secretFile, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
-  for (const path of ['/prompt', '/hang']) await expect(client, 'add webhook sink', 201, 'POST', '/webhooks', adminToken, { url: `${receivers.origin}${path}`, secret_file: secretFile });
+  for (const path of ['/prompt', '/hang']) await expect(client, 'add webhook sink', 201, 'POST', '/webhooks', adminToken, { url: `${receivers.origin}${path}`, secret_file: secretFile, ...(events === null ? {} : { events }) });
 }
 
 /** Every event id written so far (after the sinks were added: they start after the latest event). */
-async function eventIds(client, adminToken) {
+async function eventIds(client, adminToken, types = null) {
   const ids = [];
   let after = '0';
   for (;;) {
-    const page = await expect(client, 'read events', 200, 'GET', `/events?after=${after}&limit=500`, adminToken);
+    const page = await expect(client, 'read events', 200, 'GET', `/events?after=${after}&limit=500${types === null ? '' : `&types=${types.join(',')}`}`, adminToken);
     ids.push(...page.events.map((event) => event.event_id));
     after = page.next_after;
     if (!page.more) return ids;
   }
 }
 
-async function webhookFigures(client, adminToken, receivers, firstEventId) {
-  const wanted = (await eventIds(client, adminToken)).filter((id) => BigInt(id) > firstEventId);
+async function webhookFigures(client, adminToken, receivers, firstEventId, types) {
+  const wanted = (await eventIds(client, adminToken, types)).filter((id) => BigInt(id) > firstEventId);
   const deadline = Date.now() + 30_000;
   while (wanted.some((id) => !receivers.arrivals.has(id)) && Date.now() < deadline) await new Promise((done) => setTimeout(done, 50));
   const sorted = wanted.filter((id) => receivers.arrivals.has(id)).map((id) => receivers.arrivals.get(id)).sort((a, b) => a - b);
@@ -539,7 +543,7 @@ function report(options, outcome, workDir) {
     `ledger: lexec ledger serve child process, SQLite WAL + synchronous=FULL on ${facts.filesystem ?? 'unknown filesystem'} (${workDir})`,
     `client: ${client.description}; ${facts.cycles} measured cycles per level after ${facts.warmup} warm-up cycles`,
     `metrics: ${scrapes === null ? 'not scraped' : `GET /metrics every ${scrapes.every_ms} ms: ${scrapes.scrapes} scrapes (largest ${scrapes.largest_bytes} bytes)`}`,
-    `webhooks: ${webhooks === null ? 'none' : `two sinks (one answering 200 at once, one never answering); commit → receipt p50 ${webhooks.p50} ms, p95 ${webhooks.p95} ms; ${webhooks.received}/${webhooks.events} events received`}`,
+    `webhooks: ${webhooks === null ? 'none' : `two sinks (one answering 200 at once, one never answering; events: ${options.webhookEvents === null ? 'all' : options.webhookEvents.join(',')}); commit → receipt p50 ${webhooks.p50} ms, p95 ${webhooks.p95} ms; ${webhooks.received}/${webhooks.events} events received`}`,
     `velocity limit: ${options.maxRequestsPerHour === null ? 'none (requests not counted)' : `max_requests_per_hour ${options.maxRequestsPerHour} (every request counted)`}`,
     '',
     ...levels.map((level) => {
@@ -642,7 +646,7 @@ async function main(options, workDir) {
   const receivers = options.webhooks ? await startReceivers() : null;
   try {
     const actors = await setUp(client, adminToken, capability, options.maxRequestsPerHour);
-    if (receivers !== null) await addSinks(client, adminToken, receivers, workDir);
+    if (receivers !== null) await addSinks(client, adminToken, receivers, workDir, options.webhookEvents);
     const scraper = options.scrapeMs === null ? null : await startScraper(client, adminToken, capability, options.scrapeMs);
     const firstEventId = receivers === null ? 0n : BigInt((await eventIds(client, adminToken)).at(-1) ?? '0');
     const ids = [];
@@ -654,7 +658,7 @@ async function main(options, workDir) {
     const scrapes = scraper === null ? null : await scraper.stop();
     const verification = await verify(client, adminToken, actors.agentId, ids);
     if (verification.settled !== ids.length) fail(`verify: ${verification.settled} of ${ids.length} authorizations settled.`);
-    const webhooks = receivers === null ? null : await webhookFigures(client, adminToken, receivers, firstEventId);
+    const webhooks = receivers === null ? null : await webhookFigures(client, adminToken, receivers, firstEventId, options.webhookEvents);
     client.close();
     const stopped = await stopLedger();
     const probe = fsyncProbe(workDir);
