@@ -203,9 +203,16 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     const pending = expectResult(await lexec(['run', 'a late crane', '--count', '2', '--out', 'late', '--no-wait', '--json'])) as { authorization: { token_id: string } };
     const late = page.locator(`section[data-token-id="${pending.authorization.token_id}"]`);
     await late.waitFor();
-    expectResult(await lexec(['ledger', 'authorizations', 'deny', pending.authorization.token_id, '--reason', 'not today', '--json']));
+    // The CLI's denial lands while the page's approval is on its way (held at the route until
+    // then): the page, which follows the ledger live, would otherwise drop the card first.
+    const approvePath = `**/api/approvals/${pending.authorization.token_id}/approve`;
+    await page.route(approvePath, async (route) => {
+      expectResult(await lexec(['ledger', 'authorizations', 'deny', pending.authorization.token_id, '--reason', 'not today', '--json']));
+      await route.continue();
+    });
     await late.getByRole('button', { name: 'Approve' }).click();
     await page.getByText(/Already denied by another approver at .+; nothing changed\./).waitFor();
+    await page.unroute(approvePath);
   }, 120_000);
 
   it('resolves a reconciliation as settle from the page, and the ledger settles the authorization', async () => {
@@ -429,7 +436,9 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await tab.getByText('Following the ledger.').waitFor();
     const count = tab.locator('#approvals-count');
     const waiting = async () => Number((await count.isHidden()) ? '0' : await count.textContent());
-    const before = await waiting();
+    // What waits now, as the ledger says (earlier tests may have left requests pending): the count shows it first.
+    const before = (expectResult(await lexec(['ledger', 'approvals', 'list', '--json'])) as { authorizations: unknown[] }).authorizations.length;
+    await expect.poll(waiting).toBe(before);
     await tab.getByRole('button', { name: 'Notify me of approvals' }).click();
     await tab.getByRole('button', { name: 'Notifications on' }).waitFor();
     expect(await tab.evaluate(() => localStorage.getItem('lexec-console-notify'))).toBe('on');

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExecutorClient } from '../../src/executor/client/executor-client.js';
@@ -621,22 +620,17 @@ describe("the console as an operator's ledger (issue 28 items 3 and 4)", () => {
   }, 180_000);
 
   it("shows an agent's refused requests, read from the ledger's authorization.refused events", async () => {
-    // Until the ledger writes these events itself (issue 28 item 2), the test inserts one as the
-    // ledger would (INSERT is allowed; the outbox's triggers forbid only UPDATE and DELETE).
-    const db = new Database(stack.paths.ledgerDatabase);
-    try {
-      db.prepare("INSERT INTO events (at, type, agent_id, target_id, token_id, amount_units, details) VALUES (?, 'authorization.refused', ?, NULL, NULL, 9000000, ?)").run(
-        Date.now(),
-        stack.agentId,
-        JSON.stringify({ reason: 'policy_refused', limit: 'daily_cap' }),
-      );
-    } finally {
-      db.close();
-    }
+    // A request far above the stack's per-authorization cap: refused, and recorded as an event in the request's transaction.
+    const agent = createLedgerClient({ url: stack.ledgerUrl, token: await stack.capability('agent') });
+    await expect(agent.requestAuthorization({ amountUnits: 1_000_000_000n, purpose: 'far too much' })).rejects.toMatchObject({ code: 'ledger_policy_refused' });
     const session = await signIn();
     const agents = await get<AgentsAnswer>(session, '/api/agents');
-    const refusals = agents.agents.find((agent) => agent.agent_id === stack.agentId)?.refusals ?? [];
-    expect(refusals[0]).toMatchObject({ type: 'authorization.refused', details: { reason: 'policy_refused', limit: 'daily_cap' }, amount: { units: '9000000' } });
+    const refusals = agents.agents.find((one) => one.agent_id === stack.agentId)?.refusals ?? [];
+    expect(refusals[0]).toMatchObject({
+      type: 'authorization.refused',
+      details: { reason: 'per_authorization_cap_exceeded', limit: 'per_authorization_cap_units' },
+      amount: { units: '1000000000' },
+    });
   });
 
   it('streams ledger events live (Server-Sent Events, with the session): a new request arrives with the count of those waiting; no prompt, no capability', async () => {
