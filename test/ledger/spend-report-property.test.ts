@@ -153,8 +153,10 @@ interface SettlementRow {
 describe('spend report totals over random histories', () => {
   let settledHistories = 0;
   afterAll(() => {
-    // A property that held only over histories without settlements would prove nothing.
-    expect(settledHistories).toBeGreaterThan(15);
+    // A property that held only over histories without settlements would prove nothing. About
+    // half of the random histories settle something (15-20 of 30 seen); a quarter is the floor,
+    // so the guard never fails by chance yet would catch a generator that stopped settling.
+    expect(settledHistories).toBeGreaterThanOrEqual(8);
   });
 
   it('equal the settlement rows of the range for every grouping; each day and month holds its own settlements; held is apart', async () => {
