@@ -8,6 +8,7 @@ import { eventLine, followLedgerEvents, readLedgerEvents, type EventsRequest, ty
 import type { LedgerEvent } from '../../ledger/wire/answers.js';
 import type { Output } from '../../terminal/output.js';
 import { plain } from '../../terminal/plain-text.js';
+import { untilInterrupted } from '../../process/until-interrupted.js';
 
 const HELP = 'Run the command with --help to see its flags.';
 
@@ -59,26 +60,17 @@ export default class LedgerEvents extends LexecCommand<EventsResult> {
     };
     if (!flags.follow) return readLedgerEvents(request);
     this.followed = true;
-    const stop = new AbortController();
-    const onSignal = () => {
-      stop.abort();
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-    try {
-      return await followLedgerEvents(request, {
-        signal: stop.signal,
+    return untilInterrupted((signal) =>
+      followLedgerEvents(request, {
+        signal,
         onEvents: (events) => {
           printEvents(events, output);
         },
         onRetry: (error, retryInMs) => {
           output.diagnostics.line(output.diagnostics.style.warn(`Warning: ${error.message} Trying again in ${(retryInMs / 1000).toString()} s.`));
         },
-      });
-    } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    }
+      }),
+    );
   }
 
   protected override renderJsonLines(result: EventsResult, output: Output): void {

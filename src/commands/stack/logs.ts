@@ -5,6 +5,7 @@ import type { Output } from '../../terminal/output.js';
 import { profileFlags } from '../../cli/profile-flags.js';
 import { renderFollowedLines, renderFollowedTail, renderLogsJsonLines, renderLogsResult } from '../../launcher/logs/render-logs.js';
 import { followStackLogs, LOG_LEVELS, LOG_COMPONENT_CHOICES, MAX_LOG_LINES, MIN_LOG_LINES, readStackLogs, type LogsRequest, type LogsResult } from '../../launcher/logs/stack-logs.js';
+import { untilInterrupted } from '../../process/until-interrupted.js';
 
 export default class StackLogs extends LexecCommand<LogsResult> {
   static override summary = "Print the last lines of a component's log (or all, merged by time), across rotated files.";
@@ -45,26 +46,17 @@ export default class StackLogs extends LexecCommand<LogsResult> {
     };
     if (!flags.follow) return readStackLogs(request);
     this.followed = true;
-    const stop = new AbortController();
-    const onSignal = () => {
-      stop.abort();
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-    try {
-      return await followStackLogs(request, {
-        signal: stop.signal,
+    return untilInterrupted((signal) =>
+      followStackLogs(request, {
+        signal,
         onTail: (result) => {
           renderFollowedTail(result, output, this.raw);
         },
         onLines: (lines) => {
           renderFollowedLines(request, lines, output, this.raw);
         },
-      });
-    } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    }
+      }),
+    );
   }
 
   protected override renderJsonLines(result: LogsResult, output: Output): void {
