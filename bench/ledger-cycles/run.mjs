@@ -7,6 +7,10 @@
 //                                    [--client http|fetch] [--dir PATH]
 //                                    [--max-requests-per-hour N] [--webhooks [--webhook-events T,…]] [--scrape-ms N]   (from the repository root)
 //
+// BENCH_LEDGER_NODE_OPTIONS, when set, is the ledger child's NODE_OPTIONS (nothing else of this
+// process's environment but PATH and HOME reaches it): `--cpu-prof --cpu-prof-dir=DIR` profiles
+// its request thread and its webhook delivery thread, one file each.
+//
 // With --scrape-ms N (issue 28) a Prometheus-like scraper reads GET /metrics with a metrics
 // capability every N ms while the cycles run, and each scrape must answer 200 with text.
 //
@@ -126,6 +130,7 @@ const stderrTail = () => {
 function startLedger(configPath) {
   const env = {};
   for (const name of ['PATH', 'HOME']) if (process.env[name] !== undefined) env[name] = process.env[name];
+  if (process.env.BENCH_LEDGER_NODE_OPTIONS) env.NODE_OPTIONS = process.env.BENCH_LEDGER_NODE_OPTIONS;
   const child = spawn(process.execPath, ['bin/run.js', 'ledger', 'serve', '--config', configPath], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] });
   ledger.child = child;
   ledger.exited = new Promise((done) => {

@@ -246,6 +246,12 @@ export function createWebhookStore(db: Database.Database, now: () => number) {
       return (statements.sinks.all({ all: 0 }) as SinkRow[]).map((row) => ({ sinkId: row.sink_id, url: row.url, format: row.format, secretPath: row.secret_path }));
     },
 
+    /** Whether a live sink has events after its cursor to take up (a read: no write lock taken). */
+    behind(): boolean {
+      const last = (statements.lastEventId.get() as { last: bigint }).last;
+      return statements.liveBehind.all(last).length > 0;
+    },
+
     /**
      * Takes up the events written since each live sink's cursor into pending deliveries, cursor
      * and rows in one transaction. Answers whether more events wait (call again).

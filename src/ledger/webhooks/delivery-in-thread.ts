@@ -3,6 +3,8 @@ import type { Logger } from 'pino';
 import type { DeliveryThreadData } from './delivery-thread.js';
 import type { WebhookDelivery, WebhookDeliverySettings } from './webhook-delivery.js';
 
+const WAKE_INTERVAL_MS = 10;
+
 /**
  * Runs the webhook delivery in a worker thread of its own (delivery-thread.ts): `ledger serve`'s
  * way, so delivering never shares the request handler's thread (docs/ledger.md "Webhooks",
@@ -20,15 +22,22 @@ export function startDeliveryThread(options: { readonly databasePath: string; re
   worker.on('error', (error: Error) => {
     options.logger.error({ event: 'webhook_delivery_thread_failed', error_class: error.name });
   });
+  // One message per WAKE_INTERVAL_MS at most: the thread takes up everything committed by then in
+  // one turn anyway, and a message per commit would cost the requests' thread for nothing.
   let waking = false;
+  let lastPost = -Infinity;
+  const post = () => {
+    waking = false;
+    lastPost = performance.now();
+    if (!stopped) worker.postMessage('wake');
+  };
   return {
     wake() {
       if (waking || stopped) return;
       waking = true;
-      setImmediate(() => {
-        waking = false;
-        if (!stopped) worker.postMessage('wake');
-      });
+      const wait = lastPost + WAKE_INTERVAL_MS - performance.now();
+      if (wait <= 0) setImmediate(post);
+      else setTimeout(post, wait).unref();
     },
     stop() {
       if (stopped) return;

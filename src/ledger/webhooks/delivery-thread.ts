@@ -27,6 +27,12 @@ if (port === null) throw new Error('delivery-thread.js runs as a worker thread o
 const logger = pino({ base: { service: 'ledger' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
 // Already migrated by the ledger's thread before this one starts: opening checks it, changes nothing.
 const db = openDatabase(data.databasePath, LEDGER_MIGRATIONS);
+// This connection writes only delivery bookkeeping (cursors, attempts, outcomes), so its commits
+// skip the fsync (WAL, synchronous=NORMAL): they hold the write lock the ledger's requests need
+// for less time. Power lost before the next synced commit can undo its last take-ups and
+// outcomes together — those events are taken up and delivered again (at-least-once, as after a
+// crash) — and never a money record: the ledger's own connection stays synchronous=FULL.
+db.pragma('synchronous = NORMAL');
 const now = () => Date.now();
 const delivery = startWebhookDelivery({ store: createWebhookStore(db, now), logger, now, settings: data.settings });
 

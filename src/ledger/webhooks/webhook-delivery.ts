@@ -50,6 +50,8 @@ export const DEFAULT_WEBHOOK_DELIVERY: WebhookDeliverySettings = {
 const MIN_TURN_INTERVAL_MS = 25;
 /** How many due deliveries of a sink a turn queues in memory, started as the sink's slots free up between turns. */
 const QUEUED_PER_SINK = 256;
+/** How many event bodies the worker keeps made (an event goes to every sink that takes it). */
+const MAX_BODIES = 2_048;
 
 export interface WebhookDeliveryOptions {
   readonly store: WebhookStore;
@@ -100,20 +102,31 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
   let woken = false;
   let stopped = false;
   let lastTurn = 0;
+  // Counts turns: the secret file cache looks at each file at most once per turn.
+  let turns = 0;
+
+  // The bodies of the events being delivered, made once for every sink of the same format (an
+  // event's row never changes); forgotten whenever nothing is in flight, and bounded meanwhile.
+  const bodies = new Map<string, { text: string; type: string }>();
 
   function body(sink: WebhookSinkTarget, delivery: DueDelivery): { text: string; type: string } | null {
+    const key = `${sink.format}:${delivery.eventId.toString()}`;
+    const known = bodies.get(key);
+    if (known !== undefined) return known;
     const event = store.event(delivery.eventId);
     if (event === null) return null;
     // `lexec`: the event exactly as GET /events shows it (the same serialisation as the ledger's answers).
     const text = sink.format === 'slack' ? JSON.stringify(slackMessage(event)) : JSON.stringify(event, bigintAsString);
-    return { text, type: event.type };
+    const made = { text, type: event.type };
+    bodies.set(key, made);
+    return made;
   }
 
   async function post(sink: WebhookSinkTarget, delivery: DueDelivery): Promise<Outcome> {
     const made = body(sink, delivery);
     if (made === null) return { delivered: false, httpStatus: null, error: 'connection_failed' };
     // Read now, not when the sink was added: a rotated secret signs the next delivery.
-    const secret = await secrets.read(sink.secretPath);
+    const secret = await secrets.read(sink.secretPath, turns);
     if (!secret.ok) return { delivered: false, httpStatus: null, error: 'secret_file_unreadable' };
     const timeout = AbortSignal.timeout(settings.timeoutMs);
     try {
@@ -199,21 +212,26 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
     woken = false;
     if (stopped) return;
     lastTurn = performance.now();
-    // The outcomes that came in and the events written since the last turn, in one commit.
+    turns += 1;
+    // The outcomes that came in and the events written since the last turn, in one commit — and
+    // no write transaction at all when there is neither (the ledger's requests never wait for it).
     const outcomes = finished.splice(0);
     try {
-      let more: boolean;
-      try {
-        more = store.transaction(() => {
-          for (const { sink, delivery, outcome } of outcomes) record(sink, delivery, outcome);
-          return store.takeUp();
-        });
-      } catch (error) {
-        // Nothing was recorded: the outcomes wait for the next turn (their deliveries stay in flight meanwhile).
-        finished.unshift(...outcomes);
-        throw error;
+      let more = false;
+      if (outcomes.length > 0 || store.behind()) {
+        try {
+          more = store.transaction(() => {
+            for (const { sink, delivery, outcome } of outcomes) record(sink, delivery, outcome);
+            return store.takeUp();
+          });
+        } catch (error) {
+          // Nothing was recorded: the outcomes wait for the next turn (their deliveries stay in flight meanwhile).
+          finished.unshift(...outcomes);
+          throw error;
+        }
       }
       for (const { delivery } of outcomes) inFlight.delete(delivery.deliveryId);
+      if (inFlight.size === 0 || bodies.size > MAX_BODIES) bodies.clear();
       // Each live sink's due deliveries, read afresh (what the last turn queued may have been recorded since).
       queued.clear();
       for (const sink of store.targets()) {

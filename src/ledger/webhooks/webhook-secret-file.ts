@@ -78,9 +78,15 @@ export async function readWebhookSecretFile(path: string, uid: number | null = t
  * signs the next delivery, as before.
  */
 export function createSecretFileCache(uid: number | null = typeof process.getuid === 'function' ? process.getuid() : null) {
-  const known = new Map<string, { readonly identity: string; readonly reading: SecretFileReading }>();
+  const known = new Map<string, { readonly identity: string; readonly reading: SecretFileReading; readonly turn: number | undefined }>();
   return {
-    async read(path: string): Promise<SecretFileReading> {
+    /**
+     * The secret at `path`. With `turn` (the delivery worker's turn count), the path is looked at
+     * once per turn: deliveries started in the same turn share that look.
+     */
+    async read(path: string, turn?: number): Promise<SecretFileReading> {
+      const cached = known.get(path);
+      if (turn !== undefined && cached !== undefined && cached.turn === turn && cached.reading.ok) return cached.reading;
       let identity: string;
       try {
         const info = await lstat(path, { bigint: true });
@@ -89,10 +95,12 @@ export function createSecretFileCache(uid: number | null = typeof process.getuid
         known.delete(path);
         return readWebhookSecretFile(path, uid);
       }
-      const cached = known.get(path);
-      if (cached !== undefined && cached.identity === identity && cached.reading.ok) return cached.reading;
+      if (cached !== undefined && cached.identity === identity && cached.reading.ok) {
+        known.set(path, { identity, reading: cached.reading, turn });
+        return cached.reading;
+      }
       const reading = await readWebhookSecretFile(path, uid);
-      known.set(path, { identity, reading });
+      known.set(path, { identity, reading, turn });
       return reading;
     },
   };
