@@ -15,7 +15,7 @@
 // capability every N ms while the cycles run, and each scrape must answer 200 with text.
 //
 // With --webhooks (issue 28) the ledger also delivers its events to two webhook sinks on loopback,
-// receivers in this process: one answers 200 at once, the other never answers (each of its
+// receivers in a process of their own (receivers.mjs): one answers 200 at once, the other never answers (each of its
 // deliveries in flight until the ledger's 10 s timeout, then retried). Reported besides: commit →
 // webhook receipt at the prompt receiver (its arrival time minus the event's `at`, written in the
 // event's transaction just before the commit), p50 and p95 over every event of the run, after
@@ -54,10 +54,10 @@
 // be left requested, approved or claimed. A last context figure, taken after the ledger stopped,
 // times 4 KiB writes + fdatasync in the same directory: what one durable commit pays at least.
 import { Buffer } from 'node:buffer';
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { Agent, createServer, request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -440,32 +440,38 @@ async function verify(client, adminToken, agentId, ids) {
 
 // --- webhook sinks (--webhooks) -----------------------------------------------------------------
 
-/** Two receivers on loopback: `/prompt` answers 200 and notes when each event arrived; `/hang` never answers. */
+/**
+ * Two receivers on loopback in a child process (receivers.mjs): `/prompt` answers 200 and notes
+ * when each event arrived; `/hang` never answers.
+ */
 async function startReceivers() {
-  const arrivals = new Map();
-  const hanging = new Set();
-  const server = createServer((request, response) => {
-    const chunks = [];
-    request.on('data', (chunk) => chunks.push(chunk));
-    request.on('end', () => {
-      const at = Date.now();
-      if (request.url === '/hang') {
-        hanging.add(response);
-        return;
-      }
-      const event = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      if (!arrivals.has(event.event_id)) arrivals.set(event.event_id, at - Date.parse(event.at));
-      response.writeHead(200).end();
+  const child = fork(fileURLToPath(new URL('./receivers.mjs', import.meta.url)), [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const answer = (key) =>
+    new Promise((done, failed) => {
+      const onMessage = (message) => {
+        if (message !== null && typeof message === 'object' && key in message) {
+          child.off('message', onMessage);
+          child.off('exit', onExit);
+          done(message[key]);
+        }
+      };
+      const onExit = (code) => failed(new Error(`the webhook receivers exited (code ${code}) before answering`));
+      child.on('message', onMessage);
+      child.once('exit', onExit);
     });
-  });
-  await new Promise((done) => server.listen(0, '127.0.0.1', done));
+  const origin = await answer('origin');
   return {
-    origin: `http://127.0.0.1:${server.address().port}`,
-    arrivals,
+    origin,
+    async arrivals() {
+      const waiting = answer('arrivals');
+      child.send('arrivals');
+      return new Map(await waiting);
+    },
     async close() {
-      for (const response of hanging) response.destroy();
-      server.closeAllConnections();
-      await new Promise((done) => server.close(done));
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((done) => child.once('exit', done));
+      child.send('close');
+      await exited;
     },
   };
 }
@@ -492,8 +498,12 @@ async function eventIds(client, adminToken, types = null) {
 async function webhookFigures(client, adminToken, receivers, firstEventId, types) {
   const wanted = (await eventIds(client, adminToken, types)).filter((id) => BigInt(id) > firstEventId);
   const deadline = Date.now() + 30_000;
-  while (wanted.some((id) => !receivers.arrivals.has(id)) && Date.now() < deadline) await new Promise((done) => setTimeout(done, 50));
-  const sorted = wanted.filter((id) => receivers.arrivals.has(id)).map((id) => receivers.arrivals.get(id)).sort((a, b) => a - b);
+  let arrivals = await receivers.arrivals();
+  while (wanted.some((id) => !arrivals.has(id)) && Date.now() < deadline) {
+    await new Promise((done) => setTimeout(done, 50));
+    arrivals = await receivers.arrivals();
+  }
+  const sorted = wanted.filter((id) => arrivals.has(id)).map((id) => arrivals.get(id)).sort((a, b) => a - b);
   return { events: wanted.length, received: sorted.length, p50: sorted.length === 0 ? null : percentile(sorted, 50), p95: sorted.length === 0 ? null : percentile(sorted, 95) };
 }
 
