@@ -81,6 +81,8 @@ export interface ComposeExecutorOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** How repeated rejections are collapsed in the log (serve: the system clock, 60 s; tests: a fake clock). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /** The certificate and key to serve HTTPS with (`http.tls`, src/http/server-tls.ts); absent: plain HTTP on loopback. */
+  readonly tls?: { readonly cert: string; readonly key: string };
 }
 
 /**
@@ -165,6 +167,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     logger,
     crashPoints,
     ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
+    ...(options.tls === undefined ? {} : { tls: options.tls }),
   });
 
   // Readiness: startup needs the engine's poller proof and the ledger compatibility proof;
