@@ -1,3 +1,4 @@
+import { readCaFile } from '../http/tls-trust.js';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
@@ -107,7 +108,9 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
   });
   const readiness = createReadiness();
   const metrics = createExecutorMetrics({ db, readiness });
-  const ledger = createLedgerGateway({ endpoint: config.ledger.endpoint, credential: credentials.ledger });
+  // The team CA an https:// ledger must prove itself against; a bad file ends the start here.
+  const ledgerCa = config.ledger.ca_file === undefined ? undefined : await readCaFile(config.ledger.ca_file, 'ledger.ca_file');
+  const ledger = createLedgerGateway({ endpoint: config.ledger.endpoint, credential: credentials.ledger, ...(ledgerCa === undefined ? {} : { caCertificate: ledgerCa }) });
   const targets = () => activeTargets(config);
   const catalog = providerCatalog(config, options.liveKey !== undefined);
   await publishCatalog(config.storage.catalog_path, catalog);

@@ -1,6 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
+import { Agent as HttpsAgent } from 'node:https';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { errorCode, UserError } from '../errors.js';
 
@@ -31,6 +32,14 @@ export function trustingFetch(caCertificate: string | undefined): ClientFetch {
   // undici's own Request/Response are those of the WHATWG standard the global fetch also follows.
   return ((input: Parameters<ClientFetch>[0], init?: RequestInit) =>
     undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Parameters<typeof undiciFetch>[1]), dispatcher })) as unknown as ClientFetch;
+}
+
+/**
+ * The keep-alive agent of a node:https client (the executor's ledger gateway) that verifies its
+ * server against `caCertificate` (PEM) only; without it, the system's roots.
+ */
+export function trustingHttpsAgent(caCertificate: string | undefined): HttpsAgent {
+  return new HttpsAgent({ keepAlive: true, ...(caCertificate === undefined ? {} : { ca: caCertificate, rejectUnauthorized: true }) });
 }
 
 /** TLS failures of a connection, by the code Node gives them, in the operator's words. */
