@@ -2,7 +2,6 @@ import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { Agent as HttpsAgent } from 'node:https';
-import { Agent, fetch as undiciFetch } from 'undici';
 import { errorCode, UserError } from '../errors.js';
 
 /*
@@ -28,10 +27,18 @@ const MAX_CA_BYTES = 64 * 1024;
  */
 export function trustingFetch(caCertificate: string | undefined): ClientFetch {
   if (caCertificate === undefined) return globalThis.fetch;
-  const dispatcher = new Agent({ connect: { ca: caCertificate, rejectUnauthorized: true } });
+  // Loaded on the first call: most commands never speak TLS, and every one loads the clients.
+  let made: Promise<{ fetch: typeof import('undici').fetch; dispatcher: import('undici').Agent }> | undefined;
+  const make = async () => {
+    const undici = await import('undici');
+    return { fetch: undici.fetch, dispatcher: new undici.Agent({ connect: { ca: caCertificate, rejectUnauthorized: true } }) };
+  };
   // undici's own Request/Response are those of the WHATWG standard the global fetch also follows.
-  return ((input: Parameters<ClientFetch>[0], init?: RequestInit) =>
-    undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Parameters<typeof undiciFetch>[1]), dispatcher })) as unknown as ClientFetch;
+  return (async (input: Parameters<ClientFetch>[0], init?: RequestInit) => {
+    made ??= make();
+    const { fetch, dispatcher } = await made;
+    return fetch(input, { ...(init as Parameters<typeof fetch>[1]), dispatcher });
+  }) as unknown as ClientFetch;
 }
 
 /**
@@ -94,7 +101,7 @@ export async function readCaFile(path: string, field: string): Promise<string> {
     const message = `the CA file ${path} ${code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? 'error'})`}`;
     throw new UserError('tls_ca_file_invalid', `${field}: ${message}.`, { nextStep: 'Copy the team CA certificate (ca.pem from `lexec stack tls init`) to this host and point at it.', issues: issue(message) });
   }
-  let certificate: X509Certificate | null = null;
+  let certificate: X509Certificate | null;
   try {
     certificate = text.length <= MAX_CA_BYTES ? new X509Certificate(text) : null;
   } catch {

@@ -24,7 +24,7 @@ export async function serveLedger(configPath: string): Promise<LedgerStopped> {
   const tls = config.http.tls === undefined ? undefined : await loadServerTls(config.http.tls);
   const logger = pino({ base: { service: 'ledger' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
   const ledger = await composeLedger({ config, logger, env: process.env, webhookDelivery: 'thread', ...(tls === undefined ? {} : { tls }) });
-  let stopFollowing = () => undefined as void;
+  let stopFollowing: () => void = () => undefined;
   try {
     const { app, buildInfo } = ledger;
     await app.listen({ host: config.http.host, port: config.http.port });
