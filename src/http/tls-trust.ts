@@ -34,11 +34,13 @@ export function trustingFetch(caCertificate: string | undefined): ClientFetch {
     return { fetch: undici.fetch, dispatcher: new undici.Agent({ connect: { ca: caCertificate, rejectUnauthorized: true } }) };
   };
   // undici's own Request/Response are those of the WHATWG standard the global fetch also follows.
-  return (async (input: Parameters<ClientFetch>[0], init?: RequestInit) => {
+  // lexec's clients fetch by URL string only.
+  const trusted = async (input: string | URL, init?: RequestInit) => {
     made ??= make();
     const { fetch, dispatcher } = await made;
     return fetch(input, { ...(init as Parameters<typeof fetch>[1]), dispatcher });
-  }) as unknown as ClientFetch;
+  };
+  return trusted as unknown as ClientFetch;
 }
 
 /**
