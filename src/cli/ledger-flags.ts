@@ -22,12 +22,16 @@ export const ledgerTargetFlags = {
     summary: 'Manual mode (with --url): absolute path of a private (0600) file holding the capability to present.',
     helpGroup: 'GLOBAL',
   }),
+  'ca-file': Flags.string({
+    summary: 'Absolute path of the team CA certificate (ca.pem from `lexec stack tls init`) an https:// ledger must prove itself against; verification is never skipped.',
+    helpGroup: 'GLOBAL',
+  }),
 };
 
-type TargetFlags = { profile?: string | undefined; url?: string | undefined; 'token-file'?: string | undefined };
+type TargetFlags = { profile?: string | undefined; url?: string | undefined; 'token-file'?: string | undefined; 'ca-file'?: string | undefined };
 
 function targetOf(flags: TargetFlags): LedgerTarget {
-  return { env: process.env, profile: flags.profile, url: flags.url, tokenFile: flags['token-file'] };
+  return { env: process.env, profile: flags.profile, url: flags.url, tokenFile: flags['token-file'], caFile: flags['ca-file'] };
 }
 
 /** The service-side view of the flags: how the verb connects to the ledger they name. */

@@ -118,19 +118,47 @@ export const port = z
   .min(0, 'must be a TCP port number (0-65535; 0 picks a free port)')
   .max(65535, 'must be a TCP port number (0-65535; 0 picks a free port)');
 
-/** Where a lexec server listens: loopback unless the operator explicitly allows otherwise. */
+/**
+ * A server's certificate and private key (PEM files). Read and checked at start
+ * (src/http/server-tls.ts); the key file must be private (0600, owned by the server's user).
+ */
+export const serverTls = z.strictObject({
+  certificate_file: absolutePath,
+  key_file: absolutePath,
+});
+export type ServerTlsConfig = z.output<typeof serverTls>;
+
+/** The reason a non-loopback host without `http.tls` is refused with, at the path `http.tls`. */
+export const TLS_REQUIRED_REASON = 'tls_required';
+
+/**
+ * Where a lexec server listens: loopback unless the operator explicitly allows otherwise, and
+ * beyond loopback only over TLS. `allow_non_loopback` still has to be true for a non-loopback
+ * host (the operator means it); `tls` is required there in addition, whatever
+ * `allow_non_loopback` says: a capability must never cross a network in clear.
+ */
 export const httpListen = z
   .strictObject({
     host: z.string({ error: 'must be a host name or IP address' }).min(1).default('127.0.0.1'),
     port,
     allow_non_loopback: z.boolean({ error: 'must be true or false' }).default(false),
+    tls: serverTls.optional(),
   })
   .superRefine((value, ctx) => {
-    if (!value.allow_non_loopback && !isLoopbackHost(value.host)) {
+    if (isLoopbackHost(value.host)) return;
+    if (!value.allow_non_loopback) {
       ctx.addIssue({
         code: 'custom',
         path: ['host'],
         message: 'must be a loopback address (127.0.0.1, ::1 or localhost) unless allow_non_loopback is true',
+      });
+    }
+    if (value.tls === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tls'],
+        message: `${TLS_REQUIRED_REASON}: a non-loopback host is served over TLS only; set certificate_file and key_file (\`lexec stack tls issue\`)`,
+        params: { reason: TLS_REQUIRED_REASON },
       });
     }
   });

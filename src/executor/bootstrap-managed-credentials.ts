@@ -1,3 +1,4 @@
+import { readCaFile } from '../http/tls-trust.js';
 import { lstat, unlink } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { capabilityDigest, capabilityKind, generateCapability, type CredentialKind } from '../credentials/capability.js';
@@ -222,7 +223,9 @@ export async function bootstrapManagedCredentials(request: BootstrapManagedReque
   const ledgerToken = stateDirExists ? await existingCapability(paths.ledger, 'executor', 'ledger_credential_conflict') : null;
   const reconciliationToken = stateDirExists ? await existingCapability(paths.reconciliation, 'reconciliation', 'reconciliation_capability_conflict') : null;
 
-  const client = (token: string) => createLedgerClient({ url, token, ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }) });
+  const caCertificate = config.ledger.ca_file === undefined ? undefined : await readCaFile(config.ledger.ca_file, 'ledger.ca_file');
+  const client = (token: string) =>
+    createLedgerClient({ url, token, ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }), ...(caCertificate === undefined ? {} : { caCertificate }) });
   const admin = client(adminToken);
   try {
     await admin.listAgents();

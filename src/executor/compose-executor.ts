@@ -1,3 +1,4 @@
+import { readCaFile } from '../http/tls-trust.js';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
@@ -81,6 +82,8 @@ export interface ComposeExecutorOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** How repeated rejections are collapsed in the log (serve: the system clock, 60 s; tests: a fake clock). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /** The certificate and key to serve HTTPS with (`http.tls`, src/http/server-tls.ts); absent: plain HTTP on loopback. */
+  readonly tls?: { readonly cert: string; readonly key: string };
 }
 
 /**
@@ -105,7 +108,9 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
   });
   const readiness = createReadiness();
   const metrics = createExecutorMetrics({ db, readiness });
-  const ledger = createLedgerGateway({ endpoint: config.ledger.endpoint, credential: credentials.ledger });
+  // The team CA an https:// ledger must prove itself against; a bad file ends the start here.
+  const ledgerCa = config.ledger.ca_file === undefined ? undefined : await readCaFile(config.ledger.ca_file, 'ledger.ca_file');
+  const ledger = createLedgerGateway({ endpoint: config.ledger.endpoint, credential: credentials.ledger, ...(ledgerCa === undefined ? {} : { caCertificate: ledgerCa }) });
   const targets = () => activeTargets(config);
   const catalog = providerCatalog(config, options.liveKey !== undefined);
   await publishCatalog(config.storage.catalog_path, catalog);
@@ -165,6 +170,7 @@ export async function composeExecutor(options: ComposeExecutorOptions): Promise<
     logger,
     crashPoints,
     ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
+    ...(options.tls === undefined ? {} : { tls: options.tls }),
   });
 
   // Readiness: startup needs the engine's poller proof and the ledger compatibility proof;

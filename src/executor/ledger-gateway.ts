@@ -1,3 +1,4 @@
+import { tlsFailure, trustingHttpsAgent } from '../http/tls-trust.js';
 import http from 'node:http';
 import https from 'node:https';
 import { z } from 'zod';
@@ -85,6 +86,8 @@ export interface LedgerGatewayOptions {
   readonly timeoutMs?: number;
   /** The marker of the readiness probe; it changes only the ledger's logging. */
   readonly probeMarker?: string;
+  /** The CA certificate (PEM) an https:// ledger must prove itself against (`ledger.ca_file`). */
+  readonly caCertificate?: string;
 }
 
 /** Largest ledger answer the executor reads. */
@@ -102,7 +105,7 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
   };
   // Keep-alive: reconnecting for each call would cost more than the call. node:http is used
   // over fetch for its lower per-request overhead.
-  const agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+  const agent = secure ? trustingHttpsAgent(options.caCertificate) : new http.Agent({ keepAlive: true });
   const timeoutMs = options.timeoutMs ?? 5_000;
   const { credential } = options;
   const currentCredential = typeof credential === 'string' ? () => Promise.resolve(credential) : () => credential.current();
@@ -131,7 +134,9 @@ export function createLedgerGateway(options: LedgerGatewayOptions): LedgerGatewa
       });
       request.setTimeout(timeoutMs, () => request.destroy(new LedgerUnavailable('timeout')));
       request.on('error', (error) => {
-        reject(error instanceof LedgerUnavailable ? error : new LedgerUnavailable('connection failed'));
+        const tls = tlsFailure(error);
+        // A ledger that does not prove itself is not used: nothing was sent to it.
+        reject(error instanceof LedgerUnavailable ? error : new LedgerUnavailable(tls === null ? 'connection failed' : `not trusted: ${tls.why} (${tls.code})`));
       });
       request.end(body);
     });

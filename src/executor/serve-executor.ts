@@ -1,6 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { AddressInfo } from 'node:net';
+import type { Server as TlsServer } from 'node:tls';
+import { followTlsReload, loadServerTls, type ServerTlsMaterial } from '../http/server-tls.js';
 import { pino, type Logger } from 'pino';
 import type { ExecutorConfig } from './config/executor-config-schema.js';
 import { CRASH_FILE_ENV } from '../crash-points.js';
@@ -46,6 +48,8 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
     process.once('SIGTERM', on('SIGTERM'));
   });
   const config = await loadExecutorConfig(configPath);
+  // Read and checked before anything is opened: a bad certificate or key stops the start here.
+  const tls = config.http.tls === undefined ? undefined : await loadServerTls(config.http.tls);
   const logger = pino({ base: { service: 'executor' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
   // The ledger credential's file is followed while the executor runs (a rotation replaces it).
   const credentials = await loadExecutorCredentials(config, {
@@ -65,11 +69,11 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
       },
     });
     try {
-      const executor = await composeExecutor({ config, configPath, credentials, liveKey, db, logger, env: process.env });
+      const executor = await composeExecutor({ config, configPath, credentials, liveKey, db, logger, env: process.env, ...(tls === undefined ? {} : { tls }) });
       let stopped: ExecutorStopped;
       try {
         // A stop that came while a managed engine child was starting: stop it again at once.
-        stopped = received.signal === undefined ? await run(config, executor, logger, signal) : { status: 'stopped', signal: received.signal };
+        stopped = received.signal === undefined ? await run(config, executor, logger, signal, tls) : { status: 'stopped', signal: received.signal };
       } finally {
         await executor.engine.close();
         executor.close();
@@ -84,7 +88,7 @@ export async function serveExecutor(configPath: string): Promise<ExecutorStopped
   }
 }
 
-async function run(config: ExecutorConfig, executor: ComposedExecutor, logger: Logger, signal: Promise<string>): Promise<ExecutorStopped> {
+async function run(config: ExecutorConfig, executor: ComposedExecutor, logger: Logger, signal: Promise<string>, tls: ServerTlsMaterial | undefined): Promise<ExecutorStopped> {
   const { app, engine, monitor, readiness } = executor;
   await engine.start();
   // Restart recovery: every non-terminal execution is scheduled again at its stable id. An
@@ -109,10 +113,14 @@ async function run(config: ExecutorConfig, executor: ComposedExecutor, logger: L
 
   await app.listen({ host: config.http.host, port: config.http.port });
   const { port } = app.server.address() as AddressInfo;
+  // SIGHUP: the certificate and key are read again and served to new connections.
+  const stopFollowing = config.http.tls === undefined ? () => undefined : followTlsReload(app.server as unknown as TlsServer, config.http.tls, logger);
   logger.info({
     event: 'executor_started',
     host: config.http.host,
     port,
+    scheme: tls === undefined ? 'http' : 'https',
+    ...(tls === undefined ? {} : { tls_serial_number: tls.serialNumber, tls_valid_to: tls.validTo }),
     product_version: executor.buildInfo.product_version,
     workflow_engine_mode: engine.description.mode,
     workflow_engine: engine.description,
@@ -130,6 +138,7 @@ async function run(config: ExecutorConfig, executor: ComposedExecutor, logger: L
   );
   const outcome = await Promise.race([signal, fatal]);
   readiness.withdraw('shutting_down');
+  stopFollowing();
   monitor.stop();
   await executor.orphanClaims.stop();
   recovery.stop();

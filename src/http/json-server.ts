@@ -28,6 +28,11 @@ export interface JsonServerOptions {
    * system clock and REJECTION_SUMMARY_INTERVAL_MS; tests pass a fake clock or a short interval.
    */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /**
+   * The certificate and key (PEM) to serve HTTPS with (`http.tls`, read by server-tls.ts);
+   * absent: plain HTTP, which the configuration allows on loopback only.
+   */
+  readonly tls?: { readonly cert: string; readonly key: string };
 }
 
 /**
@@ -38,7 +43,7 @@ export interface JsonServerOptions {
  * connection limits of every lexec server (connection-limits.ts). It never listens; only a
  * `serve` command does.
  */
-export function createJsonServer({ logger, isRoutine, mapError, rejectionSummary }: JsonServerOptions): FastifyInstance {
+export function createJsonServer({ logger, isRoutine, mapError, rejectionSummary, tls }: JsonServerOptions): FastifyInstance {
   const rejections = createRejectionSummariser({
     event: 'http_rejections_repeated',
     timing: rejectionSummary ?? systemSummaryTiming(),
@@ -60,7 +65,9 @@ export function createJsonServer({ logger, isRoutine, mapError, rejectionSummary
     if (isRejection(status) && rejections.observe(key) === 'counted') return;
     request.log.info({ event: 'http_request', ...key, duration_ms: Math.round(durationMs) });
   };
+  // Fastify types an HTTPS instance apart; every lexec route and hook is the same over both.
   const app = Fastify({
+    ...(tls === undefined ? {} : { https: { cert: tls.cert, key: tls.key } }),
     loggerInstance: logger,
     // Fastify's own request lines would log URLs; lexec logs one line per request itself.
     logController: new LogController({ disableRequestLogging: true }),

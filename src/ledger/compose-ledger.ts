@@ -58,6 +58,8 @@ export interface ComposeLedgerOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** How repeated rejections are collapsed in the log (serve: the system clock, 60 s; tests: a fake clock). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /** The certificate and key to serve HTTPS with (src/http/server-tls.ts); absent: plain HTTP. */
+  readonly tls?: { readonly cert: string; readonly key: string };
   /**
    * Where webhooks are delivered: `thread` — a worker thread with its own connection and the
    * system clock (`ledger serve`: delivering never shares the requests' thread) — or `in-process`
@@ -185,6 +187,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       logger: options.logger,
       diskFull: () => disk.current(),
       ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
+      ...(options.tls === undefined ? {} : { tls: options.tls }),
     });
     // An expiry is recorded (its event written) even when nobody reads the authorization.
     const sweeping = sweepExpiriesEvery(options.expirySweepMs ?? 5000, service.sweepExpiries, options.logger);

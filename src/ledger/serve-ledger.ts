@@ -1,6 +1,8 @@
 import type { AddressInfo } from 'node:net';
+import type { Server as TlsServer } from 'node:tls';
 import { pino } from 'pino';
 import { CRASH_FILE_ENV } from '../crash-points.js';
+import { followTlsReload, loadServerTls } from '../http/server-tls.js';
 import { restrictProcessUmask } from '../storage/private-state.js';
 import { composeLedger } from './compose-ledger.js';
 import { loadLedgerConfig } from './ledger-config.js';
@@ -18,16 +20,23 @@ export interface LedgerStopped {
 export async function serveLedger(configPath: string): Promise<LedgerStopped> {
   restrictProcessUmask();
   const config = await loadLedgerConfig(configPath);
+  // Read and checked before anything is opened: a bad certificate or key stops the start here.
+  const tls = config.http.tls === undefined ? undefined : await loadServerTls(config.http.tls);
   const logger = pino({ base: { service: 'ledger' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
-  const ledger = await composeLedger({ config, logger, env: process.env, webhookDelivery: 'thread' });
+  const ledger = await composeLedger({ config, logger, env: process.env, webhookDelivery: 'thread', ...(tls === undefined ? {} : { tls }) });
+  let stopFollowing: () => void = () => undefined;
   try {
     const { app, buildInfo } = ledger;
     await app.listen({ host: config.http.host, port: config.http.port });
     const { port } = app.server.address() as AddressInfo;
+    // SIGHUP: the certificate and key are read again and served to new connections.
+    if (config.http.tls !== undefined) stopFollowing = followTlsReload(app.server as unknown as TlsServer, config.http.tls, logger);
     logger.info({
       event: 'ledger_started',
       host: config.http.host,
       port,
+      scheme: tls === undefined ? 'http' : 'https',
+      ...(tls === undefined ? {} : { tls_serial_number: tls.serialNumber, tls_valid_to: tls.validTo }),
       product_version: buildInfo.product_version,
       contract_level: config.contract_level,
       admin_capability: ledger.adminCapability,
@@ -51,6 +60,7 @@ export async function serveLedger(configPath: string): Promise<LedgerStopped> {
     logger.info({ event: 'ledger_stopped', signal });
     return { status: 'stopped', signal };
   } finally {
+    stopFollowing();
     ledger.close();
   }
 }

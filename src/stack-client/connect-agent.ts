@@ -1,3 +1,4 @@
+import { readCaFile } from '../http/tls-trust.js';
 import { capabilityKind } from '../credentials/capability.js';
 import { UsageError, UserError } from '../errors.js';
 import { createExecutorClient, type ExecutorClient } from '../executor/client/executor-client.js';
@@ -37,6 +38,8 @@ export interface AgentConnectionRequest {
   readonly tokenFile: string | undefined;
   readonly executorUrl: string | undefined;
   readonly executorTokenFile: string | undefined;
+  /** `--ca-file` (manual mode): the team CA both https:// servers must prove themselves against. */
+  readonly caFile?: string | undefined;
 }
 
 /** Connects once per tool call; what it returns is used for that call only. */
@@ -64,14 +67,16 @@ export async function prepareAgentConnection(request: AgentConnectionRequest): P
     }
     const ledgerUrl = ledgerBaseUrl(request.url ?? '');
     const executorUrl = executorBaseUrl(request.executorUrl ?? '');
+    const caCertificate = request.caFile === undefined ? undefined : await readCaFile(request.caFile, '--ca-file');
+    const trust = caCertificate === undefined ? {} : { caCertificate };
     const connect = async (): Promise<AgentTarget> => {
       const agentToken = await readLedgerToken(request.tokenFile ?? '');
       const callerToken = await readLedgerToken(request.executorTokenFile ?? '');
       if (capabilityKind(agentToken) !== 'agent') throw wrongKind('--token-file', 'an agent');
       if (capabilityKind(callerToken) !== 'caller') throw wrongKind('--executor-token-file', 'an executor caller');
       return {
-        ledger: createLedgerClient({ url: ledgerUrl, token: agentToken, reloadToken: () => readLedgerToken(request.tokenFile ?? '') }),
-        executor: createExecutorClient({ url: executorUrl, token: callerToken, reloadToken: () => readLedgerToken(request.executorTokenFile ?? '') }),
+        ledger: createLedgerClient({ url: ledgerUrl, token: agentToken, reloadToken: () => readLedgerToken(request.tokenFile ?? ''), ...trust }),
+        executor: createExecutorClient({ url: executorUrl, token: callerToken, reloadToken: () => readLedgerToken(request.executorTokenFile ?? ''), ...trust }),
         profile: null,
       };
     };

@@ -3,6 +3,7 @@ import { isLoopbackHost } from '../config/schema-parts.js';
 import { capabilityKind } from '../credentials/capability.js';
 import { readPrivateFile } from '../credentials/private-file.js';
 import { UsageError, UserError } from '../errors.js';
+import { readCaFile } from '../http/tls-trust.js';
 import { createLedgerClient, type LedgerClient } from '../ledger/client/ledger-client.js';
 import type { StackAgentRef } from '../ledger/client/agent-choice.js';
 import type { LedgerConnector, LedgerRole } from '../ledger/client/ledger-connector.js';
@@ -70,12 +71,14 @@ export async function readLedgerToken(tokenFile: string): Promise<string> {
  */
 export async function connectLedger(target: LedgerTarget, role: LedgerRole): Promise<LedgerClient> {
   const choice = await chooseLedgerTarget(target);
+  const caCertificate = target.caFile === undefined ? undefined : await readCaFile(target.caFile, '--ca-file');
+  const trust = caCertificate === undefined ? {} : { caCertificate };
   if (choice.mode === 'manual') {
     const url = ledgerBaseUrl(choice.url);
     const token = await readLedgerToken(choice.tokenFile);
-    return createLedgerClient({ url, token, reloadToken: () => readLedgerToken(choice.tokenFile) });
+    return createLedgerClient({ url, token, reloadToken: () => readLedgerToken(choice.tokenFile), ...trust });
   }
-  return connectStackLedger(choice.stack, role);
+  return connectStackLedger(choice.stack, role, caCertificate);
 }
 
 /** What the ledger verbs are given: connects for the role a verb asks for, when it asks. */
@@ -90,10 +93,11 @@ export async function stackAgent(target: LedgerTarget): Promise<StackAgentRef | 
 }
 
 /** A client of a running stack's ledger, presenting the handoff's credential for `role`. */
-export async function connectStackLedger(stack: ActiveStack, role: LedgerRole): Promise<LedgerClient> {
+export async function connectStackLedger(stack: ActiveStack, role: LedgerRole, caCertificate?: string): Promise<LedgerClient> {
   const token = await readHandoffCredential(stack, role);
   const reloadToken = () => readHandoffCredential(stack, role);
-  return withStackHints(createLedgerClient({ url: ledgerBaseUrl(stack.handoff.ledger.endpoint), token, reloadToken }), stack.paths.name);
+  const trust = caCertificate === undefined ? {} : { caCertificate };
+  return withStackHints(createLedgerClient({ url: ledgerBaseUrl(stack.handoff.ledger.endpoint), token, reloadToken, ...trust }), stack.paths.name);
 }
 
 /** Replaces next steps that talk about --url / --token-file with ones about the profile's stack. */

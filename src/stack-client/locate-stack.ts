@@ -33,6 +33,8 @@ export interface ServerTargetRequest {
   readonly url: string | undefined;
   /** `--token-file`, when given (manual mode only). */
   readonly tokenFile: string | undefined;
+  /** `--ca-file`, when given: the CA an https:// ledger's certificate must be signed by. */
+  readonly caFile?: string | undefined;
 }
 
 /** The ledger a command talks to: given by hand, or a profile's running stack. */

@@ -42,9 +42,9 @@ describe('command surface', () => {
     options: options.options,
     default: undefined,
   });
-  /** Server-bound ledger verbs: --profile, or --url and --token-file (manual mode), plus their own flags, sorted by name with the global ones. */
+  /** Server-bound ledger verbs: --profile, or --url and --token-file (manual mode), --ca-file, plus their own flags, sorted by name with the global ones. */
   const ledgerVerb = (...own: ReturnType<typeof flag>[]) =>
-    [...global, flag('profile'), flag('url'), flag('token-file'), ...own].sort((a, b) => a.name.localeCompare(b.name));
+    [...global, flag('profile'), flag('url'), flag('token-file'), flag('ca-file'), ...own].sort((a, b) => a.name.localeCompare(b.name));
   const statuses = ['requested', 'approved', 'denied', 'claimed', 'settled', 'released', 'expired', 'cancelled'];
 
   it('lists exactly these commands and flags', () => {
@@ -216,6 +216,8 @@ describe('command surface', () => {
         { name: 'role', type: 'option', required: false, options: ['agent', 'approver', 'executor', 'caller', 'reconciliation', 'admin'], default: undefined },
       ],
       'stack:supervise': [...global, flag('profile')],
+      'stack:tls:init': [global[0], { name: 'force', type: 'boolean', required: false, options: undefined, default: undefined }, global[1]],
+      'stack:tls:issue': [global[0], flag('host', { required: true }), global[1]],
       version: global,
     });
   });

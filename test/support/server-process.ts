@@ -14,6 +14,8 @@ export interface ServerProcess {
   readonly events: () => Record<string, unknown>[];
   /** Sends `signal` (SIGKILL after 5 s) and waits for the exit code. Idempotent. */
   readonly stop: (signal?: NodeJS.Signals) => Promise<number>;
+  /** Sends `signal` and returns at once (SIGHUP: a server reads its certificate again). */
+  readonly signal: (signal: NodeJS.Signals) => void;
 }
 
 /** Bound of a server start: under a second idle, a ceiling for a loaded 2-core machine. */
@@ -73,7 +75,10 @@ export async function spawnServerProcess(
         }
       }, 20);
     });
-    return { started, stderrLines: () => [...lines], stdoutLines: () => [...stdout], events, stop };
+    const signal = (name: NodeJS.Signals) => {
+      if (!exited) child.kill(name);
+    };
+    return { started, stderrLines: () => [...lines], stdoutLines: () => [...stdout], events, stop, signal };
   } catch (error) {
     await stop('SIGKILL');
     throw error;

@@ -372,7 +372,17 @@ describe('HTTP listen address', () => {
     const config = mutate(sandboxConfig(), (c) => ((c.http as JsonObject).host = '0.0.0.0'));
     expect(issueAt(issuesOf(config), 'http.host').message).toContain('loopback');
     (config.http as JsonObject).allow_non_loopback = true;
+    // Allowed, yet beyond loopback only over TLS (tls_required at http.tls).
+    expect(issueAt(issuesOf(config), 'http.tls').message).toMatch(/^tls_required: /);
+    (config.http as JsonObject).tls = { certificate_file: '/etc/lexec/server.pem', key_file: '/etc/lexec/server.key' };
     expect(parseExecutorConfig(config).ok).toBe(true);
+  });
+
+  it('refuses a non-loopback host without TLS whatever allow_non_loopback says', () => {
+    const config = mutate(sandboxConfig(), (c) => ((c.http as JsonObject).host = '192.0.2.10'));
+    expect(issueAt(issuesOf(config), 'http.tls').message).toMatch(/^tls_required: /);
+    (config.http as JsonObject).tls = { certificate_file: 'server.pem', key_file: '/etc/lexec/server.key' };
+    expect(issueAt(issuesOf(config), 'http.tls.certificate_file').message).toContain('absolute');
   });
 
   it.each([[-1], [65536], [80.5], ['7410']] as [Json][])('refuses the port %j', (port) => {

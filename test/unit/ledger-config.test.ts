@@ -31,6 +31,7 @@ describe('ledger configuration', () => {
       'database_path',
       'default_policy.daily_cap_units',
       'http.host',
+      'http.tls',
       'surprise',
     ]);
   });

@@ -20,6 +20,7 @@ export default class AgentMcp extends LexecCommand<AgentSessionEnded> {
     'token-file': Flags.string({ summary: 'Manual mode: absolute path of the agent capability file.' }),
     'executor-url': Flags.string({ summary: 'Manual mode: the executor base URL.' }),
     'executor-token-file': Flags.string({ summary: 'Manual mode: absolute path of the executor caller capability file.' }),
+    'ca-file': Flags.string({ summary: 'Manual mode: absolute path of the team CA certificate (ca.pem from `lexec stack tls init`) the https:// ledger and executor must prove themselves against.' }),
   };
 
   protected override async execute(output: Output): Promise<AgentSessionEnded> {
@@ -35,6 +36,7 @@ export default class AgentMcp extends LexecCommand<AgentSessionEnded> {
       tokenFile: flags['token-file'],
       executorUrl: flags['executor-url'],
       executorTokenFile: flags['executor-token-file'],
+      caFile: flags['ca-file'],
     });
   }
 

@@ -1,3 +1,4 @@
+import { tlsFailure } from '../../http/tls-trust.js';
 import { z } from 'zod';
 import { UserError, type FieldIssue } from '../../errors.js';
 
@@ -56,6 +57,13 @@ export function badResponse(url: string, what: string): UserError {
 }
 
 export function unreachable(url: string, error: unknown, timeoutMs: number): UserError {
+  // Refused before anything was sent: the server did not prove it is the executor.
+  const tls = tlsFailure(error);
+  if (tls !== null) {
+    return new UserError('executor_tls_untrusted', `The executor at ${url} was not trusted: ${tls.why} (${tls.code}); nothing was sent.`, {
+      nextStep: 'Check the URL\'s host against the certificate `lexec stack tls issue --host` made for the executor, and that the CA file is the team\'s ca.pem; reissue the executor\'s certificate if it expired.',
+    });
+  }
   const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
   const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
   const code = typeof cause?.code === 'string' && SAFE_CODE.test(cause.code) ? cause.code : 'connection failed';

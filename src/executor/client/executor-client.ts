@@ -1,3 +1,4 @@
+import { trustingFetch } from '../../http/tls-trust.js';
 import { z } from 'zod';
 import { SAFE_ABSOLUTE_PATH } from '../../process/loopback-probe.js';
 import { answeredWholeNumber } from '../../config/schema-parts.js';
@@ -139,6 +140,11 @@ export interface ExecutorClientOptions {
   readonly timeoutMs?: number;
   /** Largest artifact accepted, in bytes. */
   readonly maxArtifactBytes?: number;
+  /**
+   * The CA certificate (PEM) an https:// executor's certificate must be signed by: the only
+   * trust anchor of this client (src/http/tls-trust.ts). Absent: the system's roots.
+   */
+  readonly caCertificate?: string;
 }
 
 
@@ -191,6 +197,7 @@ export function createExecutorClient(options: ExecutorClientOptions) {
   const url = options.url.replace(/\/+$/, '');
   const timeoutMs = options.timeoutMs ?? 15_000;
   const maxArtifactBytes = options.maxArtifactBytes ?? 64 * 1024 * 1024;
+  const fetch = trustingFetch(options.caCertificate);
 
   let token = options.token;
 

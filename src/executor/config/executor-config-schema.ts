@@ -41,6 +41,8 @@ const preset = z.enum(IMAGE_SIZE_PRESETS, { error: `must be one of: ${IMAGE_SIZE
 const ledger = z.strictObject({
   endpoint: credentialedEndpointUrl,
   product_version: productVersion,
+  /** The team CA (PEM) an https:// ledger's certificate must be signed by; absent: the system's roots. */
+  ca_file: absolutePath.optional(),
 });
 
 /**

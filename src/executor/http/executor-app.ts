@@ -44,6 +44,8 @@ export interface ExecutorAppDependencies {
   readonly logger: FastifyBaseLogger;
   /** How repeated rejections are collapsed in the log (default: the system clock, a 60 s interval). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /** The certificate and key to serve HTTPS with (`http.tls`, src/http/server-tls.ts); absent: plain HTTP on loopback. */
+  readonly tls?: { readonly cert: string; readonly key: string };
   /** Development builds' crash points (src/crash-points.ts): one is on the artifact content route. */
   readonly crashPoints?: CrashPoints;
 }
@@ -123,6 +125,7 @@ export function buildExecutorApp(deps: ExecutorAppDependencies): FastifyInstance
     isRoutine: (request, reply) => reply.statusCode < 400 && ROUTINE_ROUTES.has(request.routeOptions.url ?? ''),
     mapError: toApiError,
     ...(deps.rejectionSummary === undefined ? {} : { rejectionSummary: deps.rejectionSummary }),
+    ...(deps.tls === undefined ? {} : { tls: deps.tls }),
   });
   // A stopping server answers its long-polls at once rather than holding shutdown for them, and
   // closes each connection after its answer: a kept-alive one would hold the stop until it idled out.

@@ -1,6 +1,7 @@
 import type { CredentialKind } from '../../credentials/capability.js';
 import { UserError, type FieldIssue, type UserErrorOptions } from '../../errors.js';
 import { plain } from '../../terminal/plain-text.js';
+import { tlsFailure } from '../../http/tls-trust.js';
 import type { LedgerErrorBody } from '../wire/answers.js';
 
 /** What a request was for, so a refusal can be explained in the caller's terms. */
@@ -303,6 +304,13 @@ function socketCode(value: unknown): string | undefined {
 
 /** A request that never got an HTTP answer: refused connection, unknown host, timeout. */
 export function unreachable(url: string, error: unknown, timeoutMs: number): UserError {
+  // Refused before anything was sent: the server did not prove it is the ledger.
+  const tls = tlsFailure(error);
+  if (tls !== null) {
+    return new UserError('ledger_tls_untrusted', `The ledger at ${url} was not trusted: ${tls.why} (${tls.code}); nothing was sent.`, {
+      nextStep: 'Check the URL\'s host against the certificate `lexec stack tls issue --host` made for the ledger, and that the CA file is the team\'s ca.pem; reissue the ledger\'s certificate if it expired.',
+    });
+  }
   const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
   const cause = error instanceof Error ? error.cause : undefined;
   // fetch refuses a fixed list of ports (6000, 6667, 10080, …) without trying to connect.

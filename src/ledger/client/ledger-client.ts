@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { capabilityKind, type CredentialKind } from '../../credentials/capability.js';
 import { UNITS_SCALE } from '../../domain/money.js';
+import { trustingFetch } from '../../http/tls-trust.js';
 import type { AuthorizationStatus } from '../authorization-rules.js';
 import { alertsAndReportsCalls } from './ledger-alerts-client.js';
 import { queryString, type Call } from './ledger-call.js';
@@ -51,6 +52,11 @@ export interface LedgerClientOptions {
   readonly reloadToken?: () => Promise<string>;
   /** Per-request limit; the ledger answers in milliseconds, so a long wait means trouble. */
   readonly timeoutMs?: number;
+  /**
+   * The CA certificate (PEM) an https:// ledger's certificate must be signed by: the only trust
+   * anchor of this client (src/http/tls-trust.ts). Absent: the system's roots.
+   */
+  readonly caCertificate?: string;
 }
 
 /** Credential kinds a client can register; `admin` exists once, created by the ledger itself. */
@@ -108,6 +114,7 @@ export function createLedgerClient(options: LedgerClientOptions) {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   let token = options.token;
   const presented = capabilityKind(options.token);
+  const fetch = trustingFetch(options.caCertificate);
 
   async function exchange(call: Call<z.ZodType>): Promise<{ response: Response; text: string }> {
     const headers: Record<string, string> = { ...call.headers, authorization: `Bearer ${token}`, accept: 'application/json' };

@@ -68,6 +68,8 @@ export interface LedgerAppDependencies {
   readonly diskFull?: () => Promise<{ readonly path: string } | null>;
   /** How repeated rejections are collapsed in the log (default: the system clock, a 60 s interval). */
   readonly rejectionSummary?: RejectionSummaryTiming;
+  /** The certificate and key to serve HTTPS with (`http.tls`); absent: plain HTTP on loopback. */
+  readonly tls?: { readonly cert: string; readonly key: string };
 }
 
 const tokenParams = z.strictObject({ token_id: z.uuid({ error: 'must be a UUID' }) });
@@ -101,6 +103,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     isRoutine: (request, reply) =>
       reply.statusCode < 400 && (['/health', '/version', '/metrics'].includes(request.routeOptions.url ?? '') || isProbe(request)),
     ...(deps.rejectionSummary === undefined ? {} : { rejectionSummary: deps.rejectionSummary }),
+    ...(deps.tls === undefined ? {} : { tls: deps.tls }),
   });
   // Each route's credential is checked in its onRequest hook, before its body is read or parsed.
   const auth = credentialGuard((token) => credentials.authenticate(token));
