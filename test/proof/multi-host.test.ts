@@ -1,0 +1,174 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { profilePaths, type ProfilePaths } from '../../src/launcher/home/stack-home.js';
+import { BIN, makeTempDir, removeDir, type CliRun } from '../support/cli.js';
+import { exampleTable, tableAt, writeProfile, toToml } from '../support/example-profiles.js';
+import { createNetnsLab, netnsUnavailable, type NetnsHost, type NetnsLab } from '../support/netns.js';
+import { eventually, jsonResult } from '../support/stack-home.js';
+import { temporalCli } from '../support/temporal.js';
+import { checkInvariants } from './check-invariants.js';
+
+/*
+ * Proof across hosts, on this machine (issue 29 item 4; docs/deployment.md "Proof across hosts").
+ * Three hosts, each a network namespace of a lab (test/support/netns.ts) with its own address on
+ * a private /24 and nothing reachable but the others:
+ *
+ *   temporal host  `temporal server start-dev`, reached on its address (10.231.<r>.2:7233)
+ *   executor hosts two whole lexec stacks (the external-temporal example, each in its own
+ *                  LEXEC_HOME), the executor's engine the Temporal host's address; ledger,
+ *                  executor and sandbox on the host's own loopback (private to its namespace)
+ *
+ * `lexec run` on both hosts at once: both settle, and each host's executor ran exactly its own
+ * executions (task queues derived from each installation's id). Then the Temporal host's cable is
+ * pulled while a run is in flight on each executor host: both executors withdraw readiness, the
+ * runs wait; the cable goes back in and the runs finish, settled once. The invariant checker runs
+ * over each host's files.
+ *
+ * Ports: every process binds a fixed port on its own namespace's address or loopback. That is not
+ * a port picked before it is bound in the sense the house rule forbids: each namespace is fresh
+ * and holds only what this test starts in it, so nothing else can take the port in between.
+ */
+
+const cli = temporalCli();
+const unavailable = netnsUnavailable();
+if (unavailable !== null) process.stderr.write(`${unavailable}\n`);
+
+const TEMPORAL_PORT = 7233;
+/** The sandbox completes a job this long after its submission: long enough to pull a cable while it is in flight. */
+const COMPLETE_AFTER_MS = 5_000;
+const PROFILE = 'team';
+
+interface ExecutorHost {
+  readonly host: NetnsHost;
+  readonly home: string;
+  readonly paths: ProfilePaths;
+}
+
+interface RunJson {
+  execution: { execution_id: string; state: string };
+}
+
+interface StatusJson {
+  components: { name: string; ready: boolean | null; probe_error: string | null }[];
+  executions_in_flight: number | null;
+}
+
+let lab: NetnsLab | undefined;
+let temporalHost: NetnsHost;
+let temporal: ReturnType<NetnsLab['exec']> | undefined;
+const executors: ExecutorHost[] = [];
+const dirs: string[] = [];
+
+/** `lexec <args>` on an executor host: inside its namespace, with only PATH, HOME and its LEXEC_HOME. */
+async function lexec(on: ExecutorHost, args: readonly string[], timeoutMs = 120_000): Promise<CliRun> {
+  const run = await (lab as NetnsLab).exec(on.host, process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: on.home, LEXEC_HOME: on.home },
+    timeoutMs,
+  });
+  return { exitCode: run.exitCode ?? -1, stdout: String(run.stdout), stderr: String(run.stderr) };
+}
+
+function run(on: ExecutorHost, prompt: string): Promise<RunJson> {
+  return lexec(on, ['run', prompt, '--profile', PROFILE, '--out', join(on.home, 'out', prompt.replaceAll(' ', '-')), '--json']).then((result) => jsonResult<RunJson>(result));
+}
+
+async function status(on: ExecutorHost): Promise<StatusJson> {
+  // Exit 7 when not usable: the report is printed either way.
+  return (JSON.parse((await lexec(on, ['stack', 'status', '--profile', PROFILE, '--json'])).stdout) as { result: StatusJson }).result;
+}
+
+const executorReady = async (on: ExecutorHost) => (await status(on)).components.find((component) => component.name === 'executor')?.ready === true;
+
+/** Jobs the host's sandbox received (its jobs file; the file system is shared with the test, the network is not). */
+async function sandboxJobs(on: ExecutorHost): Promise<number> {
+  const text = await readFile(join(on.paths.stateDir, 'sandbox-jobs.jsonl'), 'utf8').catch(() => '');
+  return text.split('\n').filter((line) => line.includes('"request_id"')).length;
+}
+
+async function startExecutorHost(host: NetnsHost): Promise<ExecutorHost> {
+  const home = await makeTempDir(`lexec-host${String(host.index)}-`);
+  dirs.push(home);
+  const table = exampleTable('external-temporal');
+  // Fixed ports on the host's own loopback: its namespace holds nothing else (see the header).
+  table.ports = { ledger: 7700, executor: 7710, sandbox: 7720 };
+  tableAt(table, 'workflow_engine').address = `grpc://${temporalHost.address}:${String(TEMPORAL_PORT)}`;
+  tableAt(table, 'sandbox').complete_after_ms = COMPLETE_AFTER_MS;
+  await writeProfile(home, PROFILE, toToml(table));
+  const on = { host, home, paths: profilePaths(home, PROFILE) };
+  executors.push(on);
+  const started = await lexec(on, ['stack', 'start', '--profile', PROFILE, '--json']);
+  jsonResult(started);
+  return on;
+}
+
+beforeAll(async () => {
+  if (cli === null || unavailable !== null) return;
+  lab = createNetnsLab(3);
+  [temporalHost] = lab.hosts as [NetnsHost];
+  const temporalDir = await makeTempDir('lexec-temporal-host-');
+  dirs.push(temporalDir);
+  // Fixed ports (a fresh namespace: see the header). `--ip 0.0.0.0`: start-dev binds its inner
+  // services on --ip but dials them on 127.0.0.1, so it cannot run on the host's address alone;
+  // inside this namespace 0.0.0.0 is the host's loopback and its one lab address, nothing else.
+  temporal = lab.exec(
+    temporalHost,
+    cli,
+    ['server', 'start-dev', '--ip', '0.0.0.0', '--port', String(TEMPORAL_PORT), '--ui-port', '8233', '--http-port', '7243', '--metrics-port', '7244', '--headless'],
+    { env: { PATH: process.env.PATH ?? '', HOME: temporalDir } },
+  );
+  temporal.catch(() => undefined);
+  const [, first, second] = lab.hosts as [NetnsHost, NetnsHost, NetnsHost];
+  await lab.untilListening(first, temporalHost.address, TEMPORAL_PORT, 60_000);
+  await Promise.all([startExecutorHost(first), startExecutorHost(second)]);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(executors.map((on) => lexec(on, ['stack', 'stop', '--profile', PROFILE, '--json']).catch(() => undefined)));
+  temporal?.kill('SIGKILL');
+  // Whatever still runs in the lab is killed with it.
+  lab?.teardown();
+  for (const dir of dirs.splice(0)) await removeDir(dir);
+}, 60_000);
+
+describe.skipIf(cli === null || unavailable !== null)('two executor hosts on a Temporal host', () => {
+  it('run on both at once, each its own executions; a cut to the Temporal host withdraws both readiness, loses nothing, and the runs finish once it is back', async () => {
+    const [a, b] = executors as [ExecutorHost, ExecutorHost];
+
+    // Both hosts at once.
+    const first = await Promise.all([run(a, 'host a first'), run(b, 'host b first')]);
+    expect(first.map((result) => result.execution.state)).toEqual(['succeeded', 'succeeded']);
+    expect([await sandboxJobs(a), await sandboxJobs(b)]).toEqual([1, 1]);
+
+    // A run in flight on each host, then the Temporal host's cable pulled.
+    const inFlight = [run(a, 'host a across the cut'), run(b, 'host b across the cut')];
+    await eventually('both submissions reached their sandboxes', async () => ((await sandboxJobs(a)) === 2 && (await sandboxJobs(b)) === 2 ? true : undefined), 60_000, 100);
+    (lab as NetnsLab).cut(temporalHost);
+    try {
+      for (const on of [a, b]) {
+        await eventually(`the executor on ${on.host.namespace} withdraws readiness`, async () => ((await executorReady(on)) ? undefined : true), 30_000, 250);
+        // Its run waits, not lost: still in flight while the engine is away.
+        expect((await status(on)).executions_in_flight).toBe(1);
+      }
+    } finally {
+      (lab as NetnsLab).restore(temporalHost);
+    }
+    const across = await Promise.all(inFlight);
+    expect(across.map((result) => result.execution.state)).toEqual(['succeeded', 'succeeded']);
+    for (const on of [a, b]) await eventually(`the executor on ${on.host.namespace} is ready again`, async () => ((await executorReady(on)) ? true : undefined), 30_000, 250);
+
+    // Stopped, then every host's files judged: each ran exactly its own two executions, settled once.
+    await Promise.all([a, b].map((on) => lexec(on, ['stack', 'stop', '--profile', PROFILE, '--json']).then(jsonResult)));
+    for (const on of [a, b]) {
+      const report = checkInvariants({
+        ledgerDatabase: on.paths.ledgerDatabase,
+        executorDatabase: on.paths.executorDatabase,
+        submissionsLog: null,
+        sandboxJobsFile: join(on.paths.stateDir, 'sandbox-jobs.jsonl'),
+        artifactRoot: on.paths.artifactRoot,
+      });
+      expect(report.violations).toEqual([]);
+      expect(report.counts).toMatchObject({ executions: 2, attempts: 2, submissions: 2, settlements: 2, releases: 0, reconciliations: 0 });
+    }
+  }, 120_000);
+});
