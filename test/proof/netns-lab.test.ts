@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { createNetnsLab, netnsUnavailable, type NetnsHost, type NetnsLab } from '../support/netns.js';
+import { createNetnsLab, ipPath, netnsUnavailable, type NetnsHost, type NetnsLab } from '../support/netns.js';
 
 /*
  * The network-namespace lab the cross-host proofs stand on (test/support/netns.ts): its hosts
@@ -9,14 +9,13 @@ import { createNetnsLab, netnsUnavailable, type NetnsHost, type NetnsLab } from 
  */
 
 const unavailable = netnsUnavailable();
-if (unavailable !== null) process.stderr.write(`${unavailable}\n`);
 
 const rootView = () => ({
-  links: execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).split('\n').map((line) => line.split(':')[1]?.trim()).filter(Boolean).sort(),
-  addresses: execFileSync('ip', ['-4', '-o', 'addr', 'show'], { encoding: 'utf8' }),
-  routes: execFileSync('ip', ['-4', 'route', 'show', 'table', 'all'], { encoding: 'utf8' }),
+  links: execFileSync(ipPath(), ['-o', 'link', 'show'], { encoding: 'utf8' }).split('\n').map((line) => line.split(':')[1]?.trim()).filter(Boolean).sort(),
+  addresses: execFileSync(ipPath(), ['-4', '-o', 'addr', 'show'], { encoding: 'utf8' }),
+  routes: execFileSync(ipPath(), ['-4', 'route', 'show', 'table', 'all'], { encoding: 'utf8' }),
 });
-const namespaces = () => execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+const namespaces = () => execFileSync(ipPath(), ['netns', 'list'], { encoding: 'utf8' });
 
 /** One TCP connect from `from` to `to`'s address (a listener started there first); true when it was accepted. */
 async function connects(lab: NetnsLab, from: NetnsHost, to: NetnsHost, port: number): Promise<boolean> {

@@ -25,15 +25,16 @@ import { afterAll, beforeAll } from 'vitest';
  * SIGINT/SIGTERM/SIGHUP — so also when a test fails or the worker is stopped.
  *
  * It needs root (CAP_NET_ADMIN to make links, CAP_SYS_ADMIN for `ip netns`' mounts) and
- * iproute2's `ip`. Without them, netnsUnavailable() says so in one line and the tests skip —
- * except in CI (CI=true), which runs as root and where a skip would hide the proof.
+ * iproute2's `ip`. Without them netnsUnavailable() answers the one line naming them, and the tests
+ * skip (scripts/test.sh prints that line once for the suite) — except in CI (CI=true), which runs
+ * as root and where a skip would hide the proof.
  */
 
 /** Where iproute2's `ip` is looked for (the environment's PATH is not trusted to have sbin). */
 const IP_CANDIDATES = ['/usr/sbin/ip', '/sbin/ip', '/usr/bin/ip', '/bin/ip'];
 const IP = IP_CANDIDATES.find((path) => existsSync(path));
 
-/** The one line a skipped test prints: what it needs. */
+/** What a skipped test needs, in one line (scripts/test.sh prints the same once). */
 export const NETNS_NEEDS = 'network-namespace tests skipped — they need root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2 `ip`';
 
 /** CAP_NET_ADMIN (12) and CAP_SYS_ADMIN (21) in this process's effective set. */
@@ -70,7 +71,8 @@ function probe(): string | null {
   return made.status === 0 ? null : NETNS_NEEDS;
 }
 
-function ipPath(): string {
+/** The `ip` binary (throws when there is none). */
+export function ipPath(): string {
   if (IP === undefined) throw new Error(NETNS_NEEDS);
   return IP;
 }
@@ -123,6 +125,11 @@ export interface NetnsLab {
    * result is execa's: await it for a command, or keep it for a server (kill() ends it).
    */
   exec(host: NetnsHost, command: string, args: readonly string[], options: ExecInOptions): ResultPromise;
+  /**
+   * One HTTP GET made from inside the host (its loopback is its own: the test's cannot reach it),
+   * by a Node child; the status and body, or null when nothing answered within `timeoutMs`.
+   */
+  httpGet(host: NetnsHost, url: string, timeoutMs?: number): Promise<{ readonly status: number; readonly body: string } | null>;
   /** Resolves once something inside `from` connects to `address:port` (bound: `timeoutMs`). */
   untilListening(from: NetnsHost, address: string, port: number, timeoutMs?: number): Promise<void>;
   /** Pulls the host's cable: its switch port (default), its own eth0, or both go down. */
@@ -208,6 +215,11 @@ export function createNetnsLab(count: number): NetnsLab {
         stdin: 'ignore',
         ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
       });
+    },
+    async httpGet(host, url, timeoutMs = 5_000) {
+      const script = 'fetch(process.argv[1], { signal: AbortSignal.timeout(Number(process.argv[2])) }).then(async (r) => process.stdout.write(JSON.stringify({ status: r.status, body: await r.text() })), () => process.exit(3))';
+      const answer = await lab.exec(host, process.execPath, ['-e', script, url, String(timeoutMs)], { env: { PATH: process.env.PATH ?? '' }, timeoutMs: timeoutMs + 5_000 });
+      return answer.exitCode === 0 ? (JSON.parse(String(answer.stdout)) as { status: number; body: string }) : null;
     },
     async untilListening(from, address, port, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
