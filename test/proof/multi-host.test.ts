@@ -84,10 +84,11 @@ async function readyz(on: ExecutorHost): Promise<{ status: number; reason: strin
   return { status: answer.status, reason: (JSON.parse(answer.body) as { reason?: string }).reason ?? null };
 }
 
-/** Jobs the host's sandbox received (its jobs file; the file system is shared with the test, the network is not). */
-async function sandboxJobs(on: ExecutorHost): Promise<number> {
+/** The prompts of the jobs the host's sandbox received (its jobs file: the file system is shared with the test, the network is not). */
+async function sandboxPrompts(on: ExecutorHost): Promise<string[]> {
   const text = await readFile(join(on.paths.stateDir, 'sandbox-jobs.jsonl'), 'utf8').catch(() => '');
-  return text.split('\n').filter((line) => line.includes('"request_id"')).length;
+  const lines = text.split('\n').filter((line) => line.trim() !== '').map((line) => JSON.parse(line) as { type?: string; prompt?: string });
+  return lines.filter((line) => line.type === 'job').map((line) => line.prompt ?? '').sort();
 }
 
 async function startExecutorHost(host: NetnsHost): Promise<ExecutorHost> {
@@ -142,11 +143,12 @@ describe.skipIf(cli === null || unavailable !== null)('two executor hosts on a T
     // Both hosts at once.
     const first = await Promise.all([run(a, 'host a first'), run(b, 'host b first')]);
     expect(first.map((result) => result.execution.state)).toEqual(['succeeded', 'succeeded']);
-    expect([await sandboxJobs(a), await sandboxJobs(b)]).toEqual([1, 1]);
+    // Each host's sandbox received its own run and nothing else: no executor ran the other's execution.
+    expect([await sandboxPrompts(a), await sandboxPrompts(b)]).toEqual([['host a first'], ['host b first']]);
 
     // A run in flight on each host, then the Temporal host's cable pulled.
     const inFlight = [run(a, 'host a across the cut'), run(b, 'host b across the cut')];
-    await eventually('both submissions reached their sandboxes', async () => ((await sandboxJobs(a)) === 2 && (await sandboxJobs(b)) === 2 ? true : undefined), 60_000, 100);
+    await eventually('both submissions reached their sandboxes', async () => ((await sandboxPrompts(a)).length === 2 && (await sandboxPrompts(b)).length === 2 ? true : undefined), 60_000, 100);
     (lab as NetnsLab).cut(temporalHost);
     try {
       await Promise.all(
@@ -180,6 +182,8 @@ describe.skipIf(cli === null || unavailable !== null)('two executor hosts on a T
       });
       expect(report.violations).toEqual([]);
       expect(report.counts).toMatchObject({ executions: 2, attempts: 2, submissions: 2, settlements: 2, releases: 0, reconciliations: 0 });
+      const name = on === a ? 'a' : 'b';
+      expect(await sandboxPrompts(on)).toEqual([`host ${name} across the cut`, `host ${name} first`]);
     }
   }, 120_000);
 });
