@@ -119,7 +119,7 @@ beforeAll(async () => {
   temporal = lab.exec(
     temporalHost,
     cli,
-    ['server', 'start-dev', '--ip', '0.0.0.0', '--port', String(TEMPORAL_PORT), '--ui-port', '8233', '--http-port', '7243', '--metrics-port', '7244', '--headless'],
+    ['server', 'start-dev', '--ip', '0.0.0.0', '--port', String(TEMPORAL_PORT), '--ui-port', '8233', '--http-port', '7243', '--metrics-port', '7244', '--headless', '--log-level', 'warn'],
     { env: { PATH: process.env.PATH ?? '', HOME: temporalDir } },
   );
   temporal.catch(() => undefined);

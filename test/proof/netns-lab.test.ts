@@ -5,7 +5,8 @@ import { createNetnsLab, ipPath, netnsUnavailable, type NetnsHost, type NetnsLab
 /*
  * The network-namespace lab the cross-host proofs stand on (test/support/netns.ts): its hosts
  * reach each other on their own addresses, the machine's root namespace gains nothing, a cut
- * link stops traffic and a restored one carries it again, and teardown leaves no namespace.
+ * link stops traffic and a restored one carries it again, a partition parts two hosts only, and
+ * teardown leaves no namespace.
  */
 
 const unavailable = netnsUnavailable();
@@ -24,11 +25,11 @@ async function connects(lab: NetnsLab, from: NetnsHost, to: NetnsHost, port: num
 }
 
 describe.skipIf(unavailable !== null)('a network-namespace lab', () => {
-  it('cables its hosts to a switch of their own, cuts and restores a link, and leaves nothing behind', async () => {
+  it('cables its hosts to a switch of their own, cuts and restores a link, parts two hosts, and leaves nothing behind', async () => {
     const before = rootView();
-    const lab = createNetnsLab(2);
+    const lab = createNetnsLab(3);
     try {
-      const [a, b] = lab.hosts as [NetnsHost, NetnsHost];
+      const [a, b, c] = lab.hosts as [NetnsHost, NetnsHost, NetnsHost];
       expect(lab.subnet).toMatch(/^10\.231\.\d{1,3}\.0\/24$/);
       expect(a.address).not.toBe(b.address);
       expect(namespaces()).toContain(a.namespace);
@@ -49,6 +50,13 @@ describe.skipIf(unavailable !== null)('a network-namespace lab', () => {
         lab.restore(b);
         expect(lab.linked(b)).toBe(true);
         await lab.untilListening(a, b.address, 7000, 20_000);
+
+        // a and b apart, c still reaching b.
+        lab.partition(a, b);
+        expect(await connects(lab, a, b, 7000)).toBe(false);
+        expect(await connects(lab, c, b, 7000)).toBe(true);
+        lab.heal(a, b);
+        expect(await connects(lab, a, b, 7000)).toBe(true);
       } finally {
         server.kill('SIGKILL');
       }

@@ -15,7 +15,8 @@ import { afterAll, beforeAll } from 'vitest';
  *   host namespace    lx-<pid>-<lab>-<n>: lo up, eth0 (the other veth end) = 10.231.<r>.<n+1>/24
  *
  * A link is cut by setting the switch's port down (the host's eth0 loses its carrier, as when a
- * cable is pulled) and restored by setting it up. Processes are run inside a host with
+ * cable is pulled) and restored by setting it up; two hosts are partitioned from each other only
+ * by a blackhole route to the other's address in each. Processes are run inside a host with
  * `ip netns exec`; what they start (daemons included) stays in that namespace. Files are shared
  * with the test: namespaces separate the network only.
  *
@@ -136,6 +137,14 @@ export interface NetnsLab {
   cut(host: NetnsHost, side?: LinkSide): void;
   /** Plugs it back in. */
   restore(host: NetnsHost, side?: LinkSide): void;
+  /**
+   * Cuts `a` and `b` off each other only, both ways (a blackhole route to the other's address in
+   * each namespace): what they send each other is dropped without an answer, as on a link down,
+   * while both keep reaching every other host.
+   */
+  partition(a: NetnsHost, b: NetnsHost): void;
+  /** Undoes partition(a, b). */
+  heal(a: NetnsHost, b: NetnsHost): void;
   /** Whether the host's eth0 has a carrier now (its cable is in at both ends). */
   linked(host: NetnsHost): boolean;
   /** Kills what still runs in the lab, deletes its namespaces (with them the veths and bridge). Idempotent. */
@@ -236,6 +245,14 @@ export function createNetnsLab(count: number): NetnsLab {
     },
     restore(host, side = 'switch') {
       for (const args of sides(host, side)) ip([...args, 'up']);
+    },
+    partition(a, b) {
+      ip(['-n', a.namespace, 'route', 'replace', 'blackhole', `${b.address}/32`]);
+      ip(['-n', b.namespace, 'route', 'replace', 'blackhole', `${a.address}/32`]);
+    },
+    heal(a, b) {
+      ipQuietly(['-n', a.namespace, 'route', 'del', 'blackhole', `${b.address}/32`]);
+      ipQuietly(['-n', b.namespace, 'route', 'del', 'blackhole', `${a.address}/32`]);
     },
     linked(host) {
       return /\bLOWER_UP\b/.test(ip(['-n', host.namespace, 'link', 'show', host.hostInterface]));
