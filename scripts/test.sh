@@ -28,4 +28,15 @@ fi
 if [ ! -x "${LEXEC_CHROMIUM:-/usr/bin/chromium}" ] && [ "${CI:-}" != "true" ]; then
   echo "test: console browser tests skipped — install Chromium (apt-get install chromium) or set LEXEC_CHROMIUM=/path/to/chromium" >&2
 fi
+# The cross-host proofs build network namespaces (test/support/netns.ts): root and iproute2's `ip`.
+# Without them they skip with this one line — except in CI, which runs as root, where they fail.
+netns_probe="lx-$$-probe"
+if PATH="$PATH:/usr/sbin:/sbin" ip netns add "$netns_probe" 2>/dev/null; then
+  PATH="$PATH:/usr/sbin:/sbin" ip netns del "$netns_probe"
+elif [ "${CI:-}" = "true" ]; then
+  echo "test: CI needs network namespaces for the cross-host proofs: run as root (CAP_NET_ADMIN and CAP_SYS_ADMIN) with iproute2's ip" >&2
+  exit 1
+else
+  echo "test: network-namespace tests skipped — they need root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2 \`ip\`" >&2
+fi
 npm test
