@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
-import { appendFile, readdir, readFile } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { correlationOf } from '../../src/executor/domain/correlation.js';
-import { checkInvariants } from './check-invariants.js';
+import { openDatabase } from '../../src/storage/open-database.js';
+import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations/executor-migrations.js';
+import { checkInvariants, checkInvariantsAcrossHosts } from './check-invariants.js';
 import { cleanRunFixture, inputsIn, jobsOnly, linesOf, logOnly, noSources, none, requestIdOf, writeLines, type Planted, type Run } from './invariant-fixture.js';
 
 /*
@@ -101,6 +103,25 @@ describe('the invariant checker', () => {
     expect(report.violations).toEqual([]);
     expect(report.counts).toEqual(counts);
     expect(checkInvariants(inputsIn(clean.dir)).violations).toEqual([]);
+  });
+
+  it('judges one ledger with several executors (issue 29): the run with a second, idle executor host is clean; the ledger without the executor that made its settlements is not', async () => {
+    // A second executor of the same ledger that ran nothing: its own empty database, provider records and artifact root.
+    const idle = join(clean.dir, 'idle-host');
+    await mkdir(join(idle, 'artifacts'), { recursive: true });
+    openDatabase(join(idle, 'executor.db'), EXECUTOR_MIGRATIONS).close();
+    await writeFile(join(idle, 'submissions.jsonl'), '');
+    const idleHost = { executorDatabase: join(idle, 'executor.db'), submissionsLog: join(idle, 'submissions.jsonl'), sandboxJobsFile: null, artifactRoot: join(idle, 'artifacts') };
+    const all = inputsIn(clean.dir);
+    const busyHost = { executorDatabase: all.executorDatabase, submissionsLog: all.submissionsLog, sandboxJobsFile: null, artifactRoot: all.artifactRoot };
+
+    const both = checkInvariantsAcrossHosts({ ledgerDatabase: all.ledgerDatabase, executors: [busyHost, idleHost] });
+    expect(both.violations).toEqual([]);
+    expect(both.counts).toEqual(counts);
+
+    // The ledger's settlements belong to an executor the check was not given: each is found.
+    const idleOnly = checkInvariantsAcrossHosts({ ledgerDatabase: all.ledgerDatabase, executors: [idleHost] });
+    expect(idleOnly.violations.map((violation) => violation.rule)).toContain('settlement_matches_receipt');
   });
 
   it('finds none without any record of the provider (a live provider): what reached it is judged by the attempts alone', () => {

@@ -1,5 +1,5 @@
 import { factsOf } from './checker/facts.ts';
-import { readDatabases } from './checker/read-databases.ts';
+import { mergeExecutors, readExecutor, readLedger } from './checker/read-databases.ts';
 import { readSources } from './checker/read-sandbox.ts';
 import { findings, type InvariantReport } from './checker/report.ts';
 import { checkArtifactFiles } from './checker/rules-artifacts.ts';
@@ -34,8 +34,8 @@ export type { InvariantReport, Rule, Violation } from './checker/report.ts';
  * with Node's type stripping, which resolves no other extension.
  */
 
-export interface InvariantInputs {
-  readonly ledgerDatabase: string;
+/** One executor's files: its database, what its provider received, its artifacts. */
+export interface ExecutorInputs {
   readonly executorDatabase: string;
   /** The sandbox's `--submissions-log` (JSON lines); null when the run had none. */
   readonly submissionsLog: string | null;
@@ -44,21 +44,42 @@ export interface InvariantInputs {
   readonly artifactRoot: string;
 }
 
+export interface InvariantInputs extends ExecutorInputs {
+  readonly ledgerDatabase: string;
+}
+
+/** One ledger and every executor that spends through it (issue 29: executors on several hosts), each with its own provider. */
+export interface InvariantInputsAcrossHosts {
+  readonly ledgerDatabase: string;
+  readonly executors: readonly ExecutorInputs[];
+}
+
 /**
  * Every rule over one run's files. `counts.submissions` is the submissions with a request id (a
  * job created) in the submissions log, or in the jobs file when there is no log.
  */
 export function checkInvariants(inputs: InvariantInputs): InvariantReport {
-  const { violations, fail } = findings();
-  const { ledger, executor } = readDatabases(inputs, fail);
-  const sources = readSources(inputs);
-  const facts = factsOf(ledger, executor, sources);
+  return checkInvariantsAcrossHosts({ ledgerDatabase: inputs.ledgerDatabase, executors: [inputs] });
+}
 
-  checkProvider(facts, fail);
+/**
+ * Every rule over one ledger and several executors: the money, lifecycle, audit and event rules
+ * over the ledger and all the executors' rows together (each authorization is one executor's),
+ * the provider rules per executor against its own provider's records, the artifact files per
+ * executor under its own root. Counts add up over the executors.
+ */
+export function checkInvariantsAcrossHosts(inputs: InvariantInputsAcrossHosts): InvariantReport {
+  const { violations, fail } = findings();
+  // Every file is opened and read before any rule runs, as one pass over stacks at rest.
+  const ledger = readLedger(inputs.ledgerDatabase, fail);
+  const hosts = inputs.executors.map((host) => ({ host, rows: readExecutor(host.executorDatabase, fail), sources: readSources(host) }));
+  const facts = factsOf(ledger, mergeExecutors(hosts.map((each) => each.rows)), hosts.flatMap((each) => each.sources));
+
+  for (const each of hosts) checkProvider(factsOf(ledger, each.rows, each.sources), fail);
   checkAuthorizations(facts, fail);
   checkMoney(facts, fail);
   checkLifecycle(facts, fail);
-  checkArtifactFiles(facts.artifacts, inputs.artifactRoot, fail);
+  for (const each of hosts) checkArtifactFiles(each.rows.artifacts, each.host.artifactRoot, fail);
   checkAudit(facts, fail);
   checkEvents(facts, fail);
 
@@ -67,7 +88,7 @@ export function checkInvariants(inputs: InvariantInputs): InvariantReport {
     counts: {
       executions: facts.executions.length,
       attempts: facts.attempts.length,
-      submissions: sources[0]?.submissions.filter((line) => line.request_id !== null).length ?? 0,
+      submissions: hosts.reduce((sum, each) => sum + (each.sources[0]?.submissions.filter((line) => line.request_id !== null).length ?? 0), 0),
       settlements: facts.settlements.length,
       releases: facts.releases.length,
       reconciliations: facts.records.length,

@@ -241,38 +241,52 @@ function readEvents(db: Database.Database): EventRows | null {
   return { since, events: all<LedgerEventRow>(db, 'SELECT event_id, at, type, agent_id, token_id, amount_units, details FROM events ORDER BY event_id') };
 }
 
-/** Both databases' rows, each read in one transaction; `amounts_are_integers` reports through `fail`. */
-export function readDatabases(inputs: { readonly ledgerDatabase: string; readonly executorDatabase: string }, fail: Fail): { ledger: LedgerRows; executor: ExecutorRows } {
-  return withDatabase(inputs.ledgerDatabase, (ledgerDb) => {
-    // Both files are opened before either is read, as one pass over a stack at rest.
-    return withDatabase(inputs.executorDatabase, (executorDb) => ({
-      ledger: ledgerDb.transaction((): LedgerRows => {
-        checkIntegers('ledger', ledgerDb, fail);
-        return {
-          agents: all<AgentRow>(ledgerDb, 'SELECT agent_id, status, created_at, suspended_at, suspended_by FROM agents'),
-          authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, agent_id, amount_units, currency, status, execution_id, decided_by, decided_at, created_at, closed_at FROM authorizations'),
-          settlements: all<SettlementRow>(ledgerDb, 'SELECT settlement_id, token_id, execution_id, receipt_id, receipt_shape, amount_units, currency, created_at FROM settlements'),
-          releases: all<ReleaseRow>(ledgerDb, 'SELECT token_id, execution_id, reason, created_at FROM releases'),
-          records: all<RecordRow>(ledgerDb, 'SELECT record_id, token_id, execution_id, status, resolution, resolved_by, resolved_at, reason, created_at FROM reconciliation_records'),
-          policies: all<PolicyRow>(ledgerDb, 'SELECT agent_id, version, updated_at FROM policies'),
-          credentials: all<CredentialRow>(ledgerDb, 'SELECT credential_id, created_at FROM credentials'),
-          audit: readAudit(ledgerDb),
-          outbox: readEvents(ledgerDb),
-        };
-      })(),
-      executor: executorDb.transaction((): ExecutorRows => {
-        checkIntegers('executor', executorDb, fail);
-        return {
-          executions: all<ExecutionRow>(
-            executorDb,
-            'SELECT execution_id, spend_auth_token_id AS token_id, state, state_reason, pricing_snapshot, currency, authorization_held_units AS held_units, quoted_units FROM executions',
-          ),
-          attempts: all<AttemptRow>(executorDb, 'SELECT attempt_id, execution_id, state, request_id, delivered_images, exact_amount, scale FROM provider_attempts ORDER BY execution_id, attempt_number'),
-          receipts: all<ReceiptRow>(executorDb, 'SELECT receipt_id, execution_id, amount_units, exact_amount, scale, currency, ledger_settlement_id, receipt_shape FROM receipts'),
-          artifacts: all<ArtifactRow>(executorDb, 'SELECT artifact_id, execution_id, ordinal, size_bytes, sha256, storage_key FROM artifacts ORDER BY execution_id, ordinal'),
-          resolutions: all<ResolutionRow>(executorDb, 'SELECT execution_id, resolution, images_billed, amount_units FROM reconciliation_resolutions'),
-        };
-      })(),
-    }));
-  });
+/** The ledger's rows, read in one transaction; `amounts_are_integers` reports through `fail`. */
+export function readLedger(path: string, fail: Fail): LedgerRows {
+  return withDatabase(path, (ledgerDb) =>
+    ledgerDb.transaction((): LedgerRows => {
+      checkIntegers('ledger', ledgerDb, fail);
+      return {
+        agents: all<AgentRow>(ledgerDb, 'SELECT agent_id, status, created_at, suspended_at, suspended_by FROM agents'),
+        authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, agent_id, amount_units, currency, status, execution_id, decided_by, decided_at, created_at, closed_at FROM authorizations'),
+        settlements: all<SettlementRow>(ledgerDb, 'SELECT settlement_id, token_id, execution_id, receipt_id, receipt_shape, amount_units, currency, created_at FROM settlements'),
+        releases: all<ReleaseRow>(ledgerDb, 'SELECT token_id, execution_id, reason, created_at FROM releases'),
+        records: all<RecordRow>(ledgerDb, 'SELECT record_id, token_id, execution_id, status, resolution, resolved_by, resolved_at, reason, created_at FROM reconciliation_records'),
+        policies: all<PolicyRow>(ledgerDb, 'SELECT agent_id, version, updated_at FROM policies'),
+        credentials: all<CredentialRow>(ledgerDb, 'SELECT credential_id, created_at FROM credentials'),
+        audit: readAudit(ledgerDb),
+        outbox: readEvents(ledgerDb),
+      };
+    })(),
+  );
+}
+
+/** One executor's rows, read in one transaction; `amounts_are_integers` reports through `fail`. */
+export function readExecutor(path: string, fail: Fail): ExecutorRows {
+  return withDatabase(path, (executorDb) =>
+    executorDb.transaction((): ExecutorRows => {
+      checkIntegers('executor', executorDb, fail);
+      return {
+        executions: all<ExecutionRow>(
+          executorDb,
+          'SELECT execution_id, spend_auth_token_id AS token_id, state, state_reason, pricing_snapshot, currency, authorization_held_units AS held_units, quoted_units FROM executions',
+        ),
+        attempts: all<AttemptRow>(executorDb, 'SELECT attempt_id, execution_id, state, request_id, delivered_images, exact_amount, scale FROM provider_attempts ORDER BY execution_id, attempt_number'),
+        receipts: all<ReceiptRow>(executorDb, 'SELECT receipt_id, execution_id, amount_units, exact_amount, scale, currency, ledger_settlement_id, receipt_shape FROM receipts'),
+        artifacts: all<ArtifactRow>(executorDb, 'SELECT artifact_id, execution_id, ordinal, size_bytes, sha256, storage_key FROM artifacts ORDER BY execution_id, ordinal'),
+        resolutions: all<ResolutionRow>(executorDb, 'SELECT execution_id, resolution, images_billed, amount_units FROM reconciliation_resolutions'),
+      };
+    })(),
+  );
+}
+
+/** Several executors' rows as one (executions of one ledger: their ids never repeat across executors). */
+export function mergeExecutors(rows: readonly ExecutorRows[]): ExecutorRows {
+  return {
+    executions: rows.flatMap((row) => row.executions),
+    attempts: rows.flatMap((row) => row.attempts),
+    receipts: rows.flatMap((row) => row.receipts),
+    artifacts: rows.flatMap((row) => row.artifacts),
+    resolutions: rows.flatMap((row) => row.resolutions),
+  };
 }
