@@ -11,6 +11,7 @@ import { createCredentialLifecycle, type CredentialLifecycle } from './credentia
 import { createExecutorClaims } from './executor-claims.js';
 import { buildLedgerApp } from './http/ledger-app.js';
 import { createLedgerAdmin, type LedgerAdmin } from './ledger-admin.js';
+import { createExecutorEnrolments } from './executor-enrolments.js';
 import type { LedgerConfig } from './ledger-config.js';
 import type { SpendPolicy } from './authorization-rules.js';
 import { createLedgerService, type LedgerService } from './ledger-service.js';
@@ -173,8 +174,10 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       budgets: () => budgetsRemaining(service.budgetStandings(), metricsReads.agentNames()),
       webhookDeliveries: () => deliveriesDone(webhookStore.counts()),
     });
+    const enrolments = createExecutorEnrolments({ db, now, admin, credentials });
     const app = buildLedgerApp({
       webhooks,
+      enrolments,
       metrics,
       service,
       admin,
