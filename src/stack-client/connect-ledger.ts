@@ -1,9 +1,10 @@
+import { readFile } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { isLoopbackHost } from '../config/schema-parts.js';
 import { capabilityKind } from '../credentials/capability.js';
 import { readPrivateFile } from '../credentials/private-file.js';
 import { UsageError, UserError } from '../errors.js';
-import { createLedgerClient, type LedgerClient } from '../ledger/client/ledger-client.js';
+import { createLedgerClient, type LedgerClient, type LedgerClientOptions } from '../ledger/client/ledger-client.js';
 import type { StackAgentRef } from '../ledger/client/agent-choice.js';
 import type { LedgerConnector, LedgerRole } from '../ledger/client/ledger-connector.js';
 import { chooseLedgerTarget, readHandoffCredential, type ActiveStack, type ServerTargetRequest } from './locate-stack.js';
@@ -86,14 +87,19 @@ export function ledgerConnector(target: LedgerTarget): LedgerConnector {
 /** The running stack's own local agent (the one `lexec run` spends as); null in manual mode. */
 export async function stackAgent(target: LedgerTarget): Promise<StackAgentRef | null> {
   const choice = await chooseLedgerTarget(target);
-  return choice.mode === 'manual' ? null : choice.stack.handoff.agent;
+  return choice.mode === 'manual' ? null : (choice.stack.handoff.agent ?? null);
 }
 
 /** A client of a running stack's ledger, presenting the handoff's credential for `role`. */
 export async function connectStackLedger(stack: ActiveStack, role: LedgerRole): Promise<LedgerClient> {
   const token = await readHandoffCredential(stack, role);
   const reloadToken = () => readHandoffCredential(stack, role);
-  return withStackHints(createLedgerClient({ url: ledgerBaseUrl(stack.handoff.ledger.endpoint), token, reloadToken }), stack.paths.name);
+  // An executor host's remote ledger over https is verified against the profile's CA: `caCertificate`
+  // is the client option issue 29's TLS work gives LedgerClientOptions (passed as a variable so this
+  // compiles with and without it).
+  const options: LedgerClientOptions & { caCertificate?: string } = { url: ledgerBaseUrl(stack.handoff.ledger.endpoint), token, reloadToken };
+  if (stack.handoff.ledger.ca_file !== undefined) options.caCertificate = await readFile(stack.handoff.ledger.ca_file, 'utf8');
+  return withStackHints(createLedgerClient(options), stack.paths.name);
 }
 
 /** Replaces next steps that talk about --url / --token-file with ones about the profile's stack. */

@@ -36,7 +36,7 @@ function hostCapabilities() {
   return { executor, agent, body: (agentName: string) => ({ agent_name: agentName, executor_digest_sha256: capabilityDigest(executor).toString('hex'), agent_digest_sha256: capabilityDigest(agent).toString('hex') }) };
 }
 
-const redeem = (token: string, body: unknown) => call<Record<string, unknown>>(ledger.url, 'POST', '/enrolments/redeem', { token, body });
+const redeem = (token: string, body: unknown) => call(ledger.url, 'POST', '/enrolments/redeem', { token, body });
 const credentialCount = () => Number(ledger.query<{ n: bigint }>('SELECT COUNT(*) AS n FROM credentials')[0]?.n);
 
 describe('executor-host enrolment at the ledger', () => {

@@ -41,6 +41,8 @@ const preset = z.enum(IMAGE_SIZE_PRESETS, { error: `must be one of: ${IMAGE_SIZE
 const ledger = z.strictObject({
   endpoint: credentialedEndpointUrl,
   product_version: productVersion,
+  /** The CA certificate (PEM) the ledger's https certificate is verified against (issue 29). */
+  ca_file: absolutePath.optional(),
 });
 
 /**
