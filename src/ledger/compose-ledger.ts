@@ -12,6 +12,7 @@ import { createExecutorClaims } from './executor-claims.js';
 import { buildLedgerApp } from './http/ledger-app.js';
 import { createLedgerAdmin, type LedgerAdmin } from './ledger-admin.js';
 import { createExecutorEnrolments } from './executor-enrolments.js';
+import { registerEnrolmentRoutes } from './http/enrolment-routes.js';
 import type { LedgerConfig } from './ledger-config.js';
 import type { SpendPolicy } from './authorization-rules.js';
 import { createLedgerService, type LedgerService } from './ledger-service.js';
@@ -174,10 +175,8 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       budgets: () => budgetsRemaining(service.budgetStandings(), metricsReads.agentNames()),
       webhookDeliveries: () => deliveriesDone(webhookStore.counts()),
     });
-    const enrolments = createExecutorEnrolments({ db, now, admin, credentials });
     const app = buildLedgerApp({
       webhooks,
-      enrolments,
       metrics,
       service,
       admin,
@@ -189,6 +188,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       diskFull: () => disk.current(),
       ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
     });
+    registerEnrolmentRoutes(app, credentials, createExecutorEnrolments({ db, now, admin, credentials }));
     // An expiry is recorded (its event written) even when nobody reads the authorization.
     const sweeping = sweepExpiriesEvery(options.expirySweepMs ?? 5000, service.sweepExpiries, options.logger);
     return {

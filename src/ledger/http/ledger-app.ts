@@ -49,8 +49,6 @@ import {
   webhooksQuery,
 } from '../wire/requests.js';
 import type { WebhookSinks } from '../webhooks/webhook-sinks.js';
-import type { ExecutorEnrolments } from '../executor-enrolments.js';
-import { enrolmentIssueBody, enrolmentParams, enrolmentRedeemBody } from '../wire/enrolment-requests.js';
 
 export interface LedgerAppDependencies {
   /** What `GET /metrics` reports (ledger-metrics.ts). */
@@ -63,8 +61,6 @@ export interface LedgerAppDependencies {
   readonly claims: ExecutorClaims;
   /** The operator's webhook sinks (docs/ledger.md "Webhooks"). */
   readonly webhooks: WebhookSinks;
-  /** Executor hosts' one-time enrolment tokens (docs/deployment.md "Enrolment"). */
-  readonly enrolments: ExecutorEnrolments;
   readonly buildInfo: BuildInfo;
   readonly contractLevel: LedgerContractLevel;
   readonly logger: Logger;
@@ -384,36 +380,6 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
     const { sink_id: sinkId } = parseInput(z.strictObject({ sink_id: webhookSinkId }), request.params);
     parseInput(revokeBody, request.body ?? {});
     return deps.webhooks.remove(sinkId, auth.principal(request));
-  });
-
-  // Enrolment of executor hosts (docs/deployment.md "Enrolment"): the operator issues, lists and
-  // revokes one-time tokens; a host redeems its token once, presenting it as the bearer, with the
-  // digests of the capabilities it generated. The token is answered once, at issue, and never again.
-  app.post('/enrolments', { onRequest: auth.requires('admin') }, async (request, reply) => {
-    const body = parseInput(enrolmentIssueBody, request.body);
-    const issued = deps.enrolments.issue({ hostName: body.host_name, agentName: body.agent_name ?? body.host_name, ttlMinutes: body.ttl_minutes }, auth.principal(request));
-    return reply.code(201).header('cache-control', 'no-store').send(issued);
-  });
-
-  app.get('/enrolments', { onRequest: auth.requires('admin') }, () => ({ enrolments: deps.enrolments.list() }));
-
-  app.post('/enrolments/:enrolment_id/revoke', { onRequest: auth.requires('admin') }, (request) => {
-    const { enrolment_id: enrolmentId } = parseInput(enrolmentParams, request.params);
-    parseInput(revokeBody, request.body ?? {});
-    return deps.enrolments.revoke(enrolmentId, auth.principal(request));
-  });
-
-  app.post('/enrolments/redeem', async (request, reply) => {
-    const header = request.headers.authorization;
-    const token = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : '';
-    const body = parseInput(enrolmentRedeemBody, request.body);
-    const redemption = deps.enrolments.redeem(token, {
-      agentName: body.agent_name,
-      executorDigest: Buffer.from(body.executor_digest_sha256, 'hex'),
-      agentDigest: Buffer.from(body.agent_digest_sha256, 'hex'),
-    });
-    if (redemption === null) throw new ApiError(401, 'unauthorized');
-    return reply.code(201).send({ redemption });
   });
 
   // The audit trail, oldest first; `next_after` continues it (docs/ledger.md "Audit trail").
