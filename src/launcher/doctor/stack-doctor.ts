@@ -190,8 +190,13 @@ async function temporalCheck(subject: Subject | null): Promise<DoctorCheck> {
 async function remoteLedgerCheck(subject: Subject | null, paths: ProfilePaths, build: BuildInfo): Promise<DoctorCheck> {
   const remote = subject?.manifest.remote_ledger;
   if (remote === undefined) return skipped('ledger.remote', 'this profile runs its own ledger');
-  const enrolment = await readEnrolmentState(paths).catch((error: unknown) => (error instanceof UserError ? error : Promise.reject(error)));
-  if (enrolment instanceof UserError) return failed('ledger.remote', enrolment.message, enrolment.nextStep);
+  let enrolment;
+  try {
+    enrolment = await readEnrolmentState(paths);
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    return failed('ledger.remote', error.message, error.nextStep);
+  }
   if (enrolment === null) {
     return failed(
       'ledger.remote',

@@ -102,7 +102,9 @@ export const profileSchema = z
       .optional(),
   })
   .superRefine((profile, ctx) => {
-    const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+    const issue = (path: (string | number)[], message: string) => {
+      ctx.addIssue({ code: 'custom', path, message });
+    };
     if (profile.kind === 'ledger') {
       // A ledger-only host: nothing of an executor, and its own ledger's settings.
       const executorOnly: [string[], unknown][] = [

@@ -24,9 +24,9 @@ let fake: Server;
 let fakeRequests: string[];
 const stacks: { home: string; paths: ReturnType<typeof profilePaths> }[] = [];
 
-async function ledgerHostProfile(port: number): Promise<string> {
+function ledgerHostProfile(port: number): string {
   const example = exampleTable('sandbox');
-  return toToml({ schema_version: 1, kind: 'ledger', ports: { ledger: port }, ledger: example.ledger as Record<string, unknown> });
+  return toToml({ schema_version: 1, kind: 'ledger', ports: { ledger: port }, ledger: example.ledger });
 }
 
 /** A sandbox executor host of `url` on free ports, its agent named `agent`. */
@@ -58,7 +58,7 @@ beforeAll(async () => {
   ledgerHome = await makeTempDir('lexec-roles-ledger-');
   hostHome = await makeTempDir('lexec-roles-host-');
   const [ledgerPort] = await freePorts(1);
-  await writeProfile(ledgerHome, 'ledger', await ledgerHostProfile(ledgerPort ?? 0));
+  await writeProfile(ledgerHome, 'ledger', ledgerHostProfile(ledgerPort ?? 0));
   stacks.push({ home: ledgerHome, paths: profilePaths(ledgerHome, 'ledger') });
   const started = jsonResult<{ components: { name: string }[]; agent: unknown }>(await lexecIn(ledgerHome, ['stack', 'start', '--profile', 'ledger', '--json']));
   // A ledger host runs the ledger only: no executor, no sandbox, no agent.
