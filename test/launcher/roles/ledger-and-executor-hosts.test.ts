@@ -96,10 +96,21 @@ describe('a ledger host and an enrolled executor host', () => {
 
     const issued = await issue('builder-1', 'builder-1.token');
     expect(issued.enrolment.status).toBe('open');
-    const enrolled = jsonResult<{ agent: { name: string; agent_id: string }; host_name: string }>(
-      await lexecIn(hostHome, ['stack', 'enrol', '--profile', 'builder-1', '--ledger-url', ledgerUrl, '--token-file', join(ledgerHome, 'builder-1.token'), '--json']),
-    );
+    const token = (await readFile(join(ledgerHome, 'builder-1.token'), 'utf8')).trim();
+    const enrol = await lexecIn(hostHome, ['stack', 'enrol', '--profile', 'builder-1', '--ledger-url', ledgerUrl, '--token-file', join(ledgerHome, 'builder-1.token'), '--json']);
+    const enrolled = jsonResult<{ agent: { name: string; agent_id: string }; host_name: string }>(enrol);
     expect(enrolled).toMatchObject({ host_name: 'builder-1', agent: { name: 'builder-1' } });
+    // The host's new capabilities are in its private files only: not in the output, and (as digests went) not at the ledger host.
+    const host = profilePaths(hostHome, 'builder-1');
+    const secrets = [token, (await readFile(host.agentCapability, 'utf8')).trim(), (await readFile(join(host.executorCredentialsDir, 'ledger.capability'), 'utf8')).trim()];
+    expect((await stat(host.agentCapability)).mode & 0o777).toBe(0o600);
+    expect((await stat(host.enrolmentFile)).mode & 0o777).toBe(0o600);
+    for (const secret of secrets) expect(enrol.stdout + enrol.stderr).not.toContain(secret);
+    const ledgerHostFiles = (await filesUnder(ledgerHome)).filter((file) => !file.endsWith('builder-1.token'));
+    for (const file of ledgerHostFiles) {
+      const text = await readFile(file, 'utf8').catch(() => '');
+      for (const secret of secrets) expect(text, file).not.toContain(secret);
+    }
 
     const doctor = jsonResult<{ checks: { id: string; status: string }[] }>(await lexecIn(hostHome, ['stack', 'doctor', '--profile', 'builder-1', '--json']));
     expect(doctor.checks.find((check) => check.id === 'ledger.remote')?.status).toBe('pass');
