@@ -155,6 +155,17 @@ describe('a ledger host and an enrolled executor host', () => {
     await expect(stat(profilePaths(hostHome, 'builder-3').agentCapability)).rejects.toMatchObject({ code: 'ENOENT' });
   }, 120_000);
 
+  it("the doctor fails ledger.remote once the ledger host revokes the host's executor credential", async () => {
+    const listed = jsonResult<{ enrolments: { host_name: string; executor_credential_id: string | null }[] }>(await ledgerVerb(['ledger', 'enrolments', 'list']));
+    const credential = listed.enrolments.find((entry) => entry.host_name === 'builder-1')?.executor_credential_id;
+    expect(credential).toMatch(/^lexec-enrol-builder-1-executor-[0-9a-f]{16}$/);
+    jsonResult(await ledgerVerb(['ledger', 'credentials', 'revoke', credential ?? '']));
+    const doctor = await lexecIn(hostHome, ['stack', 'doctor', '--profile', 'builder-1', '--json']);
+    expect(doctor.exitCode).toBe(3);
+    const remote = jsonResult<{ checks: { id: string; status: string; summary: string }[] }>(doctor).checks.find((check) => check.id === 'ledger.remote');
+    expect(remote).toMatchObject({ status: 'fail', summary: expect.stringContaining('ledger_credential_rejected') as unknown });
+  }, 60_000);
+
   it("the ledger's admin capability is nowhere under the executor hosts' LEXEC_HOME", async () => {
     const admin = (await readFile(profilePaths(ledgerHome, 'ledger').ledgerAdminCapability, 'utf8')).trim();
     const files = await filesUnder(hostHome);
