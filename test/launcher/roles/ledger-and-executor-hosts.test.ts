@@ -155,6 +155,23 @@ describe('a ledger host and an enrolled executor host', () => {
     await expect(stat(profilePaths(hostHome, 'builder-3').agentCapability)).rejects.toMatchObject({ code: 'ENOENT' });
   }, 120_000);
 
+  it('enrol creates a missing profile as an executor host of --ledger-url, which then renders and passes the remote check', async () => {
+    await issue('builder-4', 'builder-4.token');
+    const created = jsonResult<{ profile_created: boolean; agent: { name: string } }>(
+      await lexecIn(hostHome, ['stack', 'enrol', '--profile', 'builder-4', '--ledger-url', ledgerUrl, '--token-file', join(ledgerHome, 'builder-4.token'), '--json']),
+    );
+    expect(created).toMatchObject({ profile_created: true, agent: { name: 'builder-4' } });
+    const text = await readFile(profilePaths(hostHome, 'builder-4').source, 'utf8');
+    expect(text).toContain(`url = "${ledgerUrl}"`);
+    expect(text).not.toMatch(/^ledger = /m);
+    const doctor = jsonResult<{ checks: { id: string; status: string }[] }>(await lexecIn(hostHome, ['stack', 'doctor', '--profile', 'builder-4', '--json']));
+    expect(Object.fromEntries(doctor.checks.filter((check) => ['profile.valid', 'ledger.remote'].includes(check.id)).map((check) => [check.id, check.status]))).toEqual({ 'profile.valid': 'pass', 'ledger.remote': 'pass' });
+    // Without --ledger-url a missing profile cannot be made.
+    const missing = await lexecIn(hostHome, ['stack', 'enrol', '--profile', 'builder-5', '--token-file', join(ledgerHome, 'builder-4.token'), '--json']);
+    expect(missing.exitCode).toBe(2);
+    expect(jsonError(missing).code).toBe('missing_flag');
+  }, 60_000);
+
   it("the doctor fails ledger.remote once the ledger host revokes the host's executor credential", async () => {
     const listed = jsonResult<{ enrolments: { host_name: string; executor_credential_id: string | null }[] }>(await ledgerVerb(['ledger', 'enrolments', 'list']));
     const credential = listed.enrolments.find((entry) => entry.host_name === 'builder-1')?.executor_credential_id;
