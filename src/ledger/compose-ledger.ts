@@ -11,6 +11,8 @@ import { createCredentialLifecycle, type CredentialLifecycle } from './credentia
 import { createExecutorClaims } from './executor-claims.js';
 import { buildLedgerApp } from './http/ledger-app.js';
 import { createLedgerAdmin, type LedgerAdmin } from './ledger-admin.js';
+import { createExecutorEnrolments } from './executor-enrolments.js';
+import { registerEnrolmentRoutes } from './http/enrolment-routes.js';
 import type { LedgerConfig } from './ledger-config.js';
 import type { SpendPolicy } from './authorization-rules.js';
 import { createLedgerService, type LedgerService } from './ledger-service.js';
@@ -189,6 +191,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
       ...(options.rejectionSummary === undefined ? {} : { rejectionSummary: options.rejectionSummary }),
       ...(options.tls === undefined ? {} : { tls: options.tls }),
     });
+    registerEnrolmentRoutes(app, credentials, createExecutorEnrolments({ db, now, admin, credentials }));
     // An expiry is recorded (its event written) even when nobody reads the authorization.
     const sweeping = sweepExpiriesEvery(options.expirySweepMs ?? 5000, service.sweepExpiries, options.logger);
     return {

@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
 import { conflict, LedgerError, notFound, versionMismatch } from './ledger-error.js';
 import { velocityLimits, type SpendPolicy } from './authorization-rules.js';
 import { agentView, createAdminStore, policyAuditState, policyView, type AgentRow } from './store/admin-store.js';
-import { createAuditStore, LEDGER_ACTOR, type CredentialActor } from './store/audit-store.js';
+import { createAuditStore, LEDGER_ACTOR, type AuditActor, type CredentialActor } from './store/audit-store.js';
 
 export type { Principal } from './credential-lifecycle.js';
 
@@ -58,7 +58,7 @@ export function createLedgerAdmin({ db, now, defaultPolicy }: { db: Database.Dat
   }
 
   return {
-    addAgent(name: string, actor: CredentialActor): LedgerAgent {
+    addAgent(name: string, actor: AuditActor): LedgerAgent {
       return store.immediate(() => {
         if (store.agentNamed(name)) throw conflict('agent_exists', ['name']);
         const agentId = `agt_${randomUUID()}`;

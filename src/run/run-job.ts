@@ -200,7 +200,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
   const choice: AuthorizationChoice = {
     refused: async (reason) => policyRefused(await policyRoom(ledger, quote, reason), quote),
     suspended: (agentId, by) => {
-      const id = agentId ?? stack.handoff.agent.agent_id;
+      const id = agentId ?? stack.handoff.agent?.agent_id ?? 'unknown';
       if (by === 'velocity_breaker') {
         return new UserError('agent_suspended', `The ledger suspended agent ${id} (the profile's local agent) automatically: its policy's runaway-loop breaker tripped after repeated requests over the velocity limit. It refuses the agent's new spend requests; nothing was requested or spent.`, {
           nextStep: `Find out what sent the requests in a loop and stop it; then resume the agent (\`${resumeCommand(id, profile)}\`) and run the command again. If the rate was intended, raise the limit with \`lexec ledger policy set --profile ${profile}\`.`,
@@ -213,7 +213,7 @@ export async function runJob(request: RunRequest, deps: RunDependencies = defaul
     // Not retried: every request counts against the limit, refused ones too.
     tooFast: (seconds, limit) =>
       new UserError('velocity_exceeded', `The ledger refused the spend request: the profile's agent made more requests than its policy's velocity limit${limit === null ? '' : ` (${limit})`} allows; nothing was requested or spent.`, {
-        nextStep: `Wait ${seconds} s, then run the command again (every request counts, refused ones too: retrying sooner only pushes the wait out). Or raise the limit: \`lexec ledger policy show --agent-id ${stack.handoff.agent.agent_id} --profile ${profile} --export <file>\`, edit ${limit ?? 'max_requests_per_minute / max_requests_per_hour'}, then \`lexec ledger policy set --file <file>\` with the same flags.`,
+        nextStep: `Wait ${seconds} s, then run the command again (every request counts, refused ones too: retrying sooner only pushes the wait out). Or raise the limit: \`lexec ledger policy show --agent-id ${stack.handoff.agent?.agent_id ?? '<agent_id>'} --profile ${profile} --export <file>\`, edit ${limit ?? 'max_requests_per_minute / max_requests_per_hour'}, then \`lexec ledger policy set --file <file>\` with the same flags.`,
       }),
     existingId: request.authorization,
     client: 'lexec run',

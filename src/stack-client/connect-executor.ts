@@ -1,5 +1,6 @@
 import { createExecutorClient, type ExecutorClient } from '../executor/client/executor-client.js';
 import type { ReconciliationConnector } from '../executor/client/executor-reconciliation.js';
+import { UserError } from '../errors.js';
 import { activeStack, readHandoffCredential, type ActiveStack } from './locate-stack.js';
 
 /*
@@ -12,8 +13,14 @@ import { activeStack, readHandoffCredential, type ActiveStack } from './locate-s
 export type ExecutorRole = 'caller' | 'reconciliation';
 
 export async function connectStackExecutor(stack: ActiveStack, role: ExecutorRole): Promise<ExecutorClient> {
+  const executor = stack.handoff.executor;
+  if (executor === undefined) {
+    throw new UserError('no_executor_on_host', `Profile "${stack.paths.name}" is a ledger host: it runs no executor, so it has no executions to show or run.`, {
+      nextStep: 'Run executions on an executor host (docs/deployment.md "Roles"); this host serves the ledger: policies, approvals, spend.',
+    });
+  }
   const reloadToken = () => readHandoffCredential(stack, role);
-  return createExecutorClient({ url: stack.handoff.executor.endpoint, token: await reloadToken(), reloadToken });
+  return createExecutorClient({ url: executor.endpoint, token: await reloadToken(), reloadToken });
 }
 
 /** What `lexec executor reconciliation list|resolve` are given: the selected profile's executor, with its reconciliation capability. */

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { isLoopbackHost } from '../config/schema-parts.js';
 import { capabilityKind } from '../credentials/capability.js';
@@ -89,14 +90,17 @@ export function ledgerConnector(target: LedgerTarget): LedgerConnector {
 /** The running stack's own local agent (the one `lexec run` spends as); null in manual mode. */
 export async function stackAgent(target: LedgerTarget): Promise<StackAgentRef | null> {
   const choice = await chooseLedgerTarget(target);
-  return choice.mode === 'manual' ? null : choice.stack.handoff.agent;
+  return choice.mode === 'manual' ? null : (choice.stack.handoff.agent ?? null);
 }
 
 /** A client of a running stack's ledger, presenting the handoff's credential for `role`. */
 export async function connectStackLedger(stack: ActiveStack, role: LedgerRole, caCertificate?: string): Promise<LedgerClient> {
   const token = await readHandoffCredential(stack, role);
   const reloadToken = () => readHandoffCredential(stack, role);
-  const trust = caCertificate === undefined ? {} : { caCertificate };
+  // The CA given (--ca-file), else the profile's (an executor host's remote ledger over https).
+  const caFile = stack.handoff.ledger.ca_file;
+  const ca = caCertificate ?? (caFile === undefined ? undefined : await readCaFile(caFile, 'ledger.ca_file'));
+  const trust = ca === undefined ? {} : { caCertificate: ca };
   return withStackHints(createLedgerClient({ url: ledgerBaseUrl(stack.handoff.ledger.endpoint), token, reloadToken, ...trust }), stack.paths.name);
 }
 

@@ -104,6 +104,12 @@ export async function stackStopped(env: NodeJS.ProcessEnv, profile: string): Pro
 export async function readHandoffCredential(stack: ActiveStack, role: HandoffRole): Promise<string> {
   const { name } = stack.paths;
   const path = stack.handoff.credentials[role];
+  if (path === undefined) {
+    const host = stack.handoff.executor === undefined ? 'a ledger host (it runs no executor and no agent)' : 'an executor host (the ledger and its admin and approver capabilities are on the ledger host)';
+    throw new UserError('role_not_on_host', `Profile "${name}" is ${host}: it holds no ${role} capability.`, {
+      nextStep: stack.handoff.executor === undefined ? 'Run executions on an executor host (docs/deployment.md "Roles").' : 'Run ledger admin verbs and approvals on the ledger host (docs/deployment.md "Roles").',
+    });
+  }
   const restart = `The stack of profile "${name}" names this file in its handoff; restart the stack (\`lexec stack stop --profile ${name}\`, then \`lexec stack start --profile ${name}\`) to recreate it.`;
   let token: string;
   try {

@@ -341,7 +341,7 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
   });
 
   it('needs only the agent and caller capabilities: it works with the admin, approver and reconciliation files gone', async () => {
-    const moved = (['admin', 'approver', 'reconciliation'] as const).map((role) => stack.handoff.credentials[role]);
+    const moved = (['admin', 'approver', 'reconciliation'] as const).map((role) => stack.credentials[role]);
     for (const path of moved) await rename(path, `${path}.away`);
     try {
       const session = await startAgentSession({ env: stack.env });
@@ -360,7 +360,7 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
     const issued = expectResult(await stack.lexec(['ledger', 'credentials', 'create', '--kind', 'agent', '--agent-id', stack.agentId, '--credential-file', agentFile, '--json'])) as {
       credential: { credential_id: string };
     };
-    const args = ['--url', stack.ledgerUrl, '--token-file', agentFile, '--executor-url', stack.executorUrl, '--executor-token-file', stack.handoff.credentials.caller];
+    const args = ['--url', stack.ledgerUrl, '--token-file', agentFile, '--executor-url', stack.executorUrl, '--executor-token-file', stack.credentials.caller];
     const session = await startAgentSession({ env: { LEXEC_HOME: join(stack.home, 'nowhere') }, args });
     sessions.push(session);
     expect(structured('spending', await session.call('spending')).per_authorization_cap.amount_units).toBe('10000');
@@ -373,7 +373,7 @@ describe('lexec agent mcp, driven by an MCP client over stdio', () => {
   });
 
   it('manual mode: --url/--token-file and --executor-url/--executor-token-file; a wrong capability kind or mixed modes fail before any protocol', async () => {
-    const { credentials } = stack.handoff;
+    const { credentials } = stack;
     const manual = (agentFile: string) => ['--url', stack.ledgerUrl, '--token-file', agentFile, '--executor-url', stack.executorUrl, '--executor-token-file', credentials.caller];
     const session = await startAgentSession({ env: { LEXEC_HOME: join(stack.home, 'nowhere') }, args: manual(credentials.agent) });
     sessions.push(session);

@@ -92,6 +92,12 @@ describe('command surface', () => {
       'ledger:webhooks:deliveries': ledgerVerb({ name: 'failed', type: 'boolean', required: false, options: undefined, default: undefined }, flag('sink'), flag('limit')),
       'ledger:webhooks:list': ledgerVerb({ name: 'all', type: 'boolean', required: false, options: undefined, default: undefined }),
       'ledger:webhooks:remove': ledgerVerb(),
+      // --token-file is the NEW file the enrolment token goes to; manual mode's admin capability is --admin-token-file.
+      'ledger:enrolments:issue': [...global, flag('profile'), flag('url'), flag('admin-token-file'), flag('name', { required: true }), flag('agent'), flag('token-file', { required: true }), flag('ttl-minutes')].sort((a, b) =>
+        a.name.localeCompare(b.name),
+      ),
+      'ledger:enrolments:list': ledgerVerb(),
+      'ledger:enrolments:revoke': ledgerVerb(),
       'executor:credentials:bootstrap-managed': [
         global[0],
         { name: 'config', type: 'option', required: true, options: undefined, default: undefined },
@@ -176,6 +182,7 @@ describe('command surface', () => {
         { name: 'port', type: 'option', required: false, options: undefined, default: '7480' },
         flag('profile'),
       ],
+      'stack:enrol': [...global, flag('profile'), flag('token-file', { required: true }), flag('ledger-url'), flag('ca-file')].sort((a, b) => a.name.localeCompare(b.name)),
       'stack:doctor': [global[0], { name: 'fix-permissions', type: 'boolean', required: false, options: undefined, default: undefined }, global[1], flag('profile')],
       'stack:generations': [global[0], global[1], flag('keep'), flag('profile')],
       'stack:logs': [
@@ -242,6 +249,7 @@ describe('command surface', () => {
       'ledger:credentials:revoke': [{ name: 'credential_id', required: true }],
       'ledger:credentials:rotate': [{ name: 'credential_id', required: true }],
       'ledger:webhooks:remove': [{ name: 'sink_id', required: true }],
+      'ledger:enrolments:revoke': [{ name: 'enrolment_id', required: true }],
       'ledger:authorizations:approve': tokenId,
       'ledger:authorizations:deny': tokenId,
       'ledger:authorizations:show': tokenId,

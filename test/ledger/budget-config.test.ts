@@ -40,10 +40,10 @@ describe('[ledger] time_zone', () => {
     const { profile } = await profileIssues('America/New_York');
     if (profile === null) throw new Error('expected the profile to parse');
     const rendered = renderGeneration({ profile, paths: profilePaths('/home/operator/.lexec', 'sandbox'), build: BUILD, now: new Date('2026-11-01T00:00:00Z') });
-    expect(JSON.parse(rendered.files['ledger.json'])).toMatchObject({ time_zone: 'America/New_York' });
+    expect(JSON.parse(rendered.files['ledger.json'] ?? '')).toMatchObject({ time_zone: 'America/New_York' });
     const plain = await parseProfile(toToml(exampleTable('sandbox')), 'profile.toml');
     const unset = renderGeneration({ profile: plain, paths: profilePaths('/home/operator/.lexec', 'sandbox'), build: BUILD, now: new Date('2026-11-01T00:00:00Z') });
-    expect(JSON.parse(unset.files['ledger.json'])).not.toHaveProperty('time_zone');
+    expect(JSON.parse(unset.files['ledger.json'] ?? '')).not.toHaveProperty('time_zone');
   });
 
   it('refuses an unknown zone or a non-string with the path ledger.time_zone', async () => {

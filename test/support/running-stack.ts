@@ -32,6 +32,8 @@ export interface RunningStack {
   readonly paths: ProfilePaths;
   /** The active handoff `stack start` wrote. */
   readonly handoff: Handoff;
+  /** The handoff's credential files: an all-in-one stack's names every role. */
+  readonly credentials: Required<Handoff['credentials']>;
   readonly ledgerUrl: string;
   readonly executorUrl: string;
   /** The control API (faults, submissions) of the sandbox provider the supervisor runs. */
@@ -95,18 +97,24 @@ export async function startRunningStack(options: RunningStackOptions = {}): Prom
     await firstStart();
     const handoff = await readHandoff(paths);
     if (handoff === null) throw new Error('stack start left no handoff');
+    const { admin, agent, approver, caller, reconciliation } = handoff.credentials;
+    if (handoff.executor === undefined || handoff.agent === undefined || admin === undefined || agent === undefined || approver === undefined || caller === undefined || reconciliation === undefined) {
+      throw new Error('an all-in-one stack wrote a handoff without every role');
+    }
+    const credentials = { admin, agent, approver, caller, reconciliation };
     const env = { LEXEC_HOME: home };
     return {
       home,
       paths,
       handoff,
+      credentials,
       ledgerUrl: handoff.ledger.endpoint,
       executorUrl: handoff.executor.endpoint,
       sandbox: sandboxControl(`http://127.0.0.1:${String(stack.ports.sandbox)}`),
       agentId: handoff.agent.agent_id,
       env,
       lexec: (args, cli = {}) => runLexec(args, { ...cli, home, env: { ...env, ...cli.env } }),
-      capability: async (role) => (await readFile(handoff.credentials[role], 'utf8')).trim(),
+      capability: async (role) => (await readFile(credentials[role], 'utf8')).trim(),
       async restart() {
         await stopStack(stack);
         await start();

@@ -51,6 +51,10 @@ export async function inspectActiveGeneration(paths: ProfilePaths): Promise<Acti
     const check = failed('generation.active', `files of the active generation ${id} do not match its manifest: ${mismatched.join(', ')} (changed or missing)`, RENDER_AGAIN);
     return { check, id, manifest, config: null };
   }
+  if (!manifest.files.some((file) => file.name === 'executor.json')) {
+    // A ledger host's generation: no executor to configure.
+    return { check: passed('generation.active', `generation ${id} is active (a ledger host: no executor); its ${manifest.files.length} files match the manifest hashes`), id, manifest, config: null };
+  }
   let document: unknown = null;
   try {
     document = JSON.parse(await readGenerationFile(paths, id, 'executor.json'));

@@ -34,6 +34,8 @@ export const DOCTOR_CHECK_IDS = [
   'credentials.permissions',
   'state.permissions',
   'live.credential',
+  // Issue 29: an executor host's remote ledger (skipped where the stack runs its own).
+  'ledger.remote',
   'disk.space',
   'executions.awaiting_human',
   'executions.rescheduled_runs',

@@ -50,6 +50,9 @@ import { liveTemporalChild, readStateLeniently } from '../supervisor/stack-proce
 import { generationCatalog } from '../catalog/stack-catalog.js';
 import { existingProfilePaths, type ProfileRequest } from '../profiles/existing-profile.js';
 import { countExecutions, countRescheduledRuns } from '../status/executor-database.js';
+import { readEnrolmentState } from '../enrolment/enrolment-state.js';
+import { checkRemoteLedgerStanding } from '../enrolment/remote-ledger.js';
+import { managedCredentialPaths } from '../../executor/managed-credentials.js';
 
 /*
  * `lexec stack doctor` (spec §8 Operations 7): read-only. It reads the profile, the active
@@ -72,7 +75,8 @@ export interface DoctorOptions {
 /** What the stack would run now: the active generation, else the profile rendered in memory. */
 interface Subject {
   readonly manifest: GenerationManifest;
-  readonly config: ExecutorConfig;
+  /** Null on a ledger host (no executor). */
+  readonly config: ExecutorConfig | null;
 }
 
 async function inspectProfile(home: string, paths: ProfilePaths, build: BuildInfo): Promise<{ check: DoctorCheck; rendered: RenderedGeneration | null }> {
@@ -126,7 +130,7 @@ async function handoffCheck(paths: ProfilePaths, supervisorPid: number | null): 
 const PORT_OWNERS: readonly PortOwner[] = [...STACK_COMPONENTS, 'temporal', 'temporal_ui'];
 
 function portOf(manifest: GenerationManifest, owner: PortOwner): number | null {
-  const temporal = manifest.components.executor.temporal;
+  const temporal = manifest.components.executor?.temporal;
   if (owner === 'temporal') return temporal?.port ?? null;
   if (owner === 'temporal_ui') return temporal?.ui_port ?? null;
   return manifest.components[owner]?.port ?? null;
@@ -157,7 +161,7 @@ async function portChecks(subject: Subject | null, paths: ProfilePaths, supervis
 }
 
 async function liveCheck(subject: Subject | null): Promise<DoctorCheck> {
-  if (subject === null) return liveCredentialCheck({ kind: null });
+  if (subject?.config == null) return liveCredentialCheck({ kind: null });
   const { providers } = subject.config;
   if (providers.mode !== 'live') return liveCredentialCheck({ kind: 'sandbox' });
   const reference = providers.credential;
@@ -165,17 +169,52 @@ async function liveCheck(subject: Subject | null): Promise<DoctorCheck> {
 }
 
 async function externalCheck(subject: Subject | null): Promise<DoctorCheck> {
-  const engine = subject?.config.workflow_engine;
+  const engine = subject?.config?.workflow_engine;
   if (engine?.mode !== 'external') return externalEngineCheck({ mode: engine?.mode ?? null });
   const url = new URL(engine.address);
   return externalEngineCheck({ mode: 'external', address: engine.address, reachable: (await probeTcp(Number(url.port), 1_000, url.hostname.replace(/^\[|\]$/g, ''))).ok });
 }
 
 async function temporalCheck(subject: Subject | null): Promise<DoctorCheck> {
-  const engine = subject?.config.workflow_engine;
+  const engine = subject?.config?.workflow_engine;
   if (engine?.mode !== 'managed_local') return temporalCliCheck({ mode: engine?.mode ?? null });
   const { path, version } = engine.temporal_cli;
   return temporalCliCheck({ mode: 'managed_local', path, pinned: version, observed: await readTemporalCliVersion(path) });
+}
+
+/**
+ * `ledger.remote`: an executor host's remote ledger before start — enrolled, reachable (over
+ * https: the client's own TLS error), of this binary's lineage, and accepting this host's
+ * executor and agent credentials. Skipped where the stack runs its own ledger.
+ */
+async function remoteLedgerCheck(subject: Subject | null, paths: ProfilePaths, build: BuildInfo): Promise<DoctorCheck> {
+  const remote = subject?.manifest.remote_ledger;
+  if (remote === undefined) return skipped('ledger.remote', 'this profile runs its own ledger');
+  let enrolment;
+  try {
+    enrolment = await readEnrolmentState(paths);
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    return failed('ledger.remote', error.message, error.nextStep);
+  }
+  if (enrolment === null) {
+    return failed(
+      'ledger.remote',
+      `not enrolled at the remote ledger ${remote.url}`,
+      `On the ledger host: \`lexec ledger enrolments issue --name ${paths.name} --token-file <file>\`; move the file here privately; then \`lexec stack enrol --profile ${paths.name} --token-file <file>\`.`,
+    );
+  }
+  try {
+    const version = await checkRemoteLedgerStanding(
+      { url: remote.url, caFile: remote.ca_file ?? null },
+      { executor: managedCredentialPaths(paths.executorCredentialsDir).ledger, agent: paths.agentCapability },
+      build,
+    );
+    return passed('ledger.remote', `the ledger at ${remote.url} is reachable, of this lineage (${version.product_version}, ${version.commit.slice(0, 12)}) and accepts this host's executor and agent credentials (agent ${enrolment.agent.name})`);
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    return failed('ledger.remote', `${error.code}: ${error.message}`, error.nextStep);
+  }
 }
 
 function catalogCheck(catalog: DoctorReport['provider_catalog']): DoctorCheck {
@@ -193,13 +232,17 @@ export async function runDoctor({ home, paths, build = readBuildInfo(), fixPermi
   const profile = await inspectProfile(home, paths, build);
   const active = await inspectActiveGeneration(paths);
   const supervisorPid = await runningSupervisorPid(paths);
-  const renderedConfig = profile.rendered === null ? null : parseExecutorConfig(JSON.parse(profile.rendered.files['executor.json']));
+  const renderedExecutor = profile.rendered?.files['executor.json'];
+  const renderedConfig = renderedExecutor === undefined ? null : parseExecutorConfig(JSON.parse(renderedExecutor));
+  const hasExecutor = (manifest: GenerationManifest) => manifest.components.executor !== undefined;
   const subject: Subject | null =
-    active.manifest !== null && active.config !== null
+    active.manifest !== null && (active.config !== null || (active.check.status === 'pass' && !hasExecutor(active.manifest)))
       ? { manifest: active.manifest, config: active.config }
       : profile.rendered !== null && renderedConfig?.ok === true
         ? { manifest: profile.rendered.manifest, config: renderedConfig.value }
-        : null;
+        : profile.rendered !== null && !hasExecutor(profile.rendered.manifest)
+          ? { manifest: profile.rendered.manifest, config: null }
+          : null;
   const catalog = active.id === null || active.config === null ? null : (await generationCatalog(paths, active.id, active.config)).catalog;
   const lineage = {
     binary: { product_version: build.product_version, contract_version: build.contract_version, commit: build.commit, build_kind: build.build_kind },
@@ -233,6 +276,7 @@ export async function runDoctor({ home, paths, build = readBuildInfo(), fixPermi
     credentialPermissionsCheck({ dir: paths.credentialsDir, ...credentials }),
     statePermissionsCheck({ ...state, fixed: permissionsFixed?.length ?? null }),
     await liveCheck(subject),
+    await remoteLedgerCheck(subject, paths, build),
     diskSpaceCheck({ path: paths.dir, availableBytes: await availableDiskBytes(paths.dir) }),
     awaitingHumanCheck(await countExecutions(paths.executorDatabase, ['reconciliation'])),
     rescheduledRunsCheck(await countRescheduledRuns(paths.executorDatabase)),

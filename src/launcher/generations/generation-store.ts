@@ -86,7 +86,11 @@ export async function storeGeneration(paths: ProfilePaths, rendered: RenderedGen
   const temporary = join(paths.generationsDir, `.${rendered.id}.${randomBytes(6).toString('hex')}.tmp`);
   await mkdir(temporary, { mode: 0o700 });
   try {
-    for (const name of RUNTIME_FILES) await writeDurably(join(temporary, name), rendered.files[name], 0o400);
+    for (const name of RUNTIME_FILES) {
+      const text = rendered.files[name];
+      // A role's generation holds only its components' files (a ledger host has no executor.json).
+      if (text !== undefined) await writeDurably(join(temporary, name), text, 0o400);
+    }
     await writeDurably(join(temporary, 'manifest.json'), `${JSON.stringify(rendered.manifest, null, 2)}\n`, 0o400);
     // The operator's TOML it was rendered from, so a rollback never depends on a saved copy
     // (`cp generations/<id>/profile.toml profile.toml`). Not part of the id or the manifest.

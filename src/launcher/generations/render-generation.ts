@@ -38,22 +38,27 @@ export const manifestSchema = z.strictObject({
   }),
   files: z.array(z.strictObject({ name: z.enum(RUNTIME_FILES), component: z.enum(STACK_COMPONENTS), sha256 })),
   components: z.strictObject({
-    ledger: z.strictObject({ port: z.number().int() }),
+    /** This host's own ledger (all-in-one and ledger host). */
+    ledger: z.strictObject({ port: z.number().int() }).optional(),
+    /** Absent on a ledger host. */
     executor: z.strictObject({
       port: z.number().int(),
       workflow_engine: z.string(),
       /** managed_local: the Temporal child the executor starts (absent in older manifests and other modes). */
       temporal: z.strictObject({ port: z.number().int(), ui_port: z.number().int() }).optional(),
-    }),
+    }).optional(),
     sandbox: z.strictObject({ port: z.number().int(), complete_after_ms: z.number().int() }).optional(),
   }),
+  /** An executor host's remote ledger (docs/deployment.md "Roles"); absent when the host runs its own. */
+  remote_ledger: z.strictObject({ url: z.string(), ca_file: z.string().optional() }).optional(),
 });
 export type GenerationManifest = z.output<typeof manifestSchema>;
 
 export interface RenderedGeneration {
   readonly id: string;
   readonly manifest: GenerationManifest;
-  readonly files: Readonly<Record<RuntimeFile, string>>;
+  /** The runtime files of the components this role runs (a ledger host has no executor.json, an executor host no ledger.json). */
+  readonly files: Readonly<Partial<Record<RuntimeFile, string>>>;
 }
 
 function hash(text: string): string {
@@ -66,12 +71,20 @@ function jsonFile(value: unknown): string {
 
 const loopback = (port: number): string => `http://127.0.0.1:${port}`;
 
+/** The ledger an executor of this profile talks to: the remote one ([ledger] url), else its own on loopback. */
+function ledgerSection(profile: Profile, build: BuildInfo): Record<string, unknown> {
+  const { url, ca_file: caFile } = profile.ledger;
+  if (url === undefined) return { endpoint: loopback(profile.ports.ledger ?? 0), product_version: build.product_version };
+  return { endpoint: url, product_version: build.product_version, ...(caFile === undefined ? {} : { ca_file: caFile }) };
+}
+
 function executorConfig(profile: Profile, paths: ProfilePaths, build: BuildInfo): unknown {
   const engine = profile.workflow_engine;
+  if (engine === undefined) throw new BugError('an executor configuration rendered for a profile without an executor');
   return {
     schema_version: 3,
     http: { host: '127.0.0.1', port: profile.ports.executor },
-    ledger: { endpoint: loopback(profile.ports.ledger), product_version: build.product_version },
+    ledger: ledgerSection(profile, build),
     credentials: { mode: 'managed', state_dir: paths.executorCredentialsDir },
     storage: { database_path: paths.executorDatabase, artifact_root: paths.artifactRoot, catalog_path: paths.catalogPath },
     workflow_engine:
@@ -97,7 +110,7 @@ function ledgerConfig(profile: Profile, paths: ProfilePaths): unknown {
     database_path: paths.ledgerDatabase,
     admin_capability_path: paths.ledgerAdminCapability,
     contract_level: 'v4.5',
-    authorization_ttl_seconds: profile.ledger.authorization_ttl_seconds,
+    authorization_ttl_seconds: profile.ledger.authorization_ttl_seconds ?? 3600,
     default_policy: profile.ledger.default_policy,
     // Rendered only when the profile sets it, so a profile without it renders as before.
     ...(profile.ledger.time_zone === undefined ? {} : { time_zone: profile.ledger.time_zone }),
@@ -110,38 +123,52 @@ function ledgerConfig(profile: Profile, paths: ProfilePaths): unknown {
  * would refuse at start is never produced.
  */
 export function renderGeneration({ profile, paths, build, now }: { profile: Profile; paths: ProfilePaths; build: BuildInfo; now: Date }): RenderedGeneration {
-  const executorDocument = JSON.parse(jsonFile(executorConfig(profile, paths, build))) as unknown;
-  const executor = parseExecutorConfig(executorDocument);
-  if (!executor.ok) {
-    throw new UserError('profile_not_renderable', `The profile ${paths.source} renders an executor configuration the executor would refuse.`, {
-      nextStep: 'Fix the profile keys behind the configuration fields listed, then render again.',
-      issues: executor.issues.map((issue) => ({ path: `executor.json: ${issue.path}`, message: issue.message })),
-    });
+  const runsExecutor = profile.kind !== 'ledger';
+  const runsLedger = profile.ledger.url === undefined;
+  const files: Partial<Record<RuntimeFile, string>> = {};
+  const described: GenerationManifest['files'] = [];
+  if (runsLedger) {
+    const ledgerDocument = JSON.parse(jsonFile(ledgerConfig(profile, paths))) as unknown;
+    if (!ledgerConfigSchema.safeParse(ledgerDocument).success) throw new BugError('the rendered ledger configuration does not pass its own schema');
+    files['ledger.json'] = jsonFile(ledgerDocument);
+    described.push({ name: 'ledger.json', component: 'ledger', sha256: hash(files['ledger.json']) });
   }
-  const ledgerDocument = JSON.parse(jsonFile(ledgerConfig(profile, paths))) as unknown;
-  if (!ledgerConfigSchema.safeParse(ledgerDocument).success) throw new BugError('the rendered ledger configuration does not pass its own schema');
-
-  const files: Record<RuntimeFile, string> = { 'ledger.json': jsonFile(ledgerDocument), 'executor.json': jsonFile(executorDocument) };
+  if (runsExecutor) {
+    const executorDocument = JSON.parse(jsonFile(executorConfig(profile, paths, build))) as unknown;
+    const executor = parseExecutorConfig(executorDocument);
+    if (!executor.ok) {
+      throw new UserError('profile_not_renderable', `The profile ${paths.source} renders an executor configuration the executor would refuse.`, {
+        nextStep: 'Fix the profile keys behind the configuration fields listed, then render again.',
+        issues: executor.issues.map((issue) => ({ path: `executor.json: ${issue.path}`, message: issue.message })),
+      });
+    }
+    files['executor.json'] = jsonFile(executorDocument);
+    described.push({ name: 'executor.json', component: 'executor', sha256: hash(files['executor.json']) });
+  }
+  const engine = profile.workflow_engine;
   const identity = {
     manifest_version: MANIFEST_VERSION,
     profile: paths.name,
     kind: profile.kind,
     lineage: { product_version: build.product_version, contract_version: build.contract_version, commit: build.commit, build_kind: build.build_kind },
-    files: [
-      { name: 'ledger.json' as const, component: 'ledger' as const, sha256: hash(files['ledger.json']) },
-      { name: 'executor.json' as const, component: 'executor' as const, sha256: hash(files['executor.json']) },
-    ],
+    files: described,
     components: {
-      ledger: { port: profile.ports.ledger },
-      executor: {
-        port: profile.ports.executor,
-        workflow_engine: profile.workflow_engine.mode,
-        ...(profile.ports.temporal !== undefined && profile.ports.temporal_ui !== undefined ? { temporal: { port: profile.ports.temporal, ui_port: profile.ports.temporal_ui } } : {}),
-      },
+      ...(runsLedger && profile.ports.ledger !== undefined ? { ledger: { port: profile.ports.ledger } } : {}),
+      ...(runsExecutor && engine !== undefined && profile.ports.executor !== undefined
+        ? {
+            executor: {
+              port: profile.ports.executor,
+              workflow_engine: engine.mode,
+              ...(profile.ports.temporal !== undefined && profile.ports.temporal_ui !== undefined ? { temporal: { port: profile.ports.temporal, ui_port: profile.ports.temporal_ui } } : {}),
+            },
+          }
+        : {}),
       ...(profile.kind === 'sandbox' && profile.ports.sandbox !== undefined
         ? { sandbox: { port: profile.ports.sandbox, complete_after_ms: profile.sandbox?.complete_after_ms ?? 300 } }
         : {}),
     },
+    // Rendered only for an executor host, so an all-in-one profile renders the same id as before.
+    ...(profile.ledger.url === undefined ? {} : { remote_ledger: { url: profile.ledger.url, ...(profile.ledger.ca_file === undefined ? {} : { ca_file: profile.ledger.ca_file }) } }),
   };
   const id = `g${hash(canonicalJson(identity)).slice(0, 16)}`;
   const manifest: GenerationManifest = { ...identity, generation_id: id, rendered_at: now.toISOString() };

@@ -60,7 +60,7 @@ function defaultPolicyOf(ledgerJson: string | null): Partial<Record<DefaultPolic
   }
 }
 
-function defaultPolicyChanges(activeLedgerJson: string | null, renderedLedgerJson: string): DefaultPolicyChange[] {
+function defaultPolicyChanges(activeLedgerJson: string | null, renderedLedgerJson: string | null): DefaultPolicyChange[] {
   const before = defaultPolicyOf(activeLedgerJson);
   const after = defaultPolicyOf(renderedLedgerJson);
   return POLICY_FIELDS.flatMap((field) => {
@@ -120,9 +120,9 @@ export async function renderProfile(paths: ProfilePaths, home: string, now: Date
   if (activeId !== null && activeId !== rendered.id) {
     for (const name of RUNTIME_FILES) {
       const before = await activeFile(name);
-      const after = rendered.files[name];
+      const after = rendered.files[name] ?? null;
       if (before === after) continue;
-      diff.push(createTwoFilesPatch(`${activeId}/${name}`, `${rendered.id}/${name}`, before ?? '', after, undefined, undefined, { context: 2 }).replace(/^=+\n/, ''));
+      diff.push(createTwoFilesPatch(`${activeId}/${name}`, `${rendered.id}/${name}`, before ?? '', after ?? '', undefined, undefined, { context: 2 }).replace(/^=+\n/, ''));
     }
   }
   return {
@@ -132,7 +132,7 @@ export async function renderProfile(paths: ProfilePaths, home: string, now: Date
     active_generation_id: activeId,
     is_active: activeId === rendered.id,
     ...compareGenerations(active, stored),
-    default_policy_changes: activeId === rendered.id ? [] : defaultPolicyChanges(activeLedger, rendered.files['ledger.json']),
+    default_policy_changes: activeId === rendered.id ? [] : defaultPolicyChanges(activeLedger, rendered.files['ledger.json'] ?? null),
     diff: diff.join(''),
   };
 }

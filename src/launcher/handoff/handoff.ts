@@ -1,6 +1,6 @@
 import { unlink } from 'node:fs/promises';
 import { z } from 'zod';
-import { absolutePath, loopbackHttpUrl } from '../../config/schema-parts.js';
+import { absolutePath, credentialedEndpointUrl, loopbackHttpUrl } from '../../config/schema-parts.js';
 import { toFieldIssues } from '../../config/zod-issues.js';
 import { writePrivateFile } from '../../credentials/private-file.js';
 import { errorCode, UserError } from '../../errors.js';
@@ -28,22 +28,28 @@ export const handoffSchema = z.strictObject({
   /** The supervisor that owns the stack; a handoff whose supervisor is gone is not active. */
   supervisor_pid: z.number().int().positive(),
   written_at: z.iso.datetime(),
-  ledger: z.strictObject({ endpoint: loopbackHttpUrl }),
-  executor: z.strictObject({ endpoint: loopbackHttpUrl }),
-  /** Absolute paths of private capability files, by role. */
+  /** This host's own ledger on loopback, or an executor host's remote ledger (https, with `ca_file`). */
+  ledger: z.strictObject({ endpoint: credentialedEndpointUrl, ca_file: absolutePath.optional() }),
+  /** Absent on a ledger host (it runs no executor). */
+  executor: z.strictObject({ endpoint: loopbackHttpUrl }).optional(),
+  /**
+   * Absolute paths of private capability files, by role: those this host's role holds (docs/deployment.md
+   * "Roles"): a ledger host has no agent, caller or reconciliation; an executor host no admin or approver.
+   */
   credentials: z.strictObject({
     /** Ledger admin (agents, policies, credentials). */
-    admin: absolutePath,
+    admin: absolutePath.optional(),
     /** The profile's local agent: requests spend authorizations (`lexec run`). */
-    agent: absolutePath,
+    agent: absolutePath.optional(),
     /** Approves or denies authorizations above the approval threshold. */
-    approver: absolutePath,
+    approver: absolutePath.optional(),
     /** The executor's caller capability: executions, artifacts, catalog, targets. */
-    caller: absolutePath,
+    caller: absolutePath.optional(),
     /** The executor's reconciliation capability. */
-    reconciliation: absolutePath,
+    reconciliation: absolutePath.optional(),
   }),
-  agent: z.strictObject({ name: z.string(), agent_id: z.string() }),
+  /** Absent on a ledger host. */
+  agent: z.strictObject({ name: z.string(), agent_id: z.string() }).optional(),
 });
 export type Handoff = z.output<typeof handoffSchema>;
 
@@ -51,7 +57,8 @@ export type Handoff = z.output<typeof handoffSchema>;
 export function stackHandoff(paths: ProfilePaths, state: SupervisorState, now: Date): Handoff {
   const ledger = state.components.ledger;
   const executor = state.components.executor;
-  if (ledger === undefined || executor === undefined || state.agent === null) throw new Error('a ready stack without ledger, executor or agent');
+  const remote = state.remote_ledger;
+  if ((ledger === undefined && remote === undefined) || (executor !== undefined && state.agent === null)) throw new Error('a ready stack without a ledger, or an executor without its agent');
   const executorCredentials = managedCredentialPaths(paths.executorCredentialsDir);
   return {
     handoff_version: HANDOFF_VERSION,
@@ -59,16 +66,14 @@ export function stackHandoff(paths: ProfilePaths, state: SupervisorState, now: D
     generation_id: state.generation_id,
     supervisor_pid: state.supervisor_pid,
     written_at: now.toISOString(),
-    ledger: { endpoint: `http://127.0.0.1:${ledger.port}` },
-    executor: { endpoint: `http://127.0.0.1:${executor.port}` },
+    ledger: ledger !== undefined ? { endpoint: `http://127.0.0.1:${ledger.port}` } : { endpoint: remote?.url ?? '', ...(remote?.ca_file == null ? {} : { ca_file: remote.ca_file }) },
+    ...(executor === undefined ? {} : { executor: { endpoint: `http://127.0.0.1:${executor.port}` } }),
     credentials: {
-      admin: paths.ledgerAdminCapability,
-      agent: paths.agentCapability,
-      approver: paths.approverCapability,
-      caller: executorCredentials.caller,
-      reconciliation: executorCredentials.reconciliation,
+      // The ledger's own credentials on the host that runs it; the executor's where one runs.
+      ...(ledger === undefined ? {} : { admin: paths.ledgerAdminCapability, approver: paths.approverCapability }),
+      ...(executor === undefined ? {} : { agent: paths.agentCapability, caller: executorCredentials.caller, reconciliation: executorCredentials.reconciliation }),
     },
-    agent: state.agent,
+    ...(state.agent === null ? {} : { agent: state.agent }),
   };
 }
 

@@ -31,16 +31,17 @@ type LocalKind = 'agent' | 'approver' | 'metrics';
 export interface LocalCredentialsRequest {
   readonly ledgerUrl: string;
   readonly adminCapabilityPath: string;
-  readonly agentName: string;
+  /** The profile's agent; null on a ledger host (it runs no executor, so no `lexec run`). */
+  readonly agentName: string | null;
   readonly agentCapabilityPath: string;
   readonly approverCapabilityPath: string;
   readonly metricsCapabilityPath: string;
 }
 
 export interface LocalCredentialsResult {
-  readonly agent: { readonly name: string; readonly agent_id: string };
-  readonly agent_outcome: LocalCredentialOutcome;
-  readonly agent_credential: LocalCredentialOutcome;
+  readonly agent: { readonly name: string; readonly agent_id: string } | null;
+  readonly agent_outcome: LocalCredentialOutcome | null;
+  readonly agent_credential: LocalCredentialOutcome | null;
   readonly approver_credential: LocalCredentialOutcome;
   readonly metrics_credential: LocalCredentialOutcome;
 }
@@ -90,13 +91,13 @@ async function ensureCredential(admin: LedgerClient, path: string, kind: LocalKi
 /** Finds or adds the local agent and makes sure its capability and the approver capability exist and are registered. */
 export async function provisionLocalCredentials(request: LocalCredentialsRequest): Promise<LocalCredentialsResult> {
   const admin = createLedgerClient({ url: request.ledgerUrl, token: await readPrivateFile(request.adminCapabilityPath, 'ledger admin capability') });
-  const { agent, outcome } = await findOrAddAgent(admin, request.agentName);
-  const agentCredential = await ensureCredential(admin, request.agentCapabilityPath, 'agent', agent.agent_id);
+  const found = request.agentName === null ? null : await findOrAddAgent(admin, request.agentName);
+  const agentCredential = found === null ? null : await ensureCredential(admin, request.agentCapabilityPath, 'agent', found.agent.agent_id);
   const approverCredential = await ensureCredential(admin, request.approverCapabilityPath, 'approver', null);
   const metricsCredential = await ensureCredential(admin, request.metricsCapabilityPath, 'metrics', null);
   return {
-    agent: { name: agent.name, agent_id: agent.agent_id },
-    agent_outcome: outcome,
+    agent: found === null ? null : { name: found.agent.name, agent_id: found.agent.agent_id },
+    agent_outcome: found?.outcome ?? null,
     agent_credential: agentCredential,
     approver_credential: approverCredential,
     metrics_credential: metricsCredential,

@@ -66,6 +66,8 @@ export interface ProfilePaths {
   /** The Prometheus scraper's capability (`GET /metrics` at the ledger and the executor; docs/metrics.md). */
   readonly metricsCapability: string;
   readonly handoffFile: string;
+  /** An executor host's enrolment at its remote ledger (0600; docs/deployment.md "Enrolment"): ids, never a capability. */
+  readonly enrolmentFile: string;
   /** Held by a mutating launcher command (start, stop, render, activate, rollback) while it runs. */
   readonly commandLock: string;
   /** Held by the profile's supervisor for as long as it runs; its pid says whether the stack runs. */
@@ -99,6 +101,7 @@ export function profilePaths(home: string, name: string): ProfilePaths {
     // One capability at both servers; the executor reads it from its managed state (executor/managed-credentials.ts).
     metricsCapability: join(credentialsDir, 'executor', METRICS_CAPABILITY_FILE),
     handoffFile: join(stateDir, 'handoff.json'),
+    enrolmentFile: join(stateDir, 'enrolment.json'),
     commandLock: join(stateDir, 'launcher.lock'),
     supervisorLock: join(stateDir, 'supervisor.lock'),
     supervisorState: join(stateDir, 'supervisor.json'),

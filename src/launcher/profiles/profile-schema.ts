@@ -7,7 +7,7 @@ import {
   managedLocalEngineFields,
   orphanClaimsSchema,
 } from '../../executor/config/executor-config-schema.js';
-import { identifier } from '../../config/schema-parts.js';
+import { absolutePath, credentialedEndpointUrl, identifier } from '../../config/schema-parts.js';
 import { authorizationTtlSeconds, spendPolicySchema, timeZone } from '../../ledger/ledger-config.js';
 
 /*
@@ -18,7 +18,12 @@ import { authorizationTtlSeconds, spendPolicySchema, timeZone } from '../../ledg
  */
 
 export const PROFILE_SCHEMA_VERSION = 1;
-export const PROFILE_KINDS = ['sandbox', 'live'] as const;
+/**
+ * The three roles (docs/deployment.md "Roles"): `sandbox` and `live` run an executor — with their
+ * own ledger (all-in-one) or, with `[ledger] url`, against a remote ledger (an executor host);
+ * `ledger` is a ledger-only host (the ledger and, on demand, the console).
+ */
+export const PROFILE_KINDS = ['sandbox', 'live', 'ledger'] as const;
 export type ProfileKind = (typeof PROFILE_KINDS)[number];
 
 /** A fixed port: the rendered configuration names it, so 0 ("any free port") is not allowed. */
@@ -29,8 +34,10 @@ const fixedPort = z
   .max(65535, 'must be a TCP port from 1024 to 65535');
 
 const ports = z.strictObject({
-  ledger: fixedPort,
-  executor: fixedPort,
+  /** Where this host's own ledger listens: all-in-one and ledger hosts; an executor host has none. */
+  ledger: fixedPort.optional(),
+  /** Executor-bearing profiles only. */
+  executor: fixedPort.optional(),
   /** Sandbox profiles only: where the local sandbox provider listens. */
   sandbox: fixedPort.optional(),
   /** managed_local only: the executor's Temporal dev server (gRPC frontend) and its web UI. */
@@ -43,12 +50,18 @@ const workflowEngine = z.discriminatedUnion('mode', [embeddedEngineSchema, manag
   error: 'must be a workflow engine: mode "embedded", "managed_local" or "external"',
 });
 
+/** The ledger's settings (all-in-one and ledger host), or where the remote ledger is (executor host: `url`, `ca_file`). */
 const ledger = z.strictObject({
-  authorization_ttl_seconds: authorizationTtlSeconds,
+  /** Default 3600 (on a host that runs its own ledger). */
+  authorization_ttl_seconds: authorizationTtlSeconds.unwrap().optional(),
   /** The policy every agent of this stack gets unless set otherwise with `lexec ledger policy set`. */
-  default_policy: spendPolicySchema,
+  default_policy: spendPolicySchema.optional(),
   /** The installation's IANA time zone: calendar budgets begin at its midnight (the ledger's default: UTC). */
   time_zone: timeZone.optional(),
+  /** Executor host: the remote ledger's base URL (https, or http on loopback only). */
+  url: credentialedEndpointUrl.optional(),
+  /** Executor host: the CA certificate (PEM) the remote ledger's certificate is verified against. */
+  ca_file: absolutePath.optional(),
 });
 
 /** The agent `lexec run` acts as: created at the ledger by `stack start` with its own capability. */
@@ -70,21 +83,61 @@ const live = liveProvidersSchema.omit({ mode: true });
 export const profileSchema = z
   .strictObject({
     schema_version: z.literal(PROFILE_SCHEMA_VERSION, { error: `must be ${PROFILE_SCHEMA_VERSION}` }),
-    kind: z.enum(PROFILE_KINDS, { error: 'must be "sandbox" or "live"' }),
+    kind: z.enum(PROFILE_KINDS, { error: 'must be "sandbox", "live" or "ledger"' }),
     ports,
-    workflow_engine: workflowEngine,
+    /** Executor-bearing profiles only (required there). */
+    workflow_engine: workflowEngine.optional(),
     ledger,
-    agent,
+    /** Executor-bearing profiles only (required there). */
+    agent: agent.optional(),
     sandbox: sandbox.optional(),
     live: live.optional(),
     /** When the executor releases a claim it never turned into an execution; the executor's default when absent. */
     orphan_claims: orphanClaimsSchema.optional(),
+    /** Executor-bearing profiles only (required there). */
     execution_targets: z
       .array(executionTargetSchema, { error: 'must be a list of execution targets ([[execution_targets]] tables)' })
       .min(1, 'must list at least one execution target')
-      .max(100, 'must list at most 100 targets'),
+      .max(100, 'must list at most 100 targets')
+      .optional(),
   })
   .superRefine((profile, ctx) => {
+    const issue = (path: (string | number)[], message: string) => {
+      ctx.addIssue({ code: 'custom', path, message });
+    };
+    if (profile.kind === 'ledger') {
+      // A ledger-only host: nothing of an executor, and its own ledger's settings.
+      const executorOnly: [string[], unknown][] = [
+        [['ports', 'executor'], profile.ports.executor],
+        [['ports', 'sandbox'], profile.ports.sandbox],
+        [['ports', 'temporal'], profile.ports.temporal],
+        [['ports', 'temporal_ui'], profile.ports.temporal_ui],
+        [['workflow_engine'], profile.workflow_engine],
+        [['agent'], profile.agent],
+        [['sandbox'], profile.sandbox],
+        [['live'], profile.live],
+        [['orphan_claims'], profile.orphan_claims],
+        [['execution_targets'], profile.execution_targets],
+      ];
+      for (const [path, value] of executorOnly) if (value !== undefined) issue(path, 'is not allowed in a ledger host profile (kind = "ledger" runs no executor)');
+      if (profile.ports.ledger === undefined) issue(['ports', 'ledger'], 'required in a ledger host profile');
+      if (profile.ledger.default_policy === undefined) issue(['ledger', 'default_policy'], 'required in a ledger host profile');
+      for (const key of ['url', 'ca_file'] as const) if (profile.ledger[key] !== undefined) issue(['ledger', key], 'is not allowed in a ledger host profile (it runs the ledger itself)');
+      return;
+    }
+    for (const key of ['workflow_engine', 'agent', 'execution_targets'] as const) if (profile[key] === undefined) issue([key], `required in a ${profile.kind} profile`);
+    if (profile.ports.executor === undefined) issue(['ports', 'executor'], `required in a ${profile.kind} profile`);
+    if (profile.ledger.url === undefined) {
+      if (profile.ports.ledger === undefined) issue(['ports', 'ledger'], 'required unless [ledger] url names a remote ledger');
+      if (profile.ledger.default_policy === undefined) issue(['ledger', 'default_policy'], 'required unless [ledger] url names a remote ledger');
+      if (profile.ledger.ca_file !== undefined) issue(['ledger', 'ca_file'], 'is only allowed with [ledger] url (a remote ledger)');
+    } else {
+      // An executor host: the ledger and its settings are the ledger host's.
+      if (profile.ports.ledger !== undefined) issue(['ports', 'ledger'], 'is not allowed with [ledger] url: this host runs no ledger');
+      for (const key of ['default_policy', 'time_zone', 'authorization_ttl_seconds'] as const) {
+        if (profile.ledger[key] !== undefined) issue(['ledger', key], "belongs to the ledger host's profile: this host's ledger is remote ([ledger] url)");
+      }
+    }
     if (profile.kind === 'sandbox') {
       if (profile.live !== undefined) ctx.addIssue({ code: 'custom', path: ['live'], message: 'is only allowed in a live profile (kind = "live")' });
       if (profile.ports.sandbox === undefined) ctx.addIssue({ code: 'custom', path: ['ports', 'sandbox'], message: 'required in a sandbox profile' });
@@ -92,15 +145,15 @@ export const profileSchema = z
       if (profile.live === undefined) ctx.addIssue({ code: 'custom', path: ['live'], message: 'required in a live profile' });
       if (profile.sandbox !== undefined) ctx.addIssue({ code: 'custom', path: ['sandbox'], message: 'is only allowed in a sandbox profile (kind = "sandbox")' });
       if (profile.ports.sandbox !== undefined) ctx.addIssue({ code: 'custom', path: ['ports', 'sandbox'], message: 'is only allowed in a sandbox profile' });
-      if (profile.live !== undefined && !profile.execution_targets.some((target) => target.target_id === profile.live?.target_id)) {
+      if (profile.live !== undefined && !(profile.execution_targets ?? []).some((target) => target.target_id === profile.live?.target_id)) {
         ctx.addIssue({ code: 'custom', path: ['live', 'target_id'], message: 'must name one of execution_targets' });
       }
     }
     for (const key of ['temporal', 'temporal_ui'] as const) {
-      if (profile.workflow_engine.mode === 'managed_local' && profile.ports[key] === undefined) {
+      if (profile.workflow_engine?.mode === 'managed_local' && profile.ports[key] === undefined) {
         ctx.addIssue({ code: 'custom', path: ['ports', key], message: 'required with workflow_engine.mode = "managed_local"' });
       }
-      if (profile.workflow_engine.mode !== 'managed_local' && profile.ports[key] !== undefined) {
+      if (profile.workflow_engine?.mode !== 'managed_local' && profile.ports[key] !== undefined) {
         ctx.addIssue({ code: 'custom', path: ['ports', key], message: 'is only allowed with workflow_engine.mode = "managed_local" (the executor starts no Temporal server otherwise)' });
       }
     }
@@ -111,8 +164,9 @@ export const profileSchema = z
       if (other !== undefined) ctx.addIssue({ code: 'custom', path: ['ports', component], message: `is the same port as ports.${other}` });
       used.set(port, component);
     }
-    profile.execution_targets.forEach((target, index) => {
-      if (profile.execution_targets.findIndex((other) => other.target_id === target.target_id) !== index) {
+    const targets = profile.execution_targets ?? [];
+    targets.forEach((target, index) => {
+      if (targets.findIndex((other) => other.target_id === target.target_id) !== index) {
         ctx.addIssue({ code: 'custom', path: ['execution_targets', index, 'target_id'], message: 'is listed twice' });
       }
     });

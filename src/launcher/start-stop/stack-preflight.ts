@@ -45,7 +45,7 @@ export async function preflightChecks({ home, paths, manifest, freshGeneration }
 /** Throws a user error (exit 1) naming every port that is in use and who holds it (and its stack, when it is a lexec stack's). */
 async function assertPortsFree(paths: ProfilePaths, manifest: GenerationManifest, freshGeneration: boolean): Promise<void> {
   const busy = [];
-  const temporal = manifest.components.executor.temporal;
+  const temporal = manifest.components.executor?.temporal;
   const owned: [string, number | undefined][] = [
     ...generationComponents(manifest).map((component): [string, number | undefined] => [component, manifest.components[component]?.port]),
     // A managed_local executor's Temporal server: its gRPC frontend and its web UI.

@@ -70,7 +70,7 @@ export async function superviseStack(request: { env: NodeJS.ProcessEnv; profileF
     }
     // The agent's name is the one thing of the profile that is not rendered into the generation.
     const { profile } = await loadProfile(home, paths.name);
-    return await new Supervisor(paths, manifest, { env: request.env, agentName: profile.agent.name, event }).run();
+    return await new Supervisor(paths, manifest, { env: request.env, agentName: profile.agent?.name ?? null, event }).run();
   } catch (error) {
     event('supervisor_failed', { code: error instanceof UserError ? error.code : 'internal_error', message: error instanceof UserError ? error.message : 'unexpected error' }, 'error');
     throw error;
@@ -96,13 +96,13 @@ class Supervisor {
   private writing: Promise<void> = Promise.resolve();
   private readonly children: SupervisedChildren;
 
-  private readonly agentName: string;
+  private readonly agentName: string | null;
   private readonly event: SupervisorEvent;
 
   constructor(
     private readonly paths: ProfilePaths,
     private readonly manifest: GenerationManifest,
-    options: { env: NodeJS.ProcessEnv; agentName: string; event: SupervisorEvent },
+    options: { env: NodeJS.ProcessEnv; agentName: string | null; event: SupervisorEvent },
   ) {
     this.agentName = options.agentName;
     this.event = options.event;
@@ -168,12 +168,24 @@ class Supervisor {
     return { status: 'stopped', signal: this.stopSignal };
   }
 
-  /** Ledger → bootstrap → local credentials → executor and sandbox, each waited for. */
+  /**
+   * By role (docs/deployment.md "Roles"). All-in-one: ledger → bootstrap → local credentials →
+   * executor and sandbox, each waited for. Ledger host: ledger → its approver and metrics
+   * credentials. Executor host: its enrolment and the remote ledger checked → executor and sandbox.
+   */
   private async startSequence(): Promise<void> {
+    if (this.manifest.remote_ledger !== undefined) {
+      await this.startExecutorHost(this.manifest.remote_ledger);
+      return;
+    }
     const ledger = this.children.slot('ledger');
     await this.children.startChild(ledger);
     await this.children.untilReady(ledger);
     const ledgerUrl = `http://127.0.0.1:${ledger.status.port}`;
+    if (this.manifest.components.executor === undefined) {
+      await this.provisionLocal(ledgerUrl);
+      return;
+    }
 
     await this.setStep('credential bootstrap');
     const { bootstrapManagedCredentials } = await import('../../executor/bootstrap-managed-credentials.js');
@@ -189,13 +201,23 @@ class Supervisor {
       ledger_credential: bootstrap.ledger_credential,
     });
 
-    await this.setStep('local agent and approver credentials');
+    await this.provisionLocal(ledgerUrl);
+
+    await this.setStep('executor');
+    const rest = this.children.all().filter((slot) => slot.component !== 'ledger');
+    for (const slot of rest) await this.children.startChild(slot);
+    for (const slot of rest) await this.children.untilReady(slot);
+  }
+
+  /** The local agent (where an executor runs) and the approver and metrics credentials at this host's own ledger. */
+  private async provisionLocal(ledgerUrl: string): Promise<void> {
+    await this.setStep(this.agentName === null ? 'approver credentials' : 'local agent and approver credentials');
     const { provisionLocalCredentials } = await import('../handoff/stack-local-credentials.js');
     const local = await this.retryTransient(() =>
       provisionLocalCredentials({
         ledgerUrl,
         adminCapabilityPath: this.paths.ledgerAdminCapability,
-        agentName: this.agentName,
+        agentName: this.manifest.components.executor === undefined ? null : this.agentName,
         agentCapabilityPath: this.paths.agentCapability,
         approverCapabilityPath: this.paths.approverCapability,
         metricsCapabilityPath: this.paths.metricsCapability,
@@ -203,16 +225,43 @@ class Supervisor {
     );
     this.agent = local.agent;
     this.event('local_credentials_ready', {
-      agent_name: local.agent.name,
-      agent_id: local.agent.agent_id,
+      agent_name: local.agent?.name ?? null,
+      agent_id: local.agent?.agent_id ?? null,
       agent: local.agent_outcome,
       agent_credential: local.agent_credential,
       approver_credential: local.approver_credential,
       metrics_credential: local.metrics_credential,
     });
+  }
 
+  /**
+   * An executor host: no ledger of its own and no admin capability. Its credentials came from
+   * `stack enrol`; the remote ledger must be of this lineage and accept them (waited for while it
+   * cannot be reached), then the executor and the sandbox start.
+   */
+  private async startExecutorHost(remote: { url: string; ca_file?: string | undefined }): Promise<void> {
+    await this.setStep('remote ledger');
+    const { readEnrolmentState } = await import('../enrolment/enrolment-state.js');
+    const enrolment = await readEnrolmentState(this.paths);
+    if (enrolment === null) {
+      throw new UserError('not_enrolled', `Profile "${this.paths.name}" is an executor host that has not enrolled at its ledger (${remote.url}).`, {
+        nextStep: `On the ledger host: \`lexec ledger enrolments issue --name ${this.paths.name} --token-file <file>\`; move the file here privately; then \`lexec stack enrol --profile ${this.paths.name} --token-file <file>\`.`,
+      });
+    }
+    const { checkRemoteLedgerStanding } = await import('../enrolment/remote-ledger.js');
+    const { readBuildInfo } = await import('../../build-info.js');
+    const { managedCredentialPaths } = await import('../../executor/managed-credentials.js');
+    await this.retryTransient(() =>
+      checkRemoteLedgerStanding(
+        { url: remote.url, caFile: remote.ca_file ?? null },
+        { executor: managedCredentialPaths(this.paths.executorCredentialsDir).ledger, agent: this.paths.agentCapability },
+        readBuildInfo(),
+      ),
+    );
+    this.agent = enrolment.agent;
+    this.event('remote_ledger_ready', { ledger: remote.url, agent_name: enrolment.agent.name, agent_id: enrolment.agent.agent_id });
     await this.setStep('executor');
-    const rest = this.children.all().filter((slot) => slot.component !== 'ledger');
+    const rest = this.children.all();
     for (const slot of rest) await this.children.startChild(slot);
     for (const slot of rest) await this.children.untilReady(slot);
   }
@@ -248,6 +297,7 @@ class Supervisor {
       failure: this.failure,
       agent: this.agent,
       components: this.children.statuses(),
+      ...(this.manifest.remote_ledger === undefined ? {} : { remote_ledger: { url: this.manifest.remote_ledger.url, ca_file: this.manifest.remote_ledger.ca_file ?? null } }),
     };
   }
 

@@ -70,6 +70,8 @@ export interface SupervisorState {
   /** The profile's local agent at the ledger, once provisioned. */
   readonly agent: { readonly name: string; readonly agent_id: string } | null;
   readonly components: Readonly<Partial<Record<'ledger' | 'executor' | 'sandbox', ComponentStatus>>>;
+  /** An executor host's remote ledger (absent when the stack runs its own; docs/deployment.md "Roles"). */
+  readonly remote_ledger?: { readonly url: string; readonly ca_file: string | null };
 }
 
 /** Writes the state atomically (temporary file in the same directory, then rename), mode 0600. */

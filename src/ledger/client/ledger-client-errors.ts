@@ -13,7 +13,7 @@ export interface RequestContext {
   /** The kind the presented capability declares in its prefix (not secret). */
   readonly presented: CredentialKind | null;
   /** What a 404 means for this route. */
-  readonly subject: 'agent' | 'authorization' | 'credential' | 'webhook';
+  readonly subject: 'agent' | 'authorization' | 'credential' | 'webhook' | 'enrolment';
 }
 
 // Codes, reasons and field paths come from the server. They are shown to the operator, so only
@@ -214,6 +214,7 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
       nextStep: `Wait ${seconds} s before the next request, without retrying meanwhile (every request counts, refused ones too), or have an admin raise the limit (\`lexec ledger policy show\` shows it, \`lexec ledger policy set\` changes it).`,
     });
   }
+  if (context.subject === 'enrolment' && (status === 401 || (status === 403 && code === 'enrolment_refused'))) return enrolmentRefused(context.url, reason ?? 'unknown_token', said);
   if (status === 401 || status === 403) {
     const presented = context.presented === null ? 'the capability' : `the ${context.presented} capability`;
     return new UserError('ledger_unauthorized', `The ledger at ${context.url} refused ${presented} (${said}): this request needs ${kinds(context.needs)} capability this ledger accepts — registered here, and not revoked.`, {
@@ -322,5 +323,24 @@ export function unreachable(url: string, error: unknown, timeoutMs: number): Use
   const detail = timedOut ? `no answer within ${timeoutMs / 1000} s` : (socketCode(cause) ?? 'connection failed');
   return new UserError('ledger_unreachable', `The ledger at ${url} is unreachable (${detail}).`, {
     nextStep: 'Check that the ledger is running (`lexec ledger serve`) and that --url is its base URL, for example http://127.0.0.1:7400.',
+  });
+}
+
+const ENROLMENT_REFUSALS: Readonly<Record<string, [string, string]>> = {
+  unknown_token: ['enrolment_token_unknown', 'it does not know the enrolment token (it never issued it, or it was issued by another ledger)'],
+  enrolment_token_used: ['enrolment_token_used', 'the enrolment token was already redeemed (a token is good once)'],
+  enrolment_token_expired: ['enrolment_token_expired', 'the enrolment token has expired'],
+  enrolment_token_revoked: ['enrolment_token_revoked', 'the enrolment token was revoked'],
+  enrolment_agent_mismatch: ['enrolment_agent_mismatch', "the enrolment token was issued for another agent than this profile's [agent].name"],
+};
+
+/** A refused redemption (docs/deployment.md "Enrolment"): nothing was registered, the token left as it was. */
+function enrolmentRefused(url: string, reason: string, said: string): UserError {
+  const [code, why] = ENROLMENT_REFUSALS[reason] ?? ['enrolment_refused', 'it refused the enrolment token'];
+  return new UserError(code, `The ledger at ${url} refused the enrolment: ${why} (${said}); nothing was registered.`, {
+    nextStep:
+      code === 'enrolment_agent_mismatch'
+        ? "Ask the ledger host's operator for a token issued with --agent set to this profile's [agent].name, or change [agent].name to the agent the token names (`lexec ledger enrolments list` on the ledger host shows it)."
+        : "Ask the ledger host's operator for a new token (`lexec ledger enrolments issue --name <host> --token-file <file>` on the ledger host), then enrol again with it.",
   });
 }

@@ -4,6 +4,7 @@ import { UNITS_SCALE } from '../../domain/money.js';
 import { trustingFetch } from '../../http/tls-trust.js';
 import type { AuthorizationStatus } from '../authorization-rules.js';
 import { alertsAndReportsCalls } from './ledger-alerts-client.js';
+import { enrolmentCalls } from './ledger-enrolments-client.js';
 import { queryString, type Call } from './ledger-call.js';
 import { badResponse, ledgerResponseError, retryAfterSeconds, unreachable, type RequestContext } from './ledger-client-errors.js';
 import {
@@ -176,6 +177,8 @@ export function createLedgerClient(options: LedgerClientOptions) {
     url,
     // Spend reports, events and webhook sinks (ledger-alerts-client.ts).
     ...alertsAndReportsCalls(send),
+    // Executor-host enrolment and the ledger's version (ledger-enrolments-client.ts).
+    ...enrolmentCalls(send),
 
     async addAgent(name: string): Promise<LedgerAgent> {
       const schema = agentAnswerSchema;

@@ -50,6 +50,10 @@ export const AUDIT_ACTIONS = [
   'webhook_added',
   'webhook_removed',
   'budget_changed',
+  // Issue 29 (ledger migration 15): an executor host's enrolment token issued, revoked, redeemed.
+  'enrolment_issued',
+  'enrolment_revoked',
+  'enrolment_redeemed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

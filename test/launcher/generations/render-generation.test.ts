@@ -45,23 +45,23 @@ describe('render', () => {
 
   it('renders runtime files the components accept, with state paths derived from the profile directory', async () => {
     const generation = await render('sandbox');
-    const executor = parseExecutorConfig(JSON.parse(generation.files['executor.json']));
+    const executor = parseExecutorConfig(JSON.parse(generation.files['executor.json'] ?? ''));
     if (!executor.ok) throw new Error(JSON.stringify(executor.issues));
     expect(executor.value.credentials).toEqual({ mode: 'managed', state_dir: `${HOME}/profiles/sandbox/state/credentials/executor` });
     expect(executor.value.storage.database_path).toBe(`${HOME}/profiles/sandbox/state/executor.db`);
     expect(executor.value.providers).toMatchObject({ mode: 'sandbox', base_url: 'http://127.0.0.1:7420' });
     expect(executor.value.ledger.product_version).toBe('v0.3.0');
-    const ledger = JSON.parse(generation.files['ledger.json']) as Record<string, unknown>;
+    const ledger = JSON.parse(generation.files['ledger.json'] ?? '') as Record<string, unknown>;
     expect(ledger.database_path).toBe(`${HOME}/profiles/sandbox/state/ledger.db`);
     expect(manifestSchema.safeParse(generation.manifest).success).toBe(true);
   });
 
   it('renders [orphan_claims] into the executor configuration when the profile sets it, and nothing when it does not', async () => {
-    const unset = JSON.parse((await render('sandbox')).files['executor.json']) as Record<string, unknown>;
+    const unset = JSON.parse((await render('sandbox')).files['executor.json'] ?? '') as Record<string, unknown>;
     expect(unset).not.toHaveProperty('orphan_claims');
     const table = exampleTable('sandbox');
     table.orphan_claims = { release_after_seconds: 120 };
-    const executor = parseExecutorConfig(JSON.parse((await render(table)).files['executor.json']));
+    const executor = parseExecutorConfig(JSON.parse((await render(table)).files['executor.json'] ?? ''));
     if (!executor.ok) throw new Error(JSON.stringify(executor.issues));
     expect(executor.value.orphan_claims).toEqual({ release_after_seconds: 120 });
     table.orphan_claims = { release_after_seconds: 5 };
@@ -70,7 +70,7 @@ describe('render', () => {
 
   it('renders a managed Temporal with its data in state/temporal, its log in logs/ and its ports from [ports], recorded in the manifest', async () => {
     const generation = await render('managed-temporal', { name: 'temporal' });
-    const executor = parseExecutorConfig(JSON.parse(generation.files['executor.json']));
+    const executor = parseExecutorConfig(JSON.parse(generation.files['executor.json'] ?? ''));
     if (!executor.ok) throw new Error(JSON.stringify(executor.issues));
     expect(executor.value.workflow_engine).toEqual({
       mode: 'managed_local',
@@ -86,7 +86,7 @@ describe('render', () => {
 
   it('renders an external Temporal as configured, with no Temporal ports in the manifest', async () => {
     const generation = await render('external-temporal');
-    const executor = JSON.parse(generation.files['executor.json']) as { workflow_engine: unknown };
+    const executor = JSON.parse(generation.files['executor.json'] ?? '') as { workflow_engine: unknown };
     // No task_queue: the executor derives one from its installation id (docs/executions.md "Task-queue ownership").
     expect(executor.workflow_engine).toEqual({ mode: 'external', address: 'grpc://127.0.0.1:7233', namespace: 'default', ui_url: 'http://127.0.0.1:8233' });
     expect(generation.manifest.components.executor).toEqual({ port: 7710, workflow_engine: 'external' });
@@ -95,7 +95,7 @@ describe('render', () => {
   it('keeps a task_queue the profile names (a profile from before derived queues keeps its queue)', async () => {
     const profile = exampleTable('external-temporal');
     tableAt(profile, 'workflow_engine').task_queue = 'lexec-executions';
-    const executor = JSON.parse((await render(profile)).files['executor.json']) as { workflow_engine: { task_queue?: string } };
+    const executor = JSON.parse((await render(profile)).files['executor.json'] ?? '') as { workflow_engine: { task_queue?: string } };
     expect(executor.workflow_engine.task_queue).toBe('lexec-executions');
   });
 
@@ -105,7 +105,7 @@ describe('render', () => {
   });
 
   it('turns the development allowance on only for a development build', async () => {
-    const allowance = async (build: BuildInfo) => (JSON.parse((await render('sandbox', { build })).files['executor.json']) as { development_allowance: boolean }).development_allowance;
+    const allowance = async (build: BuildInfo) => (JSON.parse((await render('sandbox', { build })).files['executor.json'] ?? '') as { development_allowance: boolean }).development_allowance;
     expect(await allowance(DEVELOPMENT)).toBe(true);
     expect(await allowance(RELEASE)).toBe(false);
   });
@@ -117,7 +117,7 @@ describe('render', () => {
       ['executor.json', 'executor'],
     ]);
     const { createHash } = await import('node:crypto');
-    for (const file of manifest.files) expect(file.sha256).toBe(createHash('sha256').update(files[file.name]).digest('hex'));
+    for (const file of manifest.files) expect(file.sha256).toBe(createHash('sha256').update(files[file.name] ?? '').digest('hex'));
     expect(manifest.lineage).toEqual({ product_version: 'v0.3.0', contract_version: 'v4.5', commit: 'a'.repeat(40), build_kind: 'development' });
   });
 
@@ -128,7 +128,7 @@ describe('render', () => {
 
   it('renders a live profile into live provider settings without any secret', async () => {
     const generation = await render('live', { name: 'live' });
-    const executor = JSON.parse(generation.files['executor.json']) as { providers: Record<string, unknown> };
+    const executor = JSON.parse(generation.files['executor.json'] ?? '') as { providers: Record<string, unknown> };
     expect(executor.providers).toMatchObject({ mode: 'live', target_id: 'lexec:target:v1:flux-schnell', credential: { store: 'file' } });
   });
 

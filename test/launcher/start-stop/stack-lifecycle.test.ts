@@ -90,7 +90,7 @@ describe('stack start, status, restart and stop on real processes', () => {
     for (const log of await readdir(stack.paths.logsDir)) expect((await stat(join(stack.paths.logsDir, log))).mode & 0o777, log).toBe(0o600);
 
     // The agent credential works: the agent can read its (empty) authorization of another id as not found, not 401.
-    const agentToken = (await readFile(handoff.credentials.agent, 'utf8')).trim();
+    const agentToken = (await readFile(handoff.credentials.agent ?? '', 'utf8')).trim();
     const probe = await fetch(`${handoff.ledger.endpoint}/authorizations/00000000-0000-4000-8000-000000000000`, { headers: { authorization: `Bearer ${agentToken}` } });
     expect(probe.status).toBe(404);
   });
