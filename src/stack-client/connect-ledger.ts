@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { isLoopbackHost } from '../config/schema-parts.js';
 import { capabilityKind } from '../credentials/capability.js';

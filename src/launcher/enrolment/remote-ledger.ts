@@ -1,8 +1,8 @@
-import { readFile } from 'node:fs/promises';
 import type { BuildInfo } from '../../build-info.js';
-import { errorCode, UserError } from '../../errors.js';
+import { UserError } from '../../errors.js';
 import { ledgerLineageProblem } from '../../executor/ledger-compatibility.js';
-import { createLedgerClient, type LedgerClient, type LedgerClientOptions } from '../../ledger/client/ledger-client.js';
+import { readCaFile } from '../../http/tls-trust.js';
+import { createLedgerClient, type LedgerClient } from '../../ledger/client/ledger-client.js';
 import type { LedgerVersion } from '../../ledger/client/ledger-enrolments-client.js';
 
 /*
@@ -19,22 +19,8 @@ export interface RemoteLedger {
 
 /** A client of the remote ledger presenting `token`. */
 export async function remoteLedgerClient(ledger: RemoteLedger, token: string, reloadToken?: () => Promise<string>): Promise<LedgerClient> {
-  // `caCertificate` is the client option issue 29's TLS work gives LedgerClientOptions; passed as
-  // a variable so this compiles with and without it, and reaches the client once it exists.
-  const options: LedgerClientOptions & { caCertificate?: string } = { url: ledger.url, token, ...(reloadToken === undefined ? {} : { reloadToken }) };
-  if (ledger.caFile !== null) options.caCertificate = await readCaFile(ledger.caFile);
-  return createLedgerClient(options);
-}
-
-async function readCaFile(path: string): Promise<string> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch (error) {
-    throw new UserError('ca_file_unreadable', `The CA certificate ${path} ([ledger] ca_file) cannot be read (${errorCode(error) ?? 'error'}).`, {
-      nextStep: "Copy the team CA's certificate (PEM) from the ledger host to that path, or fix [ledger] ca_file.",
-      issues: [{ path: 'ledger.ca_file', message: 'cannot be read' }],
-    });
-  }
+  const trust = ledger.caFile === null ? {} : { caCertificate: await readCaFile(ledger.caFile, 'ledger.ca_file') };
+  return createLedgerClient({ url: ledger.url, token, ...(reloadToken === undefined ? {} : { reloadToken }), ...trust });
 }
 
 /** The remote ledger's lineage; refused (a UserError) when it is not this binary's. Unreachable: the client's error (TLS ones included). */
