@@ -32,6 +32,9 @@ let version: string;
 let tarball: string;
 let install: { exitCode: number; stderr: string };
 let lexecBin: string;
+/** Where the release is installed (`--prefix`), and a directory outside any repository. */
+let prefix: string;
+let outside: string;
 
 interface Pack {
   readonly exitCode: number;
@@ -75,6 +78,24 @@ async function packRelease(out?: string): Promise<Pack> {
   return { exitCode: run.exitCode ?? -1, stdout: run.stdout, stderr: run.stderr, outputExists: existsSync(out ?? join(clone, 'release')) };
 }
 
+/**
+ * The README's `npm install -g --ignore-scripts` of the packed tarball into a prefix of its own,
+ * run from a directory outside the repository. The npm cache is warm after `npm ci`; the registry
+ * is still there for anything missing.
+ */
+async function installRelease(): Promise<void> {
+  prefix = join(work, 'prefix');
+  outside = join(work, 'elsewhere');
+  await mkdir(outside);
+  const run = await execa('npm', ['install', '-g', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--prefix', prefix, tarball], {
+    cwd: outside,
+    reject: false,
+    timeout: INSTALL_TIMEOUT_MS - 20_000,
+  });
+  install = { exitCode: run.exitCode ?? -1, stderr: run.stderr };
+  lexecBin = join(prefix, 'bin', 'lexec');
+}
+
 /** The installed `lexec`, through the bin link npm made, with a minimal environment. */
 async function lexec(home: string, cwd: string, args: readonly string[]) {
   const run = await execa(lexecBin, args, {
@@ -114,19 +135,24 @@ beforeAll(async () => {
   packs.lockMismatch = { ...(await packRelease()), zodVersion: zod.version };
   backToHead();
 
-  // A package that would not ship what its README links to.
+  // A package that would not ship what its README links to. Its tsc emits without checking
+  // types (`noCheck`: the same files, isolatedModules): this pack is about the tarball's check,
+  // and the release of HEAD below is built as it is, types and all.
   const manifest = JSON.parse(await readFile(join(clone, 'package.json'), 'utf8')) as { files: string[] };
   await writeFile(join(clone, 'package.json'), `${JSON.stringify({ ...manifest, files: manifest.files.filter((entry) => entry !== 'docs') }, null, 2)}\n`);
+  const tsconfig = JSON.parse(await readFile(join(clone, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
+  await writeFile(join(clone, 'tsconfig.build.json'), `${JSON.stringify({ ...tsconfig, compilerOptions: { ...tsconfig.compilerOptions, noCheck: true } }, null, 2)}\n`);
   commit('docs not shipped');
   packs.docsNotShipped = await packRelease(join(work, 'refused'));
   backToHead();
 
-  // HEAD as it is, then the same commit once more.
+  // HEAD as it is, then the same commit once more — while the release is installed (the second
+  // pack is refused only after its build; neither touches what the other reads).
   packs.release = await packRelease();
   tarball = packs.release.stdout;
-  const again = await packRelease();
+  const [again] = await Promise.all([packRelease(), packs.release.exitCode === 0 ? installRelease() : undefined]);
   packs.again = { ...again, tarballKept: existsSync(tarball), distInTree: existsSync(join(clone, 'dist')), status: git(clone, 'status', '--porcelain', '--untracked-files=all') };
-}, PACKS_TIMEOUT_MS);
+}, PACKS_TIMEOUT_MS + INSTALL_TIMEOUT_MS);
 
 afterAll(async () => {
   await removeDir(work);
@@ -199,25 +225,13 @@ describe('npm run pack:release', () => {
 });
 
 describe('the release installed with npm install -g --ignore-scripts', () => {
-  let prefix: string;
-  let outside: string;
   let stack: StackHome;
 
   beforeAll(async () => {
     expect(tarball, 'the tarball was packed').toBeDefined();
-    prefix = join(work, 'prefix');
-    outside = join(work, 'elsewhere');
-    await mkdir(outside);
-    // The npm cache is warm after `npm ci`; the registry is still there for anything missing.
-    const run = await execa('npm', ['install', '-g', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--prefix', prefix, tarball], {
-      cwd: outside,
-      reject: false,
-      timeout: INSTALL_TIMEOUT_MS - 20_000,
-    });
-    install = { exitCode: run.exitCode ?? -1, stderr: run.stderr };
-    lexecBin = join(prefix, 'bin', 'lexec');
+    expect(install, 'the release was installed').toBeDefined();
     stack = await addStackProfile(await makeTempDir('lexec-release-home-'));
-  }, INSTALL_TIMEOUT_MS);
+  });
 
   afterAll(async () => {
     await stopStack(stack);
