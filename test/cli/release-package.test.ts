@@ -152,8 +152,9 @@ beforeAll(async () => {
   await writeFile(join(docsClone, 'tsconfig.build.json'), `${JSON.stringify({ ...tsconfig, compilerOptions: { ...tsconfig.compilerOptions, noCheck: true } }, null, 2)}\n`);
   commit(docsClone, 'docs not shipped');
 
-  // HEAD as it is, then the same commit once more — while the release is installed (the second
-  // pack is refused only after its build; neither touches what the other reads).
+  // HEAD as it is (beside the pack above), then the same commit once more while the release is
+  // installed: the second pack is refused only after its build, and neither touches what the
+  // other reads.
   [packs.docsNotShipped, packs.release] = await Promise.all([packRelease(join(work, 'refused'), docsClone), packRelease()]);
   tarball = packs.release.stdout;
   const [again] = await Promise.all([packRelease(), packs.release.exitCode === 0 ? installRelease() : undefined]);
@@ -234,9 +235,9 @@ describe('the release installed with npm install -g --ignore-scripts', () => {
   let stack: StackHome;
 
   beforeAll(async () => {
+    stack = await addStackProfile(await makeTempDir('lexec-release-home-'));
     expect(tarball, 'the tarball was packed').toBeDefined();
     expect(install, 'the release was installed').toBeDefined();
-    stack = await addStackProfile(await makeTempDir('lexec-release-home-'));
   });
 
   afterAll(async () => {
