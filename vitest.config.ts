@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/support/longest-first-sequencer.js';
 
 export default defineConfig({
   test: {
@@ -15,6 +16,10 @@ export default defineConfig({
     // ledger down for 40 s, a Temporal worker's task timing out after a SIGKILL), not on a CPU.
     // Measured on a clean clone: 889 s with three, 782 s with four (docs/testing.md).
     maxWorkers: 4,
+    // The longest files first (test/support/longest-first-sequencer.ts): on a clean clone vitest
+    // has no durations and starts the largest files first, which left the 2-3 minute proof
+    // matrices (4-line files) for the end of the run.
+    sequence: { sequencer: LongestFirstSequencer },
     reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

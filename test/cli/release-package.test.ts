@@ -32,6 +32,9 @@ let version: string;
 let tarball: string;
 let install: { exitCode: number; stderr: string };
 let lexecBin: string;
+/** Where the release is installed (`--prefix`), and a directory outside any repository. */
+let prefix: string;
+let outside: string;
 
 interface Pack {
   readonly exitCode: number;
@@ -54,8 +57,17 @@ function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
 }
 
-function commit(message: string): void {
-  git(clone, '-c', 'user.name=lexec test', '-c', 'user.email=test@lexec.invalid', 'commit', '-qam', message);
+/** A checkout of HEAD in `dir`, sharing this tree's node_modules. */
+async function checkoutHead(dir: string): Promise<void> {
+  await mkdir(dir);
+  git(dir, 'init', '-q');
+  git(dir, 'fetch', '-q', '--depth', '1', pathToFileURL(PACKAGE_ROOT).href, head);
+  git(dir, '-c', 'advice.detachedHead=false', 'checkout', '-q', '--detach', 'FETCH_HEAD');
+  await symlink(join(PACKAGE_ROOT, 'node_modules'), join(dir, 'node_modules'));
+}
+
+function commit(dir: string, message: string): void {
+  git(dir, '-c', 'user.name=lexec test', '-c', 'user.email=test@lexec.invalid', 'commit', '-qam', message);
 }
 
 function backToHead(): void {
@@ -70,9 +82,27 @@ function tarFile(name: string): string {
   return execFileSync('tar', ['-xzOf', tarball, `package/${name}`], { encoding: 'utf8' });
 }
 
-async function packRelease(out?: string): Promise<Pack> {
-  const run = await execa(process.execPath, [join(clone, 'scripts', 'pack-release.mjs'), ...(out === undefined ? [] : ['--out', out])], { cwd: clone, reject: false, timeout: 600_000 });
-  return { exitCode: run.exitCode ?? -1, stdout: run.stdout, stderr: run.stderr, outputExists: existsSync(out ?? join(clone, 'release')) };
+async function packRelease(out?: string, dir = clone): Promise<Pack> {
+  const run = await execa(process.execPath, [join(dir, 'scripts', 'pack-release.mjs'), ...(out === undefined ? [] : ['--out', out])], { cwd: dir, reject: false, timeout: 600_000 });
+  return { exitCode: run.exitCode ?? -1, stdout: run.stdout, stderr: run.stderr, outputExists: existsSync(out ?? join(dir, 'release')) };
+}
+
+/**
+ * The README's `npm install -g --ignore-scripts` of the packed tarball into a prefix of its own,
+ * run from a directory outside the repository. The npm cache is warm after `npm ci`; the registry
+ * is still there for anything missing.
+ */
+async function installRelease(): Promise<void> {
+  prefix = join(work, 'prefix');
+  outside = join(work, 'elsewhere');
+  await mkdir(outside);
+  const run = await execa('npm', ['install', '-g', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--prefix', prefix, tarball], {
+    cwd: outside,
+    reject: false,
+    timeout: INSTALL_TIMEOUT_MS - 20_000,
+  });
+  install = { exitCode: run.exitCode ?? -1, stderr: run.stderr };
+  lexecBin = join(prefix, 'bin', 'lexec');
 }
 
 /** The installed `lexec`, through the bin link npm made, with a minimal environment. */
@@ -92,11 +122,7 @@ beforeAll(async () => {
   work = await makeTempDir('lexec-release-');
   clone = join(work, 'lexec');
   head = git(PACKAGE_ROOT, 'rev-parse', 'HEAD');
-  await mkdir(clone);
-  git(clone, 'init', '-q');
-  git(clone, 'fetch', '-q', '--depth', '1', pathToFileURL(PACKAGE_ROOT).href, head);
-  git(clone, '-c', 'advice.detachedHead=false', 'checkout', '-q', '--detach', 'FETCH_HEAD');
-  await symlink(join(PACKAGE_ROOT, 'node_modules'), join(clone, 'node_modules'));
+  await checkoutHead(clone);
   version = (JSON.parse(await readFile(join(clone, 'package.json'), 'utf8')) as { version: string }).version;
 
   // A file that is not committed.
@@ -110,23 +136,30 @@ beforeAll(async () => {
   if (zod === undefined) throw new Error('the lock file locks no zod');
   lock.packages['node_modules/zod'] = { ...zod, version: '0.0.1' };
   await writeFile(join(clone, 'package-lock.json'), `${JSON.stringify(lock, null, 2)}\n`);
-  commit('another zod locked');
+  commit(clone, 'another zod locked');
   packs.lockMismatch = { ...(await packRelease()), zodVersion: zod.version };
   backToHead();
 
-  // A package that would not ship what its README links to.
-  const manifest = JSON.parse(await readFile(join(clone, 'package.json'), 'utf8')) as { files: string[] };
-  await writeFile(join(clone, 'package.json'), `${JSON.stringify({ ...manifest, files: manifest.files.filter((entry) => entry !== 'docs') }, null, 2)}\n`);
-  commit('docs not shipped');
-  packs.docsNotShipped = await packRelease(join(work, 'refused'));
-  backToHead();
+  // A package that would not ship what its README links to: packed from a checkout of its own,
+  // while HEAD is packed as it is in the first. Its tsc emits without checking types (`noCheck`:
+  // the same files, isolatedModules): this pack is about the tarball's check, and the release of
+  // HEAD is built as it is, types and all.
+  const docsClone = join(work, 'lexec-docs');
+  await checkoutHead(docsClone);
+  const manifest = JSON.parse(await readFile(join(docsClone, 'package.json'), 'utf8')) as { files: string[] };
+  await writeFile(join(docsClone, 'package.json'), `${JSON.stringify({ ...manifest, files: manifest.files.filter((entry) => entry !== 'docs') }, null, 2)}\n`);
+  const tsconfig = JSON.parse(await readFile(join(docsClone, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
+  await writeFile(join(docsClone, 'tsconfig.build.json'), `${JSON.stringify({ ...tsconfig, compilerOptions: { ...tsconfig.compilerOptions, noCheck: true } }, null, 2)}\n`);
+  commit(docsClone, 'docs not shipped');
 
-  // HEAD as it is, then the same commit once more.
-  packs.release = await packRelease();
+  // HEAD as it is (beside the pack above), then the same commit once more while the release is
+  // installed: the second pack is refused only after its build, and neither touches what the
+  // other reads.
+  [packs.docsNotShipped, packs.release] = await Promise.all([packRelease(join(work, 'refused'), docsClone), packRelease()]);
   tarball = packs.release.stdout;
-  const again = await packRelease();
+  const [again] = await Promise.all([packRelease(), packs.release.exitCode === 0 ? installRelease() : undefined]);
   packs.again = { ...again, tarballKept: existsSync(tarball), distInTree: existsSync(join(clone, 'dist')), status: git(clone, 'status', '--porcelain', '--untracked-files=all') };
-}, PACKS_TIMEOUT_MS);
+}, PACKS_TIMEOUT_MS + INSTALL_TIMEOUT_MS);
 
 afterAll(async () => {
   await removeDir(work);
@@ -199,25 +232,13 @@ describe('npm run pack:release', () => {
 });
 
 describe('the release installed with npm install -g --ignore-scripts', () => {
-  let prefix: string;
-  let outside: string;
   let stack: StackHome;
 
   beforeAll(async () => {
-    expect(tarball, 'the tarball was packed').toBeDefined();
-    prefix = join(work, 'prefix');
-    outside = join(work, 'elsewhere');
-    await mkdir(outside);
-    // The npm cache is warm after `npm ci`; the registry is still there for anything missing.
-    const run = await execa('npm', ['install', '-g', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--prefix', prefix, tarball], {
-      cwd: outside,
-      reject: false,
-      timeout: INSTALL_TIMEOUT_MS - 20_000,
-    });
-    install = { exitCode: run.exitCode ?? -1, stderr: run.stderr };
-    lexecBin = join(prefix, 'bin', 'lexec');
     stack = await addStackProfile(await makeTempDir('lexec-release-home-'));
-  }, INSTALL_TIMEOUT_MS);
+    expect(tarball, 'the tarball was packed').toBeDefined();
+    expect(install, 'the release was installed').toBeDefined();
+  });
 
   afterAll(async () => {
     await stopStack(stack);

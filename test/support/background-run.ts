@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { BIN, type CliRun } from './cli.js';
+import { BIN, COMPILE_CACHE_ENV, type CliRun } from './cli.js';
 
 /*
  * `lexec run …` as a child that keeps running while a test reads its stderr and acts on the
@@ -18,7 +18,7 @@ export interface BackgroundRun {
 }
 
 export function startBackgroundRun(args: readonly string[], options: { readonly cwd: string; readonly env: Record<string, string>; readonly onDone?: (run: CliRun) => void }): BackgroundRun {
-  const child = spawn(process.execPath, [BIN, 'run', ...args], { cwd: options.cwd, env: { PATH: process.env.PATH ?? '', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'run', ...args], { cwd: options.cwd, env: { ...COMPILE_CACHE_ENV, PATH: process.env.PATH ?? '', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

@@ -8,6 +8,14 @@ import { expect } from 'vitest';
 export const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BIN = join(PACKAGE_ROOT, 'bin', 'run.js');
 
+/**
+ * In the environment of every lexec process the harness starts (CLI runs, servers, stacks): Node's
+ * on-disk compile cache, so the same modules are compiled once per machine rather than once per
+ * process — a suite run starts thousands. Transparent to what is tested: keyed by each file's
+ * content and the V8 version, and a cache it cannot use is ignored.
+ */
+export const COMPILE_CACHE_ENV: Readonly<Record<string, string>> = { NODE_COMPILE_CACHE: join(tmpdir(), 'lexec-test-node-compile-cache') };
+
 export interface CliRun {
   readonly exitCode: number;
   readonly stdout: string;
@@ -34,7 +42,7 @@ function shellQuote(word: string): string {
 
 /** Runs the real, built `lexec` binary in a child process. */
 export async function runLexec(args: readonly string[], options: CliOptions = {}): Promise<CliRun> {
-  const env = { PATH: process.env.PATH ?? '', HOME: options.home ?? tmpdir(), ...options.env };
+  const env = { ...COMPILE_CACHE_ENV, PATH: process.env.PATH ?? '', HOME: options.home ?? tmpdir(), ...options.env };
   const node = options.node ?? process.execPath;
   const execaOptions = { env, extendEnv: false, cwd: options.cwd, reject: false, timeout: options.timeoutMs ?? 20_000, stdin: 'ignore' } as const;
   if (options.tty === undefined) {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
-import { BIN } from './cli.js';
+import { BIN, COMPILE_CACHE_ENV } from './cli.js';
 import type { RunningStack } from './running-stack.js';
 
 /*
@@ -25,7 +25,7 @@ export interface ConsoleProcess {
 
 export async function startConsoleProcess(stack: RunningStack, args: readonly string[] = []): Promise<ConsoleProcess> {
   const child = spawn(process.execPath, [BIN, 'stack', 'console', '--port', '0', '--json', ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: stack.home, ...stack.env },
+    env: { ...COMPILE_CACHE_ENV, PATH: process.env.PATH ?? '', HOME: stack.home, ...stack.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { readManagedTemporalState } from '../../src/executor/engine/temporal/managed-temporal-state.js';
 import { managedCredentialPaths } from '../../src/executor/managed-credentials.js';
 import { terminateProcess } from '../../src/process/process-identity.js';
-import { BIN, makeTempDir, removeDir, runLexec } from './cli.js';
+import { BIN, COMPILE_CACHE_ENV, makeTempDir, removeDir, runLexec } from './cli.js';
 import { sandboxConfig, type JsonObject } from './config-fixtures.js';
 import { executionRequest } from './executor.js';
 import { freePorts } from './free-ports.js';
@@ -70,7 +70,7 @@ export interface Execution {
 
 export function spawnExecutor(configPath: string, dir: string, cleanups: (() => Promise<unknown>)[], options: { bin?: string; env?: Readonly<Record<string, string>> } = {}) {
   const child = spawn(process.execPath, [options.bin ?? BIN, 'executor', 'serve', '--config', configPath], {
-    env: { ...options.env, PATH: process.env.PATH ?? '', HOME: dir },
+    env: { ...COMPILE_CACHE_ENV, ...options.env, PATH: process.env.PATH ?? '', HOME: dir },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const { lines, events } = collectJsonLines(child.stderr);

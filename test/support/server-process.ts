@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { BIN } from './cli.js';
+import { BIN, COMPILE_CACHE_ENV } from './cli.js';
 import { collectJsonLines } from './json-lines.js';
 
 /** A lexec server running as a real child process (`lexec … serve`). */
@@ -38,10 +38,11 @@ export async function spawnServerProcess(
   },
 ): Promise<ServerProcess> {
   const command = [process.execPath, options.bin ?? BIN, ...args];
+  const env = { ...COMPILE_CACHE_ENV, ...options.env };
   const child =
     options.openFileLimit === undefined
-      ? spawn(process.execPath, command.slice(1), { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn('/bin/sh', ['-c', `ulimit -n ${String(options.openFileLimit)} && exec "$0" "$@"`, ...command], { env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+      ? spawn(process.execPath, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('/bin/sh', ['-c', `ulimit -n ${String(options.openFileLimit)} && exec "$0" "$@"`, ...command], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let exited = false;
   const exit = new Promise<number>((resolve) => {
     child.once('exit', (code, signal) => {
