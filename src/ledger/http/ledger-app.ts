@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { BuildInfo } from '../../build-info.js';
 import { ApiError } from '../../http/api-error.js';
 import { toApiError } from '../../http/refusal-status.js';
-import { createJsonServer, parseInput } from '../../http/json-server.js';
+import { createJsonServer, parseInput, type JsonServerOptions } from '../../http/json-server.js';
 import { credentialGuard } from '../../http/require-credential.js';
 import { registerMetricsRoute } from '../../http/metrics-route.js';
 import { CREDENTIAL_KINDS } from '../../credentials/capability.js';
@@ -68,8 +68,7 @@ export interface LedgerAppDependencies {
   readonly diskFull?: () => Promise<{ readonly path: string } | null>;
   /** How repeated rejections are collapsed in the log (default: the system clock, a 60 s interval). */
   readonly rejectionSummary?: RejectionSummaryTiming;
-  /** The certificate and key to serve HTTPS with (`http.tls`); absent: plain HTTP on loopback. */
-  readonly tls?: { readonly cert: string; readonly key: string };
+  readonly tls?: JsonServerOptions['tls'];
 }
 
 const tokenParams = z.strictObject({ token_id: z.uuid({ error: 'must be a UUID' }) });
