@@ -33,7 +33,8 @@
 // --max-requests-per-hour N the policy also sets that velocity limit, so every request is counted
 // in the ledger's request log (N must exceed the run's cycles, or requests are refused).
 //
-// One cycle, each step an HTTP request checked for its expected status and state:
+// One cycle (cycles.mjs, shared with bench/ledger-hosts), each step an HTTP request checked for its
+// expected status and state:
 //   request   agent     POST /authorizations                              201, requested
 //   approve   approver  POST /authorizations/{id}/approve                 200, approved
 //   resolve   executor  GET  /executor/authorizations/{id}                200, approved
