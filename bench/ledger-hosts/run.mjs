@@ -96,7 +96,7 @@ try {
   unavailable = error.message;
 }
 if (unavailable !== null) {
-  process.stdout.write(`bench/ledger-hosts: skipped — ${unavailable.replace(/^network-namespace tests skipped — /, '')} for its network-namespace lab.\n`);
+  process.stdout.write(`bench/ledger-hosts: skipped — ${unavailable.replace(/^network-namespace tests skipped — they need /, 'it needs ')} for its network-namespace lab.\n`);
   process.exit(0);
 }
 
