@@ -4,7 +4,7 @@
 // unexpected status, or an authorization did not end up settled).
 //
 //   node bench/ledger-cycles/run.mjs [--cycles N] [--warmup N] [--concurrency 1,8]
-//                                    [--client http|fetch] [--dir PATH]
+//                                    [--client http|fetch] [--tls] [--dir PATH]
 //                                    [--max-requests-per-hour N] [--webhooks [--webhook-events T,…]] [--scrape-ms N]   (from the repository root)
 //
 // BENCH_LEDGER_NODE_OPTIONS, when set, is the ledger child's NODE_OPTIONS (nothing else of this
@@ -33,13 +33,20 @@
 // --max-requests-per-hour N the policy also sets that velocity limit, so every request is counted
 // in the ledger's request log (N must exceed the run's cycles, or requests are refused).
 //
-// One cycle, each step an HTTP request checked for its expected status and state:
+// One cycle (cycles.mjs, shared with bench/ledger-hosts), each step an HTTP request checked for its
+// expected status and state:
 //   request   agent     POST /authorizations                              201, requested
 //   approve   approver  POST /authorizations/{id}/approve                 200, approved
 //   resolve   executor  GET  /executor/authorizations/{id}                200, approved
 //   claim     executor  POST /executor/authorizations/{id}/claim          200, claimed
 //   settle    executor  POST /executor/authorizations/{id}/settle         200, settled (precise receipt)
 // Any other answer aborts the benchmark with the step, the status and the body.
+//
+// With --tls (issue 29) the ledger serves HTTPS on 127.0.0.1 (`http.tls`): before it starts, a
+// team CA and a server certificate for 127.0.0.1 are made with the project's own code
+// (dist/launcher/tls/team-ca.js, as `lexec stack tls init` and `issue --host 127.0.0.1` make them)
+// in a LEXEC_HOME inside the temporary directory, and the client (node:https, keep-alive) trusts
+// that CA only.
 //
 // The client is node:http with a keep-alive Agent by default; `--client fetch` uses Node's global
 // fetch (undici, also keep-alive), which costs the client about twice the CPU per request, and the
@@ -53,31 +60,28 @@
 // by id with the admin capability and must be `settled` with its receipt, and no authorization may
 // be left requested, approved or claimed. A last context figure, taken after the ledger stopped,
 // times 4 KiB writes + fdatasync in the same directory: what one durable commit pays at least.
-import { Buffer } from 'node:buffer';
 import { fork, spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { Agent, request as httpRequest } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BenchError, fail, parseCount, runBenchmark } from '../lib/harness.mjs';
-import { clientCpuMs, filesystemOf, fsyncProbe, percentile, processCpuMs } from '../lib/measure.mjs';
+import { filesystemOf, fsyncProbe, percentile, processCpuMs } from '../lib/measure.mjs';
+import { BIG_CAP, expect, makeClient, registerCredential, round2, runCycles, setUp, STEPS, summarise, verify } from './cycles.mjs';
+import { benchTls } from './tls.mjs';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const root = dirname(dirname(benchDir));
-const STEPS = ['request', 'approve', 'resolve', 'claim', 'settle'];
-const HOLD_UNITS = '3000';
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 
 const USAGE =
-  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)] [--webhook-events TYPES (the sinks take only these; default all)] [--scrape-ms N (GET /metrics every N ms during the cycles)]';
+  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--tls (HTTPS, a bench CA)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)] [--webhook-events TYPES (the sinks take only these; default all)] [--scrape-ms N (GET /metrics every N ms during the cycles)]';
 
 function parseArgs(argv) {
-  const options = { cycles: 500, warmup: 50, client: 'http', dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false, webhookEvents: null, scrapeMs: null };
+  const options = { cycles: 500, warmup: 50, client: 'http', tls: false, dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false, webhookEvents: null, scrapeMs: null };
   for (let index = 0; index < argv.length; index += 1) {
     const arg = argv[index];
     const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -98,6 +102,8 @@ function parseArgs(argv) {
       const value = inline ?? argv[++index];
       if (value === undefined || value === '') fail('--dir needs a directory.');
       options.dir = resolve(value);
+    } else if (name === '--tls') {
+      options.tls = true;
     } else if (name === '--webhooks') {
       options.webhooks = true;
     } else if (name === '--webhook-events') {
@@ -113,6 +119,7 @@ function parseArgs(argv) {
       fail(`unknown argument ${JSON.stringify(arg)}; ${USAGE}`);
     }
   }
+  if (options.tls && options.client === 'fetch') fail('--tls needs the http client (node:https with the bench CA); drop --client fetch.');
   return options;
 }
 
@@ -200,243 +207,14 @@ process.on('exit', () => {
   if (ledger.child !== null && ledger.exit === null) ledger.child.kill('SIGTERM');
 });
 
-// --- HTTP client --------------------------------------------------------------------------------
-
-function makeClient(kind, port) {
-  const origin = `http://127.0.0.1:${port}`;
-  const parse = (method, path, status, text) => {
-    if (path === '/metrics') return { status, body: text };
-    try {
-      return { status, body: text === '' ? {} : JSON.parse(text) };
-    } catch {
-      throw new BenchError(`${method} ${path} answered ${status} with a body that is not JSON: ${JSON.stringify(text.slice(0, 200))}`);
-    }
-  };
-  if (kind === 'fetch') {
-    return {
-      description: "Node's global fetch (undici, keep-alive)",
-      async call(method, path, token, body) {
-        const headers = { authorization: `Bearer ${token}` };
-        if (body !== undefined) headers['content-type'] = 'application/json';
-        const response = await globalThis.fetch(`${origin}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-        return parse(method, path, response.status, await response.text());
-      },
-      close() {},
-    };
-  }
-  const agent = new Agent({ keepAlive: true, maxSockets: 16 });
-  return {
-    description: 'node:http with a keep-alive Agent',
-    call(method, path, token, body) {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const headers = { authorization: `Bearer ${token}` };
-      if (payload !== undefined) {
-        headers['content-type'] = 'application/json';
-        headers['content-length'] = Buffer.byteLength(payload);
-      }
-      return new Promise((done, failed) => {
-        const req = httpRequest({ host: '127.0.0.1', port, method, path, headers, agent }, (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk) => (text += chunk));
-          res.on('end', () => {
-            try {
-              done(parse(method, path, res.statusCode, text));
-            } catch (error) {
-              failed(error);
-            }
-          });
-          res.on('error', failed);
-        });
-        req.on('error', failed);
-        req.end(payload);
-      });
-    },
-    close() {
-      agent.destroy();
-    },
-  };
-}
-
-/** One call that must answer `expected`; anything else aborts the benchmark with the answer. */
-async function expect(client, step, expected, method, path, token, body) {
-  let answer;
-  try {
-    answer = await client.call(method, path, token, body);
-  } catch (error) {
-    if (error instanceof BenchError) throw error;
-    const gone = ledger.exit === null ? '' : ` (the ledger exited: ${ledger.exit.signal ?? `exit ${ledger.exit.code}`})`;
-    throw new BenchError(`${step}: ${method} ${path} failed: ${error.message}${gone}${stderrTail()}`);
-  }
-  if (answer.status !== expected) {
-    throw new BenchError(`${step}: ${method} ${path} answered ${answer.status}, expected ${expected}: ${JSON.stringify(answer.body).slice(0, 500)}`);
-  }
-  return answer.body;
-}
-
-function expectState(step, actual, wanted, body) {
-  if (actual !== wanted) fail(`${step}: the authorization is ${JSON.stringify(actual)}, expected ${JSON.stringify(wanted)}: ${JSON.stringify(body).slice(0, 500)}`);
-}
-
-// --- set-up -------------------------------------------------------------------------------------
-
-const BIG_CAP = '1000000000000000000';
-
-async function registerCredential(client, adminToken, generateCapability, capabilityDigest, kind, agentId) {
-  const token = generateCapability(kind);
-  await expect(client, `register ${kind} credential`, 201, 'PUT', `/credentials/cred_${randomUUID()}`, adminToken, {
-    kind,
-    agent_id: agentId,
-    digest_sha256: capabilityDigest(token).toString('hex'),
-  });
-  return token;
-}
-
-async function setUp(client, adminToken, capability, maxRequestsPerHour) {
-  const created = await expect(client, 'add agent', 201, 'POST', '/agents', adminToken, { name: 'bench-ledger-cycles' });
-  const agentId = created.agent.agent_id;
-  const policy = await expect(client, 'set policy', 200, 'PUT', `/agents/${agentId}/policy`, adminToken, {
-    per_authorization_cap_units: BIG_CAP,
-    daily_cap_units: BIG_CAP,
-    approval_threshold_units: '0',
-    units_scale: 6,
-    currency: 'USD',
-    ...(maxRequestsPerHour === null ? {} : { max_requests_per_hour: maxRequestsPerHour }),
-  });
-  if (policy.policy.approval_threshold_units !== '0') fail(`set policy: the ledger kept an approval threshold of ${policy.policy.approval_threshold_units}.`);
-  const register = (kind, id) => registerCredential(client, adminToken, capability.generateCapability, capability.capabilityDigest, kind, id);
-  return { agentId, agent: await register('agent', agentId), approver: await register('approver'), executor: await register('executor') };
-}
-
-// --- one cycle ----------------------------------------------------------------------------------
-
-/** A complete precise receipt: one flux-schnell image at 3/1000 USD = 3000 micro-units. */
-function receipt() {
-  return {
-    receipt_id: `rcpt_${randomUUID()}`,
-    amount_units: HOLD_UNITS,
-    units_scale: 6,
-    currency: 'USD',
-    provider_request_id: `req_${randomUUID()}`,
-    price_model_snapshot: {
-      snapshot_version: 1,
-      target_id: 'lexec:target:v1:flux-schnell',
-      provider: 'fal',
-      model: 'fal-ai/flux/schnell',
-      image_size: 'square_hd',
-      image_count: 1,
-      currency: 'USD',
-      unit: 'image',
-      pricing_version: '2026-11-01',
-      unit_price: { numerator: '3', denominator: '1000' },
-      rounding: 'ceil_micro_units',
-    },
-  };
-}
-
-async function cycle(client, actors) {
-  const times = {};
-  const begin = performance.now();
-  let mark = begin;
-  const lap = (step) => {
-    const now = performance.now();
-    times[step] = now - mark;
-    mark = now;
-  };
-
-  const requested = await expect(client, 'request', 201, 'POST', '/authorizations', actors.agent, {
-    amount_units: HOLD_UNITS,
-    units_scale: 6,
-    currency: 'USD',
-    purpose: 'bench-ledger-cycles',
-  });
-  lap('request');
-  const id = requested.authorization?.token_id;
-  expectState('request', requested.authorization?.status, 'requested', requested);
-
-  const approved = await expect(client, 'approve', 200, 'POST', `/authorizations/${id}/approve`, actors.approver, {});
-  lap('approve');
-  expectState('approve', approved.authorization?.status, 'approved', approved);
-
-  const resolved = await expect(client, 'resolve', 200, 'GET', `/executor/authorizations/${id}`, actors.executor);
-  lap('resolve');
-  expectState('resolve', resolved.authorization?.status, 'approved', resolved);
-
-  const executionId = `exe_${randomUUID()}`;
-  const claimed = await expect(client, 'claim', 200, 'POST', `/executor/authorizations/${id}/claim`, actors.executor, { execution_id: executionId });
-  lap('claim');
-  if (claimed.replayed !== false) fail(`claim: expected a first claim, got replayed=${JSON.stringify(claimed.replayed)}.`);
-  expectState('claim', claimed.authorization?.status, 'claimed', claimed);
-
-  const settled = await expect(client, 'settle', 200, 'POST', `/executor/authorizations/${id}/settle`, actors.executor, {
-    execution_id: executionId,
-    receipt: receipt(),
-  });
-  lap('settle');
-  if (settled.replayed !== false) fail(`settle: expected a first settlement, got replayed=${JSON.stringify(settled.replayed)}.`);
-  expectState('settle', settled.authorization?.status, 'settled', settled);
-
-  times.cycle = mark - begin;
-  return { id, times };
-}
+/** The ledger's exit and stderr tail, for a failed call's message. */
+const ledgerFailure = () => `${ledger.exit === null ? '' : ` (the ledger exited: ${ledger.exit.signal ?? `exit ${ledger.exit.code}`})`}${stderrTail()}`;
 
 /**
  * CPU time (user + system) the ledger process has used so far, in ms, from /proc (Linux; clock
  * ticks of 10 ms); null where /proc is not available. Time blocked in fsync is not CPU time.
  */
 const ledgerCpuMs = () => processCpuMs(ledger.child?.pid);
-
-/** Runs `count` cycles on `concurrency` independent loops; returns wall ms, CPU ms and every cycle's times. */
-async function runCycles(client, actors, concurrency, count, ids) {
-  const samples = [];
-  let next = 0;
-  const loop = async () => {
-    while (next < count) {
-      next += 1;
-      const { id, times } = await cycle(client, actors);
-      ids.push(id);
-      samples.push(times);
-    }
-  };
-  const serverBefore = ledgerCpuMs();
-  const clientBefore = clientCpuMs();
-  const start = performance.now();
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, loop));
-  const wallMs = performance.now() - start;
-  const serverAfter = ledgerCpuMs();
-  const serverCpuMs = serverBefore === null || serverAfter === null ? null : serverAfter - serverBefore;
-  return { wallMs, serverCpuMs, clientCpuMs: clientCpuMs() - clientBefore, samples };
-}
-
-// --- verification -------------------------------------------------------------------------------
-
-async function verify(client, adminToken, agentId, ids) {
-  let settled = 0;
-  let next = 0;
-  const loop = async () => {
-    while (next < ids.length) {
-      const id = ids[next++];
-      const body = await expect(client, 'verify', 200, 'GET', `/authorizations/${id}`, adminToken);
-      const authorization = body.authorization;
-      if (authorization?.status !== 'settled' || authorization.settlement?.amount_units !== HOLD_UNITS) {
-        fail(`verify: authorization ${id} is ${JSON.stringify(authorization?.status)} with settlement ${JSON.stringify(authorization?.settlement ?? null)}; expected settled for ${HOLD_UNITS} units.`);
-      }
-      settled += 1;
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, loop));
-  const leftOpen = {};
-  for (const status of ['requested', 'approved', 'claimed']) {
-    const body = await expect(client, 'verify', 200, 'GET', `/authorizations?agent_id=${agentId}&status=${status}&limit=500`, adminToken);
-    leftOpen[status] = body.authorizations.length;
-  }
-  const stray = Object.entries(leftOpen).filter(([, count]) => count > 0);
-  if (stray.length > 0) fail(`verify: authorizations left open: ${stray.map(([status, count]) => `${count} ${status}`).join(', ')}.`);
-  // The list route pages at 500; it is a cross-check of the per-id reads, not the count itself.
-  const listed = await expect(client, 'verify', 200, 'GET', `/authorizations?agent_id=${agentId}&status=settled&limit=500`, adminToken);
-  if (listed.authorizations.length !== Math.min(500, ids.length)) fail(`verify: the settled list has ${listed.authorizations.length} entries, expected ${Math.min(500, ids.length)}.`);
-  return { settled, total: ids.length };
-}
 
 // --- webhook sinks (--webhooks) -----------------------------------------------------------------
 
@@ -510,29 +288,6 @@ async function webhookFigures(client, adminToken, receivers, firstEventId, types
 // --- figures ------------------------------------------------------------------------------------
 
 
-const round2 = (value) => Math.round(value * 100) / 100;
-
-function summarise(concurrency, run) {
-  const latency = {};
-  for (const step of [...STEPS, 'cycle']) {
-    const sorted = run.samples.map((times) => times[step]).sort((a, b) => a - b);
-    latency[step] = { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
-  }
-  const cycles = run.samples.length;
-  return {
-    concurrency,
-    cycles,
-    wallMs: run.wallMs,
-    cyclesPerSecond: cycles / (run.wallMs / 1000),
-    serverCpuPerCycle: run.serverCpuMs === null ? null : run.serverCpuMs / cycles,
-    serverBusy: run.serverCpuMs === null ? null : run.serverCpuMs / run.wallMs,
-    clientCpuPerCycle: run.clientCpuMs / cycles,
-    latency,
-  };
-}
-
-
-
 
 function report(options, outcome, workDir) {
   const { client, levels, verification, probe, stopped, filesystem, webhooks, scrapes } = outcome;
@@ -544,6 +299,7 @@ function report(options, outcome, workDir) {
     platform: `${process.platform}-${process.arch}`,
     filesystem,
     client: options.client,
+    tls: options.tls,
     cycles: options.cycles,
     warmup: options.warmup,
     max_requests_per_hour: options.maxRequestsPerHour,
@@ -554,7 +310,7 @@ function report(options, outcome, workDir) {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const format = (row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  ');
   const lines = [
-    `Ledger authorization cycles on loopback — ${facts.node}, ${facts.cpus} CPUs (${facts.cpu_model ?? 'unknown CPU'}), ${facts.platform}`,
+    `Ledger authorization cycles on loopback${options.tls ? ' over HTTPS (TLS, a bench CA)' : ' over plain HTTP'} — ${facts.node}, ${facts.cpus} CPUs (${facts.cpu_model ?? 'unknown CPU'}), ${facts.platform}`,
     `ledger: lexec ledger serve child process, SQLite WAL + synchronous=FULL on ${facts.filesystem ?? 'unknown filesystem'} (${workDir})`,
     `client: ${client.description}; ${facts.cycles} measured cycles per level after ${facts.warmup} warm-up cycles`,
     `metrics: ${scrapes === null ? 'not scraped' : `GET /metrics every ${scrapes.every_ms} ms: ${scrapes.scrapes} scrapes (largest ${scrapes.largest_bytes} bytes)`}`,
@@ -653,11 +409,13 @@ async function main(options, workDir) {
       currency: 'USD',
     },
   };
+  const tls = options.tls ? await benchTls(root, workDir, ['127.0.0.1']) : null;
+  if (tls !== null) config.http.tls = { certificate_file: tls.certificateFile, key_file: tls.keyFile };
   writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
 
   const port = await startLedger(configPath);
   const adminToken = readFileSync(adminPath, 'utf8').trim();
-  const client = makeClient(options.client, port);
+  const client = makeClient(options.client, { host: '127.0.0.1', port, ca: tls?.caPem ?? null, describeFailure: ledgerFailure });
   const receivers = options.webhooks ? await startReceivers() : null;
   try {
     const actors = await setUp(client, adminToken, capability, options.maxRequestsPerHour);
@@ -667,8 +425,8 @@ async function main(options, workDir) {
     const ids = [];
     const levels = [];
     for (const concurrency of options.concurrency) {
-      if (options.warmup > 0) await runCycles(client, actors, concurrency, options.warmup, ids);
-      levels.push(summarise(concurrency, await runCycles(client, actors, concurrency, options.cycles, ids)));
+      if (options.warmup > 0) await runCycles(client, actors, concurrency, options.warmup, ids, ledgerCpuMs);
+      levels.push(summarise(concurrency, await runCycles(client, actors, concurrency, options.cycles, ids, ledgerCpuMs)));
     }
     const scrapes = scraper === null ? null : await scraper.stop();
     const verification = await verify(client, adminToken, actors.agentId, ids);
