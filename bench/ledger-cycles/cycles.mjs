@@ -208,9 +208,10 @@ export async function cycle(client, actors) {
 
 /**
  * Runs `count` cycles on `concurrency` independent loops; returns wall ms, CPU ms and every cycle's
- * times. `serverCpuMs()` reads the ledger's CPU time so far (null when unknown: then so is the figure).
+ * times. `serverCpuMs()` reads the ledger's CPU time so far (null when unknown: then so is the figure),
+ * `requestThreadCpuMs()` that of its request-handling (main) thread alone.
  */
-export async function runCycles(client, actors, concurrency, count, ids, serverCpuMs = () => null) {
+export async function runCycles(client, actors, concurrency, count, ids, serverCpuMs = () => null, requestThreadCpuMs = () => null) {
   const samples = [];
   let next = 0;
   const loop = async () => {
@@ -222,13 +223,16 @@ export async function runCycles(client, actors, concurrency, count, ids, serverC
     }
   };
   const serverBefore = serverCpuMs();
+  const threadBefore = requestThreadCpuMs();
   const clientBefore = clientCpuMs();
   const start = performance.now();
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, loop));
   const wallMs = performance.now() - start;
   const serverAfter = serverCpuMs();
+  const threadAfter = requestThreadCpuMs();
   const serverCpu = serverBefore === null || serverAfter === null ? null : serverAfter - serverBefore;
-  return { wallMs, serverCpuMs: serverCpu, clientCpuMs: clientCpuMs() - clientBefore, samples };
+  const threadCpu = threadBefore === null || threadAfter === null ? null : threadAfter - threadBefore;
+  return { wallMs, serverCpuMs: serverCpu, requestThreadCpuMs: threadCpu, clientCpuMs: clientCpuMs() - clientBefore, samples };
 }
 
 // --- verification -------------------------------------------------------------------------------
@@ -280,6 +284,7 @@ export function summarise(concurrency, run) {
     cyclesPerSecond: cycles / (run.wallMs / 1000),
     serverCpuPerCycle: run.serverCpuMs === null ? null : run.serverCpuMs / cycles,
     serverBusy: run.serverCpuMs === null ? null : run.serverCpuMs / run.wallMs,
+    requestThreadCpuPerCycle: run.requestThreadCpuMs == null ? null : run.requestThreadCpuMs / cycles,
     clientCpuPerCycle: run.clientCpuMs / cycles,
     latency,
   };

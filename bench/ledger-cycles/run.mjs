@@ -55,8 +55,9 @@
 // For each concurrency level (default 1, then 8 independent cycle loops sharing one agent), W
 // warm-up cycles (default 50) and then N measured cycles (default 500) run at that concurrency.
 // Reported per level: cycles per second (N / wall time of the measured cycles), p50/p99 latency
-// of each step and of the whole cycle, and the CPU time the ledger process (from /proc) and the
-// client used per cycle. At the end every cycle's authorization (warm-up included) is read back
+// of each step and of the whole cycle, and the CPU time the ledger process (from /proc; and its
+// request thread alone — the webhook delivery runs in a thread of its own) and the client used
+// per cycle. At the end every cycle's authorization (warm-up included) is read back
 // by id with the admin capability and must be `settled` with its receipt, and no authorization may
 // be left requested, approved or claimed. A last context figure, taken after the ledger stopped,
 // times 4 KiB writes + fdatasync in the same directory: what one durable commit pays at least.
@@ -68,7 +69,7 @@ import { dirname, join, resolve } from 'node:path';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BenchError, fail, parseCount, runBenchmark } from '../lib/harness.mjs';
-import { filesystemOf, fsyncProbe, percentile, processCpuMs } from '../lib/measure.mjs';
+import { filesystemOf, fsyncProbe, percentile, processCpuMs, threadCpuMs } from '../lib/measure.mjs';
 import { BIG_CAP, expect, makeClient, registerCredential, round2, runCycles, setUp, STEPS, summarise, verify } from './cycles.mjs';
 import { benchTls } from './tls.mjs';
 
@@ -215,6 +216,7 @@ const ledgerFailure = () => `${ledger.exit === null ? '' : ` (the ledger exited:
  * ticks of 10 ms); null where /proc is not available. Time blocked in fsync is not CPU time.
  */
 const ledgerCpuMs = () => processCpuMs(ledger.child?.pid);
+const ledgerRequestThreadCpuMs = () => threadCpuMs(ledger.child?.pid);
 
 // --- webhook sinks (--webhooks) -----------------------------------------------------------------
 
@@ -318,7 +320,8 @@ function report(options, outcome, workDir) {
     `velocity limit: ${options.maxRequestsPerHour === null ? 'none (requests not counted)' : `max_requests_per_hour ${options.maxRequestsPerHour} (every request counted)`}`,
     '',
     ...levels.map((level) => {
-      const server = level.serverCpuPerCycle === null ? 'ledger CPU unknown' : `ledger CPU ${level.serverCpuPerCycle.toFixed(2)} ms/cycle (${(level.serverBusy * 100).toFixed(0)}% of one core)`;
+      const thread = level.requestThreadCpuPerCycle === null ? '' : `, request thread ${level.requestThreadCpuPerCycle.toFixed(2)}`;
+      const server = level.serverCpuPerCycle === null ? 'ledger CPU unknown' : `ledger CPU ${level.serverCpuPerCycle.toFixed(2)} ms/cycle (${(level.serverBusy * 100).toFixed(0)}% of one core${thread})`;
       const rate = `${level.cyclesPerSecond.toFixed(1)} cycles/s (${level.cycles} cycles in ${(level.wallMs / 1000).toFixed(2)} s)`;
       return `concurrency ${level.concurrency}: ${rate}; ${server}; client CPU ${level.clientCpuPerCycle.toFixed(2)} ms/cycle`;
     }),
@@ -342,6 +345,7 @@ function report(options, outcome, workDir) {
       wall_s: round2(level.wallMs / 1000),
       cycles_per_second: round2(level.cyclesPerSecond),
       ledger_cpu_ms_per_cycle: level.serverCpuPerCycle === null ? null : round2(level.serverCpuPerCycle),
+      ledger_request_thread_cpu_ms_per_cycle: level.requestThreadCpuPerCycle === null ? null : round2(level.requestThreadCpuPerCycle),
       ledger_cpu_busy: level.serverBusy === null ? null : round2(level.serverBusy),
       client_cpu_ms_per_cycle: round2(level.clientCpuPerCycle),
       latency_ms: Object.fromEntries(Object.entries(level.latency).map(([step, { p50, p99 }]) => [step, { p50: round2(p50), p99: round2(p99) }])),
@@ -425,8 +429,8 @@ async function main(options, workDir) {
     const ids = [];
     const levels = [];
     for (const concurrency of options.concurrency) {
-      if (options.warmup > 0) await runCycles(client, actors, concurrency, options.warmup, ids, ledgerCpuMs);
-      levels.push(summarise(concurrency, await runCycles(client, actors, concurrency, options.cycles, ids, ledgerCpuMs)));
+      if (options.warmup > 0) await runCycles(client, actors, concurrency, options.warmup, ids, ledgerCpuMs, ledgerRequestThreadCpuMs);
+      levels.push(summarise(concurrency, await runCycles(client, actors, concurrency, options.cycles, ids, ledgerCpuMs, ledgerRequestThreadCpuMs)));
     }
     const scrapes = scraper === null ? null : await scraper.stop();
     const verification = await verify(client, adminToken, actors.agentId, ids);

@@ -53,6 +53,22 @@ export function processCpuMs(pid) {
   }
 }
 
+/**
+ * CPU time (user + system, ms) one thread of a process has used so far, from /proc (Linux);
+ * null elsewhere. The thread whose id is the process's own is its main thread — in a lexec
+ * server, the one that handles every request (a worker thread, such as the ledger's webhook
+ * delivery, has a thread id of its own).
+ */
+export function threadCpuMs(pid, tid = pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
 /** CPU time (user + system, ms) this process has used so far. */
 export function clientCpuMs() {
   const usage = process.cpuUsage();

@@ -78,29 +78,38 @@ export async function readWebhookSecretFile(path: string, uid: number | null = t
  * signs the next delivery, as before.
  */
 export function createSecretFileCache(uid: number | null = typeof process.getuid === 'function' ? process.getuid() : null) {
-  const known = new Map<string, { readonly identity: string; readonly reading: SecretFileReading; readonly turn: number | undefined }>();
+  const known = new Map<string, { readonly identity: string; readonly reading: SecretFileReading }>();
+  // The look of the current turn per path, shared by every delivery started in it (also those
+  // started before the first look has answered).
+  const looks = new Map<string, { readonly turn: number; readonly reading: Promise<SecretFileReading> }>();
+
+  async function look(path: string): Promise<SecretFileReading> {
+    let identity: string;
+    try {
+      const info = await lstat(path, { bigint: true });
+      identity = [info.dev, info.ino, info.size, info.mode, info.uid, info.mtimeNs, info.ctimeNs].join(':');
+    } catch {
+      known.delete(path);
+      return readWebhookSecretFile(path, uid);
+    }
+    const cached = known.get(path);
+    if (cached !== undefined && cached.identity === identity && cached.reading.ok) return cached.reading;
+    const reading = await readWebhookSecretFile(path, uid);
+    known.set(path, { identity, reading });
+    return reading;
+  }
+
   return {
     /**
      * The secret at `path`. With `turn` (the delivery worker's turn count), the path is looked at
      * once per turn: deliveries started in the same turn share that look.
      */
-    async read(path: string, turn?: number): Promise<SecretFileReading> {
-      const cached = known.get(path);
-      if (turn !== undefined && cached !== undefined && cached.turn === turn && cached.reading.ok) return cached.reading;
-      let identity: string;
-      try {
-        const info = await lstat(path, { bigint: true });
-        identity = [info.dev, info.ino, info.size, info.mode, info.uid, info.mtimeNs, info.ctimeNs].join(':');
-      } catch {
-        known.delete(path);
-        return readWebhookSecretFile(path, uid);
-      }
-      if (cached !== undefined && cached.identity === identity && cached.reading.ok) {
-        known.set(path, { identity, reading: cached.reading, turn });
-        return cached.reading;
-      }
-      const reading = await readWebhookSecretFile(path, uid);
-      known.set(path, { identity, reading, turn });
+    read(path: string, turn?: number): Promise<SecretFileReading> {
+      if (turn === undefined) return look(path);
+      const current = looks.get(path);
+      if (current !== undefined && current.turn === turn) return current.reading;
+      const reading = look(path);
+      looks.set(path, { turn, reading });
       return reading;
     },
   };
