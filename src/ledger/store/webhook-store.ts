@@ -47,6 +47,8 @@ export interface DueDelivery {
   readonly sinkId: string;
   readonly eventId: bigint;
   readonly attempts: number;
+  /** The event delivered, as GET /events shows it. */
+  readonly event: LedgerEvent;
 }
 
 /** Deliveries of one sink by status: what `lexec ledger webhooks list` and the metrics show. */
@@ -121,9 +123,11 @@ export function createWebhookStore(db: Database.Database, now: () => number) {
     abandon: db.prepare(
       `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = 'sink_removed' WHERE sink_id = ? AND status = 'pending'`,
     ),
+    // With each delivery its event (as GET /events shows it): one statement per sink and turn.
     due: db.prepare(
-      `SELECT delivery_id, sink_id, event_id, attempts FROM webhook_deliveries
-       WHERE sink_id = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, event_id LIMIT ?`,
+      `SELECT d.delivery_id, d.sink_id, d.attempts, e.*, agents.name AS agent_name
+       FROM webhook_deliveries d JOIN events e ON e.event_id = d.event_id LEFT JOIN agents ON agents.agent_id = e.agent_id
+       WHERE d.sink_id = ? AND d.status = 'pending' AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at, d.event_id LIMIT ?`,
     ),
     delivered: db.prepare(
       `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_attempt_at = @at, last_http_status = @http_status,
@@ -277,8 +281,8 @@ export function createWebhookStore(db: Database.Database, now: () => number) {
 
     /** Up to `limit` pending deliveries of a sink whose next attempt is due, the earliest first. */
     due(sinkId: string, limit: number): DueDelivery[] {
-      const rows = statements.due.all(sinkId, now(), limit) as { delivery_id: bigint; sink_id: string; event_id: bigint; attempts: bigint }[];
-      return rows.map((row) => ({ deliveryId: row.delivery_id, sinkId: row.sink_id, eventId: row.event_id, attempts: Number(row.attempts) }));
+      const rows = statements.due.all(sinkId, now(), limit) as (Parameters<typeof eventView>[0] & { delivery_id: bigint; sink_id: string; attempts: bigint })[];
+      return rows.map((row) => ({ deliveryId: row.delivery_id, sinkId: row.sink_id, eventId: row.event_id, attempts: Number(row.attempts), event: eventView(row) }));
     },
 
     /** The event as `GET /events` shows it. */

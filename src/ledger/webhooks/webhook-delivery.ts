@@ -109,12 +109,11 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
   // event's row never changes); forgotten whenever nothing is in flight, and bounded meanwhile.
   const bodies = new Map<string, { text: string; type: string }>();
 
-  function body(sink: WebhookSinkTarget, delivery: DueDelivery): { text: string; type: string } | null {
+  function body(sink: WebhookSinkTarget, delivery: DueDelivery): { text: string; type: string } {
     const key = `${sink.format}:${delivery.eventId.toString()}`;
     const known = bodies.get(key);
     if (known !== undefined) return known;
-    const event = store.event(delivery.eventId);
-    if (event === null) return null;
+    const event = delivery.event;
     // `lexec`: the event exactly as GET /events shows it (the same serialisation as the ledger's answers).
     const text = sink.format === 'slack' ? JSON.stringify(slackMessage(event)) : JSON.stringify(event, bigintAsString);
     const made = { text, type: event.type };
@@ -124,7 +123,6 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
 
   async function post(sink: WebhookSinkTarget, delivery: DueDelivery): Promise<Outcome> {
     const made = body(sink, delivery);
-    if (made === null) return { delivered: false, httpStatus: null, error: 'connection_failed' };
     // Read now, not when the sink was added: a rotated secret signs the next delivery.
     const secret = await secrets.read(sink.secretPath, turns);
     if (!secret.ok) return { delivered: false, httpStatus: null, error: 'secret_file_unreadable' };
@@ -151,8 +149,7 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
       return;
     }
     const attempts = delivery.attempts + 1;
-    const event = store.event(delivery.eventId);
-    const eventAt = event === null ? now() : Date.parse(event.at);
+    const eventAt = Date.parse(delivery.event.at);
     const next = now() + retryDelayMs(attempts, settings, random);
     const giveUp = next > eventAt + settings.giveUpAfterMs;
     store.retry(delivery.deliveryId, { httpStatus: outcome.httpStatus, error: outcome.error ?? 'connection_failed' }, giveUp ? null : next);
@@ -235,6 +232,9 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
       // Each live sink's due deliveries, read afresh (what the last turn queued may have been recorded since).
       queued.clear();
       for (const sink of store.targets()) {
+        // A sink with no free slot starts nothing before one frees (which wakes a turn): its due
+        // deliveries are not read now (a hanging sink keeps every slot taken for a long time).
+        if ((perSink.get(sink.sinkId) ?? 0) >= settings.concurrencyPerSink) continue;
         const deliveries = store.due(sink.sinkId, QUEUED_PER_SINK + inFlight.size).filter((delivery) => !inFlight.has(delivery.deliveryId));
         queued.set(sink.sinkId, { sink, deliveries });
         startQueued(sink.sinkId);
