@@ -8,7 +8,8 @@ import type { Fail } from './report.ts';
  * audit event, written in the change's own transaction — so it carries the very time the change
  * records, and the credential that made it (`operator_action_audited`). A suspension by the
  * velocity breaker, the default policy applied at start and the ledger's own admin credential are
- * the ledger's acts (actor `ledger`). The reverse, for what stays as it was decided: an event of a
+ * the ledger's acts (actor `ledger`), and so is an agent added by an executor host's enrolment
+ * (with the `enrolment_redeemed` event of the same time naming it). The reverse, for what stays as it was decided: an event of a
  * decision, a resolution or an agent added names what the ledger holds (`audit_event_has_change`).
  * From the migration that gave them actions of their own ("webhook sinks and the installation
  * budget are audited"): a webhook sink added or removed, and the installation budget changed
@@ -54,7 +55,13 @@ export function checkAudit(facts: Facts, fail: Fail): void {
   };
 
   for (const agent of facts.agents) {
-    if (agent.created_at >= since) audited(agent.agent_id, 'agent added', eventsOn('agent_added', agent.agent_id), agent.created_at, byACredential);
+    if (agent.created_at >= since) {
+      // An executor host's enrolment adds its agent when the token is redeemed (the ledger
+      // enrolment migration): the ledger's act, in the redemption's transaction, so an
+      // `enrolment_redeemed` event of the same time names the agent. Otherwise an operator's.
+      const redeemed = events.some((event) => event.action === 'enrolment_redeemed' && event.agent_id === agent.agent_id && event.at === agent.created_at);
+      audited(agent.agent_id, 'agent added', eventsOn('agent_added', agent.agent_id), agent.created_at, redeemed ? byLedger : byACredential);
+    }
     if (agent.status === 'suspended' && agent.suspended_at !== null && agent.suspended_at >= since) {
       const breaker = agent.suspended_by === 'velocity_breaker';
       audited(agent.agent_id, `suspended by ${breaker ? 'the velocity breaker' : 'an operator'}`, eventsOn('agent_suspended', agent.agent_id), agent.suspended_at, breaker ? byLedger : byACredential);
