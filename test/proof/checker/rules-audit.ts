@@ -57,9 +57,10 @@ export function checkAudit(facts: Facts, fail: Fail): void {
   for (const agent of facts.agents) {
     if (agent.created_at >= since) {
       // An executor host's enrolment adds its agent when the token is redeemed (the ledger
-      // enrolment migration): the ledger's act, in the redemption's transaction, so an
-      // `enrolment_redeemed` event of the same time names the agent. Otherwise an operator's.
-      const redeemed = events.some((event) => event.action === 'enrolment_redeemed' && event.agent_id === agent.agent_id && event.at === agent.created_at);
+      // enrolment migration): the ledger's act, in the redemption's transaction, so the trail
+      // goes on from the agent's event with the ledger's registrations of the host's credentials
+      // and then the `enrolment_redeemed` that names the agent. Otherwise an operator's.
+      const redeemed = addedByRedemption(events, agent.agent_id);
       audited(agent.agent_id, 'agent added', eventsOn('agent_added', agent.agent_id), agent.created_at, redeemed ? byLedger : byACredential);
     }
     if (agent.status === 'suspended' && agent.suspended_at !== null && agent.suspended_at >= since) {
@@ -91,6 +92,14 @@ export function checkAudit(facts: Facts, fail: Fail): void {
     audited(record.record_id, `resolved by ${resolvedBy}`, eventsOn('reconciliation_resolved', record.record_id), resolvedAt, byCredential(resolvedBy));
   }
   checkEventsHaveChanges(facts, audit, fail);
+}
+
+/** Whether the agent's `agent_added` event is followed, past the ledger's credential registrations, by the `enrolment_redeemed` that names it. */
+function addedByRedemption(events: readonly AuditEventRow[], agentId: string): boolean {
+  const added = events.findIndex((event) => event.action === 'agent_added' && event.subject_id === agentId);
+  if (added < 0) return false;
+  const next = events.slice(added + 1).find((event) => !(event.action === 'credential_registered' && byLedger(event)));
+  return next !== undefined && next.action === 'enrolment_redeemed' && byLedger(next) && next.agent_id === agentId;
 }
 
 const INSTALLATION_BUDGET = 'installation_budget';
