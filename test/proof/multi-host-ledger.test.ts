@@ -236,7 +236,9 @@ describe.skipIf(cli === null || unavailable !== null)('one ledger host over TLS,
     await ledgerAgrees();
 
     // (b) One approval queue: a run above the threshold from each host waits in the same ledger's queue.
-    const waiting = [run(a, 'host a approved', 2), run(b, 'host b approved', 2)];
+    const waiting = Promise.all([run(a, 'host a approved', 2), run(b, 'host b approved', 2)]);
+    // Awaited below; a failure meanwhile must not surface as an unhandled rejection.
+    waiting.catch(() => undefined);
     const queue = await eventually('both runs wait in the one approval queue', async () => {
       const list = await ledgerVerb<{ authorizations: { token_id: string; agent_id: string; status: string; amount_units: string }[] }>(['ledger', 'approvals', 'list']);
       return list.authorizations.length === 2 ? list.authorizations : undefined;
@@ -244,14 +246,15 @@ describe.skipIf(cli === null || unavailable !== null)('one ledger host over TLS,
     expect(queue.map((entry) => entry.agent_id).sort()).toEqual([agentIds.get(a), agentIds.get(b)].sort());
     expect(queue.every((entry) => entry.status === 'requested' && entry.amount_units === String(2n * IMAGE_UNITS))).toBe(true);
     for (const entry of queue) await ledgerVerb(['ledger', 'authorizations', 'approve', entry.token_id, '--reason', 'one queue for both hosts']);
-    const approved = await Promise.all(waiting);
-    settled(a, approved[0]);
-    settled(b, approved[1]);
+    const [approvedA, approvedB] = await waiting;
+    settled(a, approvedA);
+    settled(b, approvedB);
     await ledgerAgrees();
 
     // (d) B parted from the ledger while its job is at the sandbox: B withdraws readiness, its
     // execution waits; A keeps running and settling meanwhile; healed, B's run settles once.
     const bInFlight = run(b, 'host b across the partition');
+    bInFlight.catch(() => undefined);
     await eventually("B's submission reached its sandbox", async () => ((await sandboxJobs(b)).includes('host b across the partition') ? true : undefined), 60_000, 100);
     ledgerLab.partition(b.host, ledgerHost.host);
     try {
