@@ -4,7 +4,7 @@ import { capabilityDigest, capabilityKind, generateCapability } from '../credent
 import { ensurePrivateDirectory, readPrivateFile, readPrivateFileIfPresent } from '../credentials/private-file.js';
 import { UserError } from '../errors.js';
 import { createLedgerClient, type LedgerClient } from '../ledger/client/ledger-client.js';
-import { connectStackLedger, ledgerBaseUrl } from '../stack-client/connect-ledger.js';
+import { connectStackLedger, ledgerBaseUrl, stackLedgerTrust } from '../stack-client/connect-ledger.js';
 import type { ActiveStack } from '../stack-client/locate-stack.js';
 import { writeNewFile } from '../storage/write-new-file.js';
 
@@ -52,5 +52,5 @@ export async function namedApproverClient(stack: ActiveStack, name: string): Pro
     }
     throw error;
   }
-  return createLedgerClient({ url: ledgerBaseUrl(stack.handoff.ledger.endpoint), token, reloadToken: () => readPrivateFile(file, 'named approver capability') });
+  return createLedgerClient({ url: ledgerBaseUrl(stack.handoff.ledger.endpoint), token, reloadToken: () => readPrivateFile(file, 'named approver capability'), ...(await stackLedgerTrust(stack)) });
 }

@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { errorCode } from '../errors.js';
 
 /*
@@ -32,13 +32,42 @@ function describeSocketError(error: unknown): string {
 }
 
 /**
- * One GET of `path` on 127.0.0.1:`port`; ok for a 200. A non-200 answer reports its status and,
+ * Where a component is probed when not on plain 127.0.0.1 (a ledger with `[ledger.http]`,
+ * docs/deployment.md): its host and, for https, the CA PEM its certificate is verified against
+ * (verified, never skipped: a probe that trusted anything could call a stranger's server ready).
+ */
+export interface ProbeTarget {
+  readonly host: string;
+  /** The CA certificate (PEM) of an https endpoint; null for plain http. */
+  readonly ca: string | null;
+}
+
+/** The probe target of an endpoint URL (`https://10.0.0.5:7400`) with its CA PEM (https only). */
+export function probeTargetOf(endpoint: string, ca: string | null): ProbeTarget {
+  const url = new URL(endpoint);
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  return { host, ca: url.protocol === 'https:' ? (ca ?? '') : null };
+}
+
+/** A plain TCP socket to 127.0.0.1 (or `target.host`), or a TLS one verified against `target.ca`. */
+async function openSocket(port: number, target: ProbeTarget | undefined): Promise<Socket> {
+  if (target?.ca === null || target === undefined) return connect({ host: target?.host ?? '127.0.0.1', port });
+  // Loaded only here: `stack status` of a plain-loopback stack never pays for node:tls.
+  const tls = await import('node:tls');
+  const { isIP } = await import('node:net');
+  return tls.connect({ host: target.host, port, ca: target.ca, rejectUnauthorized: true, ...(isIP(target.host) === 0 ? { servername: target.host } : {}) });
+}
+
+/**
+ * One GET of `path` on 127.0.0.1:`port` (or `target`); ok for a 200. A non-200 answer reports its status and,
  * for a small JSON body, its `reason` or `status` field (the executor's /readyz says why it is
  * not ready) and the configuration `field` a reason points at; nothing else of the body is repeated.
  */
-export function probeHttp(port: number, path: string, timeoutMs: number): Promise<ProbeResult> {
+export async function probeHttp(port: number, path: string, timeoutMs: number, target?: ProbeTarget): Promise<ProbeResult> {
+  const socket = await openSocket(port, target);
+  const secure = target !== undefined && target.ca !== null;
+  const hostHeader = target === undefined ? '127.0.0.1' : target.host.includes(':') ? `[${target.host}]` : target.host;
   return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
     let response = '';
     let settled = false;
     const finish = (result: ProbeResult) => {
@@ -52,8 +81,8 @@ export function probeHttp(port: number, path: string, timeoutMs: number): Promis
       finish({ ok: false, error: `no answer within ${timeoutMs} ms` });
     }, timeoutMs);
     socket.setEncoding('latin1');
-    socket.on('connect', () => {
-      socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: application/json\r\nConnection: close\r\n\r\n`);
+    socket.on(secure ? 'secureConnect' : 'connect', () => {
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostHeader}:${port}\r\nAccept: application/json\r\nConnection: close\r\n\r\n`);
     });
     socket.on('data', (chunk: string) => {
       response += chunk;
@@ -111,9 +140,9 @@ export function probeTcp(port: number, timeoutMs: number, host = '127.0.0.1'): P
   });
 }
 
-/** The readiness probe of one component. */
-export function probeComponent(component: ProbedComponent, port: number, timeoutMs: number): Promise<ProbeResult> {
-  if (component === 'ledger') return probeHttp(port, '/health', timeoutMs);
+/** The readiness probe of one component (on 127.0.0.1 unless `target` says where). */
+export function probeComponent(component: ProbedComponent, port: number, timeoutMs: number, target?: ProbeTarget): Promise<ProbeResult> {
+  if (component === 'ledger') return probeHttp(port, '/health', timeoutMs, target);
   if (component === 'executor') return probeHttp(port, '/readyz', timeoutMs);
   return probeTcp(port, timeoutMs);
 }

@@ -85,9 +85,9 @@ export async function workingDirectory(pid: number): Promise<string | null> {
   return readlink(`/proc/${pid}/cwd`).catch(() => null);
 }
 
-/** Whether a port is free on loopback, and if not, who holds it (when that can be seen). */
-export async function probePort(port: number): Promise<PortProbe> {
-  if (await canListen(port)) return { port, free: true };
+/** Whether a port is free on loopback (or `host`: a ledger listening on its own address), and if not, who holds it (when that can be seen). */
+export async function probePort(port: number, host = '127.0.0.1'): Promise<PortProbe> {
+  if (await canListen(port, host)) return { port, free: true };
   return { port, free: false, holder: await findPortHolder(port) };
 }
 

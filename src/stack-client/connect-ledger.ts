@@ -92,6 +92,12 @@ export async function stackAgent(target: LedgerTarget): Promise<StackAgentRef | 
   return choice.mode === 'manual' ? null : (choice.stack.handoff.agent ?? null);
 }
 
+/** The trust a running stack's ledger asks of its clients: the handoff's `ca_file` (an https ledger), as `caCertificate`. */
+export async function stackLedgerTrust(stack: ActiveStack): Promise<{ caCertificate?: string }> {
+  const caFile = stack.handoff.ledger.ca_file;
+  return caFile === undefined ? {} : { caCertificate: await readCaFile(caFile, 'ledger.ca_file') };
+}
+
 /** A client of a running stack's ledger, presenting the handoff's credential for `role`. */
 export async function connectStackLedger(stack: ActiveStack, role: LedgerRole, caCertificate?: string): Promise<LedgerClient> {
   const token = await readHandoffCredential(stack, role);

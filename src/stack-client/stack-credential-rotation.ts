@@ -7,6 +7,7 @@ import { managedCredentialPaths, LEDGER_CREDENTIAL_ID } from '../executor/manage
 import { createLedgerClient } from '../ledger/client/ledger-client.js';
 import { answerMayBeLost } from '../ledger/client/ledger-client-errors.js';
 import { activeStack, type ActiveStack } from './locate-stack.js';
+import { stackLedgerTrust } from './connect-ledger.js';
 import { acquireLauncherLock } from '../launcher/home/stack-locks.js';
 import { writeHandoff } from '../launcher/handoff/handoff.js';
 
@@ -94,12 +95,13 @@ async function rotateLedgerRole(stack: ActiveStack, role: LedgerRole, graceSecon
   const url = stack.handoff.ledger.endpoint;
   const file = ledgerRoleFile(stack, role);
   const next = nextFileOf(file);
-  const admin = createLedgerClient({ url, token: await readPrivateFile(stack.paths.ledgerAdminCapability, 'ledger admin capability') });
+  const trust = await stackLedgerTrust(stack);
+  const admin = createLedgerClient({ url, token: await readPrivateFile(stack.paths.ledgerAdminCapability, 'ledger admin capability'), ...trust });
 
   // An earlier run stopped between the ledger's rotation and the rename: finish it.
   const waiting = await readPrivateFileIfPresent(next, 'rotated capability');
   if (waiting !== null) {
-    const accepted = await createLedgerClient({ url, token: waiting })
+    const accepted = await createLedgerClient({ url, token: waiting, ...trust })
       .selfCredential()
       .catch(() => null);
     if (accepted !== null && accepted.rotated_from !== null) {
@@ -110,7 +112,7 @@ async function rotateLedgerRole(stack: ActiveStack, role: LedgerRole, graceSecon
   }
 
   const current = await readPrivateFile(file, `${role} capability`);
-  const old = await createLedgerClient({ url, token: current })
+  const old = await createLedgerClient({ url, token: current, ...trust })
     .selfCredential()
     .catch((error: unknown) => {
       if (error instanceof UserError && error.code === 'ledger_unauthorized') {

@@ -128,6 +128,29 @@ describe('the ledger\'s audit trail of operator actions', () => {
     expect(breaker).toEqual({ rules: ['operator_action_audited'], messages: ['suspended by the velocity breaker: its audit event names admin admin'] });
   });
 
+  it("operator_action_audited: an agent added by the ledger is an enrolment's redemption only (the enrolment_redeemed event that follows names the agent)", async () => {
+    const asLedger = "UPDATE audit_events SET actor_kind = 'ledger', actor_credential_id = NULL WHERE action = 'agent_added'";
+    const byLedger = await breached(({ ledger }) => void ledger.exec(asLedger));
+    expect(byLedger.rules).toEqual(['operator_action_audited']);
+    expect(byLedger.messages).toEqual([expect.stringMatching(/^agent added: its audit event names ledger$/) as string]);
+    const redeemed = await breached(({ ledger }) => {
+      ledger.exec(asLedger);
+      // The redemption's transaction: the agent's event, then (here with no registrations between) the redemption naming it.
+      ledger.exec("UPDATE audit_events SET audit_id = (SELECT MAX(audit_id) + 1 FROM audit_events) WHERE action = 'agent_added'");
+      ledger.exec(
+        "INSERT INTO audit_events (at, actor_credential_id, actor_kind, action, agent_id, subject_id, before, after, reason) SELECT at, NULL, 'ledger', 'enrolment_redeemed', agent_id, 'enr_test', '{\"status\":\"open\"}', '{\"status\":\"redeemed\"}', NULL FROM audit_events WHERE action = 'agent_added'",
+      );
+    });
+    expect(redeemed).toEqual({ rules: [], messages: [] });
+    // A redemption that names another agent does not make this agent the ledger's.
+    const another = await breached(({ ledger }) => {
+      ledger.exec(asLedger);
+      ledger.exec("UPDATE audit_events SET audit_id = (SELECT MAX(audit_id) + 1 FROM audit_events) WHERE action = 'agent_added'");
+      ledger.exec("INSERT INTO audit_events (at, actor_credential_id, actor_kind, action, agent_id, subject_id, before, after, reason) SELECT at, NULL, 'ledger', 'enrolment_redeemed', NULL, 'enr_test', NULL, NULL, NULL FROM audit_events WHERE action = 'agent_added'");
+    });
+    expect(another.messages).toContain('agent added: its audit event names ledger');
+  });
+
   it('operator_action_audited: a human decision, a policy change, an agent added or a credential registered without its event; a change recorded twice', async () => {
     const decided = await breached(({ ledger }) => {
       ledger.prepare("UPDATE authorizations SET decided_by = 'cred_human', decided_at = ? WHERE token_id = ?").run(since(ledger) + 1n, first().token);

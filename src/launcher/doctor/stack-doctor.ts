@@ -43,7 +43,7 @@ import { probePort } from '../../process/port-probe.js';
 import { resolveProfileName } from '../profiles/profile-store.js';
 import { renderInMemory } from '../generations/render-in-memory.js';
 import { readHandoff } from '../handoff/handoff.js';
-import { compareGenerations, STACK_COMPONENTS, type GenerationManifest, type RenderedGeneration } from '../generations/render-generation.js';
+import { compareGenerations, listenHostOf, STACK_COMPONENTS, type GenerationManifest, type RenderedGeneration } from '../generations/render-generation.js';
 import { lexecHome, profilePaths, type ProfilePaths } from '../home/stack-home.js';
 import { runningSupervisorPid } from '../home/stack-locks.js';
 import { liveTemporalChild, readStateLeniently } from '../supervisor/stack-processes.js';
@@ -148,7 +148,7 @@ async function portChecks(subject: Subject | null, paths: ProfilePaths, supervis
   const checks: DoctorCheck[] = [];
   for (const component of PORT_OWNERS) {
     const port = portOf(subject.manifest, component);
-    const probe = port === null ? null : await probePort(port);
+    const probe = port === null ? null : await probePort(port, listenHostOf(subject.manifest, component));
     const expectedPid = published.get(component) ?? null;
     let ownership: 'stack' | 'foreign' | 'unknown' = 'unknown';
     if (supervisorPid !== null && probe !== null && !probe.free && probe.holder !== null) {

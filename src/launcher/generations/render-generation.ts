@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import type { BuildInfo } from '../../build-info.js';
 import { parseExecutorConfig } from '../../executor/config/parse-executor-config.js';
 import { bigintAsString, canonicalJson } from '../../domain/canonical-json.js';
+import { isLoopbackHost } from '../../config/schema-parts.js';
 import { BugError, UserError } from '../../errors.js';
 import { ledgerConfigSchema, LEDGER_CONFIG_SCHEMA_VERSION } from '../../ledger/ledger-config.js';
 import { PROFILE_KINDS, type Profile } from '../profiles/profile-schema.js';
@@ -38,8 +40,11 @@ export const manifestSchema = z.strictObject({
   }),
   files: z.array(z.strictObject({ name: z.enum(RUNTIME_FILES), component: z.enum(STACK_COMPONENTS), sha256 })),
   components: z.strictObject({
-    /** This host's own ledger (all-in-one and ledger host). */
-    ledger: z.strictObject({ port: z.number().int() }).optional(),
+    /**
+     * This host's own ledger (all-in-one and ledger host). `endpoint` and `ca_file` only when the
+     * profile sets `[ledger.http]` (absent: http://127.0.0.1:port, no CA).
+     */
+    ledger: z.strictObject({ port: z.number().int(), endpoint: z.string().optional(), ca_file: z.string().optional() }).optional(),
     /** Absent on a ledger host. */
     executor: z.strictObject({
       port: z.number().int(),
@@ -71,11 +76,41 @@ function jsonFile(value: unknown): string {
 
 const loopback = (port: number): string => `http://127.0.0.1:${port}`;
 
-/** The ledger an executor of this profile talks to: the remote one ([ledger] url), else its own on loopback. */
+/**
+ * Where this host's own ledger is reached, and the CA its clients verify it against: from
+ * `[ledger.http]` (https with `tls`; the host in brackets when it is an IPv6 address), else
+ * http://127.0.0.1:port. The same for every client on this host: nothing reaches a ledger that
+ * listens on its lab or LAN address through loopback.
+ */
+export function ownLedgerEndpoint(profile: Profile): { endpoint: string; ca_file: string | null } {
+  const http = profile.ledger.http;
+  const port = profile.ports.ledger ?? 0;
+  if (http === undefined) return { endpoint: loopback(port), ca_file: null };
+  const host = http.host ?? '127.0.0.1';
+  const named = isIP(host) === 6 ? `[${host}]` : host;
+  return { endpoint: `${http.tls === undefined ? 'http' : 'https'}://${named}:${port}`, ca_file: http.tls?.ca_file ?? null };
+}
+
+/** The ledger an executor of this profile talks to: the remote one ([ledger] url), else its own (loopback, or `[ledger.http]`). */
 function ledgerSection(profile: Profile, build: BuildInfo): Record<string, unknown> {
   const { url, ca_file: caFile } = profile.ledger;
-  if (url === undefined) return { endpoint: loopback(profile.ports.ledger ?? 0), product_version: build.product_version };
+  if (url === undefined) {
+    const own = ownLedgerEndpoint(profile);
+    return { endpoint: own.endpoint, product_version: build.product_version, ...(own.ca_file === null ? {} : { ca_file: own.ca_file }) };
+  }
   return { endpoint: url, product_version: build.product_version, ...(caFile === undefined ? {} : { ca_file: caFile }) };
+}
+
+/** The ledger server's `http` section: loopback, or `[ledger.http]`'s host and TLS. */
+function ledgerListen(profile: Profile): Record<string, unknown> {
+  const http = profile.ledger.http;
+  const host = http?.host ?? '127.0.0.1';
+  return {
+    host,
+    port: profile.ports.ledger,
+    ...(isLoopbackHost(host) ? {} : { allow_non_loopback: true }),
+    ...(http?.tls === undefined ? {} : { tls: { certificate_file: http.tls.certificate_file, key_file: http.tls.key_file } }),
+  };
 }
 
 function executorConfig(profile: Profile, paths: ProfilePaths, build: BuildInfo): unknown {
@@ -106,7 +141,7 @@ function executorConfig(profile: Profile, paths: ProfilePaths, build: BuildInfo)
 function ledgerConfig(profile: Profile, paths: ProfilePaths): unknown {
   return {
     schema_version: LEDGER_CONFIG_SCHEMA_VERSION,
-    http: { host: '127.0.0.1', port: profile.ports.ledger },
+    http: ledgerListen(profile),
     database_path: paths.ledgerDatabase,
     admin_capability_path: paths.ledgerAdminCapability,
     contract_level: 'v4.5',
@@ -115,6 +150,13 @@ function ledgerConfig(profile: Profile, paths: ProfilePaths): unknown {
     // Rendered only when the profile sets it, so a profile without it renders as before.
     ...(profile.ledger.time_zone === undefined ? {} : { time_zone: profile.ledger.time_zone }),
   };
+}
+
+/** The manifest's own-ledger entry; `endpoint` and `ca_file` only with `[ledger.http]`, so a profile without it renders the same id as before. */
+function ownLedgerComponent(profile: Profile, port: number): { port: number; endpoint?: string; ca_file?: string } {
+  if (profile.ledger.http === undefined) return { port };
+  const own = ownLedgerEndpoint(profile);
+  return { port, endpoint: own.endpoint, ...(own.ca_file === null ? {} : { ca_file: own.ca_file }) };
 }
 
 /**
@@ -153,7 +195,7 @@ export function renderGeneration({ profile, paths, build, now }: { profile: Prof
     lineage: { product_version: build.product_version, contract_version: build.contract_version, commit: build.commit, build_kind: build.build_kind },
     files: described,
     components: {
-      ...(runsLedger && profile.ports.ledger !== undefined ? { ledger: { port: profile.ports.ledger } } : {}),
+      ...(runsLedger && profile.ports.ledger !== undefined ? { ledger: ownLedgerComponent(profile, profile.ports.ledger) } : {}),
       ...(runsExecutor && engine !== undefined && profile.ports.executor !== undefined
         ? {
             executor: {
@@ -173,6 +215,14 @@ export function renderGeneration({ profile, paths, build, now }: { profile: Prof
   const id = `g${hash(canonicalJson(identity)).slice(0, 16)}`;
   const manifest: GenerationManifest = { ...identity, generation_id: id, rendered_at: now.toISOString() };
   return { id, manifest, files };
+}
+
+/** The address a generation's component listens on: its own ledger's `[ledger.http] host`, else 127.0.0.1. */
+export function listenHostOf(manifest: GenerationManifest, component: string): string {
+  const endpoint = component === 'ledger' ? manifest.components.ledger?.endpoint : undefined;
+  if (endpoint === undefined) return '127.0.0.1';
+  const host = new URL(endpoint).hostname;
+  return host.startsWith('[') ? host.slice(1, -1) : host;
 }
 
 /** Components a generation starts, in start order (stop is the reverse). */

@@ -28,7 +28,7 @@ export const handoffSchema = z.strictObject({
   /** The supervisor that owns the stack; a handoff whose supervisor is gone is not active. */
   supervisor_pid: z.number().int().positive(),
   written_at: z.iso.datetime(),
-  /** This host's own ledger on loopback, or an executor host's remote ledger (https, with `ca_file`). */
+  /** This host's own ledger (on loopback, or where `[ledger.http]` says, https with `ca_file`), or an executor host's remote ledger. */
   ledger: z.strictObject({ endpoint: credentialedEndpointUrl, ca_file: absolutePath.optional() }),
   /** Absent on a ledger host (it runs no executor). */
   executor: z.strictObject({ endpoint: loopbackHttpUrl }).optional(),
@@ -66,7 +66,12 @@ export function stackHandoff(paths: ProfilePaths, state: SupervisorState, now: D
     generation_id: state.generation_id,
     supervisor_pid: state.supervisor_pid,
     written_at: now.toISOString(),
-    ledger: ledger !== undefined ? { endpoint: `http://127.0.0.1:${ledger.port}` } : { endpoint: remote?.url ?? '', ...(remote?.ca_file == null ? {} : { ca_file: remote.ca_file }) },
+    ledger:
+      ledger !== undefined
+        ? state.own_ledger !== undefined
+          ? { endpoint: state.own_ledger.endpoint, ...(state.own_ledger.ca_file === null ? {} : { ca_file: state.own_ledger.ca_file }) }
+          : { endpoint: `http://127.0.0.1:${ledger.port}` }
+        : { endpoint: remote?.url ?? '', ...(remote?.ca_file == null ? {} : { ca_file: remote.ca_file }) },
     ...(executor === undefined ? {} : { executor: { endpoint: `http://127.0.0.1:${executor.port}` } }),
     credentials: {
       // The ledger's own credentials on the host that runs it; the executor's where one runs.

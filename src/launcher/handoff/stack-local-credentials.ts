@@ -30,6 +30,8 @@ type LocalKind = 'agent' | 'approver' | 'metrics';
 
 export interface LocalCredentialsRequest {
   readonly ledgerUrl: string;
+  /** The CA certificate (PEM) an https ledger is verified against (`[ledger.http.tls] ca_file`). */
+  readonly caCertificate?: string;
   readonly adminCapabilityPath: string;
   /** The profile's agent; null on a ledger host (it runs no executor, so no `lexec run`). */
   readonly agentName: string | null;
@@ -90,7 +92,11 @@ async function ensureCredential(admin: LedgerClient, path: string, kind: LocalKi
 
 /** Finds or adds the local agent and makes sure its capability and the approver capability exist and are registered. */
 export async function provisionLocalCredentials(request: LocalCredentialsRequest): Promise<LocalCredentialsResult> {
-  const admin = createLedgerClient({ url: request.ledgerUrl, token: await readPrivateFile(request.adminCapabilityPath, 'ledger admin capability') });
+  const admin = createLedgerClient({
+    url: request.ledgerUrl,
+    token: await readPrivateFile(request.adminCapabilityPath, 'ledger admin capability'),
+    ...(request.caCertificate === undefined ? {} : { caCertificate: request.caCertificate }),
+  });
   const found = request.agentName === null ? null : await findOrAddAgent(admin, request.agentName);
   const agentCredential = found === null ? null : await ensureCredential(admin, request.agentCapabilityPath, 'agent', found.agent.agent_id);
   const approverCredential = await ensureCredential(admin, request.approverCapabilityPath, 'approver', null);

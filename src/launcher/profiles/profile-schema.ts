@@ -7,7 +7,7 @@ import {
   managedLocalEngineFields,
   orphanClaimsSchema,
 } from '../../executor/config/executor-config-schema.js';
-import { absolutePath, credentialedEndpointUrl, identifier } from '../../config/schema-parts.js';
+import { absolutePath, credentialedEndpointUrl, identifier, isLoopbackHost, TLS_REQUIRED_REASON } from '../../config/schema-parts.js';
 import { authorizationTtlSeconds, spendPolicySchema, timeZone } from '../../ledger/ledger-config.js';
 
 /*
@@ -50,8 +50,43 @@ const workflowEngine = z.discriminatedUnion('mode', [embeddedEngineSchema, manag
   error: 'must be a workflow engine: mode "embedded", "managed_local" or "external"',
 });
 
+/**
+ * Where this host's own ledger listens (`[ledger.http]`, a ledger host or an all-in-one;
+ * docs/deployment.md "The ledger host's listener"): loopback by default; beyond loopback over TLS
+ * only. `tls.ca_file` is the CA that signed the certificate: this host's own clients of the ledger
+ * (the credential bootstrap, the console's server side, ledger verbs) verify it against that CA.
+ */
+const ledgerHttp = z
+  .strictObject({
+    /** An IP address or DNS name of this host (the one the certificate names); default 127.0.0.1. */
+    host: z
+      .string({ error: 'must be a host name or IP address' })
+      .regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|[0-9A-Fa-f:.]{2,45})$/, 'must be a host name or IP address (such as 10.0.0.5 or ledger.team.internal)')
+      .refine((host) => !['0.0.0.0', '::', '0:0:0:0:0:0:0:0'].includes(host), 'must be one address of this host (the one clients use and the certificate names), not a wildcard')
+      .optional(),
+    tls: z
+      .strictObject({
+        certificate_file: absolutePath,
+        key_file: absolutePath,
+        /** The CA certificate (PEM) that signed `certificate_file`: what this host's own clients trust. */
+        ca_file: absolutePath,
+      })
+      .optional(),
+  })
+  .superRefine((value, ctx) => {
+    if (value.host === undefined || isLoopbackHost(value.host) || value.tls !== undefined) return;
+    ctx.addIssue({
+      code: 'custom',
+      path: ['tls'],
+      message: `${TLS_REQUIRED_REASON}: a ledger listening beyond loopback is served over TLS only; set certificate_file, key_file and ca_file (\`lexec stack tls issue --host ${value.host}\`)`,
+      params: { reason: TLS_REQUIRED_REASON },
+    });
+  });
+
 /** The ledger's settings (all-in-one and ledger host), or where the remote ledger is (executor host: `url`, `ca_file`). */
 const ledger = z.strictObject({
+  /** Where this host's own ledger listens and its TLS (ledger host, all-in-one). */
+  http: ledgerHttp.optional(),
   /** Default 3600 (on a host that runs its own ledger). */
   authorization_ttl_seconds: authorizationTtlSeconds.unwrap().optional(),
   /** The policy every agent of this stack gets unless set otherwise with `lexec ledger policy set`. */
@@ -134,7 +169,7 @@ export const profileSchema = z
     } else {
       // An executor host: the ledger and its settings are the ledger host's.
       if (profile.ports.ledger !== undefined) issue(['ports', 'ledger'], 'is not allowed with [ledger] url: this host runs no ledger');
-      for (const key of ['default_policy', 'time_zone', 'authorization_ttl_seconds'] as const) {
+      for (const key of ['default_policy', 'time_zone', 'authorization_ttl_seconds', 'http'] as const) {
         if (profile.ledger[key] !== undefined) issue(['ledger', key], "belongs to the ledger host's profile: this host's ledger is remote ([ledger] url)");
       }
     }

@@ -1,7 +1,7 @@
 import { ExitCode, UserError } from '../../errors.js';
 import { describeBusyPort, probePort } from '../../process/port-probe.js';
 import { stackOfProcess } from '../home/stack-of-process.js';
-import { generationComponents, type GenerationManifest } from '../generations/render-generation.js';
+import { generationComponents, listenHostOf, type GenerationManifest } from '../generations/render-generation.js';
 import type { ProfilePaths } from '../home/stack-home.js';
 import { runDoctor } from '../doctor/stack-doctor.js';
 
@@ -54,7 +54,7 @@ async function assertPortsFree(paths: ProfilePaths, manifest: GenerationManifest
   ];
   for (const [component, port] of owned) {
     if (port === undefined) continue;
-    const probe = await probePort(port);
+    const probe = await probePort(port, listenHostOf(manifest, component));
     if (!probe.free) busy.push({ component, probe, stack: probe.holder === null ? null : await stackOfProcess(probe.holder.pid) });
   }
   if (busy.length === 0) return;

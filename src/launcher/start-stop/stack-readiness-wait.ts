@@ -39,7 +39,7 @@ export async function waitUntilReady(options: {
   for (const component of generationComponents(manifest)) {
     const port = manifest.components[component]?.port ?? 0;
     latest = await request.progress.step(
-      { kind: 'component_ready', component, endpoint: `http://127.0.0.1:${port}` },
+      { kind: 'component_ready', component, endpoint: (component === 'ledger' ? manifest.components.ledger?.endpoint : undefined) ?? `http://127.0.0.1:${port}` },
       async () => {
         for (;;) {
           const state = await readStateLeniently(paths);

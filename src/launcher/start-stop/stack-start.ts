@@ -253,7 +253,7 @@ function result(options: {
     name,
     pid: status.pid,
     port: status.port,
-    endpoint: endpointOf(status.port),
+    endpoint: name === 'ledger' && state.own_ledger !== undefined ? state.own_ledger.endpoint : endpointOf(status.port),
   }));
   return {
     profile: options.paths.name,

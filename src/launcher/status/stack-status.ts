@@ -3,13 +3,13 @@ import { join } from 'node:path';
 import { logFilePath } from '../../process/log-files.js';
 import { readTemporalChild } from '../supervisor/managed-temporal-child.js';
 import { isSameProcess } from '../../process/process-identity.js';
-import { probeComponent, probeTcp, type ProbedComponent } from '../../process/loopback-probe.js';
+import { probeComponent, probeTargetOf, probeTcp, type ProbedComponent, type ProbeTarget } from '../../process/loopback-probe.js';
 import { lexecHome, type ProfilePaths } from '../home/stack-home.js';
 import type { ProfileProblem } from '../generations/render-in-memory.js';
 import { rewriteHandoffStep } from '../handoff/handoff-step.js';
 import { profileProblem } from './profile-problem.js';
 import { liveRecordedChildren, liveSupervisorPid, readStateLeniently } from '../supervisor/stack-processes.js';
-import type { ComponentExit, ComponentState, SupervisorPhase } from '../supervisor/supervisor-state.js';
+import type { ComponentExit, ComponentState, SupervisorPhase, SupervisorState } from '../supervisor/supervisor-state.js';
 import { knownProfilePaths } from '../profiles/existing-profile.js';
 import { executorCounts as readExecutorCounts, type ExecutorCounts, type RescheduledRuns } from './executor-database.js';
 import { countPendingApprovals } from './ledger-database.js';
@@ -242,6 +242,13 @@ function uptime(since: string | null, now: number): number | null {
   return since === null ? null : Math.max(0, now - Date.parse(since));
 }
 
+/** Where the stack's own ledger is probed when its profile sets `[ledger.http]`; a CA file that cannot be read leaves the probe to fail on TLS. */
+async function ownLedgerProbeTarget(own: SupervisorState['own_ledger']): Promise<ProbeTarget | undefined> {
+  if (own === undefined) return undefined;
+  const ca = own.ca_file === null ? null : await readFile(own.ca_file, 'utf8').catch(() => null);
+  return probeTargetOf(own.endpoint, ca);
+}
+
 export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag: string | undefined }): Promise<StatusResult> {
   const paths = await knownProfilePaths(request);
   const state = await readStateLeniently(paths);
@@ -251,13 +258,15 @@ export async function stackStatus(request: { env: NodeJS.ProcessEnv; profileFlag
   const orphans = running === null ? (await liveRecordedChildren(state, paths)).map(({ component, pid }) => ({ component, pid })) : [];
   const active = running === null ? await activeGeneration(paths) : null;
 
+  // A ledger on its own address over TLS ([ledger.http]) is probed there, verified against its CA.
+  const ledgerTarget = await ownLedgerProbeTarget(state?.own_ledger);
   const names = COMPONENT_ORDER.filter((name) => (running === null ? active?.ports[name] !== undefined : running.components[name] !== undefined));
   const components = await Promise.all(
     names.map(async (name): Promise<ComponentReport> => {
       const recorded = state?.components[name];
       const port = running?.components[name]?.port ?? active?.ports[name] ?? 0;
       const live = running?.components[name];
-      const probe = running !== null || orphans.some((orphan) => orphan.component === name) ? await probeComponent(name, port, PROBE_TIMEOUT_MS) : null;
+      const probe = running !== null || orphans.some((orphan) => orphan.component === name) ? await probeComponent(name, port, PROBE_TIMEOUT_MS, name === 'ledger' ? ledgerTarget : undefined) : null;
       return {
         name,
         state: live?.state ?? 'stopped',

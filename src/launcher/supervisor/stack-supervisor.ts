@@ -179,11 +179,19 @@ class Supervisor {
       return;
     }
     const ledger = this.children.slot('ledger');
+    // A ledger on its own address over TLS ([ledger.http]) is probed and called there, verified against its CA.
+    const own = this.manifest.components.ledger;
+    const ledgerUrl = own?.endpoint ?? `http://127.0.0.1:${ledger.status.port}`;
+    const { readCaFile } = await import('../../http/tls-trust.js');
+    const caCertificate = own?.ca_file === undefined ? null : await readCaFile(own.ca_file, 'ledger.http.tls.ca_file');
+    if (own?.endpoint !== undefined) {
+      const { probeTargetOf } = await import('../../process/loopback-probe.js');
+      this.children.probeAt('ledger', probeTargetOf(own.endpoint, caCertificate));
+    }
     await this.children.startChild(ledger);
     await this.children.untilReady(ledger);
-    const ledgerUrl = `http://127.0.0.1:${ledger.status.port}`;
     if (this.manifest.components.executor === undefined) {
-      await this.provisionLocal(ledgerUrl);
+      await this.provisionLocal(ledgerUrl, caCertificate);
       return;
     }
 
@@ -201,7 +209,7 @@ class Supervisor {
       ledger_credential: bootstrap.ledger_credential,
     });
 
-    await this.provisionLocal(ledgerUrl);
+    await this.provisionLocal(ledgerUrl, caCertificate);
 
     await this.setStep('executor');
     const rest = this.children.all().filter((slot) => slot.component !== 'ledger');
@@ -210,12 +218,13 @@ class Supervisor {
   }
 
   /** The local agent (where an executor runs) and the approver and metrics credentials at this host's own ledger. */
-  private async provisionLocal(ledgerUrl: string): Promise<void> {
+  private async provisionLocal(ledgerUrl: string, caCertificate: string | null): Promise<void> {
     await this.setStep(this.agentName === null ? 'approver credentials' : 'local agent and approver credentials');
     const { provisionLocalCredentials } = await import('../handoff/stack-local-credentials.js');
     const local = await this.retryTransient(() =>
       provisionLocalCredentials({
         ledgerUrl,
+        ...(caCertificate === null ? {} : { caCertificate }),
         adminCapabilityPath: this.paths.ledgerAdminCapability,
         agentName: this.manifest.components.executor === undefined ? null : this.agentName,
         agentCapabilityPath: this.paths.agentCapability,
@@ -297,6 +306,7 @@ class Supervisor {
       failure: this.failure,
       agent: this.agent,
       components: this.children.statuses(),
+      ...(this.manifest.components.ledger?.endpoint === undefined ? {} : { own_ledger: { endpoint: this.manifest.components.ledger.endpoint, ca_file: this.manifest.components.ledger.ca_file ?? null } }),
       ...(this.manifest.remote_ledger === undefined ? {} : { remote_ledger: { url: this.manifest.remote_ledger.url, ca_file: this.manifest.remote_ledger.ca_file ?? null } }),
     };
   }

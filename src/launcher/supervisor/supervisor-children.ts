@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { probeComponent } from '../../process/loopback-probe.js';
+import { probeComponent, type ProbeTarget } from '../../process/loopback-probe.js';
 import { terminateProcess } from '../../process/process-identity.js';
 import { nextStreak, restartDelayMs } from '../../process/restart-policy.js';
 import { openRotatingLog, type RotatingLog } from '../../process/rotating-log.js';
@@ -82,6 +82,8 @@ function initialStatus(port: number): ComponentStatus {
 export class SupervisedChildren {
   private readonly slots = new Map<StackComponent, Slot>();
   private readonly spawning = new Set<Promise<void>>();
+  /** Components probed elsewhere than plain 127.0.0.1 (a ledger with `[ledger.http]`). */
+  private readonly probeTargets = new Map<StackComponent, ProbeTarget>();
 
   constructor(
     private readonly paths: ProfilePaths,
@@ -109,6 +111,11 @@ export class SupervisedChildren {
         restartTimer: null,
       });
     }
+  }
+
+  /** Probes `component` at `target` from now on (set before it is started). */
+  probeAt(component: StackComponent, target: ProbeTarget): void {
+    this.probeTargets.set(component, target);
   }
 
   /** The slots, in start order. */
@@ -161,7 +168,7 @@ export class SupervisedChildren {
   private async probeUntilReady(slot: Slot, child: SupervisedChild): Promise<void> {
     const spawnedAt = performance.now();
     while (this.stillStarting(slot, child)) {
-      const result = await probeComponent(slot.component, slot.status.port, PROBE_TIMEOUT_MS);
+      const result = await probeComponent(slot.component, slot.status.port, PROBE_TIMEOUT_MS, this.probeTargets.get(slot.component));
       // The child may have exited, or the stack begun to stop, while the probe was out.
       if (!this.stillStarting(slot, child)) return;
       if (result.ok) {

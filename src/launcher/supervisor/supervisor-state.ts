@@ -70,6 +70,11 @@ export interface SupervisorState {
   /** The profile's local agent at the ledger, once provisioned. */
   readonly agent: { readonly name: string; readonly agent_id: string } | null;
   readonly components: Readonly<Partial<Record<'ledger' | 'executor' | 'sandbox', ComponentStatus>>>;
+  /**
+   * Where this stack's own ledger is reached and the CA its clients verify it with, when its
+   * profile sets `[ledger.http]` (absent: http://127.0.0.1:<port>); docs/deployment.md.
+   */
+  readonly own_ledger?: { readonly endpoint: string; readonly ca_file: string | null };
   /** An executor host's remote ledger (absent when the stack runs its own; docs/deployment.md "Roles"). */
   readonly remote_ledger?: { readonly url: string; readonly ca_file: string | null };
 }

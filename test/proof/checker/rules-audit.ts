@@ -8,7 +8,8 @@ import type { Fail } from './report.ts';
  * audit event, written in the change's own transaction — so it carries the very time the change
  * records, and the credential that made it (`operator_action_audited`). A suspension by the
  * velocity breaker, the default policy applied at start and the ledger's own admin credential are
- * the ledger's acts (actor `ledger`). The reverse, for what stays as it was decided: an event of a
+ * the ledger's acts (actor `ledger`), and so is an agent added by an executor host's enrolment
+ * (with the `enrolment_redeemed` event of the same time naming it). The reverse, for what stays as it was decided: an event of a
  * decision, a resolution or an agent added names what the ledger holds (`audit_event_has_change`).
  * From the migration that gave them actions of their own ("webhook sinks and the installation
  * budget are audited"): a webhook sink added or removed, and the installation budget changed
@@ -54,7 +55,14 @@ export function checkAudit(facts: Facts, fail: Fail): void {
   };
 
   for (const agent of facts.agents) {
-    if (agent.created_at >= since) audited(agent.agent_id, 'agent added', eventsOn('agent_added', agent.agent_id), agent.created_at, byACredential);
+    if (agent.created_at >= since) {
+      // An executor host's enrolment adds its agent when the token is redeemed (the ledger
+      // enrolment migration): the ledger's act, in the redemption's transaction, so the trail
+      // goes on from the agent's event with the ledger's registrations of the host's credentials
+      // and then the `enrolment_redeemed` that names the agent. Otherwise an operator's.
+      const redeemed = addedByRedemption(events, agent.agent_id);
+      audited(agent.agent_id, 'agent added', eventsOn('agent_added', agent.agent_id), agent.created_at, redeemed ? byLedger : byACredential);
+    }
     if (agent.status === 'suspended' && agent.suspended_at !== null && agent.suspended_at >= since) {
       const breaker = agent.suspended_by === 'velocity_breaker';
       audited(agent.agent_id, `suspended by ${breaker ? 'the velocity breaker' : 'an operator'}`, eventsOn('agent_suspended', agent.agent_id), agent.suspended_at, breaker ? byLedger : byACredential);
@@ -84,6 +92,14 @@ export function checkAudit(facts: Facts, fail: Fail): void {
     audited(record.record_id, `resolved by ${resolvedBy}`, eventsOn('reconciliation_resolved', record.record_id), resolvedAt, byCredential(resolvedBy));
   }
   checkEventsHaveChanges(facts, audit, fail);
+}
+
+/** Whether the agent's `agent_added` event is followed, past the ledger's credential registrations, by the `enrolment_redeemed` that names it. */
+function addedByRedemption(events: readonly AuditEventRow[], agentId: string): boolean {
+  const added = events.findIndex((event) => event.action === 'agent_added' && event.subject_id === agentId);
+  if (added < 0) return false;
+  const next = events.slice(added + 1).find((event) => !(event.action === 'credential_registered' && byLedger(event)));
+  return next !== undefined && next.action === 'enrolment_redeemed' && byLedger(next) && next.agent_id === agentId;
 }
 
 const INSTALLATION_BUDGET = 'installation_budget';
