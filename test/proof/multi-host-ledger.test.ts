@@ -24,11 +24,15 @@ import { checkInvariantsAcrossHosts } from './check-invariants.js';
  * One setup for every step: runs on both hosts at once with the spend per agent exact at the one
  * ledger; one approval queue for both; an installation budget both use up together; executor B
  * parted from the ledger mid-run (readiness withdrawn, its execution waits, A goes on; healed, it
- * settles once); an executor whose CA is another is refused before its token is used; then the
- * invariant checker over the one ledger and both executors.
+ * settles once); the Temporal host's cable pulled with a run in flight on each executor host
+ * (both withdraw readiness, the runs wait; back, they settle once); an executor whose CA is
+ * another is refused before its token is used; then the invariant checker over the one ledger
+ * and both executors, and each host's sandbox received its own runs only (two executors on one
+ * Temporal namespace never run each other's executions: task queues of their installations).
  *
- * Ports: fixed, on each namespace's own address or loopback: each namespace is fresh and holds
- * only what this test starts in it (see multi-host.test.ts).
+ * Ports: fixed, on each namespace's own address or loopback. That is not a port picked before it
+ * is bound in the sense the house rule forbids: each namespace is fresh and holds only what this
+ * test starts in it, so nothing else can take the port in between.
  */
 
 const cli = temporalCli();
@@ -37,7 +41,7 @@ const unavailable = netnsUnavailable();
 const TEMPORAL_PORT = 7233;
 const LEDGER_PORT = 7400;
 const EXECUTOR_PORT = 7710;
-/** Long enough to part B from the ledger while its job is at the sandbox. */
+/** Long enough to part B from the ledger (or cut the Temporal host) while a job is at the sandbox. */
 const COMPLETE_AFTER_MS = 3_000;
 /** One square_hd image costs 3000 units (the example's pricing); two (6000) are above this threshold. */
 const IMAGE_UNITS = 3_000n;
@@ -177,7 +181,8 @@ beforeAll(async () => {
   const [ledgerNs, first, second, temporalNs] = lab.hosts as [NetnsHost, NetnsHost, NetnsHost, NetnsHost];
   const temporalDir = await makeTempDir('lexec-temporal-host-');
   dirs.push(temporalDir);
-  // As in multi-host.test.ts: start-dev on 0.0.0.0 of its own namespace (its loopback and lab address).
+  // start-dev on 0.0.0.0 of its own namespace (its loopback and lab address): with only the lab address it binds its
+  // inner services there but dials them on 127.0.0.1, and cannot reach itself.
   temporal = lab.exec(
     temporalNs,
     cli,
@@ -201,7 +206,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe.skipIf(cli === null || unavailable !== null)('one ledger host over TLS, two enrolled executor hosts, a Temporal host', () => {
-  it('exact spend per agent, one approval queue, shared caps, an executor parted from the ledger mid-run, a foreign CA refused; invariants hold across hosts', async () => {
+  it('exact spend per agent, one approval queue, shared caps, an executor parted from the ledger mid-run, the Temporal host cut off, a foreign CA refused; each executor ran only its own; invariants hold across hosts', async () => {
     const [a, b] = executors as [Host, Host];
     const ledgerLab = lab as NetnsLab;
     /** What each host's receipts say it spent (units), and how many settlements: the ledger must agree at every step. */
@@ -277,6 +282,34 @@ describe.skipIf(cli === null || unavailable !== null)('one ledger host over TLS,
     await eventually('B is ready again', async () => ((await readyz(b)).status === 200 ? true : undefined), 30_000, 250);
     await ledgerAgrees();
 
+    // (f) The Temporal host cut off while a run is in flight on each executor host: both withdraw
+    // readiness, their runs wait, nothing is lost; back, both finish and settle once.
+    const temporalHost = ledgerLab.hosts[3] as NetnsHost;
+    const acrossCut = Promise.all([run(a, 'host a across the temporal cut'), run(b, 'host b across the temporal cut')]);
+    acrossCut.catch(() => undefined);
+    await eventually('both submissions reached their sandboxes', async () => ((await sandboxJobs(a)).includes('host a across the temporal cut') && (await sandboxJobs(b)).includes('host b across the temporal cut') ? true : undefined), 60_000, 100);
+    ledgerLab.cut(temporalHost);
+    try {
+      await Promise.all(
+        [a, b].map(async (on) => {
+          // The engine's probe times out (a pulled cable answers nothing): withdrawn within a probe interval and its timeout.
+          const withdrawn = await eventually(`the executor on ${on.host.namespace} withdraws readiness`, async () => {
+            const answer = await readyz(on);
+            return answer.status === 503 ? answer : undefined;
+          }, 40_000, 250);
+          expect(withdrawn.reason).toBe('workflow_engine_unavailable');
+          expect(await inFlight(on)).toBe(1);
+        }),
+      );
+    } finally {
+      ledgerLab.restore(temporalHost);
+    }
+    const [cutA, cutB] = await acrossCut;
+    settled(a, cutA);
+    settled(b, cutB);
+    await Promise.all([a, b].map((on) => eventually(`the executor on ${on.host.namespace} is ready again`, async () => ((await readyz(on)).status === 200 ? true : undefined), 30_000, 250)));
+    await ledgerAgrees();
+
     // (c) The caps are shared: an installation budget of exactly what is spent plus two images,
     // used up by one run on each host; the next run on either host is refused, nothing spent.
     const before = await ledgerAgrees();
@@ -324,8 +357,14 @@ describe.skipIf(cli === null || unavailable !== null)('one ledger host over TLS,
       })),
     });
     expect(report.violations).toEqual([]);
-    // A: first, approved, during the partition, within the budget; B: first, approved, across the partition, within the budget.
-    expect(report.counts).toMatchObject({ executions: 8, attempts: 8, submissions: 8, settlements: 8, releases: 0, reconciliations: 0 });
-    expect([expected.get(a)?.count, expected.get(b)?.count]).toEqual([4, 4]);
-  }, 150_000);
+    // A: first, approved, during the partition, across the Temporal cut, within the budget; B: first, approved, across the partition, across the cut, within the budget.
+    expect(report.counts).toMatchObject({ executions: 10, attempts: 10, submissions: 10, settlements: 10, releases: 0, reconciliations: 0 });
+    expect([expected.get(a)?.count, expected.get(b)?.count]).toEqual([5, 5]);
+    // Two executors on one Temporal namespace: each host's sandbox received its own runs and nothing else.
+    for (const [on, name] of [[a, 'host a'], [b, 'host b']] as const) {
+      const prompts = await sandboxJobs(on);
+      expect(prompts).toHaveLength(5);
+      expect(prompts.every((prompt) => prompt.startsWith(`${name} `))).toBe(true);
+    }
+  }, 210_000);
 });
