@@ -68,7 +68,8 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { BenchError, fail, parseCount, runBenchmark } from '../lib/harness.mjs';
+import { fail, parseCount, runBenchmark } from '../lib/harness.mjs';
+import { followLedger } from '../lib/ledger-child.mjs';
 import { filesystemOf, fsyncProbe, percentile, processCpuMs, threadCpuMs } from '../lib/measure.mjs';
 import { BIG_CAP, expect, makeClient, registerCredential, round2, runCycles, setUp, STEPS, summarise, verify } from './cycles.mjs';
 import { benchTls } from './tls.mjs';
@@ -126,13 +127,9 @@ function parseArgs(argv) {
 
 // --- the ledger child process ------------------------------------------------------------------
 
-const ledger = { child: null, exited: null, stderr: '', exit: null };
-const STDERR_TAIL_CHARS = 2000;
-
-const stderrTail = () => {
-  const text = ledger.stderr.trim();
-  return text === '' ? '' : `\nledger stderr (last lines):\n${text.length > STDERR_TAIL_CHARS ? text.slice(text.indexOf('\n', text.length - STDERR_TAIL_CHARS) + 1) : text}`;
-};
+// The ledger child as bench/lib/ledger-child.mjs follows it (null fields until it is spawned).
+let ledger = { child: null, exited: null, stderr: '', exit: null, tail: () => '' };
+const stderrTail = () => ledger.tail();
 
 /** Spawns `lexec ledger serve` and resolves with its port once it logs `ledger_started`. */
 function startLedger(configPath) {
@@ -140,51 +137,8 @@ function startLedger(configPath) {
   for (const name of ['PATH', 'HOME']) if (process.env[name] !== undefined) env[name] = process.env[name];
   if (process.env.BENCH_LEDGER_NODE_OPTIONS) env.NODE_OPTIONS = process.env.BENCH_LEDGER_NODE_OPTIONS;
   const child = spawn(process.execPath, ['bin/run.js', 'ledger', 'serve', '--config', configPath], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] });
-  ledger.child = child;
-  ledger.exited = new Promise((done) => {
-    child.once('exit', (code, signal) => {
-      ledger.exit = { code, signal };
-      done(ledger.exit);
-    });
-  });
-  return new Promise((started, refused) => {
-    let port = null;
-    let scanned = 0;
-    const timer = setTimeout(() => refused(new BenchError(`the ledger did not log ledger_started within ${START_TIMEOUT_MS / 1000} s.${stderrTail()}`)), START_TIMEOUT_MS);
-    child.stderr.setEncoding('utf8');
-    // The ledger logs one JSON line per request on stderr. It is read to the end so the pipe never
-    // fills; only the tail is kept (for error messages), and lines are parsed only until it starts.
-    child.stderr.on('data', (chunk) => {
-      ledger.stderr += chunk;
-      if (port === null) {
-        let newline;
-        while ((newline = ledger.stderr.indexOf('\n', scanned)) !== -1) {
-          const line = ledger.stderr.slice(scanned, newline);
-          scanned = newline + 1;
-          try {
-            const doc = JSON.parse(line);
-            if (doc.event === 'ledger_started' && Number.isInteger(doc.port)) {
-              port = doc.port;
-              clearTimeout(timer);
-              started(port);
-              break;
-            }
-          } catch {
-            // Not a JSON line (e.g. a crash trace): kept in the tail for the error message.
-          }
-        }
-      }
-      if (port !== null && ledger.stderr.length > 2 * STDERR_TAIL_CHARS) ledger.stderr = ledger.stderr.slice(-STDERR_TAIL_CHARS);
-    });
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      refused(new BenchError(`could not spawn the ledger: ${error.message}`));
-    });
-    void ledger.exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      if (port === null) refused(new BenchError(`the ledger exited before it started (${signal ?? `exit ${code}`}).${stderrTail()}`));
-    });
-  });
+  ledger = followLedger(child, { label: 'the ledger', timeoutMs: START_TIMEOUT_MS });
+  return ledger.started;
 }
 
 /** Stops the ledger with SIGTERM (SIGKILL if it has not exited after 10 s); returns how it ended. */

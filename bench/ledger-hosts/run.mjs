@@ -50,6 +50,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BIG_CAP, round2, STEPS, summarise } from '../ledger-cycles/cycles.mjs';
 import { benchTls } from '../ledger-cycles/tls.mjs';
 import { BenchError, fail, parseCount, runBenchmark, table } from '../lib/harness.mjs';
+import { followLedger } from '../lib/ledger-child.mjs';
 import { filesystemOf, processCpuMs } from '../lib/measure.mjs';
 
 const root = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
@@ -116,42 +117,9 @@ const ledgers = [];
 /** Starts `lexec ledger serve` in `host`'s namespace; resolves once it logs `ledger_started`. */
 function startLedger(host, configPath, name) {
   const child = spawnIn(host, ['bin/run.js', 'ledger', 'serve', '--config', configPath], ['ignore', 'ignore', 'pipe']);
-  const ledger = { name, child, exit: null, stderr: '', exited: null };
-  ledger.exited = new Promise((done) => child.once('exit', (code, signal) => done((ledger.exit = { code, signal }))));
+  const ledger = Object.assign(followLedger(child, { label: `the ${name} ledger`, timeoutMs: START_TIMEOUT_MS }), { name });
   ledgers.push(ledger);
-  return new Promise((started, refused) => {
-    let port = null;
-    let scanned = 0;
-    const tail = () => `\n${name} ledger stderr (last lines):\n${ledger.stderr.slice(-2000)}`;
-    const timer = setTimeout(() => refused(new BenchError(`the ${name} ledger did not log ledger_started within ${START_TIMEOUT_MS / 1000} s.${tail()}`)), START_TIMEOUT_MS);
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk) => {
-      ledger.stderr += chunk;
-      if (port === null) {
-        let newline;
-        while ((newline = ledger.stderr.indexOf('\n', scanned)) !== -1) {
-          const line = ledger.stderr.slice(scanned, newline);
-          scanned = newline + 1;
-          try {
-            const doc = JSON.parse(line);
-            if (doc.event === 'ledger_started' && Number.isInteger(doc.port)) {
-              port = doc.port;
-              clearTimeout(timer);
-              started({ ...ledger, port });
-              break;
-            }
-          } catch {
-            // not a JSON line: kept for the message
-          }
-        }
-      }
-      if (port !== null && ledger.stderr.length > 4000) ledger.stderr = ledger.stderr.slice(-2000);
-    });
-    void ledger.exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      if (port === null) refused(new BenchError(`the ${name} ledger exited before it started (${signal ?? `exit ${code}`}).${tail()}`));
-    });
-  });
+  return ledger.started.then((port) => ({ ...ledger, port }));
 }
 
 async function stopLedgers() {
