@@ -5,7 +5,14 @@
 //
 //   node bench/ledger-cycles/run.mjs [--cycles N] [--warmup N] [--concurrency 1,8]
 //                                    [--client http|fetch] [--tls] [--dir PATH]
-//                                    [--max-requests-per-hour N] [--webhooks [--webhook-events T,…]] [--scrape-ms N]   (from the repository root)
+//                                    [--max-requests-per-hour N] [--webhooks [--webhook-events T,…]] [--scrape-ms N]
+//                                    [--pin]   (from the repository root)
+//
+// With --pin (Linux, util-linux taskset) the ledger's request thread runs alone on CPU 0 and
+// everything else — the ledger's other threads (its webhook delivery thread among them), this
+// process (the client) and the receivers — on CPU 1, pinned before each measured level: the
+// figure of a ledger whose request thread has a core to itself, as on a host whose clients and
+// webhook receivers are other machines. To compare builds, run both pinned.
 //
 // BENCH_LEDGER_NODE_OPTIONS, when set, is the ledger child's NODE_OPTIONS (nothing else of this
 // process's environment but PATH and HOME reaches it): `--cpu-prof --cpu-prof-dir=DIR` profiles
@@ -61,9 +68,9 @@
 // by id with the admin capability and must be `settled` with its receipt, and no authorization may
 // be left requested, approved or claimed. A last context figure, taken after the ledger stopped,
 // times 4 KiB writes + fdatasync in the same directory: what one durable commit pays at least.
-import { fork, spawn } from 'node:child_process';
+import { fork, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { clearTimeout, setTimeout } from 'node:timers';
@@ -80,10 +87,10 @@ const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 
 const USAGE =
-  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--tls (HTTPS, a bench CA)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)] [--webhook-events TYPES (the sinks take only these; default all)] [--scrape-ms N (GET /metrics every N ms during the cycles)]';
+  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--tls (HTTPS, a bench CA)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)] [--webhook-events TYPES (the sinks take only these; default all)] [--scrape-ms N (GET /metrics every N ms during the cycles)] [--pin (Linux: the ledger\'s request thread alone on CPU 0, everything else on CPU 1)]';
 
 function parseArgs(argv) {
-  const options = { cycles: 500, warmup: 50, client: 'http', tls: false, dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false, webhookEvents: null, scrapeMs: null };
+  const options = { cycles: 500, warmup: 50, client: 'http', tls: false, dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false, webhookEvents: null, scrapeMs: null, pin: false };
   for (let index = 0; index < argv.length; index += 1) {
     const arg = argv[index];
     const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -106,6 +113,8 @@ function parseArgs(argv) {
       options.dir = resolve(value);
     } else if (name === '--tls') {
       options.tls = true;
+    } else if (name === '--pin') {
+      options.pin = true;
     } else if (name === '--webhooks') {
       options.webhooks = true;
     } else if (name === '--webhook-events') {
@@ -121,6 +130,7 @@ function parseArgs(argv) {
       fail(`unknown argument ${JSON.stringify(arg)}; ${USAGE}`);
     }
   }
+  if (options.pin && (process.platform !== 'linux' || cpus().length < 2)) fail('--pin needs Linux (taskset, /proc) and at least 2 CPUs.');
   if (options.tls && options.client === 'fetch') fail('--tls needs the http client (node:https with the bench CA); drop --client fetch.');
   return options;
 }
@@ -196,6 +206,7 @@ async function startReceivers() {
   const origin = await answer('origin');
   return {
     origin,
+    pid: child.pid,
     async arrivals() {
       const waiting = answer('arrivals');
       child.send('arrivals');
@@ -256,6 +267,7 @@ function report(options, outcome, workDir) {
     filesystem,
     client: options.client,
     tls: options.tls,
+    pinned: options.pin,
     cycles: options.cycles,
     warmup: options.warmup,
     max_requests_per_hour: options.maxRequestsPerHour,
@@ -271,6 +283,7 @@ function report(options, outcome, workDir) {
     `client: ${client.description}; ${facts.cycles} measured cycles per level after ${facts.warmup} warm-up cycles`,
     `metrics: ${scrapes === null ? 'not scraped' : `GET /metrics every ${scrapes.every_ms} ms: ${scrapes.scrapes} scrapes (largest ${scrapes.largest_bytes} bytes)`}`,
     `webhooks: ${webhooks === null ? 'none' : `two sinks (one answering 200 at once, one never answering; events: ${options.webhookEvents === null ? 'all' : options.webhookEvents.join(',')}); commit → receipt p50 ${webhooks.p50} ms, p95 ${webhooks.p95} ms; ${webhooks.received}/${webhooks.events} events received`}`,
+    `pinned: ${options.pin ? "yes (the ledger's request thread alone on CPU 0; its other threads, the client and the receivers on CPU 1)" : 'no'}`,
     `velocity limit: ${options.maxRequestsPerHour === null ? 'none (requests not counted)' : `max_requests_per_hour ${options.maxRequestsPerHour} (every request counted)`}`,
     '',
     ...levels.map((level) => {
@@ -345,6 +358,23 @@ async function startScraper(client, adminToken, capability, everyMs) {
   };
 }
 
+/**
+ * --pin: the ledger's request thread (its main thread: thread id = process id) alone on CPU 0;
+ * the ledger's other threads (the webhook delivery thread, V8's and libuv's), this process (the
+ * client) and the receivers on CPU 1 — a ledger host whose request thread has a core of its own,
+ * as when the clients and the receivers are other machines. Done before each measured level, so
+ * threads started since are pinned too. Uses util-linux `taskset`.
+ */
+function pinThreads(ledgerPid, otherPids) {
+  const threads = (pid) => readdirSync(`/proc/${pid}/task`).map(Number);
+  const pin = (tid, cpu) => {
+    const done = spawnSync('taskset', ['-p', '-c', String(cpu), String(tid)], { encoding: 'utf8' });
+    if (done.status !== 0) fail(`--pin: taskset could not pin thread ${tid} to CPU ${cpu} (${(done.stderr || done.error?.message || `exit ${done.status}`).trim()}).`);
+  };
+  for (const tid of threads(ledgerPid)) pin(tid, tid === ledgerPid ? 0 : 1);
+  for (const pid of otherPids) for (const tid of threads(pid)) pin(tid, 1);
+}
+
 async function main(options, workDir) {
   const missing = ['dist/credentials/capability.js', 'dist/commands/ledger/serve.js', 'oclif.manifest.json'].filter((name) => !existsSync(join(root, name)));
   if (missing.length > 0) fail(`${missing.join(' and ')} missing in ${root}; run \`npm run build\` first.`);
@@ -384,6 +414,7 @@ async function main(options, workDir) {
     const levels = [];
     for (const concurrency of options.concurrency) {
       if (options.warmup > 0) await runCycles(client, actors, concurrency, options.warmup, ids, ledgerCpuMs, ledgerRequestThreadCpuMs);
+      if (options.pin) pinThreads(ledger.child.pid, [process.pid, ...(receivers === null ? [] : [receivers.pid])]);
       levels.push(summarise(concurrency, await runCycles(client, actors, concurrency, options.cycles, ids, ledgerCpuMs, ledgerRequestThreadCpuMs)));
     }
     const scrapes = scraper === null ? null : await scraper.stop();
