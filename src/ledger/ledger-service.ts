@@ -14,6 +14,7 @@ import { createLedgerStore } from './store/ledger-store.js';
 import { createReportStore } from './store/report-store.js';
 import { createSuspensionStore } from './store/suspension-store.js';
 import { createVelocityStore } from './store/velocity-store.js';
+import { createRefusalStore } from './store/refusal-store.js';
 import { agentSpending } from './use-cases/agent-spending.js';
 import { auditTrail } from './use-cases/audit-trail.js';
 import { allBudgetStandings } from './use-cases/budget-standing.js';
@@ -73,6 +74,7 @@ export function createLedgerService(options: LedgerServiceOptions) {
     store,
     suspensions: createSuspensionStore(options.db),
     velocity: createVelocityStore(options.db),
+    refusals: createRefusalStore(options.db),
     audit: createAuditStore(options.db),
     events,
     budgets: createBudgetStore(options.db),

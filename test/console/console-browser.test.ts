@@ -314,6 +314,13 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     expect(await card.textContent()).toContain('runaway loop');
     const refused = expectFailure(await lexec(['run', 'while suspended', '--out', 'suspended', '--json']), 1, 'agent_suspended');
     expect(refused.next_step).toContain(`lexec ledger agents resume --agent-id ${id}`);
+    // The refusal shows on the agent's card, read from the ledger's authorization.refused events
+    // (one a minute per agent and reason: none counted yet since the one before).
+    await page.reload();
+    const refusal = card.locator('.refusals tbody tr').first();
+    await refusal.waitFor();
+    expect(await card.locator('.refusals thead').textContent()).toContain('Since the one before');
+    expect((await refusal.locator('td').allTextContents()).map((cell) => cell.trim())).toEqual([expect.any(String), 'agent_suspended', '—', expect.stringContaining('USD'), expect.any(String), '—']);
     await screenshot('agent-suspended');
     await card.getByRole('button', { name: 'Resume' }).click();
     await expect.poll(() => card.textContent()).toContain('Active.');

@@ -170,6 +170,44 @@ describe('each change appends its event, once', () => {
     expect(outboxViolations()).toEqual([]);
   });
 
+  it('a runaway agent refused again and again writes one authorization.refused a minute per reason; the next one says how many were not written', async () => {
+    const caps = { per_authorization_cap_units: '5000000', daily_cap_units: '6000000', approval_threshold_units: '1000000', units_scale: 6, currency: 'USD' };
+    await call(ledger.url, 'PUT', `/agents/${actors.agentId}/policy`, { token: ledger.adminToken, body: caps });
+    expect((await call(ledger.url, 'POST', `/agents/${actors.agentId}/suspend`, { token: ledger.adminToken, body: {} })).status).toBe(200);
+    // Every request is still refused and answered as before; only the first writes its event.
+    for (let i = 0; i < 25; i += 1) {
+      const refused = await request('1000');
+      expect([refused.status, refused.body.error?.reason_code]).toEqual([403, 'agent_suspended']);
+    }
+    expect((await only('authorization.refused')).map((event) => event.details)).toEqual([{ reason: 'agent_suspended' }]);
+    ledger.advance(59_000);
+    expect((await request('2000')).status).toBe(403);
+    expect(await only('authorization.refused')).toHaveLength(1);
+    // A minute after the last one written: written again, with the 25 counted since.
+    ledger.advance(2_000);
+    expect((await request('3000')).status).toBe(403);
+    const afterAMinute = await only('authorization.refused');
+    expect(afterAMinute.map((event) => [event.amount_units, event.details])).toEqual([
+      ['1000', { reason: 'agent_suspended' }],
+      ['3000', { reason: 'agent_suspended', repeated: 25 }],
+    ]);
+    // Another reason is another run: written at once, then counted.
+    expect((await call(ledger.url, 'POST', `/agents/${actors.agentId}/resume`, { token: ledger.adminToken })).status).toBe(200);
+    for (let i = 0; i < 3; i += 1) expect((await request('5000001')).status).toBe(422);
+    expect((await request('1000')).status).toBe(201);
+    const refusals = await only('authorization.refused');
+    expect(refusals.map((event) => event.details)).toEqual([
+      { reason: 'agent_suspended' },
+      { reason: 'agent_suspended', repeated: 25 },
+      { reason: 'per_authorization_cap_exceeded', limit: 'per_authorization_cap_units' },
+    ]);
+    // The run starts again after its event: the next one written counts only what came after.
+    ledger.advance(61_000);
+    expect((await request('5000002')).status).toBe(422);
+    expect((await only('authorization.refused')).at(-1)).toMatchObject({ amount_units: '5000002', details: { reason: 'per_authorization_cap_exceeded', limit: 'per_authorization_cap_units', repeated: 2 } });
+    expect(outboxViolations()).toEqual([]);
+  });
+
   it('expired when read, once: the status it had; reading again appends nothing', async () => {
     const waiting = await requested('2000000');
     const approved = await requested('500000');

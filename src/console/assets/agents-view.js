@@ -64,9 +64,16 @@ function refusalsTable(agent) {
       h('td', {}, dash(event.details.limit)),
       h('td', { class: 'amount' }, event.amount === null ? '—' : event.amount.display),
       h('td', {}, dash(event.target_id)),
+      // The ledger writes one refusal a minute per agent and reason; the others it counted.
+      h('td', { class: 'amount' }, typeof event.details.repeated === 'number' ? `${event.details.repeated} more` : '—'),
     ),
   );
-  return h('div', { class: 'refusals' }, h('h3', {}, 'Refused requests'), table(['When', 'Reason', 'Limit', 'Amount', 'Target'], rows, 'No refused request.'));
+  return h(
+    'div',
+    { class: 'refusals' },
+    h('h3', {}, 'Refused requests'),
+    table(['When', 'Reason', 'Limit', 'Amount', 'Target', 'Since the one before'], rows, 'No refused request.'),
+  );
 }
 
 /** An agent's card: its switch, its recent refusals, then its policy. */

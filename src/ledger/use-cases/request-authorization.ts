@@ -11,8 +11,11 @@ import { ownerAccountId } from './owner-account.js';
 import { suspendedRefusal } from './suspend-agent.js';
 import { decideRequestBudgets, recordCrossings, type BudgetContext } from './budget-standing.js';
 import { checkVelocity, type VelocityContext } from './velocity-breaker.js';
+import type { RefusalStore } from '../store/refusal-store.js';
 
 export interface RequestContext extends VelocityContext, BudgetContext {
+  /** Runs of identical refusals: one `authorization.refused` a minute per agent and reason. */
+  readonly refusals: RefusalStore;
   readonly authorizationTtlMs: number;
   /** The policy of an agent without its own. */
   readonly defaultPolicy: SpendPolicy;
@@ -63,21 +66,40 @@ function openUnderKey(context: LedgerContext, agentId: string, key: string): Aut
 const POLICY_LIMIT = { per_authorization_cap_exceeded: 'per_authorization_cap_units', daily_cap_exceeded: 'daily_cap_units' } as const;
 
 /**
+ * How long after an agent's last `authorization.refused` for a reason the same refusal is only
+ * counted, not written again (docs/ledger.md "Events"): a runaway agent refused a thousand times
+ * a minute writes one event a minute, and its webhook sinks get one delivery, not a thousand.
+ */
+export const REFUSAL_EVENT_INTERVAL_MS = 60_000;
+
+/**
  * A refused request, recorded in its transaction (which commits): `authorization.refused` with
  * the refusal's reason code as answered and the limit it names, if one; the amount asked, no
- * authorization (none was opened).
+ * authorization (none was opened). The same agent refused for the same reason within
+ * REFUSAL_EVENT_INTERVAL_MS of the last such event is counted in its run (`refusal_runs`)
+ * instead, and the next event written says how many were (`repeated`).
  */
 function recordRefusal(context: RequestContext, agentId: string, input: AuthorizationInput, refusal: LedgerError, limit?: string): { refusal: LedgerError } {
   const reason = refusal.reasonCode ?? refusal.code;
+  const at = context.now();
+  const run = context.refusals.run(agentId, reason);
+  if (run !== undefined && at - run.lastEventAt < REFUSAL_EVENT_INTERVAL_MS) {
+    context.refusals.repeated(agentId, reason);
+    return { refusal };
+  }
   const named = limit ?? refusal.details?.velocity_limit;
+  const details: Record<string, string | number> = { reason };
+  if (named !== undefined) details.limit = named;
+  if (run !== undefined && run.repeated > 0) details.repeated = run.repeated;
   context.events.append({
     type: 'authorization.refused',
-    at: context.now(),
+    at,
     agentId,
     targetId: input.target_id ?? null,
     amountUnits: input.amount_units,
-    details: named === undefined ? { reason } : { reason, limit: named },
+    details,
   });
+  context.refusals.written(agentId, reason, at);
   return { refusal };
 }
 
