@@ -1,7 +1,8 @@
 import { join } from 'node:path';
-import { rotateExecutorCredential } from '../executor/credentials/rotate-executor-credential.js';
+import { rotateExecutorCredential, sharedCredentialSteps } from '../executor/credentials/rotate-executor-credential.js';
 import { generationDir } from '../launcher/generations/generation-store.js';
-import type { ExecutorRotation } from './stack-credential-rotation.js';
+import type { ActiveStack } from './locate-stack.js';
+import type { ExecutorRotation, SharedExecutorSteps } from './stack-credential-rotation.js';
 
 /**
  * The executor's part of `stack credentials rotate`: its caller or reconciliation capability,
@@ -19,3 +20,12 @@ export const rotateAtExecutor: ExecutorRotation = async (stack, role, graceSecon
     credential_file: rotated.credential_file,
   };
 };
+
+/**
+ * The executor's steps for the stack's metrics capability, which its ledger accepts too (a stack
+ * that runs no executor — a ledger host — has none).
+ */
+export async function metricsAtExecutor(stack: ActiveStack): Promise<SharedExecutorSteps | null> {
+  if (stack.handoff.executor === undefined) return null;
+  return sharedCredentialSteps(join(generationDir(stack.paths, stack.handoff.generation_id), 'executor.json'), 'metrics');
+}

@@ -31,7 +31,7 @@ import { writeHandoff } from '../launcher/handoff/handoff.js';
  * the admin capability as it was when the command began, or as the previous run left it.
  */
 
-export const STACK_CREDENTIAL_ROLES = ['agent', 'approver', 'executor', 'caller', 'reconciliation', 'admin'] as const;
+export const STACK_CREDENTIAL_ROLES = ['agent', 'approver', 'executor', 'caller', 'reconciliation', 'metrics', 'admin'] as const;
 export type StackCredentialRole = (typeof STACK_CREDENTIAL_ROLES)[number];
 
 /** How long the old capabilities keep working unless told otherwise: long enough for any client mid-request. */
@@ -56,6 +56,15 @@ export interface RotateStackCredentialsRequest {
   readonly graceSeconds: number;
   /** Rotates the executor's own caller or reconciliation capability (at the executor). */
   readonly rotateAtExecutor?: ExecutorRotation;
+  /** The executor's steps for the metrics capability it shares with the ledger; null: the stack runs no executor. */
+  readonly metricsAtExecutor?: (stack: ActiveStack) => Promise<SharedExecutorSteps | null>;
+}
+
+/** A managed executor's part in rotating a capability it shares with the ledger (src/executor/credentials/rotate-executor-credential.ts). */
+export interface SharedExecutorSteps {
+  register(token: string): Promise<string>;
+  withdraw(credentialId: string): Promise<void>;
+  endPrevious(previousToken: string, graceSeconds: number): Promise<unknown>;
 }
 
 export type ExecutorRotation = (
@@ -72,11 +81,13 @@ export interface RotateStackCredentialsResult {
 
 type LedgerRole = Exclude<StackCredentialRole, 'caller' | 'reconciliation'>;
 
+
 function ledgerRoleFile(stack: ActiveStack, role: LedgerRole): string {
   const { paths } = stack;
   if (role === 'admin') return paths.ledgerAdminCapability;
   if (role === 'agent') return paths.agentCapability;
   if (role === 'approver') return paths.approverCapability;
+  if (role === 'metrics') return paths.metricsCapability;
   return managedCredentialPaths(paths.executorCredentialsDir).ledger;
 }
 
@@ -91,7 +102,13 @@ function derivedId(role: LedgerRole, digestHex: string): string {
 /** `<file>.next`: where a new capability waits until its server accepts it. */
 export const nextFileOf = (file: string) => join(dirname(file), `${basename(file)}.next`);
 
-async function rotateLedgerRole(stack: ActiveStack, role: LedgerRole, graceSeconds: number): Promise<RotatedRole> {
+/**
+ * Rotates a role the ledger accepts. `shared`: the executor accepts the same capability too (the
+ * metrics capability): the new one is registered there before the ledger rotates (withdrawn if
+ * the ledger refuses), and the previous one ended there once the file holds the new — so the
+ * scraper's file is accepted by both servers at every step.
+ */
+async function rotateLedgerRole(stack: ActiveStack, role: LedgerRole, graceSeconds: number, shared: SharedExecutorSteps | null = null): Promise<RotatedRole> {
   const url = stack.handoff.ledger.endpoint;
   const file = ledgerRoleFile(stack, role);
   const next = nextFileOf(file);
@@ -105,7 +122,10 @@ async function rotateLedgerRole(stack: ActiveStack, role: LedgerRole, graceSecon
       .selfCredential()
       .catch(() => null);
     if (accepted !== null && accepted.rotated_from !== null) {
+      const previous = shared === null ? null : await readPrivateFile(file, `${role} capability`);
+      await shared?.register(waiting);
       await promotePrivateFile(next, file);
+      if (shared !== null && previous !== null) await shared.endPrevious(previous, graceSeconds);
       return { role, credential_id: accepted.credential_id, replaced_credential_id: accepted.rotated_from, old_accepted_until: null, outcome: 'finished', credential_file: file };
     }
     await unlink(next);
@@ -125,15 +145,20 @@ async function rotateLedgerRole(stack: ActiveStack, role: LedgerRole, graceSecon
   const token = generateCapability(role);
   const digest = capabilityDigest(token).toString('hex');
   await writePrivateFile(next, `${token}\n`);
+  const sharedId = shared === null ? null : await shared.register(token);
   let rotation;
   try {
     rotation = await admin.rotateCredential(old.credential_id, { newCredentialId: derivedId(role, digest), digestSha256: digest, graceSeconds });
   } catch (error) {
     // A refusal changed nothing: the new capability is useless. A lost answer may have rotated: keep it for the next run.
-    if (!answerMayBeLost(error)) await unlink(next).catch(() => undefined);
+    if (!answerMayBeLost(error)) {
+      await unlink(next).catch(() => undefined);
+      if (sharedId !== null) await shared?.withdraw(sharedId).catch(() => undefined);
+    }
     throw error;
   }
   await promotePrivateFile(next, file);
+  await shared?.endPrevious(current, graceSeconds);
   return {
     role,
     credential_id: rotation.credential.credential_id,
@@ -164,6 +189,8 @@ export async function rotateStackCredentials(request: RotateStackCredentialsRequ
       if (role === 'caller' || role === 'reconciliation') {
         if (request.rotateAtExecutor === undefined) throw new Error('no executor rotation given');
         rotated.push({ role, ...(await request.rotateAtExecutor(current, role, request.graceSeconds)) });
+      } else if (role === 'metrics') {
+        rotated.push(await rotateLedgerRole(current, role, request.graceSeconds, (await request.metricsAtExecutor?.(current)) ?? null));
       } else {
         rotated.push(await rotateLedgerRole(current, role, request.graceSeconds));
       }

@@ -220,7 +220,7 @@ describe('command surface', () => {
         flag('grace-seconds'),
         global[1],
         flag('profile'),
-        { name: 'role', type: 'option', required: false, options: ['agent', 'approver', 'executor', 'caller', 'reconciliation', 'admin'], default: undefined },
+        { name: 'role', type: 'option', required: false, options: ['agent', 'approver', 'executor', 'caller', 'reconciliation', 'metrics', 'admin'], default: undefined },
       ],
       'stack:supervise': [...global, flag('profile')],
       'stack:tls:init': [global[0], { name: 'force', type: 'boolean', required: false, options: undefined, default: undefined }, global[1]],

@@ -152,3 +152,69 @@ async function lockRotation(stateDir: string): Promise<() => Promise<void>> {
     throw error;
   }
 }
+
+/**
+ * The executor's part in rotating a capability it shares with the ledger — the stack's metrics
+ * capability, registered at both (`lexec stack credentials rotate --role metrics`; docs/metrics.md).
+ * The stack owns the file and the order: it registers the new capability here before the ledger
+ * rotates and before the file holds it, withdraws it if the ledger refuses, and ends the previous
+ * one here once the file holds the new. Each step takes the state directory's rotation lock.
+ */
+export interface SharedCredentialSteps {
+  /** Registers `token` (committed; a token already registered as this kind answers its id). */
+  register(token: string): Promise<string>;
+  /** Revokes a credential `register` made, the rotation having failed before the file held it. */
+  withdraw(credentialId: string): Promise<void>;
+  /** Ends the credential `previousToken` is: accepted for the grace, or revoked with none; null when the table does not hold it. */
+  endPrevious(previousToken: string, graceSeconds: number): Promise<ExecutorCredentialView | null>;
+}
+
+export async function sharedCredentialSteps(configPath: string, role: 'metrics'): Promise<SharedCredentialSteps> {
+  const config = await loadExecutorConfig(configPath);
+  if (config.credentials.mode !== 'managed') {
+    throw new UserError('credentials_not_managed', `The configuration ${configPath} has credentials.mode "explicit": its ${role} capability is a file the operator names, which lexec does not replace.`, {
+      nextStep: replacementNextStep(config, role, configPath),
+      issues: [{ path: 'credentials.mode', message: `must be "managed" to rotate the ${role} capability` }],
+    });
+  }
+  const stateDir = config.credentials.state_dir;
+  const databasePath = config.storage.database_path;
+  const locked = async <T>(work: (store: CredentialStore) => T): Promise<T> => {
+    const unlock = await lockRotation(stateDir);
+    try {
+      return await withCredentialStore(databasePath, work);
+    } finally {
+      await unlock();
+    }
+  };
+  return {
+    register: (token) =>
+      locked((store) =>
+        store.transaction(() => {
+          const digest = capabilityDigest(token);
+          const lookup = digestLookup(digest);
+          const row = store.byLookup(lookup);
+          if (row === undefined) {
+            const credentialId = executorCredentialId(role, lookup);
+            store.insert({ credentialId, kind: role, lookup, digest, at: Date.now() });
+            return credentialId;
+          }
+          if (row.kind !== role || !digestsEqual(row.digest, digest)) {
+            throw new UserError('configured_credentials_not_distinct', `The new ${role} capability is registered at the executor as ${row.credentialId} (${row.kind}); nothing was changed.`, {
+              nextStep: 'Run the rotation again: it makes another capability.',
+            });
+          }
+          return row.credentialId;
+        }),
+      ),
+    withdraw: (credentialId) =>
+      locked((store) => {
+        store.revoke(credentialId, Date.now());
+      }),
+    endPrevious: (previousToken, graceSeconds) =>
+      locked((store) => {
+        const previous = endPrevious(store, role, previousToken, graceSeconds);
+        return previous === null ? null : storedView(store, previous, Date.now());
+      }),
+  };
+}

@@ -3,7 +3,7 @@ import { wholeNumberFlag } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
 import { profileFlags } from '../../../cli/profile-flags.js';
 import { MAX_ROTATION_GRACE_SECONDS } from '../../../credentials/capability.js';
-import { rotateAtExecutor } from '../../../stack-client/executor-role-rotation.js';
+import { metricsAtExecutor, rotateAtExecutor } from '../../../stack-client/executor-role-rotation.js';
 import {
   DEFAULT_STACK_ROTATION_GRACE_SECONDS,
   rotateStackCredentials,
@@ -39,6 +39,7 @@ export default class StackCredentialsRotate extends LexecCommand<RotateStackCred
       roles: flags.role ?? [],
       graceSeconds: grace === undefined ? DEFAULT_STACK_ROTATION_GRACE_SECONDS : wholeNumberFlag(grace, '--grace-seconds', 0, MAX_ROTATION_GRACE_SECONDS),
       rotateAtExecutor,
+      metricsAtExecutor,
     });
   }
 
