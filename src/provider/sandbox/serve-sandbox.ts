@@ -114,6 +114,17 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
       logger,
     });
     server.on('request', app.handle);
+    // Listening for the stop signals before saying it started: a supervisor that reads
+    // `sandbox_started` and stops it at once must find the handlers there (without them SIGTERM
+    // ends the process by its default action, not by this orderly stop).
+    const stopSignal = new Promise<string>((resolve) => {
+      process.once('SIGINT', () => {
+        resolve('SIGINT');
+      });
+      process.once('SIGTERM', () => {
+        resolve('SIGTERM');
+      });
+    });
     logger.info({
       event: 'sandbox_started',
       host: options.host,
@@ -126,14 +137,7 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
       jobs_file: options.jobsFilePath ?? null,
       jobs_restored: journal?.restored.length ?? 0,
     });
-    const signal = await new Promise<string>((resolve) => {
-      process.once('SIGINT', () => {
-        resolve('SIGINT');
-      });
-      process.once('SIGTERM', () => {
-        resolve('SIGTERM');
-      });
-    });
+    const signal = await stopSignal;
     logger.info({ event: 'sandbox_stopping', signal });
     const closed = new Promise<void>((resolve) => {
       server.close(() => {
