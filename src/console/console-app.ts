@@ -137,6 +137,9 @@ export function consoleError(error: unknown): ApiError | null {
   }
   // The signed-in name's approver credential was revoked: the console does not decide as that person.
   if (error.code === 'approver_credential_revoked') return new ApiError(403, 'forbidden', reason);
+  // A ledger host's console: executions and reconciliations live on the executor hosts; an
+  // executor host's: approvals, agents, spend and the audit trail on the ledger host (docs/deployment.md "Roles").
+  if (error.code === 'no_executor_on_host' || error.code === 'role_not_on_host') return new ApiError(404, 'not_on_this_host', reason);
   if (error.code.endsWith('_not_found')) return new ApiError(404, 'not_found', reason);
   if (error.code.endsWith('_conflict')) return new ApiError(409, 'conflict', reason);
   if (error.code.endsWith('_invalid_request')) return new ApiError(400, 'invalid_request', { ...reason, fields });

@@ -94,8 +94,19 @@ export function createConsoleStack(options: ConsoleStackOptions) {
   const executor = async (role: ExecutorRole): Promise<ExecutorClient> => connectStackExecutor(await stack(), role);
   const reconciliation = reconciliationConnector(env, profile);
 
-  /** Every agent's name by id (admin capability), so views name agents rather than show `agt_…` ids alone. */
+  /** Whether this host holds the ledger's admin capability: an executor host (docs/deployment.md "Roles") does not. */
+  const holdsAdmin = (running: ActiveStack) => running.handoff.credentials.admin !== undefined;
+
+  /**
+   * Who reads authorizations for the executions views: the admin capability where this host holds
+   * it; on an executor host, its own agent's (the ledger answers an agent its own authorizations,
+   * and an executor host's executions are its agent's).
+   */
+  const authorizationReader = (running: ActiveStack): Promise<LedgerClient> => connectStackLedger(running, holdsAdmin(running) ? 'admin' : 'agent');
+
+  /** Every agent's name by id (admin capability), so views name agents rather than show `agt_…` ids alone; an executor host knows its own agent's. */
   async function agentNames(running: ActiveStack): Promise<AgentNames> {
+    if (!holdsAdmin(running)) return new Map(running.handoff.agent === undefined ? [] : [[running.handoff.agent.agent_id, running.handoff.agent.name]]);
     const agents = await (await connectStackLedger(running, 'admin')).listAgents();
     return new Map(agents.map((agent) => [agent.agent_id, agent.name]));
   }
@@ -142,8 +153,10 @@ export function createConsoleStack(options: ConsoleStackOptions) {
     /** Components and readiness (as `stack status`), engine, spend against the caps per agent. */
     async overview() {
       const status = await stackStatus({ env, profileFlag: profile });
-      // Work in flight and approvals pending are read from the databases (status), usable or not.
-      return overviewView(status, status.usable ? await agentsWithSpending(await stack()) : null);
+      // Work in flight and approvals pending are read from the databases (status), usable or not;
+      // the agents' spend on the host that holds the ledger's admin capability.
+      const running = status.usable ? await stack() : null;
+      return overviewView(status, running !== null && holdsAdmin(running) ? await agentsWithSpending(running) : null);
     },
 
     /**
@@ -154,9 +167,10 @@ export function createConsoleStack(options: ConsoleStackOptions) {
      */
     async executions(filter: ExecutionFilter) {
       const running = await stack();
-      const [executor, admin] = await Promise.all([connectStackExecutor(running, 'reconciliation'), connectStackLedger(running, 'admin')]);
+      const [executor, reader] = await Promise.all([connectStackExecutor(running, 'reconciliation'), authorizationReader(running)]);
       const narrowed = filter.agentId !== undefined || filter.targetId !== undefined || filter.from !== undefined || filter.until !== undefined || (filter.search ?? '').trim() !== '';
-      const known = await newestAuthorizations(admin);
+      // The newest authorizations at once where the admin capability lists them; an agent's read one by one below.
+      const known = holdsAdmin(running) ? await newestAuthorizations(reader) : new Map<string, LedgerAuthorization>();
       const found: ExecutionSummary[] = [];
       let before = filter.before;
       let scanned = 0;
@@ -182,7 +196,7 @@ export function createConsoleStack(options: ConsoleStackOptions) {
         }
         before = page.next_before;
       }
-      const [authorizations, names] = await Promise.all([withOlder(admin, known, found.map((execution) => execution.spend_auth_token_id)), agentNames(running)]);
+      const [authorizations, names] = await Promise.all([withOlder(reader, known, found.map((execution) => execution.spend_auth_token_id)), agentNames(running)]);
       return {
         executions: found.map((execution) => executionRowView(execution, names, authorizations)),
         next_before: more ? lastRead : null,
@@ -197,8 +211,8 @@ export function createConsoleStack(options: ConsoleStackOptions) {
       const client = await connectStackExecutor(running, 'caller');
       const [detail, artifacts, names] = await Promise.all([client.executionDetail(executionId), client.artifacts(executionId), agentNames(running)]);
       // Its authorization at the ledger starts the timeline (requested, the wait for a human, the decision).
-      const authorization = await connectStackLedger(running, 'admin')
-        .then((admin) => admin.showAuthorization(detail.authorization.spend_auth_token_id))
+      const authorization = await authorizationReader(running)
+        .then((reader) => reader.showAuthorization(detail.authorization.spend_auth_token_id))
         .catch(() => null);
       return executionDetailView(detail, artifacts, names, authorization);
     },

@@ -45,6 +45,14 @@ const EXPLAINED = {
   policy_version_mismatch: 'Nothing was saved: someone changed this policy since you opened it.',
 };
 
+/** What a host of one role does not hold (`not_on_this_host`), by the reason the console gives. */
+const NOT_ON_THIS_HOST = {
+  no_executor_on_host:
+    'This profile is a ledger host: it runs no executor, so its executions and reconciliations are on the executor hosts (their consoles show them). Approvals, agents and policies, spend and the audit trail are here.',
+  role_not_on_host:
+    "This profile is an executor host: approvals, agents and policies, spend and the audit trail are kept by the ledger host (its console shows them). This host's executions and reconciliations are here.",
+};
+
 /** What to enter in a field a refusal names (the form's own words). */
 const FIELD_HINTS = {
   images_billed:
@@ -61,6 +69,7 @@ export function explain(error) {
   if (!(error instanceof ConsoleError)) return 'The console did not answer; is `lexec stack console` still running?';
   if (error.currentVersion !== null) return error.message;
   if (error.decided !== null) return `Already ${error.decided.decision} by ${error.decided.by ?? 'another approver'} at ${new Date(error.decided.at).toLocaleString()}; nothing changed.`;
+  if (error.code === 'not_on_this_host' && NOT_ON_THIS_HOST[error.reason] !== undefined) return NOT_ON_THIS_HOST[error.reason];
   const fields = error.fields.length > 0 ? ` Fields: ${error.fields.join(', ')}.` : '';
   const hints = error.fields.map((field) => FIELD_HINTS[field]).filter((hint) => hint !== undefined);
   return `${EXPLAINED[error.code] ?? 'Refused.'}${error.reason === null ? '' : ` (${error.reason})`}${fields}${hints.map((hint) => ` ${hint}`).join('')}`;

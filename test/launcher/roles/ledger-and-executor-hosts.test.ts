@@ -8,6 +8,8 @@ import { makeTempDir, removeDir } from '../../support/cli.js';
 import { exampleTable, toToml, writeProfile } from '../../support/example-profiles.js';
 import { freePorts } from '../../support/free-ports.js';
 import { jsonError, jsonResult, lexecIn, stopStack } from '../../support/stack-home.js';
+import { rawRequest, signIn, startConsoleProcess } from '../../support/console-process.js';
+import type { RunningStack } from '../../support/running-stack.js';
 
 /*
  * The three roles with real processes (docs/deployment.md "Roles", "Enrolment"): a ledger-only
@@ -128,6 +130,31 @@ describe('a ledger host and an enrolled executor host', () => {
     expect(spend.groups).toEqual([expect.objectContaining({ group: enrolled.agent.agent_id, label: 'builder-1', settled_units: '3000', settled_count: 1 })]);
   }, 150_000);
 
+  it("the console on the executor host shows its executions with their prompts and authorizations, and says the ledger's views are on the ledger host", async () => {
+    const consoleProcess = await startConsoleProcess({ home: hostHome, env: { LEXEC_HOME: hostHome } } as unknown as RunningStack, ['--profile', 'builder-1']);
+    try {
+      const session = await signIn(consoleProcess.origin, consoleProcess.loginUrl);
+      const get = (path: string) => rawRequest(consoleProcess.origin, 'GET', path, { headers: { 'x-lexec-session': session } });
+      // Its executions, named by its own agent, the prompt read from the remote ledger with the host's agent capability.
+      const listed = await get('/api/executions');
+      expect(listed.status, listed.body).toBe(200);
+      const executions = (JSON.parse(listed.body) as { executions: { execution_id: string; agent_name: string | null; prompt: string | null; state: string }[] }).executions;
+      expect(executions).toEqual([expect.objectContaining({ agent_name: 'builder-1', prompt: 'a kite', state: 'succeeded' })]);
+      const detail = await get(`/api/executions/${executions[0]?.execution_id ?? ''}`);
+      expect(detail.status, detail.body).toBe(200);
+      expect(detail.body).toContain('a kite');
+      expect(JSON.parse(detail.body)).toMatchObject({ authorization: { status: 'settled' } });
+      for (const path of ['/api/reconciliations', '/api/overview']) expect((await get(path)).status, path).toBe(200);
+      // What only the ledger host holds.
+      for (const path of ['/api/approvals', '/api/agents', '/api/audit']) {
+        const answer = await get(path);
+        expect([answer.status, JSON.parse(answer.body)], path).toEqual([404, { error: { code: 'not_on_this_host', reason_code: 'role_not_on_host' } }]);
+      }
+    } finally {
+      await consoleProcess.stop();
+    }
+  });
+
   it('a used token, a revoked token and a ledger of another lineage are refused with nothing written or spent', async () => {
     // builder-1's token again, for another host.
     await writeProfile(hostHome, 'builder-2', await executorHostProfile(ledgerUrl, 'builder-1'));
@@ -182,6 +209,22 @@ describe('a ledger host and an enrolled executor host', () => {
     const remote = jsonResult<{ checks: { id: string; status: string; summary: string }[] }>(doctor).checks.find((check) => check.id === 'ledger.remote');
     expect(remote).toMatchObject({ status: 'fail', summary: expect.stringContaining('ledger_credential_rejected') as unknown });
   }, 60_000);
+
+  it("the console on the ledger host says executions are on the executor hosts, and shows what the ledger holds", async () => {
+    const consoleProcess = await startConsoleProcess({ home: ledgerHome, env: { LEXEC_HOME: ledgerHome } } as unknown as RunningStack, ['--profile', 'ledger']);
+    try {
+      const session = await signIn(consoleProcess.origin, consoleProcess.loginUrl);
+      const get = (path: string) => rawRequest(consoleProcess.origin, 'GET', path, { headers: { 'x-lexec-session': session } });
+      for (const path of ['/api/executions', '/api/reconciliations']) {
+        const answer = await get(path);
+        expect([answer.status, JSON.parse(answer.body)]).toEqual([404, { error: { code: 'not_on_this_host', reason_code: 'no_executor_on_host' } }]);
+      }
+      // What the ledger holds is the ledger host's console's to show.
+      for (const path of ['/api/approvals', '/api/agents', '/api/audit']) expect((await get(path)).status, path).toBe(200);
+    } finally {
+      await consoleProcess.stop();
+    }
+  });
 
   it("the ledger's admin capability is nowhere under the executor hosts' LEXEC_HOME", async () => {
     const admin = (await readFile(profilePaths(ledgerHome, 'ledger').ledgerAdminCapability, 'utf8')).trim();
