@@ -63,6 +63,16 @@ describe('end to end', () => {
   }, 120_000);
 });
 
+/**
+ * The ledger's open reconciliation records once there are `count`: the executor parks an execution
+ * locally first (its state shows `reconciliation` from then on) and opens the ledger's record right
+ * after — after a restart, once its engine runs the step again.
+ */
+const openRecordsOnce = (s: Stack, count = 1) => until(`${String(count)} open reconciliation record(s) at the ledger`, async () => {
+  const open = await openRecords(s);
+  return open.length >= count ? open : undefined;
+});
+
 describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and restart)', (name, engine) => {
   const stackOn = (options: Parameters<typeof stack>[0] = {}) => stack({ engine: engine(), ...options });
   it('submit may have succeeded, checkpoint not committed: reconciliation, no resubmit, no release', async () => {
@@ -72,7 +82,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     expect(execution.state_reason).toBe('submission_unconfirmed');
     expect(execution.provider_attempts).toMatchObject([{ state: 'ambiguous', checkpointed: false }]);
     expect((await s.authorization(tokenId)).status).toBe('claimed');
-    const records = await openRecords(s);
+    const records = await openRecordsOnce(s);
     expect(records.map((record) => [record.token_id, record.reason])).toEqual([[tokenId, 'submission_unconfirmed']]);
     // Never answered: no request id, but the window the provider can have received it in, from
     // the attempt's record to the restart that found it interrupted.
@@ -155,7 +165,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     await new Promise((resolve) => setTimeout(resolve, 500));
     const execution = await s.execution(executionId);
     expect(execution).toMatchObject({ state: 'reconciliation', state_reason: 'billing_ambiguous', provider_attempts: [{ state: 'provider_failed' }] });
-    const records = await openRecords(s);
+    const records = await openRecordsOnce(s);
     expect(records).toHaveLength(1);
     expect(records[0]?.evidence).toMatchObject({ outcome_code: 'completed_with_error' });
     expect(JSON.stringify(records[0]?.evidence)).not.toMatch(/https?:\/\//);
@@ -177,7 +187,7 @@ describe.each(engines)('recovery dispositions on the %s engine (SIGKILL and rest
     expect(execution.artifact_count).toBe(1);
     expect(await s.sandbox.submissions()).toHaveLength(1);
     expect((await s.authorization(tokenId)).status).toBe('claimed');
-    expect((await openRecords(s)).map((record) => record.reason)).toEqual(['receipt_rejected']);
+    expect((await openRecordsOnce(s)).map((record) => record.reason)).toEqual(['receipt_rejected']);
   }, 120_000);
 
   it('failure proven to precede transmission: killed before the release reached the ledger, released after the restart', async () => {
@@ -305,7 +315,7 @@ describe('provider hosts, answers and the disabled mode', () => {
     const requestId = submissions[0]?.request_id;
     expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
     expect(execution.provider_attempts).toMatchObject([{ request_id: requestId }]);
-    const [record] = await openRecords(s);
+    const [record] = await openRecordsOnce(s);
     expect(record?.evidence).toMatchObject({ provider_request_id: requestId, outcome_code: 'polling host not allowed' });
     const window = record?.evidence.submit_window as { from: string; until: string };
     const received = Date.parse(submissions[0]?.received_at ?? '');
@@ -323,7 +333,7 @@ describe('provider hosts, answers and the disabled mode', () => {
     const submissions = await s.sandbox.submissions();
     expect(submissions).toHaveLength(1);
     // Both ids are evidence: the job's own, and the other one the provider's answer named.
-    const [record] = await openRecords(s);
+    const [record] = await openRecordsOnce(s);
     expect(record?.evidence).toMatchObject({ provider_request_id: submissions[0]?.request_id, mismatched_request_id: expect.any(String) as unknown });
     expect(record?.evidence.mismatched_request_id).not.toBe(submissions[0]?.request_id);
   }, 120_000);
