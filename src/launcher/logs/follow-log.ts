@@ -90,22 +90,51 @@ async function openFollowed(path: string): Promise<Followed | null> {
 
 /**
  * Follows one component's active log file by polling. A rotation is recognised when the active
- * path names another file than the one followed: the followed file (now `.1`) is read to its
- * end first, then any generation rotated in between (several rotations between two polls), then
- * the new active file from its start — so no line is lost or printed twice.
+ * path names another file than the one followed: the new active file is opened first (its handle
+ * keeps reading it whatever rotates meanwhile), the followed file (now `.1` or older) is read to
+ * its end, then every generation rotated in between (several rotations between two polls), oldest
+ * first, each found by its identity wherever the next rotation has moved it, then the new active
+ * file from its start — so no line is lost or printed twice, even while the writer rotates again.
  */
 export function createLogFollower(logsDir: string, component: LogComponent, start: FollowStart | null): LogFollower {
   let current: Followed | null = start === null ? null : { ...start, partial: Buffer.alloc(0), overflowing: false };
   const activePath = logFilePath(logsDir, component);
+  const generationPath = (generation: number) => logFilePath(logsDir, component, generation);
 
-  async function readSkippedGenerations(previous: Followed, emit: EmitLines): Promise<void> {
-    let previousGeneration = 0;
-    for (let generation = 1; generation <= LOG_RETAINED && previousGeneration === 0; generation += 1) {
-      if ((await identityAt(logFilePath(logsDir, component, generation))) === previous.identity) previousGeneration = generation;
+  /** The retained generations' identities, newest (`.1`) first, each once (a file moved during the scan is seen again further on). */
+  async function generationIdentities(): Promise<string[]> {
+    const seen: string[] = [];
+    for (let generation = 1; generation <= LOG_RETAINED; generation += 1) {
+      const identity = await identityAt(generationPath(generation));
+      if (identity !== null && !seen.includes(identity)) seen.push(identity);
     }
+    return seen;
+  }
+
+  /** Opens the retained file of this identity wherever it is now; null when it has been rotated away. */
+  async function openRetained(identity: string): Promise<Followed | null> {
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      for (let generation = 1; generation <= LOG_RETAINED; generation += 1) {
+        if ((await identityAt(generationPath(generation))) !== identity) continue;
+        const opened = await openFollowed(generationPath(generation));
+        if (opened?.identity === identity) return opened;
+        // Moved between the look and the open: look again.
+        await opened?.handle.close();
+        break;
+      }
+    }
+    return null;
+  }
+
+  /** Reads, oldest first, the files rotated between `older` (read already) and `newer` (the active file now held open). */
+  async function readBetween(older: string, newer: string | null, emit: EmitLines): Promise<void> {
+    const identities = await generationIdentities();
+    const olderAt = identities.indexOf(older);
     // Not found: rotated away entirely (five rotations between two polls); nothing safe to add.
-    for (let generation = previousGeneration - 1; generation >= 1; generation -= 1) {
-      const skipped = await openFollowed(logFilePath(logsDir, component, generation));
+    if (olderAt === -1) return;
+    const newerAt = newer === null ? -1 : identities.indexOf(newer);
+    for (const identity of identities.slice(newerAt + 1, olderAt).reverse()) {
+      const skipped = await openRetained(identity);
       if (skipped === null) continue;
       try {
         await readAppended(skipped, emit);
@@ -122,18 +151,22 @@ export function createLogFollower(logsDir: string, component: LogComponent, star
       const activeIdentity = await identityAt(activePath);
       // No active file: nothing logged yet, or a rotation between its rename and the new file.
       if (activeIdentity === null || activeIdentity === current?.identity) return;
+      const next = await openFollowed(activePath);
       if (current !== null) {
         const previous = current;
         current = null;
         try {
           await readAppended(previous, emit);
           flushPartial(previous, emit);
-          await readSkippedGenerations(previous, emit);
+          await readBetween(previous.identity, next?.identity ?? null, emit);
+        } catch (error) {
+          await next?.handle.close();
+          throw error;
         } finally {
           await previous.handle.close();
         }
       }
-      current = await openFollowed(activePath);
+      current = next;
       if (current !== null) await readAppended(current, emit);
     },
     async close() {
