@@ -2,6 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse, stringify } from 'smol-toml';
+import { UserError } from '../../src/errors.js';
+import { parseProfile } from '../../src/launcher/profiles/profile-store.js';
 import { PACKAGE_ROOT } from './cli.js';
 import { freePorts } from './free-ports.js';
 
@@ -85,4 +87,15 @@ export async function writeProfile(home: string, name: string, text: string): Pr
   const path = join(dir, 'profile.toml');
   await writeFile(path, text);
   return path;
+}
+
+/** The refusal `parseProfile` answers `text` with, read from `source`; a profile it accepts fails the test. */
+export async function profileRefusal(text: string, source: string): Promise<UserError> {
+  try {
+    await parseProfile(text, source);
+  } catch (error) {
+    if (error instanceof UserError) return error;
+    throw error;
+  }
+  throw new Error('expected the profile to be refused');
 }

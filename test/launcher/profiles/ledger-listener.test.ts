@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { UserError, type FieldIssue } from '../../../src/errors.js';
+import type { FieldIssue } from '../../../src/errors.js';
 import { parseProfile } from '../../../src/launcher/profiles/profile-store.js';
 import { listenHostOf, renderGeneration } from '../../../src/launcher/generations/render-generation.js';
 import { profilePaths } from '../../../src/launcher/home/stack-home.js';
 import { stackHandoff } from '../../../src/launcher/handoff/handoff.js';
 import type { SupervisorState } from '../../../src/launcher/supervisor/supervisor-state.js';
 import { readBuildInfo } from '../../../src/build-info.js';
-import { exampleTable, toToml, type TomlTable } from '../../support/example-profiles.js';
+import { exampleTable, profileRefusal, toToml, type TomlTable } from '../../support/example-profiles.js';
 
 /*
  * Where a host's own ledger listens (`[ledger.http]`, docs/deployment.md "The ledger host's
@@ -24,13 +24,7 @@ function ledgerHost(http: TomlTable | undefined): TomlTable {
 }
 
 async function issuesOf(table: TomlTable): Promise<FieldIssue[]> {
-  try {
-    await parseProfile(toToml(table), SOURCE);
-  } catch (error) {
-    if (error instanceof UserError) return [...error.issues];
-    throw error;
-  }
-  throw new Error('expected the profile to be refused');
+  return [...(await profileRefusal(toToml(table), SOURCE)).issues];
 }
 
 const paths = profilePaths('/home/operator/.lexec', 'test');

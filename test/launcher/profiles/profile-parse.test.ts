@@ -2,21 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../../src/executor/config/executor-config-schema.js';
 import { UserError, type FieldIssue } from '../../../src/errors.js';
 import { parseProfile } from '../../../src/launcher/profiles/profile-store.js';
-import { exampleNames, exampleTable, exampleText, tableAt, toToml, type TomlTable } from '../../support/example-profiles.js';
+import { exampleNames, exampleTable, exampleText, profileRefusal, tableAt, toToml, type TomlTable } from '../../support/example-profiles.js';
 
 /* Profile TOML (src/launcher/profiles/profile-schema.ts, profile-store.ts `parseProfile`), called directly. */
 
 const SOURCE = '/home/operator/.lexec/profiles/test/profile.toml';
 
-async function problems(text: string): Promise<UserError> {
-  try {
-    await parseProfile(text, SOURCE);
-  } catch (error) {
-    if (error instanceof UserError) return error;
-    throw error;
-  }
-  throw new Error('expected the profile to be refused');
-}
+const problems = (text: string): Promise<UserError> => profileRefusal(text, SOURCE);
 
 async function issuesOf(table: TomlTable): Promise<readonly FieldIssue[]> {
   const error = await problems(toToml(table));

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { UserError, type FieldIssue } from '../../../src/errors.js';
+import type { FieldIssue } from '../../../src/errors.js';
 import { parseProfile } from '../../../src/launcher/profiles/profile-store.js';
 import { renderGeneration } from '../../../src/launcher/generations/render-generation.js';
 import { profilePaths } from '../../../src/launcher/home/stack-home.js';
 import { readBuildInfo } from '../../../src/build-info.js';
-import { exampleTable, toToml, type TomlTable } from '../../support/example-profiles.js';
+import { exampleTable, profileRefusal, toToml, type TomlTable } from '../../support/example-profiles.js';
 
 /*
  * The three roles' profiles (src/launcher/profiles/profile-schema.ts; docs/deployment.md "Roles"):
@@ -30,13 +30,7 @@ function executorHost(change: (table: TomlTable) => void = () => undefined): Tom
 }
 
 async function issuesOf(table: TomlTable): Promise<FieldIssue[]> {
-  try {
-    await parseProfile(toToml(table), SOURCE);
-  } catch (error) {
-    if (error instanceof UserError) return [...error.issues];
-    throw error;
-  }
-  throw new Error('expected the profile to be refused');
+  return [...(await profileRefusal(toToml(table), SOURCE)).issues];
 }
 
 const paths = (issues: FieldIssue[]) => issues.map((issue) => issue.path).sort();
