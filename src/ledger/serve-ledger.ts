@@ -6,6 +6,7 @@ import { followTlsReload, loadServerTls } from '../http/server-tls.js';
 import { restrictProcessUmask } from '../storage/private-state.js';
 import { composeLedger } from './compose-ledger.js';
 import { loadLedgerConfig } from './ledger-config.js';
+import { stopSignal } from '../process/stop-signal.js';
 
 export interface LedgerStopped {
   readonly status: 'stopped';
@@ -31,17 +32,8 @@ export async function serveLedger(configPath: string): Promise<LedgerStopped> {
     const { port } = app.server.address() as AddressInfo;
     // SIGHUP: the certificate and key are read again and served to new connections.
     if (config.http.tls !== undefined) stopFollowing = followTlsReload(app.server as unknown as TlsServer, config.http.tls, logger);
-    // Listening for the stop signals before saying it started: a supervisor that reads
-    // `ledger_started` and stops it at once must find the handlers there (without them SIGTERM
-    // ends the process by its default action, not by this orderly stop).
-    const stopSignal = new Promise<string>((resolve) => {
-      process.once('SIGINT', () => {
-        resolve('SIGINT');
-      });
-      process.once('SIGTERM', () => {
-        resolve('SIGTERM');
-      });
-    });
+    // Listened for before the start line (stop-signal.ts).
+    const stopping = stopSignal();
     logger.info({
       event: 'ledger_started',
       host: config.http.host,
@@ -58,7 +50,7 @@ export async function serveLedger(configPath: string): Promise<LedgerStopped> {
     // The admin file's capability was revoked or rotated away: admin commands with it are refused.
     if (ledger.adminCapability === 'revoked') logger.warn({ event: 'ledger_admin_capability_revoked', path: config.admin_capability_path });
     if (ledger.crashPointsEnabled) logger.warn({ event: 'crash_points_enabled', variable: CRASH_FILE_ENV });
-    const signal = await stopSignal;
+    const signal = await stopping;
     logger.info({ event: 'ledger_stopping', signal });
     await app.close();
     logger.info({ event: 'ledger_stopped', signal });

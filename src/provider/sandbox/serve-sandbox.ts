@@ -12,6 +12,7 @@ import { restrictProcessUmask, tightenOpenFile } from '../../storage/private-sta
 import { composeSandbox } from './compose-sandbox.js';
 import { openJobJournal, type JobJournal } from './job-journal.js';
 import { faultSetSchema, type Fault } from './sandbox-faults.js';
+import { stopSignal } from '../../process/stop-signal.js';
 
 export interface SandboxServeOptions {
   readonly host: string;
@@ -114,17 +115,8 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
       logger,
     });
     server.on('request', app.handle);
-    // Listening for the stop signals before saying it started: a supervisor that reads
-    // `sandbox_started` and stops it at once must find the handlers there (without them SIGTERM
-    // ends the process by its default action, not by this orderly stop).
-    const stopSignal = new Promise<string>((resolve) => {
-      process.once('SIGINT', () => {
-        resolve('SIGINT');
-      });
-      process.once('SIGTERM', () => {
-        resolve('SIGTERM');
-      });
-    });
+    // Listened for before the start line (stop-signal.ts).
+    const stopping = stopSignal();
     logger.info({
       event: 'sandbox_started',
       host: options.host,
@@ -137,7 +129,7 @@ export async function serveSandbox(options: SandboxServeOptions): Promise<Sandbo
       jobs_file: options.jobsFilePath ?? null,
       jobs_restored: journal?.restored.length ?? 0,
     });
-    const signal = await stopSignal;
+    const signal = await stopping;
     logger.info({ event: 'sandbox_stopping', signal });
     const closed = new Promise<void>((resolve) => {
       server.close(() => {
