@@ -163,7 +163,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
     const settings = deliverySettings(config.webhook_delivery);
     const delivery =
       options.webhookDelivery === 'thread'
-        ? startDeliveryThread({ databasePath: config.database_path, settings, logger: options.logger })
+        ? startDeliveryThread({ databasePath: config.database_path, db, settings, logger: options.logger })
         : startWebhookDelivery({ store: webhookStore, logger: options.logger, now, settings });
     wakeDelivery = () => {
       delivery.wake();

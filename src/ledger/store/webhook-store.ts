@@ -6,7 +6,7 @@ import type { LedgerWebhookDelivery, LedgerWebhookSink } from '../wire/answers.j
 import { eventView } from './event-store.js';
 import type { LedgerEvent } from '../wire/answers.js';
 import { createAuditStore, type CredentialActor } from './audit-store.js';
-import { immediateTransaction } from './immediate-transaction.js';
+import { immediateTransaction, type Immediate } from './immediate-transaction.js';
 
 /*
  * Webhook sinks and their deliveries (ledger migration 12; docs/ledger.md "Webhooks").
@@ -101,8 +101,18 @@ function urlOrigin(url: string): string {
   }
 }
 
-export function createWebhookStore(db: Database.Database, now: () => number) {
+export interface WebhookStoreOptions {
+  /**
+   * How `transaction` (the delivery worker's turn) takes the write lock: by default as every other
+   * change does; the delivery thread polls for it (storage/shared-write-lock.ts), so a busy
+   * request thread cannot starve it.
+   */
+  readonly turnTransaction?: Immediate;
+}
+
+export function createWebhookStore(db: Database.Database, now: () => number, options: WebhookStoreOptions = {}) {
   const immediate = immediateTransaction(db);
+  const turnTransaction = options.turnTransaction ?? immediate;
   const audit = createAuditStore(db);
   const statements = {
     insertSink: db.prepare(
@@ -179,7 +189,7 @@ export function createWebhookStore(db: Database.Database, now: () => number) {
 
   return {
     /** Runs `fn` in one IMMEDIATE transaction (the worker records a turn's outcomes and take-up together: one commit). */
-    transaction: <T>(fn: () => T): T => immediate(fn),
+    transaction: <T>(fn: () => T): T => turnTransaction(fn),
 
     /** Adds a sink starting after the latest event (or just before `fromEventId`), audited as `actor`'s `webhook_added`. */
     add(sink: NewWebhookSink, actor: CredentialActor): LedgerWebhookSink {

@@ -1,6 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
 import { openDatabase } from '../../storage/open-database.js';
+import { pollingImmediateTransaction } from '../../storage/shared-write-lock.js';
 import { LEDGER_MIGRATIONS } from '../store/migrations.js';
 import { createWebhookStore } from '../store/webhook-store.js';
 import { startWebhookDelivery, type WebhookDeliverySettings } from './webhook-delivery.js';
@@ -18,6 +19,8 @@ import { startWebhookDelivery, type WebhookDeliverySettings } from './webhook-de
 export interface DeliveryThreadData {
   readonly databasePath: string;
   readonly settings: WebhookDeliverySettings;
+  /** Up while this thread holds the database's write lock (storage/shared-write-lock.ts). */
+  readonly writeSignal: SharedArrayBuffer;
 }
 
 const data = workerData as DeliveryThreadData;
@@ -33,8 +36,12 @@ const db = openDatabase(data.databasePath, LEDGER_MIGRATIONS);
 // outcomes together — those events are taken up and delivered again (at-least-once, as after a
 // crash) — and never a money record: the ledger's own connection stays synchronous=FULL.
 db.pragma('synchronous = NORMAL');
+// The request thread holds the write lock most of the time under load: this thread asks for it
+// again every quarter millisecond instead of SQLite's growing sleeps, which let it starve, and
+// signals the request thread while it holds it (storage/shared-write-lock.ts). Its reads take no lock (WAL).
+const turnTransaction = pollingImmediateTransaction(db, { pollMs: 0.25, timeoutMs: 5_000, signal: data.writeSignal });
 const now = () => Date.now();
-const delivery = startWebhookDelivery({ store: createWebhookStore(db, now), logger, now, settings: data.settings });
+const delivery = startWebhookDelivery({ store: createWebhookStore(db, now, { turnTransaction }), logger, now, settings: data.settings });
 
 port.on('message', (message: unknown) => {
   if (message === 'wake') delivery.wake();
