@@ -309,17 +309,25 @@ describe.skipIf(cli === undefined)(suite, () => {
     });
     const orphan = await readManagedTemporalState(options.dataDir);
     expect(orphan).toMatchObject({ state: 'running', executor_pid: executor.pid });
-    executor.kill('SIGKILL');
-    await waitUntil(async () => !(await isRunning(executor.pid ?? 0)), 5_000);
     const orphanPid = orphan?.pid ?? 0;
-    expect(await isRunning(orphanPid)).toBe(true);
+    // Held still until the new start reaps it. Left running, an orphan dies of SIGPIPE at its first
+    // log line after its executor's death (that executor was the only reader of its output), and the
+    // start would find nothing left to stop (CI saw it). The reaper continues it after its SIGTERM.
+    process.kill(orphanPid, 'SIGSTOP');
+    try {
+      executor.kill('SIGKILL');
+      await waitUntil(async () => !(await isRunning(executor.pid ?? 0)), 5_000);
+      expect(await isRunning(orphanPid)).toBe(true);
 
-    const server = managed(options);
-    await server.start();
-    expect(events).toContainEqual(expect.objectContaining({ event: 'temporal_orphan_stopped', pid: orphanPid, executor_pid: executor.pid }));
-    expect(await isRunning(orphanPid)).toBe(false);
-    expect(server.status()).toMatchObject({ state: 'running', executor_pid: process.pid });
-    expect(server.status().pid).not.toBe(orphanPid);
+      const server = managed(options);
+      await server.start();
+      expect(events).toContainEqual(expect.objectContaining({ event: 'temporal_orphan_stopped', pid: orphanPid, executor_pid: executor.pid }));
+      expect(await isRunning(orphanPid)).toBe(false);
+      expect(server.status()).toMatchObject({ state: 'running', executor_pid: process.pid });
+      expect(server.status().pid).not.toBe(orphanPid);
+    } finally {
+      if (await isRunning(orphanPid)) process.kill(orphanPid, 'SIGKILL');
+    }
   });
 
   it('stops a server this very process recorded and never stopped (an earlier start of the same executor)', async () => {
