@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, claimBody, mintCredential, preciseReceipt, setUpActors, startTestLedger, type Actors, type TestLedger } from '../support/ledger.js';
 import { parseScrape, samples, scrape, typeOf } from '../support/prometheus.js';
@@ -118,6 +119,24 @@ describe('the ledger /metrics', () => {
     // 20 USD a day less what was settled and what is held in the window.
     expect(await remaining(alpha)).toBe(String(20_000_000n - 653_000n - 500_000n));
     expect(await remaining(beta)).toBe(String(20_000_000n - 250_000n - 2_400_000n));
+  });
+
+  it('a scrape takes no write lock: it is answered while another connection holds one (a scrape never holds up a spend request)', async () => {
+    // Used once just before: the credential's last use is fresh, so the scrape writes nothing either.
+    const before = await scrape(ledger.url, metrics);
+    expect(before.status).toBe(200);
+    const writer = new Database(ledger.databasePath);
+    writer.pragma('busy_timeout = 0');
+    writer.exec('BEGIN IMMEDIATE');
+    try {
+      // The ledger's busy timeout is 5 s: a scrape that waited for the lock would not be answered within this one.
+      const during = await scrape(ledger.url, metrics, AbortSignal.timeout(3_000));
+      expect(during.status).toBe(200);
+      expect(samples(parseScrape(during.body), 'lexec_ledger_budget_remaining_units')).toEqual(samples(parseScrape(before.body), 'lexec_ledger_budget_remaining_units'));
+    } finally {
+      writer.exec('ROLLBACK');
+      writer.close();
+    }
   });
 
   it('carries no capability, no prompt, no URL and no authorization or execution id', async () => {

@@ -12,8 +12,8 @@ export interface Scrape {
 }
 
 /** `GET /metrics` over loopback, with the capability as a Bearer token (none: no header). */
-export async function scrape(url: string, token?: string): Promise<Scrape> {
-  const response = await fetch(`${url}/metrics`, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+export async function scrape(url: string, token?: string, signal?: AbortSignal): Promise<Scrape> {
+  const response = await fetch(`${url}/metrics`, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` }, ...(signal === undefined ? {} : { signal }) });
   return { status: response.status, contentType: response.headers.get('content-type'), body: await response.text() };
 }
 

@@ -16,3 +16,12 @@ export function immediateTransaction(db: Database.Database): Immediate {
     return transaction.immediate(fn) as T;
   };
 }
+
+/**
+ * Runs a function that only reads in one DEFERRED transaction of `db`: one consistent snapshot of
+ * every statement in it (WAL), and no write lock — a writer neither waits for it nor holds it up.
+ */
+export function readTransaction(db: Database.Database): Immediate {
+  const transaction = db.transaction((fn: () => unknown) => fn());
+  return <T>(fn: () => T): T => transaction.deferred(fn) as T;
+}

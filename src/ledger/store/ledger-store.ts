@@ -3,7 +3,7 @@ import type { LedgerAuthorization } from '../wire/answers.js';
 import type { AuthorizationStatus, SpendPolicy } from '../authorization-rules.js';
 import { policyOf, type StoredPolicyRow } from './admin-store.js';
 import { holdsNow, SPENT_AND_HELD } from './counted-units.js';
-import { immediateTransaction } from './immediate-transaction.js';
+import { immediateTransaction, readTransaction } from './immediate-transaction.js';
 import {
   authorizationView,
   recordView,
@@ -152,6 +152,8 @@ export function createLedgerStore(db: Database.Database) {
   return {
     /** Runs `fn` in one IMMEDIATE transaction: what it reads, checks and writes commits together. */
     immediate: immediateTransaction(db),
+    /** Runs `fn`, which only reads, on one snapshot without the write lock (the metrics' budget standings). */
+    snapshot: readTransaction(db),
 
     authorization: (tokenId: string) => statements.authorizationById.get(tokenId) as AuthorizationRow | undefined,
     expire(tokenId: string, at: number): void {

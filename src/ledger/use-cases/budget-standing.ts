@@ -105,11 +105,12 @@ export interface BudgetStandingEntry extends LedgerBudgetStanding {
 }
 
 /**
- * Every budget's standing now, in one transaction: each agent's own (calendar budgets and target
- * caps) and the installation's once (agent_id null). For the Prometheus metrics' budget gauges.
+ * Every budget's standing now, on one snapshot: each agent's own (calendar budgets and target
+ * caps) and the installation's once (agent_id null). For the Prometheus metrics' budget gauges:
+ * it only reads, so it takes no write lock (a scrape never holds up a spend request).
  */
 export function allBudgetStandings(context: BudgetContext): BudgetStandingEntry[] {
-  return context.store.immediate(() => {
+  return context.store.snapshot(() => {
     const at = context.now();
     const entries: BudgetStandingEntry[] = [];
     for (const policy of context.store.policies()) {
