@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LIVE_SPEND_ACKNOWLEDGEMENT } from '../../src/executor/config/executor-config-schema.js';
 import { parseExecutorConfig } from '../../src/executor/config/parse-executor-config.js';
+import { replacementNextStep } from '../../src/executor/credentials/register-configured-credentials.js';
 import type { FieldIssue } from '../../src/errors.js';
 import { distinctive, secretShapeExamples } from '../support/secret-shapes.js';
 import {
@@ -522,5 +523,25 @@ describe('diagnostics never echo submitted values', () => {
     const issues = issuesOf(config);
     expect(issues.length).toBeGreaterThanOrEqual(11);
     expect(JSON.stringify(issues)).not.toContain('MARKER');
+  });
+});
+
+describe('how to replace a configured capability (the next step of a refusal)', () => {
+  const managed = () => {
+    const result = parseExecutorConfig(mutate(sandboxConfig(), (c) => (c.credentials = { mode: 'managed', state_dir: '/var/lib/lexec/credentials' })));
+    if (!result.ok) throw new Error('the managed form must validate');
+    return result.value;
+  };
+
+  it('a managed executor rotates its caller and reconciliation capabilities itself', () => {
+    for (const kind of ['caller', 'reconciliation'] as const) {
+      expect(replacementNextStep(managed(), kind, '/etc/lexec/executor.json')).toContain(`lexec executor credentials rotate --config /etc/lexec/executor.json --role ${kind}`);
+    }
+  });
+
+  it('its metrics capability, shared with the ledger, through the stack — never the executor command that refuses that role', () => {
+    const step = replacementNextStep(managed(), 'metrics', '/etc/lexec/executor.json');
+    expect(step).toContain('lexec stack credentials rotate --role metrics');
+    expect(step).not.toContain('executor credentials rotate');
   });
 });

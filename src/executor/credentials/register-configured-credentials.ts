@@ -78,11 +78,16 @@ function registerOne(store: CredentialStore, kind: ExecutorCredentialKind, token
 
 /**
  * How an operator replaces a configured capability of `kind`: a managed executor rotates it (a new
- * file, the old one refused at once or after a grace); an explicit one is given a new capability in
- * the file it names and restarted (the start revokes the one no longer configured).
+ * file, the old one refused at once or after a grace) — its metrics capability through the stack,
+ * which rotates it at the ledger too; an explicit one is given a new capability in the file it
+ * names and restarted (the start revokes the one no longer configured).
  */
 export function replacementNextStep(config: ExecutorConfig, kind: ExecutorCredentialKind, configPath: string | undefined): string {
   const { credentials } = config;
+  if (credentials.mode === 'managed' && kind === 'metrics') {
+    // `executor credentials rotate` refuses this role: the capability is shared with the ledger and rotated at both.
+    return 'The metrics capability is shared with the ledger: `lexec stack credentials rotate --role metrics` replaces it at both servers; then start again.';
+  }
   if (credentials.mode === 'managed') {
     return `Rotate it: \`lexec executor credentials rotate --config ${configPath ?? '<this executor configuration>'} --role ${kind}\` writes a new ${credentials.state_dir}/${kind}.capability; then start again.`;
   }
