@@ -6,7 +6,7 @@
 //   node bench/ledger-cycles/run.mjs [--cycles N] [--warmup N] [--concurrency 1,8]
 //                                    [--client http|fetch] [--tls] [--dir PATH]
 //                                    [--max-requests-per-hour N] [--webhooks [--webhook-events T,…]] [--scrape-ms N]
-//                                    [--pin]   (from the repository root)
+//                                    [--installation-budget day|week|month] [--pin]   (from the repository root)
 //
 // With --pin (Linux, util-linux taskset) the ledger's request thread runs alone on CPU 0 and
 // everything else — the ledger's other threads (its webhook delivery thread among them), this
@@ -17,6 +17,11 @@
 // BENCH_LEDGER_NODE_OPTIONS, when set, is the ledger child's NODE_OPTIONS (nothing else of this
 // process's environment but PATH and HOME reaches it): `--cpu-prof --cpu-prof-dir=DIR` profiles
 // its request thread and its webhook delivery thread, one file each.
+//
+// With --installation-budget PERIOD (issue 28) the installation has a budget for that calendar
+// period (UTC), set so high it never refuses: every request then also sums what all agents spent
+// and hold since the period began, in its transaction — how a calendar budget's cost grows with
+// the rows of its period (the daily cap sums the agent's last 24 hours either way).
 //
 // With --scrape-ms N (issue 28) a Prometheus-like scraper reads GET /metrics with a metrics
 // capability every N ms while the cycles run, and each scrape must answer 200 with text.
@@ -87,10 +92,10 @@ const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 
 const USAGE =
-  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--tls (HTTPS, a bench CA)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)] [--webhook-events TYPES (the sinks take only these; default all)] [--scrape-ms N (GET /metrics every N ms during the cycles)] [--pin (Linux: the ledger\'s request thread alone on CPU 0, everything else on CPU 1)]';
+  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--tls (HTTPS, a bench CA)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)] [--webhook-events TYPES (the sinks take only these; default all)] [--scrape-ms N (GET /metrics every N ms during the cycles)] [--installation-budget day|week|month (a budget that never refuses: every request sums the period)] [--pin (Linux: the ledger\'s request thread alone on CPU 0, everything else on CPU 1)]';
 
 function parseArgs(argv) {
-  const options = { cycles: 500, warmup: 50, client: 'http', tls: false, dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false, webhookEvents: null, scrapeMs: null, pin: false };
+  const options = { cycles: 500, warmup: 50, client: 'http', tls: false, dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false, webhookEvents: null, scrapeMs: null, pin: false, installationBudget: null };
   for (let index = 0; index < argv.length; index += 1) {
     const arg = argv[index];
     const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -121,6 +126,10 @@ function parseArgs(argv) {
       const value = inline ?? argv[++index];
       if (value === undefined || !/^[a-z_.]+(,[a-z_.]+)*$/.test(value)) fail('--webhook-events needs a comma-separated list of event types.');
       options.webhookEvents = value.split(',');
+    } else if (name === '--installation-budget') {
+      const value = inline ?? argv[++index];
+      if (value !== 'day' && value !== 'week' && value !== 'month') fail(`--installation-budget needs day, week or month (got ${JSON.stringify(value ?? null)}).`);
+      options.installationBudget = value;
     } else if (name === '--scrape-ms') {
       options.scrapeMs = parseCount(name, inline ?? argv[++index], 10);
     } else if (name === '--help' || name === '-h') {
@@ -271,6 +280,7 @@ function report(options, outcome, workDir) {
     cycles: options.cycles,
     warmup: options.warmup,
     max_requests_per_hour: options.maxRequestsPerHour,
+    installation_budget: options.installationBudget,
   };
 
   const header = ['step', ...levels.flatMap((level) => [`c=${level.concurrency} p50 ms`, `c=${level.concurrency} p99 ms`])];
@@ -285,6 +295,7 @@ function report(options, outcome, workDir) {
     `webhooks: ${webhooks === null ? 'none' : `two sinks (one answering 200 at once, one never answering; events: ${options.webhookEvents === null ? 'all' : options.webhookEvents.join(',')}); commit → receipt p50 ${webhooks.p50} ms, p95 ${webhooks.p95} ms; ${webhooks.received}/${webhooks.events} events received`}`,
     `pinned: ${options.pin ? "yes (the ledger's request thread alone on CPU 0; its other threads, the client and the receivers on CPU 1)" : 'no'}`,
     `velocity limit: ${options.maxRequestsPerHour === null ? 'none (requests not counted)' : `max_requests_per_hour ${options.maxRequestsPerHour} (every request counted)`}`,
+    `installation budget: ${options.installationBudget === null ? 'none' : `a ${options.installationBudget} budget that never refuses (every request sums the period)`}`,
     '',
     ...levels.map((level) => {
       const thread = level.requestThreadCpuPerCycle === null ? '' : `, request thread ${level.requestThreadCpuPerCycle.toFixed(2)}`;
@@ -407,6 +418,9 @@ async function main(options, workDir) {
   const receivers = options.webhooks ? await startReceivers() : null;
   try {
     const actors = await setUp(client, adminToken, capability, options.maxRequestsPerHour);
+    if (options.installationBudget !== null) {
+      await expect(client, 'set the installation budget', 200, 'PUT', '/budgets/installation', adminToken, { [`${options.installationBudget}_budget_units`]: BIG_CAP, units_scale: 6, currency: 'USD' });
+    }
     if (receivers !== null) await addSinks(client, adminToken, receivers, workDir, options.webhookEvents);
     const scraper = options.scrapeMs === null ? null : await startScraper(client, adminToken, capability, options.scrapeMs);
     const firstEventId = receivers === null ? 0n : BigInt((await eventIds(client, adminToken)).at(-1) ?? '0');
