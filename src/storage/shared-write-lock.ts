@@ -40,11 +40,15 @@ export function yieldToSignal(db: Database.Database, signal: SharedArrayBuffer, 
   signals.set(db, { cell: new Int32Array(signal), maxWaitMs });
 }
 
-/** Lowers `signal` and wakes whoever waits on it (the delivery thread has ended without lowering it). */
-export function lowerSignal(signal: SharedArrayBuffer): void {
-  const cell = new Int32Array(signal);
+/** Lowers the signal in `cell` and wakes whoever waits on it. */
+function lower(cell: Int32Array): void {
   Atomics.store(cell, 0, 0);
   Atomics.notify(cell, 0);
+}
+
+/** Lowers `signal` and wakes whoever waits on it (the delivery thread has ended without lowering it). */
+export function lowerSignal(signal: SharedArrayBuffer): void {
+  lower(new Int32Array(signal));
 }
 
 /** Called before `db` begins an IMMEDIATE transaction: waits while the other thread's signal is up. */
@@ -98,10 +102,7 @@ export function pollingImmediateTransaction(db: Database.Database, options: Poll
         Atomics.wait(pause, 0, 0, options.pollMs);
       } finally {
         // Committed or rolled back: the lock is free.
-        if (begun !== before) {
-          Atomics.store(signal, 0, 0);
-          Atomics.notify(signal, 0);
-        }
+        if (begun !== before) lower(signal);
       }
     }
   };
