@@ -36,6 +36,16 @@ describe('the ledger\'s authorizations', () => {
     ]);
   });
 
+  it('settled_units_match: what the caps count as spent differs from the settlement; a spent amount with no settlement', async () => {
+    const report = await breached(({ ledger }) => {
+      ledger.prepare('UPDATE authorizations SET settled_units = settled_units - 1 WHERE token_id = ?').run(first().token);
+      ledger.prepare('UPDATE authorizations SET settled_units = 5 WHERE token_id = ?').run(clean.notTransmitted.token);
+    });
+    expect(report.rules).toEqual(['settled_units_match']);
+    expect(report.messages[1]).toBe('counts 5 as spent, the settlement says none');
+    expect(report.messages[0]).toMatch(/^counts \d+ as spent, the settlement says \d+$/);
+  });
+
   it('closed_by_claiming_execution: an authorization claimed by another execution than the one that settled it and runs on it', async () => {
     const report = await breached(({ ledger }) => void ledger.prepare("UPDATE authorizations SET execution_id = 'exe_other' WHERE token_id = ?").run(first().token));
     expect(report.rules).toEqual(['claim_has_execution', 'closed_by_claiming_execution']);
@@ -49,7 +59,7 @@ describe('the ledger\'s authorizations', () => {
   it('claim_has_execution: a claim at the ledger for an execution the executor never recorded (a stuck hold)', async () => {
     const report = await breached(({ ledger }) => {
       ledger.exec(`CREATE TEMP TABLE ghost AS SELECT * FROM authorizations WHERE token_id = '${first().token}'`);
-      ledger.exec("UPDATE ghost SET token_id = 'tok_ghost', execution_id = 'exe_ghost', status = 'claimed'");
+      ledger.exec("UPDATE ghost SET token_id = 'tok_ghost', execution_id = 'exe_ghost', status = 'claimed', settled_units = NULL");
       ledger.exec('INSERT INTO authorizations SELECT * FROM ghost');
     });
     expect(report.rules).toEqual(['claim_has_execution']);
@@ -59,7 +69,7 @@ describe('the ledger\'s authorizations', () => {
   /** A copy of the first authorization as another token, claimed for an execution the executor never had. */
   const ghost = (ledger: Database.Database, status: string) => {
     ledger.exec(`CREATE TEMP TABLE ghost AS SELECT * FROM authorizations WHERE token_id = '${first().token}'`);
-    ledger.exec(`UPDATE ghost SET token_id = 'tok_ghost', execution_id = 'exe_ghost', status = '${status}'`);
+    ledger.exec(`UPDATE ghost SET token_id = 'tok_ghost', execution_id = 'exe_ghost', status = '${status}', settled_units = NULL`);
     ledger.exec('INSERT INTO authorizations SELECT * FROM ghost');
   };
 
@@ -251,10 +261,12 @@ describe('money', () => {
   });
 
   it('settled_equals_price_times_delivered: a settlement of a unit more (then not its receipt either); a human billing count the settlement is not priced by (nor its receipt)', async () => {
-    expect((await breached(({ ledger }) => void ledger.prepare('UPDATE settlements SET amount_units = amount_units + 1 WHERE token_id = ?').run(first().token))).rules).toEqual([
-      'settled_equals_price_times_delivered',
-      'settlement_matches_receipt',
-    ]);
+    // The ledger's copy of the amount too (ledger migration 17), as a ledger that settled it so would have it.
+    const more = (ledger: Database.Database) => {
+      ledger.prepare('UPDATE settlements SET amount_units = amount_units + 1 WHERE token_id = ?').run(first().token);
+      ledger.prepare('UPDATE authorizations SET settled_units = settled_units + 1 WHERE token_id = ?').run(first().token);
+    };
+    expect((await breached(({ ledger }) => more(ledger))).rules).toEqual(['settled_equals_price_times_delivered', 'settlement_matches_receipt']);
     expect(
       (await breached(({ executor }) => void executor.prepare('UPDATE reconciliation_resolutions SET images_billed = 2 WHERE execution_id = ?').run(clean.settledByHuman.execution))).rules,
     ).toEqual(['receipt_equals_price_times_billed', 'settled_equals_price_times_delivered']);
@@ -320,7 +332,7 @@ describe('every execution\'s end', () => {
       (
         await breached(({ ledger, executor }) => {
           ledger.prepare('DELETE FROM settlements WHERE token_id = ?').run(first().token);
-          ledger.prepare("UPDATE authorizations SET status = 'claimed', closed_at = NULL WHERE token_id = ?").run(first().token);
+          ledger.prepare("UPDATE authorizations SET status = 'claimed', closed_at = NULL, settled_units = NULL WHERE token_id = ?").run(first().token);
           executor.prepare('UPDATE receipts SET ledger_settlement_id = NULL WHERE execution_id = ?').run(first().execution);
         })
       ).rules,

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { BugError } from '../../errors.js';
-import { SPENT_AND_HELD } from './counted-units.js';
+import { WINDOW_SUMS } from './counted-units.js';
 import type { BudgetPolicy, InstallationBudget, TargetAllowance } from '../budget-rules.js';
 
 /*
@@ -80,17 +80,14 @@ export interface BudgetWindow {
   readonly now: number;
 }
 
-// The amounts the rolling daily cap counts (counted-units.ts), split into settled and held.
-const SUMS = `${SPENT_AND_HELD} FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id`;
-
 export type BudgetStore = ReturnType<typeof createBudgetStore>;
 
 export function createBudgetStore(db: Database.Database) {
   const statements = {
-    // One statement per scope, so each uses its index (an `@x IS NULL OR` test would defeat it).
-    agentUnits: db.prepare(`SELECT ${SUMS} WHERE a.agent_id = @agent_id AND a.created_at >= @since`),
-    targetUnits: db.prepare(`SELECT ${SUMS} WHERE a.agent_id = @agent_id AND a.target_id = @target_id AND a.created_at >= @since`),
-    installationUnits: db.prepare(`SELECT ${SUMS} WHERE a.created_at >= @since`),
+    // The amounts the rolling daily cap counts (counted-units.ts), split into settled and held; one statement per scope.
+    agentUnits: db.prepare(WINDOW_SUMS.periodAgent),
+    targetUnits: db.prepare(WINDOW_SUMS.periodTarget),
+    installationUnits: db.prepare(WINDOW_SUMS.periodInstallation),
     installation: db.prepare('SELECT * FROM installation_budget WHERE singleton = 1'),
     setInstallation: db.prepare(
       `UPDATE installation_budget SET day_budget_units = @day, week_budget_units = @week, month_budget_units = @month,

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { LedgerAuthorization } from '../wire/answers.js';
 import type { AuthorizationStatus, SpendPolicy } from '../authorization-rules.js';
 import { policyOf, type StoredPolicyRow } from './admin-store.js';
-import { holdsNow, SPENT_AND_HELD } from './counted-units.js';
+import { WINDOW_SUMS } from './counted-units.js';
 import { immediateTransaction, readTransaction } from './immediate-transaction.js';
 import {
   authorizationView,
@@ -89,18 +89,9 @@ export function createLedgerStore(db: Database.Database) {
     releaseByToken: db.prepare('SELECT * FROM releases WHERE token_id = ?'),
     policyOf: db.prepare('SELECT * FROM policies WHERE agent_id = ?'),
     policies: db.prepare('SELECT * FROM policies ORDER BY agent_id'),
-    committedUnits: db.prepare(`
-    SELECT COALESCE(SUM(CASE
-      WHEN ${holdsNow('a')} THEN a.amount_units
-      WHEN a.status = 'settled' THEN s.amount_units
-      ELSE 0 END), 0) AS units
-    FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id
-    WHERE a.agent_id = @agent_id AND a.created_at > @since`),
+    committedUnits: db.prepare(WINDOW_SUMS.rollingCommitted),
     // What `spending` reports: the same rolling window and the same statuses as the daily cap.
-    windowUnits: db.prepare(`
-    SELECT ${SPENT_AND_HELD}
-    FROM authorizations a LEFT JOIN settlements s ON s.token_id = a.token_id
-    WHERE a.agent_id = @agent_id AND a.created_at > @since`),
+    windowUnits: db.prepare(WINDOW_SUMS.rollingAgent),
     // Never moves back: of two readers at once, the later time stays.
     clientSeen: db.prepare('UPDATE authorizations SET client_seen_at = @at WHERE token_id = @token_id AND (client_seen_at IS NULL OR client_seen_at < @at)'),
     expire: db.prepare("UPDATE authorizations SET status = 'expired', closed_at = ? WHERE token_id = ?"),

@@ -35,7 +35,6 @@ const SQL = {
     SELECT g.name AS agent, p.daily_cap_units AS cap, ${SPENT_AND_HELD}
     FROM agents g JOIN policies p ON p.agent_id = g.agent_id
       LEFT JOIN authorizations a ON a.agent_id = g.agent_id AND a.created_at > @since
-      LEFT JOIN settlements s ON s.token_id = a.token_id
     GROUP BY g.agent_id ORDER BY g.name`,
   openReconciliations: "SELECT COUNT(*) FROM reconciliation_records WHERE status = 'open'",
 } as const;

@@ -66,6 +66,8 @@ export interface AuthorizationRow {
   created_at: bigint;
   /** When it became final (settled, released, denied, expired, cancelled). */
   closed_at: bigint | null;
+  /** The settlement's amount as the caps and budgets count it (ledger migration 17), null until settled. */
+  settled_units: unknown;
 }
 export interface SettlementRow {
   settlement_id: string;
@@ -248,7 +250,7 @@ export function readLedger(path: string, fail: Fail): LedgerRows {
       checkIntegers('ledger', ledgerDb, fail);
       return {
         agents: all<AgentRow>(ledgerDb, 'SELECT agent_id, status, created_at, suspended_at, suspended_by FROM agents'),
-        authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, agent_id, amount_units, currency, status, execution_id, decided_by, decided_at, created_at, closed_at FROM authorizations'),
+        authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, agent_id, amount_units, currency, status, execution_id, decided_by, decided_at, created_at, closed_at, settled_units FROM authorizations'),
         settlements: all<SettlementRow>(ledgerDb, 'SELECT settlement_id, token_id, execution_id, receipt_id, receipt_shape, amount_units, currency, created_at FROM settlements'),
         releases: all<ReleaseRow>(ledgerDb, 'SELECT token_id, execution_id, reason, created_at FROM releases'),
         records: all<RecordRow>(ledgerDb, 'SELECT record_id, token_id, execution_id, status, resolution, resolved_by, resolved_at, reason, created_at FROM reconciliation_records'),

@@ -14,6 +14,7 @@ export type Rule =
   | 'submissions_source_readable'
   | 'settle_xor_release'
   | 'authorization_status_matches'
+  | 'settled_units_match'
   | 'closed_by_claiming_execution'
   | 'claim_has_execution'
   | 'cancelled_never_claimed'

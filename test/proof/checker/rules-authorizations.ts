@@ -1,8 +1,10 @@
 import type { Facts } from './facts.ts';
 import type { Fail } from './report.ts';
+import { units } from './values.ts';
 
 /*
- * The ledger's authorizations: settle XOR release, once; the status says which; closed by the
+ * The ledger's authorizations: settle XOR release, once; the status says which (and the amount the
+ * caps count as spent is the settlement's); closed by the
  * execution that claimed it; every claim names an execution the executor has, or was released
  * as claim_without_execution because it never had one; a cancelled authorization was never
  * claimed nor run; and a suspended agent holds no authorization anyone could still claim.
@@ -23,6 +25,12 @@ export function checkAuthorizations(facts: Facts, fail: Fail): void {
     const released = releasesOfToken.get(token)?.length ?? 0;
     if ((authorization.status === 'settled') !== settled > 0) fail('authorization_status_matches', token, `status ${authorization.status} with ${settled} settlements`);
     if ((authorization.status === 'released') !== released > 0) fail('authorization_status_matches', token, `status ${authorization.status} with ${released} releases`);
+    // What the caps and budgets count as spent (ledger migration 17) is the settlement's amount, and nothing before it.
+    const settlement = settlementsOfToken.get(token)?.[0];
+    const counted = units(authorization.settled_units);
+    if (counted !== (settlement === undefined ? null : units(settlement.amount_units))) {
+      fail('settled_units_match', token, `counts ${String(counted ?? 'nothing')} as spent, the settlement says ${String(settlement?.amount_units ?? 'none')}`);
+    }
   }
   for (const row of [...settlements, ...releases]) {
     const authorization = authorizationOf.get(row.token_id);
