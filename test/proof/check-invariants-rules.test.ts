@@ -266,7 +266,9 @@ describe('money', () => {
       ledger.prepare('UPDATE settlements SET amount_units = amount_units + 1 WHERE token_id = ?').run(first().token);
       ledger.prepare('UPDATE authorizations SET settled_units = settled_units + 1 WHERE token_id = ?').run(first().token);
     };
-    expect((await breached(({ ledger }) => more(ledger))).rules).toEqual(['settled_equals_price_times_delivered', 'settlement_matches_receipt']);
+    expect((await breached(({ ledger }) => {
+      more(ledger);
+    })).rules).toEqual(['settled_equals_price_times_delivered', 'settlement_matches_receipt']);
     expect(
       (await breached(({ executor }) => void executor.prepare('UPDATE reconciliation_resolutions SET images_billed = 2 WHERE execution_id = ?').run(clean.settledByHuman.execution))).rules,
     ).toEqual(['receipt_equals_price_times_billed', 'settled_equals_price_times_delivered']);

@@ -28,8 +28,9 @@ export function checkAuthorizations(facts: Facts, fail: Fail): void {
     // What the caps and budgets count as spent (ledger migration 17) is the settlement's amount, and nothing before it.
     const settlement = settlementsOfToken.get(token)?.[0];
     const counted = units(authorization.settled_units);
-    if (counted !== (settlement === undefined ? null : units(settlement.amount_units))) {
-      fail('settled_units_match', token, `counts ${String(counted ?? 'nothing')} as spent, the settlement says ${String(settlement?.amount_units ?? 'none')}`);
+    const spent = settlement === undefined ? null : units(settlement.amount_units);
+    if (counted !== spent) {
+      fail('settled_units_match', token, `counts ${counted?.toString() ?? 'nothing'} as spent, the settlement says ${settlement === undefined ? 'none' : (spent?.toString() ?? 'no amount')}`);
     }
   }
   for (const row of [...settlements, ...releases]) {
