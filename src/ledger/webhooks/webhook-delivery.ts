@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { bigintAsString } from '../../domain/canonical-json.js';
 import type { DueDelivery, WebhookSinkTarget, WebhookStore } from '../store/webhook-store.js';
 import { SIGNATURE_HEADER, webhookSignature } from './webhook-signature.js';
-import { createWebhookPoster } from './webhook-post.js';
+import { createWebhookPoster, WebhookTimeout } from './webhook-post.js';
 import { createSecretFileCache } from './webhook-secret-file.js';
 import { redactedWebhookUrl } from './webhook-url.js';
 import { slackMessage } from './slack-message.js';
@@ -82,8 +82,8 @@ interface Outcome {
   readonly error: 'http_status' | 'timeout' | 'connection_refused' | 'connection_failed' | 'secret_file_unreadable' | null;
 }
 
-function failureClass(error: unknown, timedOut: boolean): Outcome['error'] {
-  if (timedOut) return 'timeout';
+function failureClass(error: unknown): Outcome['error'] {
+  if (error instanceof WebhookTimeout) return 'timeout';
   const failed = error as { code?: unknown; cause?: { code?: unknown } } | null;
   return failed?.code === 'ECONNREFUSED' || failed?.cause?.code === 'ECONNREFUSED' ? 'connection_refused' : 'connection_failed';
 }
@@ -97,7 +97,6 @@ export function retryDelayMs(attempts: number, settings: Pick<WebhookDeliverySet
 export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDelivery {
   const { store, logger, now, settings } = options;
   const random = options.random ?? Math.random;
-  const stopping = new AbortController();
   const poster = createWebhookPoster();
   const secrets = createSecretFileCache();
   const inFlight = new Set<bigint>();
@@ -132,7 +131,6 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
     // Read now, not when the sink was added: a rotated secret signs the next delivery.
     const secret = await secrets.read(sink.secretPath, turns);
     if (!secret.ok) return { delivered: false, httpStatus: null, error: 'secret_file_unreadable' };
-    const timeout = AbortSignal.timeout(settings.timeoutMs);
     try {
       const headers = {
         'content-type': 'application/json',
@@ -140,11 +138,11 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
         'x-lexec-event-type': made.type,
         [SIGNATURE_HEADER]: webhookSignature(secret.secret, made.text, Math.floor(Date.now() / 1000)),
       };
-      const status = await poster.post(sink.url, headers, made.text, AbortSignal.any([timeout, stopping.signal]));
+      const status = await poster.post(sink.url, headers, made.text, settings.timeoutMs);
       const ok = status >= 200 && status < 300;
       return { delivered: ok, httpStatus: status, error: ok ? null : 'http_status' };
     } catch (error) {
-      return { delivered: false, httpStatus: null, error: failureClass(error, timeout.aborted) };
+      return { delivered: false, httpStatus: null, error: failureClass(error) };
     }
   }
 
@@ -271,7 +269,6 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
     stop() {
       stopped = true;
       clearInterval(poll);
-      stopping.abort();
       poster.close();
     },
   };
