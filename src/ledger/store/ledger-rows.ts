@@ -42,6 +42,8 @@ export interface AuthorizationRow {
   prompt: string | null;
   /** When the agent last asked after it (migration 10): a client is still waiting. */
   client_seen_at: bigint | null;
+  /** Its settlement's amount once settled (migration 17, a trigger's copy for the sums' indexes). Never shown. */
+  settled_units: bigint | null;
 }
 
 export interface SettlementRow {
