@@ -6,7 +6,7 @@
 //   node bench/ledger-cycles/run.mjs [--cycles N] [--warmup N] [--concurrency 1,8]
 //                                    [--client http|fetch] [--tls] [--dir PATH]
 //                                    [--max-requests-per-hour N] [--webhooks [--webhook-events T,…]] [--scrape-ms N]
-//                                    [--installation-budget day|week|month] [--pin]   (from the repository root)
+//                                    [--installation-budget day|week|month] [--history N] [--pin]   (from the repository root)
 //
 // With --pin (Linux, util-linux taskset) the ledger's request thread runs alone on CPU 0 and
 // everything else — the ledger's other threads (its webhook delivery thread among them), this
@@ -24,7 +24,14 @@
 // the rows of its period (the daily cap sums the agent's last 24 hours either way).
 //
 // With --scrape-ms N (issue 28) a Prometheus-like scraper reads GET /metrics with a metrics
-// capability every N ms while the cycles run, and each scrape must answer 200 with text.
+// capability every N ms while the cycles run, and each scrape must answer 200 with text; its round
+// trips are reported (p50 and the longest).
+//
+// With --history N the ledger starts on a database that already holds a long history: N settled
+// authorizations of ten other agents (three targets and none, older than every window), their
+// settlements and events, and a removed webhook sink's N delivered deliveries — written with SQL
+// through the build's own migrations (dist/) before the ledger starts, not timed. What a scrape
+// or a request costs on a ledger that has run for a long time.
 //
 // With --webhooks (issue 28) the ledger also delivers its events to two webhook sinks on loopback,
 // receivers in a process of their own (receivers.mjs): one answers 200 at once, the other never answers (each of its
@@ -92,10 +99,10 @@ const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 
 const USAGE =
-  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--tls (HTTPS, a bench CA)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)] [--webhook-events TYPES (the sinks take only these; default all)] [--scrape-ms N (GET /metrics every N ms during the cycles)] [--installation-budget day|week|month (a budget that never refuses: every request sums the period)] [--pin (Linux: the ledger\'s request thread alone on CPU 0, everything else on CPU 1)]';
+  'usage: node bench/ledger-cycles/run.mjs [--cycles N (default 500)] [--warmup N (default 50)] [--concurrency LIST (default 1,8)] [--client http|fetch (default http)] [--tls (HTTPS, a bench CA)] [--dir PATH (default the OS temp dir)] [--max-requests-per-hour N (default: no velocity limit)] [--webhooks (two sinks: one prompt receiver, one hanging)] [--webhook-events TYPES (the sinks take only these; default all)] [--scrape-ms N (GET /metrics every N ms during the cycles)] [--installation-budget day|week|month (a budget that never refuses: every request sums the period)] [--history N (start on a database holding N settled authorizations of other agents, their events and deliveries)] [--pin (Linux: the ledger\'s request thread alone on CPU 0, everything else on CPU 1)]';
 
 function parseArgs(argv) {
-  const options = { cycles: 500, warmup: 50, client: 'http', tls: false, dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false, webhookEvents: null, scrapeMs: null, pin: false, installationBudget: null };
+  const options = { cycles: 500, warmup: 50, client: 'http', tls: false, dir: tmpdir(), concurrency: [1, 8], maxRequestsPerHour: null, webhooks: false, webhookEvents: null, scrapeMs: null, pin: false, installationBudget: null, history: 0 };
   for (let index = 0; index < argv.length; index += 1) {
     const arg = argv[index];
     const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -130,6 +137,8 @@ function parseArgs(argv) {
       const value = inline ?? argv[++index];
       if (value !== 'day' && value !== 'week' && value !== 'month') fail(`--installation-budget needs day, week or month (got ${JSON.stringify(value ?? null)}).`);
       options.installationBudget = value;
+    } else if (name === '--history') {
+      options.history = parseCount(name, inline ?? argv[++index], 0);
     } else if (name === '--scrape-ms') {
       options.scrapeMs = parseCount(name, inline ?? argv[++index], 10);
     } else if (name === '--help' || name === '-h') {
@@ -281,6 +290,7 @@ function report(options, outcome, workDir) {
     warmup: options.warmup,
     max_requests_per_hour: options.maxRequestsPerHour,
     installation_budget: options.installationBudget,
+    history: options.history,
   };
 
   const header = ['step', ...levels.flatMap((level) => [`c=${level.concurrency} p50 ms`, `c=${level.concurrency} p99 ms`])];
@@ -291,11 +301,12 @@ function report(options, outcome, workDir) {
     `Ledger authorization cycles on loopback${options.tls ? ' over HTTPS (TLS, a bench CA)' : ' over plain HTTP'} — ${facts.node}, ${facts.cpus} CPUs (${facts.cpu_model ?? 'unknown CPU'}), ${facts.platform}`,
     `ledger: lexec ledger serve child process, SQLite WAL + synchronous=FULL on ${facts.filesystem ?? 'unknown filesystem'} (${workDir})`,
     `client: ${client.description}; ${facts.cycles} measured cycles per level after ${facts.warmup} warm-up cycles`,
-    `metrics: ${scrapes === null ? 'not scraped' : `GET /metrics every ${scrapes.every_ms} ms: ${scrapes.scrapes} scrapes (largest ${scrapes.largest_bytes} bytes)`}`,
+    `metrics: ${scrapes === null ? 'not scraped' : `GET /metrics every ${scrapes.every_ms} ms: ${scrapes.scrapes} scrapes (largest ${scrapes.largest_bytes} bytes; round trip p50 ${scrapes.scrape_ms.p50} ms, max ${scrapes.scrape_ms.max} ms)`}`,
     `webhooks: ${webhooks === null ? 'none' : `two sinks (one answering 200 at once, one never answering; events: ${options.webhookEvents === null ? 'all' : options.webhookEvents.join(',')}); commit → receipt p50 ${webhooks.p50} ms, p95 ${webhooks.p95} ms; ${webhooks.received}/${webhooks.events} events received`}`,
     `pinned: ${options.pin ? "yes (the ledger's request thread alone on CPU 0; its other threads, the client and the receivers on CPU 1)" : 'no'}`,
     `velocity limit: ${options.maxRequestsPerHour === null ? 'none (requests not counted)' : `max_requests_per_hour ${options.maxRequestsPerHour} (every request counted)`}`,
     `installation budget: ${options.installationBudget === null ? 'none' : `a ${options.installationBudget} budget that never refuses (every request sums the period)`}`,
+    `history: ${options.history === 0 ? 'none (a fresh database)' : `${options.history} settled authorizations of other agents, with their settlements, events and delivered deliveries, before the start`}`,
     '',
     ...levels.map((level) => {
       const thread = level.requestThreadCpuPerCycle === null ? '' : `, request thread ${level.requestThreadCpuPerCycle.toFixed(2)}`;
@@ -340,21 +351,70 @@ function report(options, outcome, workDir) {
 
 // --- main ---------------------------------------------------------------------------------------
 
+// --- a long history (--history) ----------------------------------------------------------------
+
+const HISTORY_SQL = `
+  INSERT INTO owner (account_id, created_at) VALUES ('acct_bench', 0);
+  INSERT INTO agents (agent_id, name, status, created_at)
+    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 9) SELECT 'agt_history_' || i, 'history-' || i, 'active', 0 FROM n;
+  INSERT INTO webhook_sinks (sink_id, url, format, event_types, secret_path, created_at, removed_at, cursor_event_id)
+    VALUES ('whk_history', 'http://127.0.0.1:9/history', 'lexec', NULL, '/nonexistent/history.secret', 0, 1, @count);
+  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < @count)
+  INSERT INTO authorizations (token_id, account_id, agent_id, amount_units, units_scale, currency, amount_cents, status, execution_id, created_at, decided_at, claimed_at, closed_at, expires_at, target_id)
+    SELECT 'tok_history_' || i, 'acct_bench', 'agt_history_' || (i % 10), 3000, 6, 'USD', 1, 'settled', 'exe_history_' || i, @start + i, @start + i, @start + i, @start + i, @start + i + 3600000,
+      CASE i % 4 WHEN 0 THEN NULL ELSE 'lexec:target:v1:history-' || (i % 4) END FROM n;
+  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < @count)
+  INSERT INTO settlements (settlement_id, token_id, receipt_id, execution_id, receipt_shape, amount_units, units_scale, currency, amount_cents, price_model_snapshot, receipt_fingerprint, created_at)
+    SELECT 'stl_history_' || i, 'tok_history_' || i, 'rcpt_history_' || i, 'exe_history_' || i, 'precise', 3000, 6, 'USD', 1, '{}', 'history', @start + i FROM n;
+  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < @count)
+  INSERT INTO events (event_id, at, type, agent_id, target_id, token_id, amount_units, details)
+    SELECT i, @start + i, 'authorization.settled', 'agt_history_' || (i % 10), NULL, 'tok_history_' || i, 3000, '{}' FROM n;
+  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < @count)
+  INSERT INTO webhook_deliveries (sink_id, event_id, status, attempts, created_at, next_attempt_at, last_attempt_at, last_http_status, delivered_at)
+    SELECT 'whk_history', i, 'delivered', 1, @start + i, NULL, @start + i, 200, @start + i FROM n;
+`;
+
+/**
+ * Writes `count` settled authorizations (with settlements, events and delivered deliveries) into a
+ * new database at `path`, migrated by this build's own migrations: a year and more before now, so
+ * no rolling window or calendar period counts them.
+ */
+async function writeHistory(path, count) {
+  const { openDatabase } = await import(pathToFileURL(join(root, 'dist', 'storage', 'open-database.js')).href);
+  const { LEDGER_MIGRATIONS } = await import(pathToFileURL(join(root, 'dist', 'ledger', 'store', 'migrations.js')).href);
+  const db = openDatabase(path, LEDGER_MIGRATIONS);
+  try {
+    const start = Date.now() - 400 * 86_400_000 - count;
+    db.transaction(() => {
+      for (const statement of HISTORY_SQL.split(';').map((text) => text.trim()).filter((text) => text !== '')) {
+        const prepared = db.prepare(statement);
+        const names = ['count', 'start'].filter((name) => statement.includes(`@${name}`));
+        prepared.run(Object.fromEntries(names.map((name) => [name, name === 'count' ? count : start])));
+      }
+    })();
+  } finally {
+    db.close();
+  }
+}
+
 // --- metrics scraper (--scrape-ms) -------------------------------------------------------------
 
-/** Reads GET /metrics with a metrics capability every `everyMs` until stopped; answers how many scrapes and the largest body. */
+/** Reads GET /metrics with a metrics capability every `everyMs` until stopped; answers how many scrapes, the largest body and how long the scrapes took (round trip, ms). */
 async function startScraper(client, adminToken, capability, everyMs) {
   const token = await registerCredential(client, adminToken, capability.generateCapability, capability.capabilityDigest, 'metrics');
   let count = 0;
   let largest = 0;
+  const took = [];
   let failure = null;
   let running = Promise.resolve();
   const timer = setInterval(() => {
     running = running.then(async () => {
+      const started = performance.now();
       const body = await expect(client, 'scrape metrics', 200, 'GET', '/metrics', token).catch((error) => {
         failure ??= error;
         return '';
       });
+      took.push(performance.now() - started);
       if (typeof body === 'string' && body.includes('lexec_ledger_')) count += 1;
       largest = Math.max(largest, typeof body === 'string' ? body.length : 0);
     });
@@ -364,7 +424,9 @@ async function startScraper(client, adminToken, capability, everyMs) {
       clearInterval(timer);
       await running;
       if (failure !== null) throw failure;
-      return { every_ms: everyMs, scrapes: count, largest_bytes: largest };
+      took.sort((a, b) => a - b);
+      const at = (q) => (took.length === 0 ? null : round2(took[Math.min(took.length - 1, Math.floor(q * took.length))]));
+      return { every_ms: everyMs, scrapes: count, largest_bytes: largest, scrape_ms: { p50: at(0.5), max: at(1) } };
     },
   };
 }
@@ -411,6 +473,7 @@ async function main(options, workDir) {
   const tls = options.tls ? await benchTls(root, workDir, ['127.0.0.1']) : null;
   if (tls !== null) config.http.tls = { certificate_file: tls.certificateFile, key_file: tls.keyFile };
   writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
+  if (options.history > 0) await writeHistory(config.database_path, options.history);
 
   const port = await startLedger(configPath);
   const adminToken = readFileSync(adminPath, 'utf8').trim();

@@ -46,6 +46,26 @@ describe('the ledger\'s authorizations', () => {
     expect(report.messages[0]).toMatch(/^counts \d+ as spent, the settlement says \d+$/);
   });
 
+  it('kept_counts_match: a closed status, a settled total, a sink\'s deliveries or an ended state counted otherwise than its rows', async () => {
+    const report = await breached(({ ledger, executor }) => {
+      ledger.prepare("UPDATE authorization_counts SET count = count + 1 WHERE status = 'settled'").run();
+      ledger.prepare('DELETE FROM settled_totals WHERE rowid = (SELECT MIN(rowid) FROM settled_totals)').run();
+      ledger.prepare("INSERT INTO webhook_delivery_counts (sink_id, status, count) VALUES ('whk_planted', 'delivered', 3)").run();
+      executor.prepare("INSERT INTO execution_counts (state, count) VALUES ('running', 1)").run();
+    });
+    expect(report.rules).toEqual(['kept_counts_match']);
+    expect(report.messages).toEqual([
+      expect.stringMatching(/^keeps \d+, the rows count \d+$/) as string,
+      expect.stringMatching(/^keeps 0, the rows count \d+$/) as string,
+      'keeps 3, the rows count 0',
+      'keeps 1, the rows count 0',
+    ]);
+    // A settled authorization whose status a plant changes leaves its closed count by the trigger, as the ledger would.
+    expect((await breached(({ ledger }) => void ledger.prepare("UPDATE authorizations SET status = 'claimed' WHERE token_id = ?").run(first().token))).rules).toEqual([
+      'authorization_status_matches',
+    ]);
+  });
+
   it('closed_by_claiming_execution: an authorization claimed by another execution than the one that settled it and runs on it', async () => {
     const report = await breached(({ ledger }) => void ledger.prepare("UPDATE authorizations SET execution_id = 'exe_other' WHERE token_id = ?").run(first().token));
     expect(report.rules).toEqual(['claim_has_execution', 'closed_by_claiming_execution']);

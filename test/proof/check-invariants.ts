@@ -6,6 +6,7 @@ import { checkArtifactFiles } from './checker/rules-artifacts.ts';
 import { checkAudit } from './checker/rules-audit.ts';
 import { checkEvents } from './checker/rules-events.ts';
 import { checkAuthorizations } from './checker/rules-authorizations.ts';
+import { checkExecutionCounts, checkLedgerCounts } from './checker/rules-counts.ts';
 import { checkLifecycle } from './checker/rules-lifecycle.ts';
 import { checkMoney } from './checker/rules-money.ts';
 import { checkProvider } from './checker/rules-provider.ts';
@@ -28,6 +29,7 @@ export type { InvariantReport, Rule, Violation } from './checker/report.ts';
  *   checker/rules-artifacts.ts       the artifact files
  *   checker/rules-audit.ts           the ledger's audit trail of operator actions
  *   checker/rules-events.ts          the ledger's events outbox
+ *   checker/rules-counts.ts          the counts kept for the metrics
  *
  * Rule ids are stable (docs/reliability.md lists what each reads). Every rule runs whatever the
  * others find. Relative imports name their `.ts` file: bench/proof/driver.mjs loads the checker
@@ -82,6 +84,8 @@ export function checkInvariantsAcrossHosts(inputs: InvariantInputsAcrossHosts): 
   for (const each of hosts) checkArtifactFiles(each.rows.artifacts, each.host.artifactRoot, fail);
   checkAudit(facts, fail);
   checkEvents(facts, fail);
+  checkLedgerCounts(facts, fail);
+  for (const each of hosts) checkExecutionCounts(each.rows, fail);
 
   return {
     violations,

@@ -5,7 +5,10 @@ import { holdsNow, SPENT_AND_HELD } from './counted-units.js';
 /*
  * What `GET /metrics` reports of the ledger's state, read from its database when a scraper asks
  * (ledger-metrics.ts): nothing is counted in memory, so a restart loses nothing and every figure
- * is the sum of the rows it stands for. Labels are the agent's name (1-64 characters of a fixed
+ * is the sum of the rows it stands for. What would read the whole history — the closed
+ * authorizations by status, settled totals — comes from the counts ledger migration 18 keeps in
+ * each change's transaction, so a scrape costs the same at a million authorizations as at ten;
+ * the rest reads what is open now or the rolling window. Labels are the agent's name (1-64 characters of a fixed
  * alphabet) and the executor target id the authorization was requested for (`none` when it was
  * requested without one); never an authorization id, a purpose or any other free text.
  */
@@ -18,13 +21,18 @@ export interface UnitsByAgentAndTarget {
 }
 
 // The rolling window's sums are windowUnits' (ledger-store.ts) for every agent at once; what is held, counted-units.ts's.
-const SQL = {
+export const METRICS_SQL = {
+  // The closed statuses from their kept counts; the open ones (few: the expiry sweep closes what nobody claims) from the status index, a requested or approved one past its expiry as expired.
   byStatus: `
-    SELECT CASE WHEN status IN ('requested', 'approved') AND expires_at <= @now THEN 'expired' ELSE status END AS status, COUNT(*) AS count
-    FROM authorizations GROUP BY 1 ORDER BY 1`,
+    SELECT status, SUM(count) AS count FROM (
+      SELECT status, count FROM authorization_counts
+      UNION ALL
+      SELECT CASE WHEN status IN ('requested', 'approved') AND expires_at <= @now THEN 'expired' ELSE status END, 1
+      FROM authorizations WHERE status IN ('requested', 'approved', 'claimed')
+    ) GROUP BY status HAVING SUM(count) > 0 ORDER BY status`,
   settled: `
-    SELECT g.name AS agent, COALESCE(a.target_id, 'none') AS target, SUM(s.amount_units) AS units
-    FROM settlements s JOIN authorizations a ON a.token_id = s.token_id JOIN agents g ON g.agent_id = a.agent_id
+    SELECT g.name AS agent, CASE t.target_key WHEN '' THEN 'none' ELSE t.target_key END AS target, SUM(t.units) AS units
+    FROM settled_totals t JOIN agents g ON g.agent_id = t.agent_id
     GROUP BY 1, 2 ORDER BY 1, 2`,
   held: `
     SELECT g.name AS agent, COALESCE(a.target_id, 'none') AS target, SUM(a.amount_units) AS units
@@ -44,11 +52,11 @@ export type MetricsReads = ReturnType<typeof createMetricsReads>;
 /** Each read is one statement, so one consistent snapshot, and none takes a write lock. */
 export function createMetricsReads(db: Database.Database) {
   const statements = {
-    byStatus: db.prepare(SQL.byStatus),
-    settled: db.prepare(SQL.settled),
-    held: db.prepare(SQL.held),
-    rolling: db.prepare(SQL.rolling),
-    openReconciliations: db.prepare(SQL.openReconciliations).pluck(),
+    byStatus: db.prepare(METRICS_SQL.byStatus),
+    settled: db.prepare(METRICS_SQL.settled),
+    held: db.prepare(METRICS_SQL.held),
+    rolling: db.prepare(METRICS_SQL.rolling),
+    openReconciliations: db.prepare(METRICS_SQL.openReconciliations).pluck(),
     agentNames: db.prepare('SELECT agent_id, name FROM agents'),
   };
   return {

@@ -70,6 +70,8 @@ interface SinkRow {
   cursor_event_id: bigint;
 }
 
+type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
 interface DeliveryRow {
   delivery_id: bigint;
   sink_id: string;
@@ -91,6 +93,19 @@ const iso = (ms: bigint | null): string | null => (ms === null ? null : new Date
 const TAKE_UP_BATCH = 500;
 
 export type WebhookStore = ReturnType<typeof createWebhookStore>;
+
+/**
+ * Deliveries by sink and status, every sink: from the counts the deliveries' triggers keep (ledger
+ * migration 18), one row per sink and status, so a scrape or a `webhooks list` never counts the
+ * deliveries themselves.
+ */
+export const DELIVERY_COUNTS_SQL = `
+  SELECT s.sink_id AS sink_id,
+    COALESCE(SUM(CASE WHEN c.status = 'delivered' THEN c.count END), 0) AS delivered,
+    COALESCE(SUM(CASE WHEN c.status = 'failed' THEN c.count END), 0) AS failed,
+    COALESCE(SUM(CASE WHEN c.status = 'pending' THEN c.count END), 0) AS pending
+  FROM webhook_sinks s LEFT JOIN webhook_delivery_counts c ON c.sink_id = s.sink_id
+  GROUP BY s.sink_id ORDER BY s.created_at, s.sink_id`;
 
 /** The URL's scheme, host and port: all the audit trail keeps of it. */
 function urlOrigin(url: string): string {
@@ -142,12 +157,16 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
     delivered: db.prepare(
       `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_attempt_at = @at, last_http_status = @http_status,
          last_error = NULL, delivered_at = @at, next_attempt_at = NULL
-       WHERE delivery_id = @delivery_id AND status = 'pending'`,
+       WHERE delivery_id = @delivery_id AND status = 'pending' RETURNING sink_id`,
     ),
     retry: db.prepare(
       `UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = @at, last_http_status = @http_status, last_error = @error,
          status = CASE WHEN @next IS NULL THEN 'failed' ELSE 'pending' END, next_attempt_at = @next
-       WHERE delivery_id = @delivery_id AND status = 'pending'`,
+       WHERE delivery_id = @delivery_id AND status = 'pending' RETURNING sink_id, status`,
+    ),
+    addCount: db.prepare(
+      `INSERT INTO webhook_delivery_counts (sink_id, status, count) VALUES (?, ?, ?)
+       ON CONFLICT (sink_id, status) DO UPDATE SET count = count + excluded.count`,
     ),
     event: db.prepare('SELECT events.*, agents.name AS agent_name FROM events LEFT JOIN agents ON agents.agent_id = events.agent_id WHERE event_id = ?'),
     deliveries: db.prepare(
@@ -155,14 +174,7 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
        WHERE (@sink_id IS NULL OR d.sink_id = @sink_id) AND (@status IS NULL OR d.status = @status)
        ORDER BY d.delivery_id DESC LIMIT @limit`,
     ),
-    counts: db.prepare(
-      `SELECT s.sink_id AS sink_id,
-         COALESCE(SUM(d.status = 'delivered'), 0) AS delivered,
-         COALESCE(SUM(d.status = 'failed'), 0) AS failed,
-         COALESCE(SUM(d.status = 'pending'), 0) AS pending
-       FROM webhook_sinks s LEFT JOIN webhook_deliveries d ON d.sink_id = s.sink_id
-       GROUP BY s.sink_id ORDER BY s.created_at, s.sink_id`,
-    ),
+    counts: db.prepare(DELIVERY_COUNTS_SQL),
   };
 
   function counts(): WebhookDeliveryCounts[] {
@@ -187,9 +199,43 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
 
   const tallies = () => new Map(counts().map((count) => [count.sink_id, count]));
 
+  // The deliveries by sink and status (ledger migration 18), kept in the transaction of each
+  // change: a change adds to `tally`, and the store's outermost transaction writes it once before
+  // its commit — one statement per sink and status a turn touched, not one per delivery (a turn
+  // takes up and records dozens). Every write to webhook_deliveries is in this file.
+  const tally = new Map<string, { readonly sinkId: string; readonly status: DeliveryStatus; delta: number }>();
+  let depth = 0;
+  function count(sinkId: string, status: DeliveryStatus, delta: number): void {
+    const key = `${sinkId} ${status}`;
+    const known = tally.get(key);
+    if (known === undefined) tally.set(key, { sinkId, status, delta });
+    else known.delta += delta;
+  }
+  /** Runs `change` in a transaction of `run` (or in the store's transaction already open) and writes what it tallied before the commit. */
+  function counting<T>(run: Immediate | null, change: () => T): T {
+    if (depth > 0 && run === null) return change();
+    return (run ?? immediate)(() => {
+      depth += 1;
+      try {
+        const result = change();
+        if (depth === 1) {
+          for (const { sinkId, status, delta } of tally.values()) if (delta !== 0) statements.addCount.run(sinkId, status, delta);
+          tally.clear();
+        }
+        return result;
+      } catch (error) {
+        // Rolled back: nothing it tallied happened.
+        if (depth === 1) tally.clear();
+        throw error;
+      } finally {
+        depth -= 1;
+      }
+    });
+  }
+
   return {
     /** Runs `fn` in one IMMEDIATE transaction (the worker records a turn's outcomes and take-up together: one commit). */
-    transaction: <T>(fn: () => T): T => turnTransaction(fn),
+    transaction: <T>(fn: () => T): T => counting(turnTransaction, fn),
 
     /** Adds a sink starting after the latest event (or just before `fromEventId`), audited as `actor`'s `webhook_added`. */
     add(sink: NewWebhookSink, actor: CredentialActor): LedgerWebhookSink {
@@ -245,11 +291,13 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
      * False, and nothing recorded, when it was already removed (or never was).
      */
     remove(sinkId: string, actor: CredentialActor): boolean {
-      return immediate(() => {
+      return counting(immediate, () => {
         const at = now();
         const changed = statements.remove.run(at, sinkId).changes === 1;
         if (!changed) return false;
         const failed = statements.abandon.run(sinkId).changes;
+        count(sinkId, 'pending', -failed);
+        count(sinkId, 'failed', failed);
         audit.record({ actor, action: 'webhook_removed', agentId: null, subjectId: sinkId, before: { status: 'active' }, after: { status: 'removed', failed_deliveries: failed }, at });
         return true;
       });
@@ -275,12 +323,14 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
       const behind = statements.liveBehind.all(last) as SinkRow[];
       if (behind.length === 0) return false;
       let more = false;
-      immediate(() => {
+      counting(immediate, () => {
         const at = now();
         for (const sink of behind) {
           const wanted = sink.event_types === null ? null : new Set(JSON.parse(sink.event_types) as string[]);
           const events = statements.eventsAfter.all(sink.cursor_event_id, TAKE_UP_BATCH) as { event_id: bigint; type: string }[];
-          for (const event of events) if (wanted === null || wanted.has(event.type)) statements.insertDelivery.run(sink.sink_id, event.event_id, at, at);
+          let taken = 0;
+          for (const event of events) if (wanted === null || wanted.has(event.type)) taken += statements.insertDelivery.run(sink.sink_id, event.event_id, at, at).changes;
+          count(sink.sink_id, 'pending', taken);
           const reached = events.at(-1)?.event_id;
           if (reached !== undefined) statements.moveCursor.run(reached, sink.sink_id, reached);
           if (events.length === TAKE_UP_BATCH) more = true;
@@ -302,12 +352,22 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
     },
 
     delivered(deliveryId: bigint, httpStatus: number): void {
-      statements.delivered.run({ delivery_id: deliveryId, at: now(), http_status: httpStatus });
+      counting(null, () => {
+        const changed = statements.delivered.get({ delivery_id: deliveryId, at: now(), http_status: httpStatus }) as { sink_id: string } | undefined;
+        if (changed === undefined) return;
+        count(changed.sink_id, 'pending', -1);
+        count(changed.sink_id, 'delivered', 1);
+      });
     },
 
     /** Records an attempt that failed; `next` null: no more attempts (failed). */
     retry(deliveryId: bigint, outcome: { httpStatus: number | null; error: string }, next: number | null): void {
-      statements.retry.run({ delivery_id: deliveryId, at: now(), http_status: outcome.httpStatus, error: outcome.error, next });
+      counting(null, () => {
+        const changed = statements.retry.get({ delivery_id: deliveryId, at: now(), http_status: outcome.httpStatus, error: outcome.error, next }) as { sink_id: string; status: DeliveryStatus } | undefined;
+        if (changed === undefined || changed.status === 'pending') return;
+        count(changed.sink_id, 'pending', -1);
+        count(changed.sink_id, changed.status, 1);
+      });
     },
 
     /** Deliveries newest first: of one sink or all, only failed ones or all. */

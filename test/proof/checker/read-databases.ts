@@ -59,6 +59,8 @@ export interface AuthorizationRow {
   amount_units: unknown;
   currency: string;
   status: string;
+  /** The executor target it was requested for; null when requested without one. */
+  target_id: string | null;
   execution_id: string | null;
   /** `policy` when the policy approved it, a credential id when a human decided it, null while undecided. */
   decided_by: string | null;
@@ -172,6 +174,17 @@ export interface AuditRows {
   readonly installationBudget: InstallationBudgetRow | null;
 }
 
+/**
+ * The counts the ledger keeps for its metrics (ledger migration 18) as stored, and every webhook
+ * delivery's sink and status (what the delivery counts stand for). Null for a ledger from before them.
+ */
+export interface LedgerKeptCounts {
+  readonly authorizations: readonly { readonly status: string; readonly count: unknown }[];
+  readonly settled: readonly { readonly agent_id: string; readonly target_key: string; readonly units: unknown }[];
+  readonly deliveries: readonly { readonly sink_id: string; readonly status: string; readonly count: unknown }[];
+  readonly deliveryRows: readonly { readonly sink_id: string; readonly status: string }[];
+}
+
 export interface LedgerRows {
   readonly agents: readonly AgentRow[];
   readonly authorizations: readonly AuthorizationRow[];
@@ -182,6 +195,7 @@ export interface LedgerRows {
   readonly credentials: readonly CredentialRow[];
   readonly audit: AuditRows | null;
   readonly outbox: EventRows | null;
+  readonly kept: LedgerKeptCounts | null;
 }
 
 export interface ExecutorRows {
@@ -192,6 +206,8 @@ export interface ExecutorRows {
   /** Per execution, in ordinal order. */
   readonly artifacts: readonly ArtifactRow[];
   readonly resolutions: readonly ResolutionRow[];
+  /** The executions by state as the executor keeps them for its metrics (executor migration 14); null before it, and across several executors. */
+  readonly keptStates: readonly { readonly state: string; readonly count: unknown }[] | null;
 }
 
 function open(path: string): Database.Database {
@@ -243,6 +259,16 @@ function readEvents(db: Database.Database): EventRows | null {
   return { since, events: all<LedgerEventRow>(db, 'SELECT event_id, at, type, agent_id, token_id, amount_units, details FROM events ORDER BY event_id') };
 }
 
+function readKeptCounts(db: Database.Database): LedgerKeptCounts | null {
+  if (!hasTable(db, 'authorization_counts')) return null;
+  return {
+    authorizations: all(db, 'SELECT status, count FROM authorization_counts'),
+    settled: all(db, 'SELECT agent_id, target_key, units FROM settled_totals'),
+    deliveries: all(db, 'SELECT sink_id, status, count FROM webhook_delivery_counts'),
+    deliveryRows: all(db, 'SELECT sink_id, status FROM webhook_deliveries'),
+  };
+}
+
 /** The ledger's rows, read in one transaction; `amounts_are_integers` reports through `fail`. */
 export function readLedger(path: string, fail: Fail): LedgerRows {
   return withDatabase(path, (ledgerDb) =>
@@ -250,7 +276,7 @@ export function readLedger(path: string, fail: Fail): LedgerRows {
       checkIntegers('ledger', ledgerDb, fail);
       return {
         agents: all<AgentRow>(ledgerDb, 'SELECT agent_id, status, created_at, suspended_at, suspended_by FROM agents'),
-        authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, agent_id, amount_units, currency, status, execution_id, decided_by, decided_at, created_at, closed_at, settled_units FROM authorizations'),
+        authorizations: all<AuthorizationRow>(ledgerDb, 'SELECT token_id, agent_id, amount_units, currency, status, target_id, execution_id, decided_by, decided_at, created_at, closed_at, settled_units FROM authorizations'),
         settlements: all<SettlementRow>(ledgerDb, 'SELECT settlement_id, token_id, execution_id, receipt_id, receipt_shape, amount_units, currency, created_at FROM settlements'),
         releases: all<ReleaseRow>(ledgerDb, 'SELECT token_id, execution_id, reason, created_at FROM releases'),
         records: all<RecordRow>(ledgerDb, 'SELECT record_id, token_id, execution_id, status, resolution, resolved_by, resolved_at, reason, created_at FROM reconciliation_records'),
@@ -258,6 +284,7 @@ export function readLedger(path: string, fail: Fail): LedgerRows {
         credentials: all<CredentialRow>(ledgerDb, 'SELECT credential_id, created_at FROM credentials'),
         audit: readAudit(ledgerDb),
         outbox: readEvents(ledgerDb),
+        kept: readKeptCounts(ledgerDb),
       };
     })(),
   );
@@ -277,6 +304,7 @@ export function readExecutor(path: string, fail: Fail): ExecutorRows {
         receipts: all<ReceiptRow>(executorDb, 'SELECT receipt_id, execution_id, amount_units, exact_amount, scale, currency, ledger_settlement_id, receipt_shape FROM receipts'),
         artifacts: all<ArtifactRow>(executorDb, 'SELECT artifact_id, execution_id, ordinal, size_bytes, sha256, storage_key FROM artifacts ORDER BY execution_id, ordinal'),
         resolutions: all<ResolutionRow>(executorDb, 'SELECT execution_id, resolution, images_billed, amount_units FROM reconciliation_resolutions'),
+        keptStates: hasTable(executorDb, 'execution_counts') ? all(executorDb, 'SELECT state, count FROM execution_counts') : null,
       };
     })(),
   );
@@ -290,5 +318,7 @@ export function mergeExecutors(rows: readonly ExecutorRows[]): ExecutorRows {
     receipts: rows.flatMap((row) => row.receipts),
     artifacts: rows.flatMap((row) => row.artifacts),
     resolutions: rows.flatMap((row) => row.resolutions),
+    // Each executor keeps its own counts: checked per executor (check-invariants.ts), not merged.
+    keptStates: rows.length === 1 ? (rows[0]?.keptStates ?? null) : null,
   };
 }

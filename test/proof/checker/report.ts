@@ -36,7 +36,8 @@ export type Rule =
   | 'operator_action_audited'
   | 'audit_event_has_change'
   | 'change_has_one_event'
-  | 'event_has_change';
+  | 'event_has_change'
+  | 'kept_counts_match';
 
 export interface Violation {
   readonly rule: Rule;

@@ -1,6 +1,6 @@
 import type { Migration } from '../../../storage/open-database.js';
 import { executionListIndexes, embeddedEngine, frozenSeedDecision, installationIdentity, parkEvidence, submitWindow } from './durable-engine.js';
-import { executorCredentials, ledgerRecordAnswered, ledgerRecordRecheck, metricsCredentials } from './ledger-records-and-credentials.js';
+import { executionCounts, executorCredentials, ledgerRecordAnswered, ledgerRecordRecheck, metricsCredentials } from './ledger-records-and-credentials.js';
 import { legacySchema, microUnits, preciseReceipts } from './whole-cents-to-micro-units.js';
 
 export { applyPreciseReceiptConversion, MigrationRefused } from './whole-cents-to-micro-units.js';
@@ -20,4 +20,5 @@ export const EXECUTOR_MIGRATIONS: readonly Migration[] = [
   { version: 11, name: 'ledger_record_recheck', up: ledgerRecordRecheck },
   { version: 12, name: 'executor_credentials', up: executorCredentials },
   { version: 13, name: 'metrics_credentials', up: metricsCredentials },
+  { version: 14, name: 'execution_counts', up: executionCounts },
 ];

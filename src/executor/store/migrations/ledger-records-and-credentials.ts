@@ -69,3 +69,39 @@ export const metricsCredentials = `
   DROP TABLE credentials;
   ALTER TABLE credentials_v13 RENAME TO credentials;
 `;
+
+// docs/metrics.md, docs/decisions.md "A scrape reads kept counts, not the history":
+// `lexec_executor_executions` counted every execution by state at each scrape, a read of the whole
+// history on the executor's request thread. The executions that have left the running states
+// (succeeded, failed, reconciliation) are counted by triggers in the transaction of each change (a
+// crash keeps both or neither) — once when an execution gets there, again only if a human
+// resolves a parked one — and filled here from the rows, which stay the record: the invariant
+// checker holds the counts to them (docs/reliability.md). The running states (pending, scheduled,
+// running) are few at any time: the metrics count them from the state index. No CHECK on the
+// count: a count must never refuse the change it counts.
+export const executionCounts = `
+  CREATE TABLE execution_counts (
+    state TEXT PRIMARY KEY,
+    count INTEGER NOT NULL
+  );
+  INSERT INTO execution_counts (state, count)
+    SELECT state, COUNT(*) FROM executions WHERE state NOT IN ('pending', 'scheduled', 'running') GROUP BY state;
+  CREATE TRIGGER execution_counted AFTER INSERT ON executions
+    WHEN NEW.state NOT IN ('pending', 'scheduled', 'running')
+    BEGIN
+      INSERT INTO execution_counts (state, count) VALUES (NEW.state, 1)
+        ON CONFLICT (state) DO UPDATE SET count = count + 1;
+    END;
+  CREATE TRIGGER execution_ended AFTER UPDATE OF state ON executions
+    WHEN NEW.state NOT IN ('pending', 'scheduled', 'running') AND NEW.state IS NOT OLD.state
+    BEGIN
+      INSERT INTO execution_counts (state, count) VALUES (NEW.state, 1)
+        ON CONFLICT (state) DO UPDATE SET count = count + 1;
+    END;
+  CREATE TRIGGER execution_left AFTER UPDATE OF state ON executions
+    WHEN OLD.state NOT IN ('pending', 'scheduled', 'running') AND NEW.state IS NOT OLD.state
+    BEGIN UPDATE execution_counts SET count = count - 1 WHERE state = OLD.state; END;
+  CREATE TRIGGER execution_uncounted AFTER DELETE ON executions
+    WHEN OLD.state NOT IN ('pending', 'scheduled', 'running')
+    BEGIN UPDATE execution_counts SET count = count - 1 WHERE state = OLD.state; END;
+`;
