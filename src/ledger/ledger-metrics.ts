@@ -111,7 +111,7 @@ export function createLedgerMetrics(options: LedgerMetricsOptions): Registry {
   });
   new Counter({
     name: 'lexec_ledger_webhook_delivery_failures_total',
-    help: 'Webhook delivery attempts that failed (an error answer, a timeout or no connection); each is retried.',
+    help: 'Webhook deliveries that failed for good: retries ended (24 h after the event) or the sink was removed. A failed attempt that is retried is not counted.',
     registers,
     collect() {
       this.reset();

@@ -100,7 +100,7 @@ function ledgerHistory(db: Database.Database, seed: number, steps: number, first
   );
   const event = db.prepare("INSERT INTO events (at, type, agent_id, token_id, details) VALUES (?, 'authorization_requested', ?, ?, '{}')");
   const deliver = db.prepare("INSERT INTO webhook_deliveries (sink_id, event_id, status, attempts, created_at, next_attempt_at) VALUES (?, ?, 'pending', 0, 1, 1)");
-  const pendingNow = db.prepare("SELECT delivery_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY delivery_id").pluck();
+  const pendingNow = db.prepare("SELECT delivery_id AS deliveryId, sink_id AS sinkId FROM webhook_deliveries WHERE status = 'pending' ORDER BY delivery_id");
   const open: { token: string; status: string }[] = [];
   const pending: bigint[] = [];
   for (let step = first; step < first + steps; step += 1) {
@@ -131,7 +131,7 @@ function ledgerHistory(db: Database.Database, seed: number, steps: number, first
       else open.splice(index, 1);
     } else if (store !== null) {
       // A turn of the delivery worker: some outcomes (delivered, retried later, failed for good) and the take-up, one transaction.
-      const due = pendingNow.all() as bigint[];
+      const due = pendingNow.all() as { deliveryId: bigint; sinkId: string }[];
       store.transaction(() => {
         for (const delivery of due) {
           const roll = random.next();
@@ -216,6 +216,12 @@ describe('ledger migration 18 (what the metrics count, kept as the rows change)'
         // Through the store: deliveries taken up, delivered, retried and failed for both sinks, the second's pending ones failed by its removal.
         expect(later.old.deliveries.every((row) => row.delivered > 0 && row.failed > 0)).toBe(true);
         expect(later.old.deliveries.map((row) => row.pending > 0)).toEqual([true, false]);
+        // Out of a closed status (nothing in the ledger does it), and a row deleted: the counts follow all the same.
+        expect(db.prepare("UPDATE authorizations SET status = 'requested' WHERE token_id = (SELECT MIN(token_id) FROM authorizations WHERE status = 'expired')").run().changes).toBe(1);
+        expect(db.prepare("DELETE FROM authorizations WHERE token_id = (SELECT MIN(token_id) FROM authorizations WHERE status = 'denied')").run().changes).toBe(1);
+        const moved = figures(db);
+        expect(moved.now).toEqual(moved.old);
+        expect(moved.now.byStatus).not.toEqual(later.now.byStatus);
 
         const kept = () => db.prepare('SELECT (SELECT json_group_array(json_array(status, count)) FROM authorization_counts) AS a, (SELECT json_group_array(json_array(agent_id, target_key, units)) FROM settled_totals) AS s, (SELECT json_group_array(json_array(sink_id, status, count)) FROM webhook_delivery_counts) AS d').get();
         const atRest = kept();

@@ -249,7 +249,6 @@ export function cleanRunFixture(): { clean: CleanRun; breached: Breached } {
   const COUNTING_TRIGGERS = new Set([
     'authorization_counted',
     'authorization_closed',
-    'authorization_reopened',
     'authorization_uncounted',
     'settlement_totalled',
     'settlement_retotalled',

@@ -95,9 +95,9 @@ const TAKE_UP_BATCH = 500;
 export type WebhookStore = ReturnType<typeof createWebhookStore>;
 
 /**
- * Deliveries by sink and status, every sink: from the counts the deliveries' triggers keep (ledger
- * migration 18), one row per sink and status, so a scrape or a `webhooks list` never counts the
- * deliveries themselves.
+ * Deliveries by sink and status, every sink: from the counts this store keeps with the deliveries
+ * (ledger migration 18; `counting` below), one row per sink and status, so a scrape or a
+ * `webhooks list` never counts the deliveries themselves.
  */
 export const DELIVERY_COUNTS_SQL = `
   SELECT s.sink_id AS sink_id,
@@ -157,12 +157,12 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
     delivered: db.prepare(
       `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_attempt_at = @at, last_http_status = @http_status,
          last_error = NULL, delivered_at = @at, next_attempt_at = NULL
-       WHERE delivery_id = @delivery_id AND status = 'pending' RETURNING sink_id`,
+       WHERE delivery_id = @delivery_id AND sink_id = @sink_id AND status = 'pending'`,
     ),
     retry: db.prepare(
       `UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = @at, last_http_status = @http_status, last_error = @error,
          status = CASE WHEN @next IS NULL THEN 'failed' ELSE 'pending' END, next_attempt_at = @next
-       WHERE delivery_id = @delivery_id AND status = 'pending' RETURNING sink_id, status`,
+       WHERE delivery_id = @delivery_id AND sink_id = @sink_id AND status = 'pending'`,
     ),
     addCount: db.prepare(
       `INSERT INTO webhook_delivery_counts (sink_id, status, count) VALUES (?, ?, ?)
@@ -351,22 +351,22 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
       return row === undefined ? null : eventView(row);
     },
 
-    delivered(deliveryId: bigint, httpStatus: number): void {
+    /** Records a 2xx for `delivery` (still pending: a delivery already recorded is left as it is; so is one not of `sinkId`). */
+    delivered(delivery: Pick<DueDelivery, 'deliveryId' | 'sinkId'>, httpStatus: number): void {
       counting(null, () => {
-        const changed = statements.delivered.get({ delivery_id: deliveryId, at: now(), http_status: httpStatus }) as { sink_id: string } | undefined;
-        if (changed === undefined) return;
-        count(changed.sink_id, 'pending', -1);
-        count(changed.sink_id, 'delivered', 1);
+        if (statements.delivered.run({ delivery_id: delivery.deliveryId, sink_id: delivery.sinkId, at: now(), http_status: httpStatus }).changes !== 1) return;
+        count(delivery.sinkId, 'pending', -1);
+        count(delivery.sinkId, 'delivered', 1);
       });
     },
 
-    /** Records an attempt that failed; `next` null: no more attempts (failed). */
-    retry(deliveryId: bigint, outcome: { httpStatus: number | null; error: string }, next: number | null): void {
+    /** Records an attempt of `delivery` that failed; `next` null: no more attempts (failed). */
+    retry(delivery: Pick<DueDelivery, 'deliveryId' | 'sinkId'>, outcome: { httpStatus: number | null; error: string }, next: number | null): void {
       counting(null, () => {
-        const changed = statements.retry.get({ delivery_id: deliveryId, at: now(), http_status: outcome.httpStatus, error: outcome.error, next }) as { sink_id: string; status: DeliveryStatus } | undefined;
-        if (changed === undefined || changed.status === 'pending') return;
-        count(changed.sink_id, 'pending', -1);
-        count(changed.sink_id, changed.status, 1);
+        const changes = statements.retry.run({ delivery_id: delivery.deliveryId, sink_id: delivery.sinkId, at: now(), http_status: outcome.httpStatus, error: outcome.error, next }).changes;
+        if (changes !== 1 || next !== null) return;
+        count(delivery.sinkId, 'pending', -1);
+        count(delivery.sinkId, 'failed', 1);
       });
     },
 

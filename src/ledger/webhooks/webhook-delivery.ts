@@ -149,14 +149,14 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
   /** Records one attempt's outcome (inside the turn's transaction). */
   function record(sink: WebhookSinkTarget, delivery: DueDelivery, outcome: Outcome): void {
     if (outcome.delivered) {
-      store.delivered(delivery.deliveryId, outcome.httpStatus ?? 200);
+      store.delivered(delivery, outcome.httpStatus ?? 200);
       return;
     }
     const attempts = delivery.attempts + 1;
     const eventAt = Date.parse(delivery.event.at);
     const next = now() + retryDelayMs(attempts, settings, random);
     const giveUp = next > eventAt + settings.giveUpAfterMs;
-    store.retry(delivery.deliveryId, { httpStatus: outcome.httpStatus, error: outcome.error ?? 'connection_failed' }, giveUp ? null : next);
+    store.retry(delivery, { httpStatus: outcome.httpStatus, error: outcome.error ?? 'connection_failed' }, giveUp ? null : next);
     // The origin only: a webhook URL's path may be its credential.
     const line = {
       event: giveUp ? 'webhook_delivery_failed' : 'webhook_delivery_retry',

@@ -39,15 +39,15 @@ export const METRIC_COUNTS_MIGRATIONS: readonly Migration[] = [
           INSERT INTO authorization_counts (status, count) VALUES (NEW.status, 1)
             ON CONFLICT (status) DO UPDATE SET count = count + 1;
         END;
+      -- One trigger for both ways (each trigger on an update costs its program's call, WHEN or not):
+      -- into a closed status, counted; out of one (the schema never does it), uncounted.
       CREATE TRIGGER authorization_closed AFTER UPDATE OF status ON authorizations
-        WHEN NEW.status NOT IN ('requested', 'approved', 'claimed') AND NEW.status IS NOT OLD.status
+        WHEN NEW.status IS NOT OLD.status AND (NEW.status NOT IN ('requested', 'approved', 'claimed') OR OLD.status NOT IN ('requested', 'approved', 'claimed'))
         BEGIN
-          INSERT INTO authorization_counts (status, count) VALUES (NEW.status, 1)
+          UPDATE authorization_counts SET count = count - 1 WHERE status = OLD.status AND OLD.status NOT IN ('requested', 'approved', 'claimed');
+          INSERT INTO authorization_counts (status, count) SELECT NEW.status, 1 WHERE NEW.status NOT IN ('requested', 'approved', 'claimed')
             ON CONFLICT (status) DO UPDATE SET count = count + 1;
         END;
-      CREATE TRIGGER authorization_reopened AFTER UPDATE OF status ON authorizations
-        WHEN OLD.status NOT IN ('requested', 'approved', 'claimed') AND NEW.status IS NOT OLD.status
-        BEGIN UPDATE authorization_counts SET count = count - 1 WHERE status = OLD.status; END;
       CREATE TRIGGER authorization_uncounted AFTER DELETE ON authorizations
         WHEN OLD.status NOT IN ('requested', 'approved', 'claimed')
         BEGIN UPDATE authorization_counts SET count = count - 1 WHERE status = OLD.status; END;
