@@ -65,10 +65,10 @@ const LARGEST = 922_337_203_685_477n;
 describe('executor migrations', () => {
   it('a new database gets every migration once; reopening changes nothing', () => {
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);
-    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
     db.close();
     const again = openDatabase(path, EXECUTOR_MIGRATIONS);
-    expect(appliedVersions(again)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    expect(appliedVersions(again)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
     again.close();
   });
 
@@ -90,7 +90,7 @@ describe('executor migrations', () => {
     expect(ten.prepare('SELECT execution_id FROM executions WHERE ledger_record_at IS NOT NULL').all()).toEqual([{ execution_id: 'exe_v43_reconciliation' }]);
     ten.close();
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);
-    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
     expect(db.prepare('SELECT execution_id FROM executions WHERE ledger_record_at IS NOT NULL').all()).toEqual([]);
     // The index the closed-run rescheduler and restart recovery read (execution-store.ts).
     expect(db.prepare("SELECT execution_id FROM executions WHERE state = 'reconciliation' AND ledger_record_at IS NULL").all()).toEqual([{ execution_id: 'exe_v43_reconciliation' }]);
@@ -101,7 +101,7 @@ describe('executor migrations', () => {
     await fixtureAt(1);
     expect(headerJournal(path)).toBe('rollback');
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);
-    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
     expect(headerJournal(path)).toBe('wal');
     expect(db.prepare('SELECT execution_id, authorization_held_cents, authorization_held_units, units_scale FROM executions ORDER BY 1').all()).toEqual([
       { execution_id: 'exe_v43_failed', authorization_held_cents: 90n, authorization_held_units: 900_000n, units_scale: 6n },
@@ -268,7 +268,7 @@ describe('executor migrations', () => {
   it('migrates a v0.2.4 (micro-unit) database to precise receipts', async () => {
     await fixtureAt(2);
     const db = openDatabase(path, EXECUTOR_MIGRATIONS);
-    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    expect(appliedVersions(db)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
     expect(db.prepare("SELECT exact_amount, scale, amount_units, receipt_shape FROM receipts WHERE receipt_id = 'rcpt_v43_two_images'").get()).toEqual({
       exact_amount: 6n,
       scale: 2n,
