@@ -206,7 +206,7 @@ export interface ExecutorRows {
   /** Per execution, in ordinal order. */
   readonly artifacts: readonly ArtifactRow[];
   readonly resolutions: readonly ResolutionRow[];
-  /** The executions by state as the executor keeps them for its metrics (executor migration 14); null before it, and across several executors. */
+  /** The ended executions by state as the executor keeps them for its metrics (executor migration 14); null before it, and in rows merged across executors. */
   readonly keptStates: readonly { readonly state: string; readonly count: unknown }[] | null;
 }
 
@@ -318,7 +318,7 @@ export function mergeExecutors(rows: readonly ExecutorRows[]): ExecutorRows {
     receipts: rows.flatMap((row) => row.receipts),
     artifacts: rows.flatMap((row) => row.artifacts),
     resolutions: rows.flatMap((row) => row.resolutions),
-    // Each executor keeps its own counts: checked per executor (check-invariants.ts), not merged.
-    keptStates: rows.length === 1 ? (rows[0]?.keptStates ?? null) : null,
+    // Each executor keeps its own counts: checked per executor on its own rows (check-invariants.ts), never merged.
+    keptStates: null,
   };
 }
