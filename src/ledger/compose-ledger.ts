@@ -218,7 +218,7 @@ export async function composeLedger(options: ComposeLedgerOptions): Promise<Comp
   }
 }
 
-/** The configured delivery timings over the defaults (docs/ledger.md "Webhooks"). */
+/** The configured delivery timings and retention over the defaults (docs/ledger.md "Webhooks"). */
 function deliverySettings(configured: LedgerConfig['webhook_delivery'] | undefined): WebhookDeliverySettings {
   if (configured === undefined) return DEFAULT_WEBHOOK_DELIVERY;
   return {
@@ -226,5 +226,6 @@ function deliverySettings(configured: LedgerConfig['webhook_delivery'] | undefin
     timeoutMs: configured.timeout_ms,
     firstRetryMs: configured.first_retry_ms,
     maxRetryMs: configured.max_retry_ms,
+    deliveredRetentionMs: configured.delivered_retention_days * 86_400_000,
   };
 }

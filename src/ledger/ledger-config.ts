@@ -112,11 +112,19 @@ export const timeZone = z
 const milliseconds = (min: number, max: number, fallback: number) =>
   z.number({ error: 'must be a whole number of milliseconds' }).int('must be a whole number of milliseconds').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`).default(fallback);
 
+/** How many days a delivered webhook delivery's row is kept (pending and failed ones are kept until an operator looks); a launcher profile's [ledger] takes it too. */
+export const deliveredRetentionDays = z
+  .number({ error: 'must be a whole number of days' })
+  .int('must be a whole number of days')
+  .min(1, 'must be at least 1')
+  .max(3650, 'must be at most 3650 (10 years)');
+
 export const webhookDeliverySchema = z
   .strictObject({
     timeout_ms: milliseconds(100, 60_000, 10_000),
     first_retry_ms: milliseconds(10, 3_600_000, 1_000),
     max_retry_ms: milliseconds(10, 6 * 3_600_000, 3_600_000),
+    delivered_retention_days: deliveredRetentionDays.default(30),
   })
   .refine((timings) => timings.first_retry_ms <= timings.max_retry_ms, { path: ['first_retry_ms'], message: 'must not exceed max_retry_ms' });
 
@@ -130,7 +138,7 @@ export const ledgerConfigSchema = z.strictObject({
   default_policy: spendPolicySchema,
   /** The installation's time zone (IANA): calendar budgets' days, weeks and months begin at its midnight. */
   time_zone: timeZone.default('UTC'),
-  /** Webhook delivery timings (docs/ledger.md "Webhooks"); left out: 10 s per POST, retries from 1 s doubling to 1 h. */
+  /** Webhook delivery timings and retention (docs/ledger.md "Webhooks"); left out: 10 s per POST, retries from 1 s doubling to 1 h, delivered rows kept 30 days. */
   webhook_delivery: webhookDeliverySchema.optional(),
 });
 export type LedgerConfig = z.output<typeof ledgerConfigSchema>;

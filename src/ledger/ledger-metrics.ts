@@ -102,7 +102,7 @@ export function createLedgerMetrics(options: LedgerMetricsOptions): Registry {
   });
   new Counter({
     name: 'lexec_ledger_webhook_deliveries_total',
-    help: 'Webhook deliveries a sink accepted (2xx).',
+    help: 'Webhook deliveries a sink accepted (2xx), also those whose rows the retention has since removed.',
     registers,
     collect() {
       this.reset();

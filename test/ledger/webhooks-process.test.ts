@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readPrivateFile } from '../../src/credentials/private-file.js';
 import { verifyWebhookSignature } from '../../src/ledger/webhooks/webhook-signature.js';
@@ -146,4 +147,26 @@ describe('lexec ledger webhooks, with a receiver that fails, hangs and recovers'
     const removed = expectResult(await lexec(['ledger', 'webhooks', 'remove', added.sink.sink_id, ...admin(), '--json'])) as { changed: boolean };
     expect(removed.changed).toBe(true);
   }, 90_000);
+
+  it('a ledger started with a retention of 7 days removes the deliveries delivered before it, and still counts them delivered', async () => {
+    // The ten deliveries above, aged as if delivered 10 days ago (five) and 3 days ago (five) — the
+    // test moves their time, as the days would — with the ledger stopped.
+    expect(await ledger.stop()).toBe(0);
+    const db = new Database(join(dir, 'state', 'ledger.db'));
+    try {
+      const ids = (db.prepare("SELECT delivery_id FROM webhook_deliveries WHERE status = 'delivered' ORDER BY delivery_id").all() as { delivery_id: number }[]).map((row) => row.delivery_id);
+      expect(ids).toHaveLength(10);
+      const age = db.prepare('UPDATE webhook_deliveries SET delivered_at = ? WHERE delivery_id = ?');
+      ids.forEach((id, index) => age.run(Date.now() - (index < 5 ? 10 : 3) * 86_400_000, id));
+    } finally {
+      db.close();
+    }
+    ledger = await spawnLedger(dir, { ...config(), webhook_delivery: { timeout_ms: 1500, first_retry_ms: 50, max_retry_ms: 400, delivered_retention_days: 7 } });
+    ledgers.push(ledger);
+    await expect.poll(() => ledger.events().find((line) => line.event === 'webhook_deliveries_pruned'), { timeout: 20_000 }).toMatchObject({ removed: 5, retention_days: 7 });
+    const shown = expectResult(await lexec(['ledger', 'webhooks', 'deliveries', ...admin(), '--json'])) as { deliveries: LedgerWebhookDelivery[] };
+    expect(shown.deliveries.filter((delivery) => delivery.status === 'delivered')).toHaveLength(5);
+    const sinks = (await call<{ sinks: LedgerWebhookSink[] }>(ledger.url, 'GET', '/webhooks?all=true', { token: adminToken })).body.sinks;
+    expect(sinks.map((sink) => sink.deliveries)).toEqual([{ delivered: 10, failed: 0, pending: 0 }]);
+  }, 60_000);
 });

@@ -66,6 +66,19 @@ describe('the ledger\'s authorizations', () => {
     ]);
   });
 
+  it('kept_counts_match: a sink\'s delivered count is its delivered rows plus those the retention removed (pruned), never less', async () => {
+    const plant = (delivered: number, pruned: number) => ({ ledger }: Planted) => {
+      ledger.prepare("INSERT INTO webhook_delivery_counts (sink_id, status, count) VALUES ('whk_planted', 'delivered', ?), ('whk_planted', 'pruned', ?)").run(delivered, pruned);
+    };
+    // Three delivered, all three rows since removed by the retention: as the ledger keeps it.
+    expect((await breached(plant(3, 3))).rules).toEqual([]);
+    const fewer = await breached(plant(3, 2));
+    expect(fewer.rules).toEqual(['kept_counts_match']);
+    expect(fewer.messages).toEqual(['keeps 3, the rows count 2']);
+    const negative = await breached(plant(0, -1));
+    expect(negative.messages).toEqual(['keeps -1: not a count of removed deliveries']);
+  });
+
   it('closed_by_claiming_execution: an authorization claimed by another execution than the one that settled it and runs on it', async () => {
     const report = await breached(({ ledger }) => void ledger.prepare("UPDATE authorizations SET execution_id = 'exe_other' WHERE token_id = ?").run(first().token));
     expect(report.rules).toEqual(['claim_has_execution', 'closed_by_claiming_execution']);

@@ -55,7 +55,7 @@ export interface TestLedgerOptions {
   /** A fake clock from this instant (ms), moved only by `advance`; default: the system clock. */
   readonly startAt?: number;
   /** Webhook delivery timings (the ledger's `webhook_delivery`; default: serve's). */
-  readonly webhookDelivery?: { readonly timeout_ms: number; readonly first_retry_ms: number; readonly max_retry_ms: number };
+  readonly webhookDelivery?: { readonly timeout_ms: number; readonly first_retry_ms: number; readonly max_retry_ms: number; readonly delivered_retention_days?: number };
 }
 
 /**
@@ -80,7 +80,7 @@ export async function startTestLedger(options: TestLedgerOptions = {}): Promise<
       authorization_ttl_seconds: options.ttlSeconds ?? 3_600,
       default_policy: DEFAULT_POLICY,
       ...(options.timeZone === undefined ? {} : { time_zone: options.timeZone }),
-      ...(options.webhookDelivery === undefined ? {} : { webhook_delivery: options.webhookDelivery }),
+      ...(options.webhookDelivery === undefined ? {} : { webhook_delivery: { delivered_retention_days: 30, ...options.webhookDelivery } }),
     },
     logger: pino(sink),
     now: options.startAt === undefined ? () => Date.now() + offset : () => (options.startAt ?? 0) + offset,

@@ -149,6 +149,7 @@ function ledgerConfig(profile: Profile, paths: ProfilePaths): unknown {
     default_policy: profile.ledger.default_policy,
     // Rendered only when the profile sets it, so a profile without it renders as before.
     ...(profile.ledger.time_zone === undefined ? {} : { time_zone: profile.ledger.time_zone }),
+    ...(profile.ledger.webhook_delivered_retention_days === undefined ? {} : { webhook_delivery: { delivered_retention_days: profile.ledger.webhook_delivered_retention_days } }),
   };
 }
 

@@ -8,7 +8,7 @@ import {
   orphanClaimsSchema,
 } from '../../executor/config/executor-config-schema.js';
 import { absolutePath, credentialedEndpointUrl, identifier, isLoopbackHost, TLS_REQUIRED_REASON } from '../../config/schema-parts.js';
-import { authorizationTtlSeconds, spendPolicySchema, timeZone } from '../../ledger/ledger-config.js';
+import { authorizationTtlSeconds, deliveredRetentionDays, spendPolicySchema, timeZone } from '../../ledger/ledger-config.js';
 
 /*
  * A launcher profile (`profile.toml`, schema version 1; docs/stack.md "Profiles"). Operator-owned
@@ -93,6 +93,8 @@ const ledger = z.strictObject({
   default_policy: spendPolicySchema.optional(),
   /** The installation's IANA time zone: calendar budgets begin at its midnight (the ledger's default: UTC). */
   time_zone: timeZone.optional(),
+  /** How many days the ledger keeps a delivered webhook delivery's row (the ledger's default: 30). */
+  webhook_delivered_retention_days: deliveredRetentionDays.optional(),
   /** Executor host: the remote ledger's base URL (https, or http on loopback only). */
   url: credentialedEndpointUrl.optional(),
   /** Executor host: the CA certificate (PEM) the remote ledger's certificate is verified against. */
@@ -169,7 +171,7 @@ export const profileSchema = z
     } else {
       // An executor host: the ledger and its settings are the ledger host's.
       if (profile.ports.ledger !== undefined) issue(['ports', 'ledger'], 'is not allowed with [ledger] url: this host runs no ledger');
-      for (const key of ['default_policy', 'time_zone', 'authorization_ttl_seconds', 'http'] as const) {
+      for (const key of ['default_policy', 'time_zone', 'authorization_ttl_seconds', 'webhook_delivered_retention_days', 'http'] as const) {
         if (profile.ledger[key] !== undefined) issue(['ledger', key], "belongs to the ledger host's profile: this host's ledger is remote ([ledger] url)");
       }
     }

@@ -71,6 +71,8 @@ interface SinkRow {
 }
 
 type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+/** What the kept counts tally per sink: the statuses, and `pruned` — delivered rows the retention removed (still counted as delivered). */
+type CountedStatus = DeliveryStatus | 'pruned';
 
 interface DeliveryRow {
   delivery_id: bigint;
@@ -97,7 +99,8 @@ export type WebhookStore = ReturnType<typeof createWebhookStore>;
 /**
  * Deliveries by sink and status, every sink: from the counts this store keeps with the deliveries
  * (ledger migration 18; `counting` below), one row per sink and status, so a scrape or a
- * `webhooks list` never counts the deliveries themselves.
+ * `webhooks list` never counts the deliveries themselves. `delivered` is every delivery ever
+ * delivered, those the retention has removed since included (`pruneDelivered`): a counter only grows.
  */
 export const DELIVERY_COUNTS_SQL = `
   SELECT s.sink_id AS sink_id,
@@ -106,6 +109,17 @@ export const DELIVERY_COUNTS_SQL = `
     COALESCE(SUM(CASE WHEN c.status = 'pending' THEN c.count END), 0) AS pending
   FROM webhook_sinks s LEFT JOIN webhook_delivery_counts c ON c.sink_id = s.sink_id
   GROUP BY s.sink_id ORDER BY s.created_at, s.sink_id`;
+
+/**
+ * Delivered rows past the retention, through ledger migration 19's index (`delivered_at` of
+ * delivered rows): whether any, and the oldest, a batch at a time. Named with INDEXED BY: left to
+ * itself the planner takes `webhook_deliveries_by_status` (status = ?) and walks every delivered row.
+ */
+export const PRUNE_SQL = {
+  any: `SELECT 1 FROM webhook_deliveries INDEXED BY webhook_deliveries_delivered_at WHERE status = 'delivered' AND delivered_at < ? LIMIT 1`,
+  aged: `SELECT delivery_id, sink_id FROM webhook_deliveries INDEXED BY webhook_deliveries_delivered_at
+    WHERE status = 'delivered' AND delivered_at < ? ORDER BY delivered_at, delivery_id LIMIT ?`,
+} as const;
 
 /** The URL's scheme, host and port: all the audit trail keeps of it. */
 function urlOrigin(url: string): string {
@@ -164,6 +178,9 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
          status = CASE WHEN @next IS NULL THEN 'failed' ELSE 'pending' END, next_attempt_at = @next
        WHERE delivery_id = @delivery_id AND sink_id = @sink_id AND status = 'pending'`,
     ),
+    agedDelivered: db.prepare(PRUNE_SQL.aged),
+    anyDeliveredBefore: db.prepare(PRUNE_SQL.any),
+    removeDelivered: db.prepare("DELETE FROM webhook_deliveries WHERE delivery_id = ? AND status = 'delivered'"),
     addCount: db.prepare(
       `INSERT INTO webhook_delivery_counts (sink_id, status, count) VALUES (?, ?, ?)
        ON CONFLICT (sink_id, status) DO UPDATE SET count = count + excluded.count`,
@@ -203,9 +220,9 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
   // change: a change adds to `tally`, and the store's outermost transaction writes it once before
   // its commit — one statement per sink and status a turn touched, not one per delivery (a turn
   // takes up and records dozens). Every write to webhook_deliveries is in this file.
-  const tally = new Map<string, { readonly sinkId: string; readonly status: DeliveryStatus; delta: number }>();
+  const tally = new Map<string, { readonly sinkId: string; readonly status: CountedStatus; delta: number }>();
   let depth = 0;
-  function count(sinkId: string, status: DeliveryStatus, delta: number): void {
+  function count(sinkId: string, status: CountedStatus, delta: number): void {
     const key = `${sinkId} ${status}`;
     const known = tally.get(key);
     if (known === undefined) tally.set(key, { sinkId, status, delta });
@@ -357,6 +374,30 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
         if (statements.delivered.run({ delivery_id: delivery.deliveryId, sink_id: delivery.sinkId, at: now(), http_status: httpStatus }).changes !== 1) return;
         count(delivery.sinkId, 'pending', -1);
         count(delivery.sinkId, 'delivered', 1);
+      });
+    },
+
+    /** Whether a delivered delivery was delivered before `before` (ms): a read, no write lock taken. */
+    anyDeliveredBefore(before: number): boolean {
+      return statements.anyDeliveredBefore.get(before) !== undefined;
+    },
+
+    /**
+     * Removes up to `limit` delivered deliveries delivered before `before` (ms), the oldest first,
+     * and answers how many it removed (`limit`: call again). Pending and failed ones are never
+     * removed. Each sink's delivered count stays as it was; what was removed is tallied as
+     * `pruned` beside it (the invariant checker: delivered = the rows delivered + pruned).
+     */
+    pruneDelivered(before: number, limit: number): number {
+      return counting(null, () => {
+        const aged = statements.agedDelivered.all(before, limit) as { delivery_id: bigint; sink_id: string }[];
+        let removed = 0;
+        for (const row of aged) {
+          if (statements.removeDelivered.run(row.delivery_id).changes !== 1) continue;
+          count(row.sink_id, 'pruned', 1);
+          removed += 1;
+        }
+        return removed;
       });
     },
 

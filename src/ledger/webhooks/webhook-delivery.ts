@@ -36,6 +36,10 @@ export interface WebhookDeliverySettings {
   readonly pollMs: number;
   /** Retries end this long after the event. */
   readonly giveUpAfterMs: number;
+  /** A delivered delivery's row is removed this long after its delivery (pending and failed ones are kept) … */
+  readonly deliveredRetentionMs: number;
+  /** … by a pass this often (the first at the worker's first turn). */
+  readonly pruneIntervalMs: number;
 }
 
 export const DEFAULT_WEBHOOK_DELIVERY: WebhookDeliverySettings = {
@@ -45,6 +49,8 @@ export const DEFAULT_WEBHOOK_DELIVERY: WebhookDeliverySettings = {
   concurrencyPerSink: 8,
   pollMs: 250,
   giveUpAfterMs: 24 * 3_600_000,
+  deliveredRetentionMs: 30 * 24 * 3_600_000,
+  pruneIntervalMs: 60_000,
 };
 
 /**
@@ -58,6 +64,8 @@ const MIN_TURN_INTERVAL_MS = 50;
 const QUEUED_PER_SINK = 256;
 /** How many event bodies the worker keeps made (an event goes to every sink that takes it). */
 const MAX_BODIES = 2_048;
+/** How many delivered deliveries past the retention a turn removes at most (in its transaction), the oldest first; a full batch is followed by another the next turn. */
+const PRUNE_BATCH = 500;
 
 export interface WebhookDeliveryOptions {
   readonly store: WebhookStore;
@@ -109,6 +117,9 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
   let lastTurn = 0;
   // Counts turns: the secret file cache looks at each file at most once per turn.
   let turns = 0;
+  // When the next turn removes delivered deliveries past the retention (performance.now(); the first turn does), and how many this pass has removed.
+  let nextPrune = 0;
+  let prunedInPass = 0;
 
   // The bodies of the events being delivered, made once for every sink of the same format (an
   // event's row never changes); forgotten whenever nothing is in flight, and bounded meanwhile.
@@ -219,10 +230,20 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
     const outcomes = finished.splice(0);
     try {
       let more = false;
-      if (outcomes.length > 0 || store.behind()) {
+      // Delivered deliveries past the retention, when a pass is due: looked for with a read first,
+      // so a pass with nothing to remove takes no write lock either.
+      let pruneBefore: number | null = null;
+      if (lastTurn >= nextPrune) {
+        const before = now() - settings.deliveredRetentionMs;
+        if (store.anyDeliveredBefore(before)) pruneBefore = before;
+        else afterPrune(0);
+      }
+      if (outcomes.length > 0 || pruneBefore !== null || store.behind()) {
+        let pruned = 0;
         try {
           more = store.transaction(() => {
             for (const { sink, delivery, outcome } of outcomes) record(sink, delivery, outcome);
+            if (pruneBefore !== null) pruned = store.pruneDelivered(pruneBefore, PRUNE_BATCH);
             return store.takeUp();
           });
         } catch (error) {
@@ -230,6 +251,8 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
           finished.unshift(...outcomes);
           throw error;
         }
+        if (pruneBefore !== null) afterPrune(pruned);
+        if (pruned === PRUNE_BATCH) more = true;
       }
       for (const { delivery } of outcomes) inFlight.delete(delivery.deliveryId);
       if (inFlight.size === 0 || bodies.size > MAX_BODIES) bodies.clear();
@@ -248,6 +271,15 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
       // A busy or failing database: the next poll tries again; requests are not affected.
       logger.error({ event: 'webhook_delivery_error', error_class: error instanceof Error ? error.name : 'unknown' });
     }
+  }
+
+  /** After a turn removed `pruned` deliveries: a full batch is followed by another the next turn; otherwise the pass ends (said in the log when it removed any). */
+  function afterPrune(pruned: number): void {
+    prunedInPass += pruned;
+    if (pruned === PRUNE_BATCH) return;
+    nextPrune = lastTurn + settings.pruneIntervalMs;
+    if (prunedInPass > 0) logger.info({ event: 'webhook_deliveries_pruned', removed: prunedInPass, retention_days: settings.deliveredRetentionMs / 86_400_000 });
+    prunedInPass = 0;
   }
 
   // At most one turn (one commit) per MIN_TURN_INTERVAL_MS: under load, a turn takes up the events

@@ -76,10 +76,10 @@ describe('profiles for the three roles', () => {
     const issues = await issuesOf(
       executorHost((table) => {
         table.ports = { ledger: 7400, executor: 7410, sandbox: 7420 };
-        table.ledger = { ...exampleTable('sandbox').ledger as TomlTable, url: 'https://ledger.example:7400', time_zone: 'UTC' };
+        table.ledger = { ...exampleTable('sandbox').ledger as TomlTable, url: 'https://ledger.example:7400', time_zone: 'UTC', webhook_delivered_retention_days: 7 };
       }),
     );
-    expect(paths(issues)).toEqual(['ledger.authorization_ttl_seconds', 'ledger.default_policy', 'ledger.time_zone', 'ports.ledger']);
+    expect(paths(issues)).toEqual(['ledger.authorization_ttl_seconds', 'ledger.default_policy', 'ledger.time_zone', 'ledger.webhook_delivered_retention_days', 'ports.ledger']);
     expect(issues.find((issue) => issue.path === 'ledger.default_policy')?.message).toContain("belongs to the ledger host's profile");
   });
 

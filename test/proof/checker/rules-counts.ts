@@ -9,7 +9,8 @@ import { units } from './values.ts';
  * count now — closed authorizations by status (the open ones are counted from the rows), the
  * settlements summed by agent and target, webhook deliveries by sink and status, ended executions
  * by state (the running ones are counted from the rows). A count nobody keeps is zero; a kept
- * count of zero is the same as none.
+ * count of zero is the same as none. A sink's delivered deliveries count those the retention has
+ * removed too (tallied as `pruned`).
  */
 
 const OPEN_STATUSES = new Set(['requested', 'approved', 'claimed']);
@@ -53,10 +54,22 @@ export function checkLedgerCounts(facts: Facts, fail: Fail): void {
     tally(settled, (row) => row.key, (row) => row.units),
     fail,
   );
+  // A sink's delivered count keeps the deliveries the retention removed (ledger migration 19),
+  // tallied beside it as `pruned`: delivered = the rows delivered + pruned.
+  const rows = tally(kept.deliveryRows, (row) => `${row.sink_id}/${row.status}`);
+  for (const row of kept.deliveries) {
+    if (row.status !== 'pruned') continue;
+    const pruned = units(row.count);
+    if (pruned === null || pruned < 0n) {
+      fail('kept_counts_match', `webhook_delivery_counts[${row.sink_id}/pruned]`, `keeps ${pruned?.toString() ?? 'no integer'}: not a count of removed deliveries`);
+      continue;
+    }
+    rows.set(`${row.sink_id}/delivered`, (rows.get(`${row.sink_id}/delivered`) ?? 0n) + pruned);
+  }
   compare(
     'webhook_delivery_counts',
-    new Map(kept.deliveries.map((row) => [`${row.sink_id}/${row.status}`, units(row.count)])),
-    tally(kept.deliveryRows, (row) => `${row.sink_id}/${row.status}`),
+    new Map(kept.deliveries.filter((row) => row.status !== 'pruned').map((row) => [`${row.sink_id}/${row.status}`, units(row.count)])),
+    rows,
     fail,
   );
 }
