@@ -5,7 +5,8 @@ import { EXECUTIONS_BY_STATE_SQL } from '../../src/executor/executor-metrics.js'
 import { EXECUTOR_MIGRATIONS } from '../../src/executor/store/migrations/executor-migrations.js';
 import { createMetricsReads, METRICS_SQL } from '../../src/ledger/store/metrics-reads.js';
 import { LEDGER_MIGRATIONS } from '../../src/ledger/store/migrations.js';
-import { createWebhookStore, DELIVERY_COUNTS_SQL, type WebhookStore } from '../../src/ledger/store/webhook-store.js';
+import { DELIVERY_COUNTS_SQL } from '../../src/ledger/store/webhook-rows.js';
+import { createWebhookStore, type WebhookStore } from '../../src/ledger/store/webhook-store.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
 

@@ -1,12 +1,14 @@
 import type Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import type { LedgerEventType } from '../events/ledger-event-types.js';
-import { redactedWebhookUrl } from '../webhooks/webhook-url.js';
 import type { LedgerWebhookDelivery, LedgerWebhookSink } from '../wire/answers.js';
 import { eventView } from './event-store.js';
 import type { LedgerEvent } from '../wire/answers.js';
 import { createAuditStore, type CredentialActor } from './audit-store.js';
 import { immediateTransaction, type Immediate } from './immediate-transaction.js';
+import { deliveryView, DELIVERY_COUNTS_SQL, PRUNE_SQL, sinkView, urlOrigin, type DeliveryRow, type SinkRow, type WebhookDeliveryCounts, type WebhookFormat } from './webhook-rows.js';
+
+export type { WebhookDeliveryCounts, WebhookFormat } from './webhook-rows.js';
 
 /*
  * Webhook sinks and their deliveries (ledger migration 12; docs/ledger.md "Webhooks").
@@ -22,8 +24,6 @@ import { immediateTransaction, type Immediate } from './immediate-transaction.js
  * the change's own time. The event keeps the URL's origin only — its path may be a secret — and
  * the secret file's path, never its content (the store never reads it).
  */
-
-export type WebhookFormat = 'lexec' | 'slack';
 
 export interface NewWebhookSink {
   readonly url: string;
@@ -51,84 +51,21 @@ export interface DueDelivery {
   readonly event: LedgerEvent;
 }
 
-/** Deliveries of one sink by status: what `lexec ledger webhooks list` and the metrics show. */
-export interface WebhookDeliveryCounts {
-  readonly sink_id: string;
-  readonly delivered: number;
-  readonly failed: number;
-  readonly pending: number;
-}
 
-interface SinkRow {
-  sink_id: string;
-  url: string;
-  format: WebhookFormat;
-  event_types: string | null;
-  secret_path: string;
-  created_at: bigint;
-  removed_at: bigint | null;
-  cursor_event_id: bigint;
-}
 
 type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 /** What the kept counts tally per sink: the statuses, and `pruned` — delivered rows the retention removed (still counted as delivered). */
 type CountedStatus = DeliveryStatus | 'pruned';
 
-interface DeliveryRow {
-  delivery_id: bigint;
-  sink_id: string;
-  event_id: bigint;
-  event_type: string;
-  status: 'pending' | 'delivered' | 'failed';
-  attempts: bigint;
-  created_at: bigint;
-  next_attempt_at: bigint | null;
-  last_attempt_at: bigint | null;
-  last_http_status: bigint | null;
-  last_error: string | null;
-  delivered_at: bigint | null;
-}
 
-const iso = (ms: bigint | null): string | null => (ms === null ? null : new Date(Number(ms)).toISOString());
 
 /** How many events one `takeUp` reads at most (the worker calls again while more wait). */
 const TAKE_UP_BATCH = 500;
 
 export type WebhookStore = ReturnType<typeof createWebhookStore>;
 
-/**
- * Deliveries by sink and status, every sink: from the counts this store keeps with the deliveries
- * (ledger migration 18; `counting` below), one row per sink and status, so a scrape or a
- * `webhooks list` never counts the deliveries themselves. `delivered` is every delivery ever
- * delivered, those the retention has removed since included (`pruneDelivered`): a counter only grows.
- */
-export const DELIVERY_COUNTS_SQL = `
-  SELECT s.sink_id AS sink_id,
-    COALESCE(SUM(CASE WHEN c.status = 'delivered' THEN c.count END), 0) AS delivered,
-    COALESCE(SUM(CASE WHEN c.status = 'failed' THEN c.count END), 0) AS failed,
-    COALESCE(SUM(CASE WHEN c.status = 'pending' THEN c.count END), 0) AS pending
-  FROM webhook_sinks s LEFT JOIN webhook_delivery_counts c ON c.sink_id = s.sink_id
-  GROUP BY s.sink_id ORDER BY s.created_at, s.sink_id`;
 
-/**
- * Delivered rows past the retention, through ledger migration 19's index (`delivered_at` of
- * delivered rows): whether any, and the oldest, a batch at a time. Named with INDEXED BY: left to
- * itself the planner takes `webhook_deliveries_by_status` (status = ?) and walks every delivered row.
- */
-export const PRUNE_SQL = {
-  any: `SELECT 1 FROM webhook_deliveries INDEXED BY webhook_deliveries_delivered_at WHERE status = 'delivered' AND delivered_at < ? LIMIT 1`,
-  aged: `SELECT delivery_id, sink_id FROM webhook_deliveries INDEXED BY webhook_deliveries_delivered_at
-    WHERE status = 'delivered' AND delivered_at < ? ORDER BY delivered_at, delivery_id LIMIT ?`,
-} as const;
 
-/** The URL's scheme, host and port: all the audit trail keeps of it. */
-function urlOrigin(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return '…';
-  }
-}
 
 export interface WebhookStoreOptions {
   /**
@@ -199,20 +136,7 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
     return rows.map((row) => ({ sink_id: row.sink_id, delivered: Number(row.delivered), failed: Number(row.failed), pending: Number(row.pending) }));
   }
 
-  function view(row: SinkRow, tally: ReadonlyMap<string, WebhookDeliveryCounts>): LedgerWebhookSink {
-    const counted = tally.get(row.sink_id);
-    return {
-      sink_id: row.sink_id,
-      url: redactedWebhookUrl(row.url),
-      format: row.format,
-      events: row.event_types === null ? null : (JSON.parse(row.event_types) as string[]),
-      secret_file: row.secret_path,
-      created_at: iso(row.created_at) ?? '',
-      removed_at: iso(row.removed_at),
-      cursor_event_id: row.cursor_event_id.toString(),
-      deliveries: { delivered: counted?.delivered ?? 0, failed: counted?.failed ?? 0, pending: counted?.pending ?? 0 },
-    };
-  }
+
 
   const tallies = () => new Map(counts().map((count) => [count.sink_id, count]));
 
@@ -293,13 +217,13 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
 
     show(sinkId: string): LedgerWebhookSink | null {
       const row = statements.sink.get(sinkId) as SinkRow | undefined;
-      return row === undefined ? null : view(row, tallies());
+      return row === undefined ? null : sinkView(row, tallies().get(row.sink_id));
     },
 
     /** Live sinks, oldest first; with `all`, removed ones too. */
     list(all = false): LedgerWebhookSink[] {
       const tally = tallies();
-      return (statements.sinks.all({ all: all ? 1 : 0 }) as SinkRow[]).map((row) => view(row, tally));
+      return (statements.sinks.all({ all: all ? 1 : 0 }) as SinkRow[]).map((row) => sinkView(row, tally.get(row.sink_id)));
     },
 
     /**
@@ -414,19 +338,7 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
     /** Deliveries newest first: of one sink or all, only failed ones or all. */
     deliveries(filter: { sinkId: string | null; failed: boolean; limit: number }): LedgerWebhookDelivery[] {
       const rows = statements.deliveries.all({ sink_id: filter.sinkId, status: filter.failed ? 'failed' : null, limit: filter.limit }) as DeliveryRow[];
-      return rows.map((row) => ({
-        sink_id: row.sink_id,
-        event_id: row.event_id.toString(),
-        event_type: row.event_type,
-        status: row.status,
-        attempts: Number(row.attempts),
-        created_at: iso(row.created_at) ?? '',
-        next_attempt_at: iso(row.next_attempt_at),
-        last_attempt_at: iso(row.last_attempt_at),
-        last_http_status: row.last_http_status === null ? null : Number(row.last_http_status),
-        last_error: row.last_error,
-        delivered_at: iso(row.delivered_at),
-      }));
+      return rows.map(deliveryView);
     },
 
     /** Deliveries by sink and status (every sink, removed ones too): for the metrics (issue 28 item 6). */
