@@ -1,7 +1,10 @@
 import type { LedgerWebhookDelivery, LedgerWebhookSink } from '../wire/answers.js';
 import { redactedWebhookUrl } from '../webhooks/webhook-url.js';
 
-/* Webhook sinks' and deliveries' rows as SQLite returns them (integers as bigint), their views as the API answers them, and the SQL read beside the store (metrics, retention). */
+/*
+ * Webhook sinks' and deliveries' rows as SQLite returns them (integers as bigint), their views as
+ * the API answers them, and the SQL read beside the store (the metrics' counts, the retention).
+ */
 
 export type WebhookFormat = 'lexec' | 'slack';
 
