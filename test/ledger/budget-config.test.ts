@@ -2,13 +2,12 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BuildInfo } from '../../src/build-info.js';
-import { UserError } from '../../src/errors.js';
 import { renderGeneration } from '../../src/launcher/generations/render-generation.js';
 import { profilePaths } from '../../src/launcher/home/stack-home.js';
 import { parseProfile } from '../../src/launcher/profiles/profile-store.js';
 import { loadLedgerConfig } from '../../src/ledger/ledger-config.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
-import { exampleTable, tableAt, toToml } from '../support/example-profiles.js';
+import { exampleTable, sandboxWithLedgerSetting, toToml } from '../support/example-profiles.js';
 
 /*
  * The installation's time zone (docs/ledger.md "Budgets", docs/stack.md): `[ledger] time_zone` in
@@ -18,16 +17,7 @@ import { exampleTable, tableAt, toToml } from '../support/example-profiles.js';
 
 const BUILD: BuildInfo = { product: 'lexec', product_version: 'v0.3.0', contract_version: 'v4.5', commit: 'a'.repeat(40), build_kind: 'development' };
 
-async function profileIssues(zone: unknown) {
-  const table = exampleTable('sandbox');
-  tableAt(table, 'ledger').time_zone = zone;
-  try {
-    return { profile: await parseProfile(toToml(table), 'profile.toml'), issues: [] };
-  } catch (error) {
-    if (!(error instanceof UserError)) throw error;
-    return { profile: null, issues: error.issues };
-  }
-}
+const profileIssues = (zone: unknown) => sandboxWithLedgerSetting('time_zone', zone);
 
 let dir: string | null = null;
 afterEach(async () => {

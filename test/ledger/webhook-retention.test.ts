@@ -6,7 +6,6 @@ import type Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BuildInfo } from '../../src/build-info.js';
-import { UserError } from '../../src/errors.js';
 import { renderGeneration } from '../../src/launcher/generations/render-generation.js';
 import { profilePaths } from '../../src/launcher/home/stack-home.js';
 import { parseProfile } from '../../src/launcher/profiles/profile-store.js';
@@ -18,7 +17,8 @@ import { createWebhookStore, type WebhookStore } from '../../src/ledger/store/we
 import { DEFAULT_WEBHOOK_DELIVERY, startWebhookDelivery, type WebhookDelivery } from '../../src/ledger/webhooks/webhook-delivery.js';
 import { openDatabase } from '../../src/storage/open-database.js';
 import { makeTempDir, removeDir } from '../support/cli.js';
-import { exampleTable, tableAt, toToml } from '../support/example-profiles.js';
+import { ledgerConfig } from '../support/ledger-process.js';
+import { exampleTable, sandboxWithLedgerSetting, toToml } from '../support/example-profiles.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 /*
@@ -271,16 +271,7 @@ describe('the delivery worker applies the retention', () => {
 describe('the retention setting', () => {
   const BUILD: BuildInfo = { product: 'lexec', product_version: 'v0.3.0', contract_version: 'v4.5', commit: 'a'.repeat(40), build_kind: 'development' };
 
-  async function profileIssues(days: unknown) {
-    const table = exampleTable('sandbox');
-    tableAt(table, 'ledger').webhook_delivered_retention_days = days;
-    try {
-      return { profile: await parseProfile(toToml(table), 'profile.toml'), issues: [] };
-    } catch (error) {
-      if (!(error instanceof UserError)) throw error;
-      return { profile: null, issues: error.issues };
-    }
-  }
+  const profileIssues = (days: unknown) => sandboxWithLedgerSetting('webhook_delivered_retention_days', days);
 
   it('a profile’s [ledger] webhook_delivered_retention_days is rendered into the ledger configuration, and nothing when unset', async () => {
     const { profile } = await profileIssues(7);
@@ -302,14 +293,7 @@ describe('the retention setting', () => {
 
   it('the ledger’s own configuration: webhook_delivery.delivered_retention_days, 30 by default, checked with its path', async () => {
     const path = join(dir, 'ledger.json');
-    const config = {
-      schema_version: 1,
-      http: { host: '127.0.0.1', port: 7400 },
-      database_path: join(dir, 'ledger.db'),
-      admin_capability_path: join(dir, 'admin.capability'),
-      default_policy: { per_authorization_cap_units: '5000000', daily_cap_units: '20000000', approval_threshold_units: '1000000', units_scale: 6, currency: 'USD' },
-      webhook_delivery: { delivered_retention_days: 0 },
-    };
+    const config = ledgerConfig(dir, { webhook_delivery: { delivered_retention_days: 0 } });
     await writeFile(path, JSON.stringify(config));
     await expect(loadLedgerConfig(path)).rejects.toMatchObject({ code: 'config_invalid', issues: [{ path: 'webhook_delivery.delivered_retention_days' }] });
     await writeFile(path, JSON.stringify({ ...config, webhook_delivery: { timeout_ms: 5000 } }));

@@ -99,3 +99,15 @@ export async function profileRefusal(text: string, source: string): Promise<User
   }
   throw new Error('expected the profile to be refused');
 }
+
+/** The sandbox example with `[ledger] <key> = value`, parsed: the profile, or the issues it is refused with. */
+export async function sandboxWithLedgerSetting(key: string, value: unknown) {
+  const table = exampleTable('sandbox');
+  tableAt(table, 'ledger')[key] = value;
+  try {
+    return { profile: await parseProfile(toToml(table), 'profile.toml'), issues: [] };
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    return { profile: null, issues: error.issues };
+  }
+}
