@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { call, setUpActors, type Actors, type TestLedger, ledgerPerTest } from '../support/ledger.js';
 
@@ -188,6 +189,28 @@ describe('Idempotency-Key on POST /authorizations', () => {
     expect(rows()).toEqual([]);
     // 255 printable characters, spaces and punctuation included, are a key.
     await opened({ key: `${'k'.repeat(250)} !~"\\` });
+  });
+
+  it('a key sent twice (two header lines) is 400 with the field path, not the two joined into one key "a, b"', async () => {
+    const twice = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const sent = httpRequest(`${ledger.url}/authorizations`, { method: 'POST' }, (response) => {
+        let body = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (body += chunk));
+        response.on('end', () => { resolve({ status: response.statusCode ?? 0, body }); });
+      });
+      sent.on('error', reject);
+      sent.setHeader('authorization', `Bearer ${actors.agent}`);
+      sent.setHeader('content-type', 'application/json');
+      // An array value is sent as one header line per item.
+      sent.setHeader('idempotency-key', ['job-a', 'job-b']);
+      sent.end(JSON.stringify({ amount_units: SMALL, units_scale: 6, currency: 'USD' }));
+    });
+    expect(twice.status).toBe(400);
+    expect(JSON.parse(twice.body)).toEqual({ error: { code: 'invalid_request', fields: ['idempotency-key'] } });
+    expect(rows()).toEqual([]);
+    // The key joined as Node would join it is still a key of its own when sent once.
+    await opened({ key: 'job-a, job-b' });
   });
 
   it('a replay is not counted by the velocity limits: with one request a minute allowed, replays are answered and a new key is refused', async () => {

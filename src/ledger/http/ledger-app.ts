@@ -221,7 +221,10 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
   app.post('/authorizations', { onRequest: auth.requires('agent') }, async (request, reply) => {
     const principal = auth.principal(request);
     // Only the one header is handed to the schema, as for If-Match; the key itself is never echoed.
-    const header = parseInput(idempotencyKeyHeader, { 'idempotency-key': request.headers['idempotency-key'] });
+    // Read as sent: Node joins repeated header lines with ", " (two keys would pass as one key,
+    // "a, b"); a key sent twice reaches the schema as a list and is refused with its path.
+    const sent = request.raw.headersDistinct['idempotency-key'];
+    const header = parseInput(idempotencyKeyHeader, { 'idempotency-key': sent === undefined || sent.length > 1 ? sent : sent[0] });
     const body = parseInput(authorizationRequestBody, request.body);
     const { authorization, replayed } = service.requestAuthorization(principal.agent_id ?? '', body, header['idempotency-key'] ?? null);
     // A replay answers the open authorization the key opened (docs/ledger.md "Idempotent requests").
