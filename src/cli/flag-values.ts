@@ -54,6 +54,12 @@ export function wholeNumberFlag(value: string, name: string, min: number, max: n
   return parsed;
 }
 
+/** A row id the ledger pages by (an event id, a delivery id): a whole number from 0 that SQLite stores (≤ 2^63 − 1). */
+export function rowIdFlag(value: string, name: string, what: string): bigint {
+  if (!/^[0-9]{1,19}$/.test(value) || BigInt(value) > 9_223_372_036_854_775_807n) throw invalid(name, what);
+  return BigInt(value);
+}
+
 /** An agent id as the ledger issues it: `agt_` and a UUID. */
 export function agentIdFlag(value: string, name = '--agent-id'): string {
   if (!/^agt_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(value)) {

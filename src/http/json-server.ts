@@ -167,3 +167,13 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown, prefi
   const fields = [...new Set(toFieldIssues(parsed.error.issues, base).map((issue) => issue.path))];
   throw new ApiError(400, 'invalid_request', { fields, ...(hasSecretShapedText(parsed.error.issues) ? { reasonCode: SECRET_TEXT_REASON } : {}) });
 }
+
+/**
+ * A request header as the client sent it, for a schema: its one value, or — sent on several lines
+ * — the list of them, which a schema for one value refuses with the header's path. (Node joins
+ * repeated lines of most headers with ", ", so two Idempotency-Keys would pass as one key, "a, b".)
+ */
+export function headerAsSent(request: FastifyRequest, name: string): string | string[] | undefined {
+  const sent = request.raw.headersDistinct[name];
+  return sent === undefined || sent.length > 1 ? sent : sent[0];
+}

@@ -138,6 +138,22 @@ describe('lexec ledger webhooks, with a receiver that fails, hangs and recovers'
         return shown.deliveries.filter((delivery) => delivery.status === 'delivered').length;
       })
       .toBe(10);
+    // Paged by the CLI, three at a time: each page's next_before continues it, every delivery once, newest first.
+    type Page = { deliveries: LedgerWebhookDelivery[]; next_before: string | null };
+    const seen: string[] = [];
+    let before: string | null = null;
+    do {
+      const page = expectResult(await lexec(['ledger', 'webhooks', 'deliveries', ...admin(), '--limit', '3', ...(before === null ? [] : ['--before', before]), '--json'])) as Page;
+      seen.push(...page.deliveries.map((delivery) => delivery.delivery_id ?? ''));
+      before = page.next_before;
+    } while (before !== null);
+    const whole = expectResult(await lexec(['ledger', 'webhooks', 'deliveries', ...admin(), '--limit', '500', '--json'])) as Page;
+    expect(seen).toEqual(whole.deliveries.map((delivery) => delivery.delivery_id));
+    expect(whole.next_before).toBeNull();
+    const firstPage = await lexec(['ledger', 'webhooks', 'deliveries', ...admin(), '--limit', '3']);
+    expect(firstPage.stderr).toContain(`Older deliveries: --before ${seen[2] ?? ''}.`);
+    expect(firstPage.stdout).not.toContain('--before');
+    expectFailure(await lexec(['ledger', 'webhooks', 'deliveries', ...admin(), '--before', 'x', '--json']), 2, 'invalid_flag_value');
     const failed = expectResult(await lexec(['ledger', 'webhooks', 'deliveries', ...admin(), '--failed', '--sink', added.sink.sink_id, '--json'])) as { deliveries: unknown[] };
     expect(failed.deliveries).toEqual([]);
     const listed = expectResult(await lexec(['ledger', 'webhooks', 'list', ...admin(), '--json'])) as { sinks: LedgerWebhookSink[] };

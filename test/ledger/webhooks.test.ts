@@ -131,6 +131,45 @@ describe('delivering events', () => {
       .toEqual(after.reverse().map((event) => [event.event_id, 'delivered', 1, 200]));
   });
 
+  it('pages the deliveries newest first: next_before continues a full page, every delivery once, and null ends it', async () => {
+    const hook = await receiver(200);
+    const { path } = await secretFile();
+    expect((await addSink({ url: `${hook.origin}/a`, secret_file: path })).status).toBe(201);
+    expect((await addSink({ url: `${hook.origin}/b`, secret_file: path })).status).toBe(201);
+    await request('2000000');
+    await request('2000000');
+    // Two events each, to two sinks: eight deliveries.
+    await expect.poll(async () => (await deliveries()).body.deliveries.filter((delivery) => delivery.status === 'delivered').length).toBe(8);
+    type Page = { deliveries: LedgerWebhookDelivery[]; next_before: string | null };
+    const pages: Page[] = [];
+    let before: string | null = '';
+    while (before !== null) {
+      const page: { status: number; body: Page } = await call<Page>(
+        ledger.url,
+        'GET',
+        `/webhooks/deliveries?limit=3${before === '' ? '' : `&before=${before}`}`,
+        { token: ledger.adminToken },
+      );
+      expect(page.status).toBe(200);
+      pages.push(page.body);
+      before = page.body.next_before;
+    }
+    expect(pages.map((page) => page.deliveries.length)).toEqual([3, 3, 2]);
+    const ids = pages.flatMap((page) => page.deliveries.map((delivery) => BigInt(delivery.delivery_id ?? '0')));
+    expect(ids.every((id, index) => index === 0 || id < (ids[index - 1] ?? 0n))).toBe(true);
+    expect(ids.map(String)).toEqual((await deliveries()).body.deliveries.map((delivery) => delivery.delivery_id));
+    expect(pages[0]?.next_before).toBe(pages[0]?.deliveries.at(-1)?.delivery_id);
+    // A page that is exactly full says more may follow; the next one is then empty and ends it.
+    const exact = await call<{ deliveries: unknown[]; next_before: string | null }>(ledger.url, 'GET', `/webhooks/deliveries?limit=8`, { token: ledger.adminToken });
+    expect(exact.body.deliveries).toHaveLength(8);
+    const after = await call<{ deliveries: unknown[]; next_before: string | null }>(ledger.url, 'GET', `/webhooks/deliveries?before=${exact.body.next_before ?? ''}`, { token: ledger.adminToken });
+    expect(after.body).toEqual({ deliveries: [], next_before: null });
+    for (const bad of ['abc', '-1', '99999999999999999999']) {
+      const refused = await call<Answer<object>>(ledger.url, 'GET', `/webhooks/deliveries?before=${bad}`, { token: ledger.adminToken });
+      expect([refused.status, refused.body.error?.fields]).toEqual([400, ['before']]);
+    }
+  });
+
   it('starts from an earlier event when asked (from_event_id)', async () => {
     await request('500000');
     await request('500000');

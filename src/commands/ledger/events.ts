@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { agentIdFlag } from '../../cli/flag-values.js';
+import { agentIdFlag, rowIdFlag } from '../../cli/flag-values.js';
 import { LexecCommand } from '../../cli/lexec-command.js';
 import { ledgerTarget, ledgerTargetFlags } from '../../cli/ledger-flags.js';
 import { UsageError } from '../../errors.js';
@@ -11,14 +11,6 @@ import { plain } from '../../terminal/plain-text.js';
 import { untilInterrupted } from '../../process/until-interrupted.js';
 
 const HELP = 'Run the command with --help to see its flags.';
-
-/** `--since`: an event id (0: from the first). */
-function sinceEventFlag(value: string): bigint {
-  if (!/^[0-9]{1,19}$/.test(value) || BigInt(value) > 9_223_372_036_854_775_807n) {
-    throw new UsageError('invalid_flag_value', '--since must be an event id: a whole number from 0 (as `lexec ledger events` prints them; 0 is from the first).', { nextStep: HELP });
-  }
-  return BigInt(value);
-}
 
 /** `--types`: known event types, comma-separated. */
 function typesFlag(value: string): string[] {
@@ -54,7 +46,7 @@ export default class LedgerEvents extends LexecCommand<EventsResult> {
     const { flags } = await this.parse(LedgerEvents);
     const request: EventsRequest = {
       target: ledgerTarget(flags),
-      since: flags.since === undefined ? 0n : sinceEventFlag(flags.since),
+      since: flags.since === undefined ? 0n : rowIdFlag(flags.since, '--since', 'an event id: a whole number from 0 (as `lexec ledger events` prints them; 0 is from the first)'),
       types: flags.types === undefined ? null : typesFlag(flags.types),
       agentId: flags['agent-id'] === undefined ? null : agentIdFlag(flags['agent-id']),
     };

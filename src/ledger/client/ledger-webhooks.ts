@@ -32,6 +32,8 @@ export interface WebhookListResult {
 export type WebhookRemoveResult = LedgerWebhookRemoval;
 export interface WebhookDeliveriesResult {
   readonly deliveries: LedgerWebhookDelivery[];
+  /** The `--before` of the next, older page; null: this was the last (or the ledger does not page). */
+  readonly next_before: string | null;
 }
 
 const HELP = 'Run the command with --help to see its flags.';
@@ -85,10 +87,16 @@ export async function removeLedgerWebhook(request: { target: LedgerConnector; si
   return client.removeWebhook(request.sinkId);
 }
 
-export async function listLedgerWebhookDeliveries(request: { target: LedgerConnector; failed: boolean; sinkId: string | null; limit: number | null }): Promise<WebhookDeliveriesResult> {
+export async function listLedgerWebhookDeliveries(request: {
+  target: LedgerConnector;
+  failed: boolean;
+  sinkId: string | null;
+  limit: number | null;
+  before: bigint | null;
+}): Promise<WebhookDeliveriesResult> {
   if (request.sinkId !== null && !/^whk_[0-9a-f-]{36}$/.test(request.sinkId)) {
     throw new UsageError('invalid_flag_value', '--sink must be a webhook sink id (whk_ followed by a UUID).', { nextStep: HELP });
   }
   const client = await request.target('admin');
-  return { deliveries: await client.webhookDeliveries({ failed: request.failed, sinkId: request.sinkId ?? undefined, limit: request.limit ?? undefined }) };
+  return client.webhookDeliveries({ failed: request.failed, sinkId: request.sinkId ?? undefined, limit: request.limit ?? undefined, before: request.before ?? undefined });
 }

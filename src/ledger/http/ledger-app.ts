@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { BuildInfo } from '../../build-info.js';
 import { ApiError } from '../../http/api-error.js';
 import { toApiError } from '../../http/refusal-status.js';
-import { createJsonServer, parseInput, type JsonServerOptions } from '../../http/json-server.js';
+import { createJsonServer, headerAsSent, parseInput, type JsonServerOptions } from '../../http/json-server.js';
 import { credentialGuard } from '../../http/require-credential.js';
 import { registerMetricsRoute } from '../../http/metrics-route.js';
 import { CREDENTIAL_KINDS } from '../../credentials/capability.js';
@@ -220,11 +220,8 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
 
   app.post('/authorizations', { onRequest: auth.requires('agent') }, async (request, reply) => {
     const principal = auth.principal(request);
-    // Only the one header is handed to the schema, as for If-Match; the key itself is never echoed.
-    // Read as sent: Node joins repeated header lines with ", " (two keys would pass as one key,
-    // "a, b"); a key sent twice reaches the schema as a list and is refused with its path.
-    const sent = request.raw.headersDistinct['idempotency-key'];
-    const header = parseInput(idempotencyKeyHeader, { 'idempotency-key': sent === undefined || sent.length > 1 ? sent : sent[0] });
+    // Only the one header is handed to the schema, as sent (twice: refused), as for If-Match; the key itself is never echoed.
+    const header = parseInput(idempotencyKeyHeader, { 'idempotency-key': headerAsSent(request, 'idempotency-key') });
     const body = parseInput(authorizationRequestBody, request.body);
     const { authorization, replayed } = service.requestAuthorization(principal.agent_id ?? '', body, header['idempotency-key'] ?? null);
     // A replay answers the open authorization the key opened (docs/ledger.md "Idempotent requests").
@@ -377,7 +374,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
 
   app.get('/webhooks/deliveries', { onRequest: auth.requires('admin') }, (request) => {
     const query = parseInput(webhookDeliveriesQuery, request.query);
-    return { deliveries: deps.webhooks.deliveries({ sinkId: query.sink_id ?? null, failed: query.failed === 'true', limit: query.limit }) };
+    return deps.webhooks.deliveries({ sinkId: query.sink_id ?? null, failed: query.failed === 'true', limit: query.limit, before: query.before ?? null });
   });
 
   // Idempotent: removing a removed sink changes nothing (`changed: false`).

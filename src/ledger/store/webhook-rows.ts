@@ -96,6 +96,7 @@ export function sinkView(row: SinkRow, counted: WebhookDeliveryCounts | undefine
 /** A delivery as the API answers it. */
 export function deliveryView(row: DeliveryRow): LedgerWebhookDelivery {
   return {
+    delivery_id: row.delivery_id.toString(),
     sink_id: row.sink_id,
     event_id: row.event_id.toString(),
     event_type: row.event_type,

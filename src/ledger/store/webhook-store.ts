@@ -126,6 +126,7 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
     deliveries: db.prepare(
       `SELECT d.*, e.type AS event_type FROM webhook_deliveries d JOIN events e ON e.event_id = d.event_id
        WHERE (@sink_id IS NULL OR d.sink_id = @sink_id) AND (@status IS NULL OR d.status = @status)
+         AND d.delivery_id < COALESCE(@before, 9223372036854775807)
        ORDER BY d.delivery_id DESC LIMIT @limit`,
     ),
     counts: db.prepare(DELIVERY_COUNTS_SQL),
@@ -335,9 +336,9 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
       });
     },
 
-    /** Deliveries newest first: of one sink or all, only failed ones or all. */
-    deliveries(filter: { sinkId: string | null; failed: boolean; limit: number }): LedgerWebhookDelivery[] {
-      const rows = statements.deliveries.all({ sink_id: filter.sinkId, status: filter.failed ? 'failed' : null, limit: filter.limit }) as DeliveryRow[];
+    /** Deliveries newest first: of one sink or all, only failed ones or all, older than `before` (a delivery id) when given. */
+    deliveries(filter: { sinkId: string | null; failed: boolean; limit: number; before?: bigint | null }): LedgerWebhookDelivery[] {
+      const rows = statements.deliveries.all({ sink_id: filter.sinkId, status: filter.failed ? 'failed' : null, limit: filter.limit, before: filter.before ?? null }) as DeliveryRow[];
       return rows.map(deliveryView);
     },
 

@@ -94,6 +94,8 @@ export type LedgerWebhookRemoval = z.output<typeof webhookRemovalAnswerSchema>;
 
 /** One delivery of an event to a sink: how its last attempt went (a status code, an error class; never a body or a URL). */
 export const webhookDeliverySchema = z.object({
+  /** Its place in the ledger's deliveries: `before` pages past it (optional: a ledger before paging did not send it). */
+  delivery_id: z.string().regex(/^\d{1,19}$/).optional(),
   sink_id: z.string(),
   event_id: z.string().regex(/^\d{1,19}$/),
   event_type: z.string(),
@@ -107,4 +109,5 @@ export const webhookDeliverySchema = z.object({
   delivered_at: timestamp.nullable(),
 });
 export type LedgerWebhookDelivery = z.output<typeof webhookDeliverySchema>;
-export const webhookDeliveriesAnswerSchema = z.object({ deliveries: z.array(webhookDeliverySchema) });
+/** `GET /webhooks/deliveries`: one page, newest first; `next_before` continues it with older ones (null: the last page; absent from a ledger before paging). */
+export const webhookDeliveriesAnswerSchema = z.object({ deliveries: z.array(webhookDeliverySchema), next_before: z.string().regex(/^\d{1,19}$/).nullable().optional() });

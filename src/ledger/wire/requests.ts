@@ -92,10 +92,10 @@ export const decisionBody = z.strictObject({ reason: shortText(500).optional() }
 const MAX_INTEGER = 9_223_372_036_854_775_807n;
 
 /** A page's `after`: the id (`what`: "an audit id", "an event id") of the previous page's `next_after`. */
-const pageAfter = (what: string) =>
+const pageAfter = (what: string, cursor = 'next_after') =>
   z
     .string({ error: `must be ${what}` })
-    .regex(/^\d{1,19}$/, `must be ${what} (the next_after of the previous page)`)
+    .regex(/^\d{1,19}$/, `must be ${what} (the ${cursor} of the previous page)`)
     .transform(BigInt)
     .refine((id) => id <= MAX_INTEGER, `must be at most ${MAX_INTEGER}`);
 
@@ -299,4 +299,6 @@ export const webhookDeliveriesQuery = z.strictObject({
   failed: z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
   sink_id: webhookSinkId.optional(),
   limit: digits('a page size', 1, 500).optional().transform((limit) => limit ?? 100),
+  /** Only deliveries older than this one (the `next_before` of the previous page). */
+  before: pageAfter('a delivery id', 'next_before').optional(),
 });
