@@ -2,6 +2,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, readlink, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -201,6 +202,30 @@ describe.skipIf(cli === undefined)(suite, () => {
     ]);
     expect(eventsNamed('temporal_server_started')).toEqual([expect.objectContaining({ level: 'info', pid: status.pid, restarts: 1 })]);
     expect(events.filter((event) => event.level === 'error')).toEqual([]);
+  });
+
+  it('a database no child ever served from (its first child killed while it made the schema) is made again; one that served is kept', async () => {
+    const options = await settings();
+    // What a child killed in its first moments leaves: the file, marked, without its tables (the
+    // CLI then skips making them and every later start exits: "no such table: namespaces").
+    await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+    const empty = new Database(join(options.dataDir, 'temporal.db'));
+    empty.pragma('journal_mode = WAL');
+    empty.exec('CREATE TABLE cluster_metadata_info (id INTEGER)');
+    empty.close();
+    await writeFile(join(options.dataDir, 'temporal.db.unserved'), '');
+    const first = managed(options);
+    await first.start();
+    expect(first.status()).toMatchObject({ state: 'running', restarts: 0 });
+    expect(eventsNamed('temporal_database_remade')).toEqual([expect.objectContaining({ level: 'warn', reason: 'never_served' })]);
+    expect(existsSync(join(options.dataDir, 'temporal.db.unserved'))).toBe(false);
+    await temporalClient(['operator', 'namespace', 'create', '--namespace', 'kept'], first.address);
+    await first.stop(10_000);
+    // Served from: kept, with what it holds, at the next start.
+    const second = managed(options);
+    await second.start();
+    await temporalClient(['operator', 'namespace', 'describe', '--namespace', 'kept'], second.address);
+    expect(eventsNamed('temporal_database_remade')).toHaveLength(1);
   });
 
   it(`a server that always exits before it serves fails the start after ${START_ATTEMPTS} children with growing delays, saying how many, and the log's advice`, async () => {

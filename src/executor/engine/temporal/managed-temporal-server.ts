@@ -11,6 +11,7 @@ import { createLineSplitter, openRotatingLog, type RotatingLog } from '../../../
 import { probeGrpcHealth } from './grpc-health-probe.js';
 import { checkTemporalCli, ensurePortFree, reapOrphanTemporalServer } from './managed-temporal-preflight.js';
 import { MANAGED_TEMPORAL_STATE_VERSION, writeManagedTemporalState, type ManagedTemporalState } from './managed-temporal-state.js';
+import { prepareTemporalDatabase, temporalDatabasePath, temporalDatabaseServed } from './temporal-database.js';
 import type { EngineLogger } from './temporal-engine.js';
 
 /*
@@ -105,7 +106,7 @@ const PERFORMANCE_FLAGS = [
 export function temporalServerArgs(options: Pick<ManagedTemporalServerOptions, 'port' | 'uiPort' | 'dataDir' | 'namespace'>): string[] {
   return [
     ...['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port)],
-    ...['--ui-ip', '127.0.0.1', '--ui-port', String(options.uiPort), '--db-filename', join(options.dataDir, 'temporal.db')],
+    ...['--ui-ip', '127.0.0.1', '--ui-port', String(options.uiPort), '--db-filename', temporalDatabasePath(options.dataDir)],
     // The CLI creates "default" itself, always (it prepends it to the --namespace list).
     ...(options.namespace === 'default' ? [] : ['--namespace', options.namespace]),
     ...['--log-format', 'json', '--log-level', 'warn', '--disable-config-env', '--disable-config-file'],
@@ -167,6 +168,7 @@ export function createManagedTemporalServer(options: ManagedTemporalServerOption
   async function spawnChild(during: 'starting' | 'restarting'): Promise<Child> {
     // Its own process group: a Ctrl-C in the executor's terminal reaches the executor, which drains
     // its worker first and only then stops this child (spec §8 Operations 1).
+    prepareTemporalDatabase(dataDir, logger);
     const spawned = spawn(options.cliPath, temporalServerArgs(options), { cwd: dataDir, env: serverEnvironment(dataDir), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const drained = [spawned.stdout, spawned.stderr].map((stream) => {
       const splitter = createLineSplitter(writeToLog);
@@ -259,6 +261,7 @@ export function createManagedTemporalServer(options: ManagedTemporalServerOption
     const running = await spawnChild('restarting');
     const outcome = await untilServing(running, performance.now() + readyTimeoutMs);
     if (outcome === 'serving') {
+      temporalDatabaseServed(dataDir);
       publish({ state: 'running' });
       logger.info({ event: 'temporal_server_restarted', pid: running.pid, restarts: state.restarts });
     } else if (outcome === 'timed_out') {
@@ -309,6 +312,7 @@ export function createManagedTemporalServer(options: ManagedTemporalServerOption
       const running = await spawnChild(attempt === 1 ? 'starting' : 'restarting');
       const outcome = await untilServing(running, deadline);
       if (outcome === 'serving') {
+        temporalDatabaseServed(dataDir);
         phase = 'supervising';
         publish({ state: 'running' });
         logger.info({ event: 'temporal_server_started', pid: running.pid, address, ui_url: uiUrl, restarts: state.restarts, after_ms: Math.round(performance.now() - spawnedAt) });
