@@ -1,5 +1,6 @@
 import type { LedgerWebhookDelivery, LedgerWebhookSink } from '../wire/answers.js';
 import { redactedWebhookUrl } from '../webhooks/webhook-url.js';
+import { iso } from './ledger-rows.js';
 
 /*
  * Webhook sinks' and deliveries' rows as SQLite returns them (integers as bigint), their views as
@@ -41,8 +42,6 @@ export interface DeliveryRow {
   last_error: string | null;
   delivered_at: bigint | null;
 }
-
-const iso = (ms: bigint | null): string | null => (ms === null ? null : new Date(Number(ms)).toISOString());
 
 /**
  * Deliveries by sink and status, every sink: from the counts this store keeps with the deliveries
@@ -86,7 +85,7 @@ export function sinkView(row: SinkRow, counted: WebhookDeliveryCounts | undefine
     format: row.format,
     events: row.event_types === null ? null : (JSON.parse(row.event_types) as string[]),
     secret_file: row.secret_path,
-    created_at: iso(row.created_at) ?? '',
+    created_at: iso(row.created_at),
     removed_at: iso(row.removed_at),
     cursor_event_id: row.cursor_event_id.toString(),
     deliveries: { delivered: counted?.delivered ?? 0, failed: counted?.failed ?? 0, pending: counted?.pending ?? 0 },
@@ -102,7 +101,7 @@ export function deliveryView(row: DeliveryRow): LedgerWebhookDelivery {
     event_type: row.event_type,
     status: row.status,
     attempts: Number(row.attempts),
-    created_at: iso(row.created_at) ?? '',
+    created_at: iso(row.created_at),
     next_attempt_at: iso(row.next_attempt_at),
     last_attempt_at: iso(row.last_attempt_at),
     last_http_status: row.last_http_status === null ? null : Number(row.last_http_status),

@@ -51,21 +51,14 @@ export interface DueDelivery {
   readonly event: LedgerEvent;
 }
 
-
-
 type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 /** What the kept counts tally per sink: the statuses, and `pruned` — delivered rows the retention removed (still counted as delivered). */
 type CountedStatus = DeliveryStatus | 'pruned';
-
-
 
 /** How many events one `takeUp` reads at most (the worker calls again while more wait). */
 const TAKE_UP_BATCH = 500;
 
 export type WebhookStore = ReturnType<typeof createWebhookStore>;
-
-
-
 
 export interface WebhookStoreOptions {
   /**
@@ -136,8 +129,6 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
     const rows = statements.counts.all() as { sink_id: string; delivered: bigint; failed: bigint; pending: bigint }[];
     return rows.map((row) => ({ sink_id: row.sink_id, delivered: Number(row.delivered), failed: Number(row.failed), pending: Number(row.pending) }));
   }
-
-
 
   const tallies = () => new Map(counts().map((count) => [count.sink_id, count]));
 

@@ -251,8 +251,7 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
           finished.unshift(...outcomes);
           throw error;
         }
-        if (pruneBefore !== null) afterPrune(pruned);
-        if (pruned === PRUNE_BATCH) more = true;
+        if (pruneBefore !== null && afterPrune(pruned)) more = true;
       }
       for (const { delivery } of outcomes) inFlight.delete(delivery.deliveryId);
       if (inFlight.size === 0 || bodies.size > MAX_BODIES) bodies.clear();
@@ -273,13 +272,17 @@ export function startWebhookDelivery(options: WebhookDeliveryOptions): WebhookDe
     }
   }
 
-  /** After a turn removed `pruned` deliveries: a full batch is followed by another the next turn; otherwise the pass ends (said in the log when it removed any). */
-  function afterPrune(pruned: number): void {
+  /**
+   * After a turn removed `pruned` deliveries: answers whether another batch follows the next turn
+   * (this one was full); otherwise the pass ends, said in the log when it removed any.
+   */
+  function afterPrune(pruned: number): boolean {
     prunedInPass += pruned;
-    if (pruned === PRUNE_BATCH) return;
+    if (pruned === PRUNE_BATCH) return true;
     nextPrune = lastTurn + settings.pruneIntervalMs;
     if (prunedInPass > 0) logger.info({ event: 'webhook_deliveries_pruned', removed: prunedInPass, retention_days: settings.deliveredRetentionMs / 86_400_000 });
     prunedInPass = 0;
+    return false;
   }
 
   // At most one turn (one commit) per MIN_TURN_INTERVAL_MS: under load, a turn takes up the events
