@@ -84,11 +84,30 @@ const historyQuery = z.strictObject({
 const agentParams = z.strictObject({ agent_id: agentId });
 /** Whole micro-units as the page sends them: digits, never a number (no float near an amount). */
 const units = z.string().regex(/^[0-9]{1,19}$/, 'must be whole micro-units (digits; 1 USD = 1000000)').transform(BigInt);
-/** A policy from the Agents view, with the version the page showed: it replaces the policy only if that is still the version. */
+/** An optional limit as the page sends it: digits set it, an empty string clears it (none), absent keeps it. */
+const optionalLimit = (message: string) =>
+  z
+    .string()
+    .regex(/^(?:[0-9]{1,19})?$/, message)
+    .transform((text) => (text === '' ? null : BigInt(text)))
+    .optional();
+const optionalUnits = optionalLimit('must be whole micro-units (digits; 1 USD = 1000000), or empty for none');
+const optionalCount = optionalLimit('must be a whole number, or empty for none');
+/**
+ * A policy edit from the Agents view, with the version the page showed: it changes the policy only
+ * if that is still the version. The caps are always sent; velocity limits and calendar budgets may
+ * be; what is not sent (alert percentages, the target allow-list) is kept (console-stack.ts).
+ */
 const policyBody = z.strictObject({
   per_authorization_cap_units: units,
   daily_cap_units: units,
   approval_threshold_units: units,
+  max_requests_per_minute: optionalCount,
+  max_requests_per_hour: optionalCount,
+  suspend_after_velocity_refusals: optionalCount,
+  day_budget_units: optionalUnits,
+  week_budget_units: optionalUnits,
+  month_budget_units: optionalUnits,
   expect_version: z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be the version shown (a whole number)').transform(BigInt),
 });
 /** The Audit view's query: a period back from now, an agent, the page after an audit id. */

@@ -28,6 +28,16 @@ import {
   type LiveEventView,
 } from './console-views.js';
 
+/** What the Agents view edits of a policy: the caps always; a velocity limit or budget when sent (null: none). */
+export interface PolicyEdit extends Pick<SpendPolicy, 'per_authorization_cap_units' | 'daily_cap_units' | 'approval_threshold_units'> {
+  readonly max_requests_per_minute?: bigint | null | undefined;
+  readonly max_requests_per_hour?: bigint | null | undefined;
+  readonly suspend_after_velocity_refusals?: bigint | null | undefined;
+  readonly day_budget_units?: bigint | null | undefined;
+  readonly week_budget_units?: bigint | null | undefined;
+  readonly month_budget_units?: bigint | null | undefined;
+}
+
 /*
  * What the console reads from and does to one profile's running stack — the profile named at
  * start, never the selection of the moment. Every call finds that profile's stack through its
@@ -297,12 +307,13 @@ export function createConsoleStack(options: ConsoleStackOptions) {
 
     /**
      * `lexec ledger policy set --expect-version` from the Agents view (admin capability): the
-     * agent's policy is replaced only if it is still at the version the page showed; otherwise
-     * nothing changes (`ledger_policy_version_mismatch`, with the current version).
+     * page's fields, set only if the policy is still at the version the page showed; otherwise
+     * nothing changes (`ledger_policy_version_mismatch`, with the current version). A field the
+     * page did not send (alert percentages, the target allow-list) the ledger keeps as it is.
      */
-    async setPolicy(agentId: string, policy: SpendPolicy, expectVersion: bigint) {
+    async setPolicy(agentId: string, edit: PolicyEdit, expectVersion: bigint) {
       const admin = await connectStackLedger(await stack(), 'admin');
-      const saved = await admin.setPolicy(agentId, { ...policy, units_scale: 6, currency: 'USD' }, expectVersion);
+      const saved = await admin.setPolicy(agentId, { ...edit, units_scale: 6, currency: 'USD' }, expectVersion);
       return { agent_id: agentId, policy: policyView(saved) };
     },
 

@@ -3,7 +3,7 @@ import type { ArtifactView, ExecutionDetail, ExecutionSummary, ReconciliationEnt
 import type { StatusResult } from '../launcher/status/stack-status.js';
 import type { GenerationEngine } from '../launcher/generations/generation-engine.js';
 import { auditChange } from '../ledger/client/ledger-audit.js';
-import type { LedgerAgent, LedgerAuditEvent, LedgerAuthorization, LedgerEvent, LedgerPolicy, LedgerSpending } from '../ledger/wire/answers.js';
+import type { LedgerAgent, LedgerAuditEvent, LedgerAuthorization, LedgerBudgetStanding, LedgerEvent, LedgerPolicy, LedgerSpending } from '../ledger/wire/answers.js';
 import { jobDelivery } from '../stack-client/paid-job/job-delivery.js';
 
 /*
@@ -37,11 +37,26 @@ function engineView(engine: GenerationEngine | null): EngineView {
   return engine === null ? { mode: 'unknown', address: null, ui_url: null } : { mode: engine.mode, address: engine.address, ui_url: engine.ui_url };
 }
 
+const maybeCount = (count: bigint | null | undefined): string | null => (count == null ? null : count.toString());
+
+/** Every limit of an agent's policy: the caps, the runaway-loop breaker, the calendar budgets and the target allow-list (null: any target). */
 export function policyView(policy: LedgerPolicy) {
   return {
     per_authorization_cap: money(policy.per_authorization_cap_units, policy.currency),
     daily_cap: money(policy.daily_cap_units, policy.currency),
     approval_threshold: money(policy.approval_threshold_units, policy.currency),
+    velocity: {
+      max_requests_per_minute: maybeCount(policy.max_requests_per_minute),
+      max_requests_per_hour: maybeCount(policy.max_requests_per_hour),
+      suspend_after_velocity_refusals: maybeCount(policy.suspend_after_velocity_refusals),
+    },
+    budgets: {
+      day: maybeMoney(policy.day_budget_units ?? null, policy.currency),
+      week: maybeMoney(policy.week_budget_units ?? null, policy.currency),
+      month: maybeMoney(policy.month_budget_units ?? null, policy.currency),
+      alert_percentages: policy.budget_alert_percentages ?? [],
+    },
+    targets: policy.targets?.map((target) => ({ target_id: target.target_id, month_cap: maybeMoney(target.month_cap_units, policy.currency) })) ?? null,
     source: policy.source,
     version: policy.version.toString(),
     updated_at: policy.updated_at,
@@ -61,6 +76,25 @@ export function agentView(agent: LedgerAgent, spending: LedgerSpending) {
     held: money(spending.held_units, spending.currency),
     remaining: money(spending.remaining_units, spending.currency),
     policy: policyView(spending.policy),
+    /** Every calendar budget the agent is under (its own, per target, the installation's), in its current period. */
+    budgets: spending.budgets.map((budget) => budgetStandingView(budget, spending.currency)),
+    /** The installation's time zone, in which the periods are cut (null from an older ledger). */
+    time_zone: spending.time_zone ?? null,
+  };
+}
+
+/** A budget's standing in its period: `agent.month`, `target:<id>`, `installation.day`, …; spent and held of the period, what remains. */
+export function budgetStandingView(budget: LedgerBudgetStanding, currency: string) {
+  return {
+    name: budget.name,
+    period: budget.period,
+    period_start: budget.period_start,
+    period_end: budget.period_end,
+    limit: money(budget.limit_units, currency),
+    spent: money(budget.spent_units, currency),
+    held: money(budget.held_units, currency),
+    remaining: money(budget.remaining_units, currency),
+    alert_percentages: budget.alert_percentages,
   };
 }
 

@@ -327,6 +327,54 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     expectResult(await lexec(['run', 'after resuming', '--out', 'resumed', '--json']));
   }, 180_000);
 
+  it('shows each budget over the agent with its standing in the period, and sets and clears a month budget and a velocity limit from the page', async () => {
+    await page.goto(`${consoleProcess.origin}/agents`);
+    const card = page.locator('section.card[data-agent-id]').filter({ hasText: 'local' }).first();
+    await card.waitFor();
+    const id = (await card.getAttribute('data-agent-id')) ?? '';
+    type ShowJson = { policy: { version: string; month_budget_units: string | null; max_requests_per_hour: string | null }; budgets: { name: string; limit_units: string; spent_units: string; held_units: string; remaining_units: string }[] };
+    const shown = async () => expectResult(await lexec(['ledger', 'policy', 'show', '--json'])) as ShowJson;
+    expect(await card.locator('.budgets').textContent()).toContain('No calendar budget: the caps below are its only limits.');
+    expect(await card.locator('.allowed-targets').textContent()).toBe('Targets it may pay for: any target.');
+
+    const month = card.locator(`input[name="month_budget_units-${id}"]`);
+    const perHour = card.locator(`input[name="max_requests_per_hour-${id}"]`);
+    expect([await month.inputValue(), await perHour.inputValue()]).toEqual(['', '']);
+    await month.fill('50000000');
+    await perHour.fill('1000');
+    await card.getByRole('button', { name: 'Save policy' }).click();
+    await expect.poll(() => card.locator('.outcome').last().textContent()).toContain('Saved: the policy of local is at version');
+    const set = await shown();
+    expect(set.policy).toMatchObject({ month_budget_units: '50000000', max_requests_per_hour: '1000' });
+
+    // The month's standing, as the ledger answers `ledger policy show`: spent by the runs above.
+    await page.reload();
+    const row = card.locator('.budgets tbody tr[data-budget="agent.month"]');
+    await row.waitFor();
+    const standing = set.budgets.find((budget) => budget.name === 'agent.month');
+    expect(BigInt(standing?.spent_units ?? '0')).toBeGreaterThan(0n);
+    const usd = (units: string | undefined) => `${BigInt(units ?? '') / 1_000_000n}.${(BigInt(units ?? '') % 1_000_000n).toString().padStart(6, '0')} USD`;
+    expect((await row.locator('td').allTextContents()).map((cell) => cell.trim())).toEqual([
+      'Agent, month',
+      expect.stringContaining(' – '),
+      '50.000000 USD',
+      usd(standing?.spent_units),
+      usd(standing?.held_units),
+      usd(standing?.remaining_units),
+      '50%, 80%, 100%',
+    ]);
+    expect(await card.locator('.budgets').textContent()).toContain('Periods in UTC (the installation\'s time zone)');
+    expect([await month.inputValue(), await perHour.inputValue()]).toEqual(['50000000', '1000']);
+    await screenshot('agent-budgets');
+
+    // Emptied, each is removed.
+    await month.fill('');
+    await perHour.fill('');
+    await card.getByRole('button', { name: 'Save policy' }).click();
+    await expect.poll(() => card.locator('.outcome').last().textContent()).toContain(`is at version ${BigInt(set.policy.version) + 1n}`);
+    expect((await shown()).policy).toMatchObject({ month_budget_units: null, max_requests_per_hour: null });
+  }, 120_000);
+
   it('shows the audit trail read-only: who approved, changed the policy, suspended and resumed, the agent by name, what changed and why (issue 27 item 6)', async () => {
     await page.getByRole('link', { name: 'Audit' }).click();
     await page.waitForURL(`${consoleProcess.origin}/audit`);

@@ -76,15 +76,80 @@ function refusalsTable(agent) {
   );
 }
 
-/** An agent's card: its switch, its recent refusals, then its policy. */
+/** An agent's card: its switch, its recent refusals, its budgets, then its policy. */
 function agentCard(agent) {
-  return h('section', { class: 'card', 'data-agent-id': agent.agent_id }, h('h2', {}, agent.name, ' ', h('code', { class: 'muted' }, agent.agent_id)), suspensionControls(agent), refusalsTable(agent), policyForm(agent));
+  return h(
+    'section',
+    { class: 'card', 'data-agent-id': agent.agent_id },
+    h('h2', {}, agent.name, ' ', h('code', { class: 'muted' }, agent.agent_id)),
+    suspensionControls(agent),
+    refusalsTable(agent),
+    budgetsTable(agent),
+    policyForm(agent),
+  );
+}
+
+/** A time in the installation's time zone, where the ledger cuts the periods (the browser's own zone if it does not know that one). */
+function inZone(iso, zone) {
+  try {
+    return new Date(iso).toLocaleString(undefined, { timeZone: zone ?? 'UTC' });
+  } catch {
+    return time(iso);
+  }
+}
+
+const BUDGET_NAMES = { 'agent.day': 'Agent, day', 'agent.week': 'Agent, week', 'agent.month': 'Agent, month', 'installation.day': 'All agents, day', 'installation.week': 'All agents, week', 'installation.month': 'All agents, month' };
+const budgetName = (name) => BUDGET_NAMES[name] ?? (name.startsWith('target:') ? `Target ${name.slice('target:'.length)}, month` : name);
+
+/**
+ * Every calendar budget the agent is under in its current period (its own, per target, the
+ * installation's), then what else limits it: the allowed targets and the alert percentages.
+ */
+function budgetsTable(agent) {
+  const rows = agent.budgets.map((budget) =>
+    h(
+      'tr',
+      { 'data-budget': budget.name },
+      h('td', {}, budgetName(budget.name)),
+      h('td', {}, `${inZone(budget.period_start, agent.time_zone)} – ${inZone(budget.period_end, agent.time_zone)}`),
+      h('td', { class: 'amount' }, budget.limit.display),
+      h('td', { class: 'amount' }, budget.spent.display),
+      h('td', { class: 'amount' }, budget.held.display),
+      h('td', { class: 'amount' }, budget.remaining.display),
+      h('td', {}, budget.alert_percentages.map((percent) => `${percent}%`).join(', ')),
+    ),
+  );
+  const targets = agent.policy.targets;
+  const allowed =
+    targets === null
+      ? 'any target.'
+      : targets.length === 0
+        ? 'none (every request is refused).'
+        : `${targets.map((target) => (target.month_cap === null ? target.target_id : `${target.target_id} (at most ${target.month_cap.display} a month)`)).join(', ')}.`;
+  return h(
+    'div',
+    { class: 'budgets' },
+    h('h3', {}, 'Budgets this period'),
+    table(['Budget', 'Period', 'Limit', 'Spent', 'Held', 'Remaining', 'Alerts at'], rows, 'No calendar budget: the caps below are its only limits.'),
+    h('p', { class: 'muted' }, `Periods in ${agent.time_zone ?? 'UTC'} (the installation's time zone), each from its start until the next one's. Spent is settled, held is live holds and claims, of the authorizations created in the period.`),
+    h('p', { class: 'allowed-targets' }, 'Targets it may pay for: ', allowed),
+    h('p', { class: 'muted' }, 'The alert percentages and the target allow-list are kept when you save below; change them with `lexec ledger policy show --export FILE`, then `lexec ledger policy set --file FILE`.'),
+  );
 }
 
 const POLICY_FIELDS = [
-  ['per_authorization_cap_units', 'Per authorization', 'per_authorization_cap'],
-  ['daily_cap_units', 'Daily cap', 'daily_cap'],
-  ['approval_threshold_units', 'Approval above', 'approval_threshold'],
+  ['per_authorization_cap_units', 'Per authorization', (policy) => policy.per_authorization_cap.units],
+  ['daily_cap_units', 'Daily cap', (policy) => policy.daily_cap.units],
+  ['approval_threshold_units', 'Approval above', (policy) => policy.approval_threshold.units],
+];
+/** Optional limits, empty for none: the runaway-loop breaker's three, then the calendar budgets. */
+const LIMIT_FIELDS = [
+  ['max_requests_per_minute', 'Requests per minute', (policy) => policy.velocity.max_requests_per_minute ?? ''],
+  ['max_requests_per_hour', 'Requests per hour', (policy) => policy.velocity.max_requests_per_hour ?? ''],
+  ['suspend_after_velocity_refusals', 'Suspend after velocity refusals', (policy) => policy.velocity.suspend_after_velocity_refusals ?? ''],
+  ['day_budget_units', 'Day budget', (policy) => policy.budgets.day?.units ?? ''],
+  ['week_budget_units', 'Week budget', (policy) => policy.budgets.week?.units ?? ''],
+  ['month_budget_units', 'Month budget', (policy) => policy.budgets.month?.units ?? ''],
 ];
 
 /**
@@ -96,13 +161,14 @@ function policyForm(agent) {
   const id = agent.agent_id;
   const out = outcome(`policy-${id}`);
   const field = (name) => main.querySelector(`[name="${name}-${id}"]`);
+  const input = (name, label, value) => [h('label', {}, `${label}: `, h('input', { type: 'text', inputmode: 'numeric', name: `${name}-${id}`, value, size: 12 })), ' '];
   /** Puts the agent's values as this render has them into the form, with their version. */
   const load = (policy) => {
-    for (const [name, , view] of POLICY_FIELDS) field(name).value = policy[view].units;
+    for (const [name, , value] of [...POLICY_FIELDS, ...LIMIT_FIELDS]) field(name).value = value(policy);
     field('policy-version').value = policy.version;
   };
   const save = () => {
-    const body = Object.fromEntries(POLICY_FIELDS.map(([name]) => [name, field(name)?.value.trim() ?? '']));
+    const body = Object.fromEntries([...POLICY_FIELDS, ...LIMIT_FIELDS].map(([name]) => [name, field(name)?.value.trim() ?? '']));
     body.expect_version = field('policy-version')?.value ?? agent.policy.version;
     void act(
       out,
@@ -121,11 +187,13 @@ function policyForm(agent) {
   };
   return [
     h('h3', {}, 'Policy'),
-    h('p', { class: 'muted' }, 'Amounts in micro-units (1 USD = 1000000). Saved only if the policy is still at the version it had when you opened this page: a change someone made meanwhile is never overwritten.'),
+    h('p', { class: 'muted' }, 'Amounts in micro-units (1 USD = 1000000); an empty limit or budget means none. Saved only if the policy is still at the version it had when you opened this page: a change someone made meanwhile is never overwritten.'),
+    h('p', {}, POLICY_FIELDS.map(([name, label, value]) => input(name, label, value(agent.policy)))),
+    h('p', {}, LIMIT_FIELDS.slice(0, 3).map(([name, label, value]) => input(name, label, value(agent.policy)))),
     h(
       'p',
       {},
-      POLICY_FIELDS.map(([name, label, view]) => [h('label', {}, `${label}: `, h('input', { type: 'text', inputmode: 'numeric', name: `${name}-${id}`, value: agent.policy[view].units, size: 12 })), ' ']),
+      LIMIT_FIELDS.slice(3).map(([name, label, value]) => input(name, label, value(agent.policy))),
       h('input', { type: 'hidden', name: `policy-version-${id}`, value: agent.policy.version }),
     ),
     h('p', { class: 'actions' }, h('button', { type: 'button', onclick: save }, 'Save policy'), ' ', h('button', { type: 'button', onclick: () => { load(agent.policy); out.textContent = ''; } }, 'Load current values')),
