@@ -220,7 +220,11 @@ export function renderGeneration({ profile, paths, build, now }: { profile: Prof
 
 /** The address a generation's component listens on: its own ledger's `[ledger.http] host`, else 127.0.0.1. */
 export function listenHostOf(manifest: GenerationManifest, component: string): string {
-  const endpoint = component === 'ledger' ? manifest.components.ledger?.endpoint : undefined;
+  return endpointHost(component === 'ledger' ? manifest.components.ledger?.endpoint : undefined);
+}
+
+/** The address a listener with this endpoint binds (an IPv6 one unbracketed); 127.0.0.1 without one. */
+export function endpointHost(endpoint: string | undefined): string {
   if (endpoint === undefined) return '127.0.0.1';
   const host = new URL(endpoint).hostname;
   return host.startsWith('[') ? host.slice(1, -1) : host;

@@ -10,7 +10,8 @@ import { knownProfilePaths } from '../profiles/existing-profile.js';
 import { IN_FLIGHT_STATES } from '../../executor/domain/execution-states.js';
 import { countExecutions } from '../status/executor-database.js';
 import { countPendingApprovals } from '../status/ledger-database.js';
-import type { StackComponent } from '../generations/render-generation.js';
+import { endpointHost, type StackComponent } from '../generations/render-generation.js';
+import type { SupervisorState } from '../supervisor/supervisor-state.js';
 import { drainExecutions, type DrainEvent, type DrainOutcome } from './stack-drain.js';
 
 /*
@@ -146,8 +147,7 @@ async function stopProfile(paths: ProfilePaths, started: number, request: StopRe
   const after = await readStateLeniently(paths);
   const killed = killedComponents(after, started);
   for (const component of killed) progress({ kind: 'component_killed', component, pid: before?.components[component]?.pid ?? null });
-  const ports = Object.values(after?.components ?? before?.components ?? {}).map((component) => component.port);
-  const portsBusy = await busyPorts(ports);
+  const portsBusy = await busyPorts(stackListeners(after ?? before));
   const stopped = supervisorPid !== null || takedown.orphans.length > 0;
   return {
     profile: paths.name,
@@ -191,13 +191,21 @@ async function fileExists(path: string): Promise<boolean> {
   );
 }
 
-/** Ports still in use once the stack is down (waiting briefly for the kernel to release them). */
-async function busyPorts(ports: readonly number[]): Promise<StopResult['ports_busy']> {
+/** Where the stack's components listened: each port on 127.0.0.1, its own ledger's on the address of its `[ledger.http]`. */
+function stackListeners(state: SupervisorState | null): { readonly port: number; readonly host: string }[] {
+  return Object.entries(state?.components ?? {}).map(([component, status]) => ({
+    port: status.port,
+    host: component === 'ledger' ? endpointHost(state?.own_ledger?.endpoint) : '127.0.0.1',
+  }));
+}
+
+/** Ports still in use once the stack is down, each probed on the address it listened on (waiting briefly for the kernel to release them). */
+async function busyPorts(listeners: readonly { readonly port: number; readonly host: string }[]): Promise<StopResult['ports_busy']> {
   const busy: { port: number; holder: PortHolder | null }[] = [];
-  for (const port of ports) {
-    let probe = await probePort(port);
+  for (const { port, host } of listeners) {
+    let probe = await probePort(port, host);
     if (!probe.free) {
-      await waitUntil(async () => (probe = await probePort(port)).free, PORT_RELEASE_WAIT_MS, 100);
+      await waitUntil(async () => (probe = await probePort(port, host)).free, PORT_RELEASE_WAIT_MS, 100);
     }
     if (!probe.free) busy.push({ port, holder: probe.holder });
   }
