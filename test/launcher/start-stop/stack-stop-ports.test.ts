@@ -23,7 +23,8 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  await new Promise((closed) => (squatter === null ? closed(undefined) : squatter.close(closed)));
+  const server = squatter;
+  if (server !== null) await new Promise((closed) => server.close(closed));
   await stack.stop();
 }, 120_000);
 
