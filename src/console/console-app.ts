@@ -9,7 +9,8 @@ import { assetType, CONSOLE_ASSET_FILES, type ConsoleAssets } from './console-as
 import { CONSOLE_VIEWS, consolePage, loginPage, type ConsoleView } from './console-pages.js';
 import { SESSION_HEADER, type ConsoleSession, type ConsoleSessions } from './console-sessions.js';
 import type { ConsoleStack } from './console-stack.js';
-import { LedgerAlreadyDecided, LedgerPolicyVersionMismatch } from '../ledger/client/ledger-client-errors.js';
+import { LedgerAlreadyDecided, LedgerBudgetVersionMismatch, LedgerPolicyVersionMismatch } from '../ledger/client/ledger-client-errors.js';
+import { DEFAULT_ALERT_PERCENTAGES } from '../ledger/budget-rules.js';
 import { freeText } from '../config/schema-parts.js';
 import { spendCsv } from '../ledger/client/spend-csv.js';
 import { SPEND_GROUPINGS } from '../ledger/summarise-spend.js';
@@ -110,6 +111,21 @@ const policyBody = z.strictObject({
   month_budget_units: optionalUnits,
   expect_version: z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be the version shown (a whole number)').transform(BigInt),
 });
+/**
+ * The installation-wide budget from the Agents view, with the version the page showed: each
+ * period's budget (empty: none) and the alert percentages as typed (`50, 80, 100`; empty: the
+ * ledger's default). It replaces the budget only if that is still the version.
+ */
+const installationBudgetBody = z.strictObject({
+  day_budget_units: optionalUnits.unwrap(),
+  week_budget_units: optionalUnits.unwrap(),
+  month_budget_units: optionalUnits.unwrap(),
+  alert_percentages: z
+    .string()
+    .regex(/^\s*(?:[0-9]{1,3}(?:\s*,\s*[0-9]{1,3})*)?\s*$/, 'must be whole percentages separated by commas, such as 50, 80, 100')
+    .transform((text) => (text.trim() === '' ? [...DEFAULT_ALERT_PERCENTAGES] : text.split(',').map((part) => Number(part.trim())))),
+  expect_version: z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be the version shown (a whole number)').transform(BigInt),
+});
 /** The Audit view's query: a period back from now, an agent, the page after an audit id. */
 const AUDIT_PERIODS = { '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000, all: null } as const;
 const auditQuery = z.strictObject({
@@ -142,8 +158,9 @@ const UNAVAILABLE = new Set(['stack_not_running', 'handoff_missing', 'handoff_in
 export function consoleError(error: unknown): ApiError | null {
   if (!(error instanceof UserError)) return null;
   // Someone changed the policy since the page showed it: nothing changed; the page says which version is current.
-  if (error instanceof LedgerPolicyVersionMismatch) {
-    return new ApiError(412, 'policy_version_mismatch', { reasonCode: error.code, ...(error.currentVersion === null ? {} : { details: { current_version: error.currentVersion.toString() } }) });
+  if (error instanceof LedgerPolicyVersionMismatch || error instanceof LedgerBudgetVersionMismatch) {
+    const code = error instanceof LedgerPolicyVersionMismatch ? 'policy_version_mismatch' : 'budget_version_mismatch';
+    return new ApiError(412, code, { reasonCode: error.code, ...(error.currentVersion === null ? {} : { details: { current_version: error.currentVersion.toString() } }) });
   }
   const reason = SAFE_CODE.test(error.code) ? { reasonCode: error.code } : {};
   const fields = error.issues.map((issue) => issue.path).filter((path) => /^[A-Za-z0-9_.[\]-]{1,160}$/.test(path));
@@ -328,6 +345,10 @@ export function buildConsoleApp(deps: ConsoleAppDependencies): FastifyInstance {
     const { agent_id: agentId } = parseInput(agentParams, request.params);
     parseInput(emptyBody, request.body ?? {});
     return deps.stack.resume(agentId);
+  });
+  app.post('/api/installation-budget', (request) => {
+    const { expect_version: expectVersion, ...budget } = parseInput(installationBudgetBody, request.body);
+    return deps.stack.setInstallationBudget(budget, expectVersion);
   });
   app.post('/api/agents/:agent_id/policy', (request) => {
     const { agent_id: agentId } = parseInput(agentParams, request.params);

@@ -7,13 +7,14 @@ import { connectStackLedger } from '../stack-client/connect-ledger.js';
 import { connectStackExecutor, reconciliationConnector, type ExecutorRole } from '../stack-client/connect-executor.js';
 import type { LedgerAgent, LedgerAuthorization } from '../ledger/wire/answers.js';
 import type { LedgerClient } from '../ledger/client/ledger-client.js';
-import { money } from './console-views.js';
+import { money } from './money-view.js';
+import { agentView, installationBudgetView, policyView } from './agent-views.js';
 import { createEventFollower } from './console-events.js';
 import type { SpendPolicy } from '../ledger/authorization-rules.js';
+import type { InstallationBudget } from '../ledger/budget-rules.js';
 import type { SpendGrouping } from '../ledger/summarise-spend.js';
 import { namedApproverClient } from './named-approver.js';
 import {
-  agentView,
   approvalView,
   auditEventView,
   decidedRequestView,
@@ -21,7 +22,6 @@ import {
   executionRowView,
   liveEventView,
   overviewView,
-  policyView,
   reconciliationView,
   wasDecidedByHumanOrLapsed,
   type AgentNames,
@@ -353,11 +353,28 @@ export function createConsoleStack(options: ConsoleStackOptions) {
       return (await connectStackLedger(await stack(), 'admin')).spendReport(query);
     },
 
-    /** Every agent with its standing and policy, and the requests the ledger refused it lately (policy, velocity, suspension). */
+    /**
+     * Every agent with its standing and policy, and the requests the ledger refused it lately
+     * (policy, velocity, suspension); and the installation-wide budget with its standing.
+     */
     async agents() {
       const running = await stack();
-      const [agents, refused] = await Promise.all([agentsWithSpending(running), connectStackLedger(running, 'admin').then(recentRefusals)]);
-      return { agents: agents.map(({ agent, spending }) => ({ ...agentView(agent, spending), refusals: refused.get(agent.agent_id) ?? [] })) };
+      const admin = connectStackLedger(running, 'admin');
+      const [agents, refused, installation] = await Promise.all([agentsWithSpending(running), admin.then(recentRefusals), admin.then((client) => client.installationBudget())]);
+      return {
+        agents: agents.map(({ agent, spending }) => ({ ...agentView(agent, spending), refusals: refused.get(agent.agent_id) ?? [] })),
+        installation_budget: installationBudgetView(installation),
+      };
+    },
+
+    /**
+     * `lexec ledger budget set --expect-version` from the Agents view (admin capability): the
+     * installation-wide budget as the page sets it, only if it is still at the version the page
+     * showed; otherwise nothing changes (`ledger_budget_version_mismatch`, with the current version).
+     */
+    async setInstallationBudget(budget: InstallationBudget, expectVersion: bigint) {
+      const admin = await connectStackLedger(await stack(), 'admin');
+      return { installation_budget: installationBudgetView(await admin.setInstallationBudget(budget, expectVersion)) };
     },
 
     /** The ledger's events as they happen, for the live feed and the approvals count (console-events.ts). */

@@ -1,9 +1,11 @@
-import { atUnitsScale, formatUnits } from '../domain/money.js';
+import { atUnitsScale } from '../domain/money.js';
 import type { ArtifactView, ExecutionDetail, ExecutionSummary, ReconciliationEntry } from '../executor/client/executor-client.js';
 import type { StatusResult } from '../launcher/status/stack-status.js';
 import type { GenerationEngine } from '../launcher/generations/generation-engine.js';
 import { auditChange } from '../ledger/client/ledger-audit.js';
-import type { LedgerAgent, LedgerAuditEvent, LedgerAuthorization, LedgerBudgetStanding, LedgerEvent, LedgerPolicy, LedgerSpending } from '../ledger/wire/answers.js';
+import type { LedgerAgent, LedgerAuditEvent, LedgerAuthorization, LedgerEvent, LedgerPolicy, LedgerSpending } from '../ledger/wire/answers.js';
+import { agentView, policyView } from './agent-views.js';
+import { maybeMoney, money } from './money-view.js';
 import { jobDelivery } from '../stack-client/paid-job/job-delivery.js';
 
 /*
@@ -12,17 +14,6 @@ import { jobDelivery } from '../stack-client/paid-job/job-delivery.js';
  * browser by accident. Every amount travels as its exact digit string with a display string
  * formatted here (formatUnits), so the page never does arithmetic on money.
  */
-
-export interface Money {
-  readonly units: string;
-  readonly display: string;
-}
-
-export function money(units: bigint, currency: string): Money {
-  return { units: units.toString(), display: formatUnits(units, currency) };
-}
-
-const maybeMoney = (units: bigint | null, currency: string): Money | null => (units === null ? null : money(units, currency));
 
 export interface EngineView {
   readonly mode: string;
@@ -35,67 +26,6 @@ export interface EngineView {
 /** The engine as the overview shows it; `unknown` when the generation's configuration could not be read. */
 function engineView(engine: GenerationEngine | null): EngineView {
   return engine === null ? { mode: 'unknown', address: null, ui_url: null } : { mode: engine.mode, address: engine.address, ui_url: engine.ui_url };
-}
-
-const maybeCount = (count: bigint | null | undefined): string | null => (count == null ? null : count.toString());
-
-/** Every limit of an agent's policy: the caps, the runaway-loop breaker, the calendar budgets and the target allow-list (null: any target). */
-export function policyView(policy: LedgerPolicy) {
-  return {
-    per_authorization_cap: money(policy.per_authorization_cap_units, policy.currency),
-    daily_cap: money(policy.daily_cap_units, policy.currency),
-    approval_threshold: money(policy.approval_threshold_units, policy.currency),
-    velocity: {
-      max_requests_per_minute: maybeCount(policy.max_requests_per_minute),
-      max_requests_per_hour: maybeCount(policy.max_requests_per_hour),
-      suspend_after_velocity_refusals: maybeCount(policy.suspend_after_velocity_refusals),
-    },
-    budgets: {
-      day: maybeMoney(policy.day_budget_units ?? null, policy.currency),
-      week: maybeMoney(policy.week_budget_units ?? null, policy.currency),
-      month: maybeMoney(policy.month_budget_units ?? null, policy.currency),
-      alert_percentages: policy.budget_alert_percentages ?? [],
-    },
-    targets: policy.targets?.map((target) => ({ target_id: target.target_id, month_cap: maybeMoney(target.month_cap_units, policy.currency) })) ?? null,
-    source: policy.source,
-    version: policy.version.toString(),
-    updated_at: policy.updated_at,
-  };
-}
-
-export function agentView(agent: LedgerAgent, spending: LedgerSpending) {
-  return {
-    agent_id: agent.agent_id,
-    name: agent.name,
-    status: agent.status,
-    /** When an operator suspended it and why (null while active). */
-    suspended_at: agent.suspended_at ?? null,
-    suspension_reason: agent.suspension_reason ?? null,
-    window: spending.window,
-    spent: money(spending.spent_units, spending.currency),
-    held: money(spending.held_units, spending.currency),
-    remaining: money(spending.remaining_units, spending.currency),
-    policy: policyView(spending.policy),
-    /** Every calendar budget the agent is under (its own, per target, the installation's), in its current period. */
-    budgets: spending.budgets.map((budget) => budgetStandingView(budget, spending.currency)),
-    /** The installation's time zone, in which the periods are cut (null from an older ledger). */
-    time_zone: spending.time_zone ?? null,
-  };
-}
-
-/** A budget's standing in its period: `agent.month`, `target:<id>`, `installation.day`, …; spent and held of the period, what remains. */
-export function budgetStandingView(budget: LedgerBudgetStanding, currency: string) {
-  return {
-    name: budget.name,
-    period: budget.period,
-    period_start: budget.period_start,
-    period_end: budget.period_end,
-    limit: money(budget.limit_units, currency),
-    spent: money(budget.spent_units, currency),
-    held: money(budget.held_units, currency),
-    remaining: money(budget.remaining_units, currency),
-    alert_percentages: budget.alert_percentages,
-  };
 }
 
 export function overviewView(status: StatusResult, agents: readonly { agent: LedgerAgent; spending: LedgerSpending }[] | null) {

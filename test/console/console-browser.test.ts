@@ -375,6 +375,48 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     expect((await shown()).policy).toMatchObject({ month_budget_units: null, max_requests_per_hour: null });
   }, 120_000);
 
+  it('sets the installation budget across all agents from the page; its standing shows there and on every agent\'s card', async () => {
+    await page.goto(`${consoleProcess.origin}/agents`);
+    const card = page.locator('#installation-budget');
+    await card.waitFor();
+    expect(await card.textContent()).toContain('No installation budget: each agent is limited by its own policy only.');
+    type BudgetJson = { budget: { version: string; month_budget_units: string | null; alert_percentages: number[] }; standing: { name: string; spent_units: string; held_units: string; remaining_units: string }[] };
+    const shown = async () => expectResult(await lexec(['ledger', 'budget', 'show', '--json'])) as BudgetJson;
+    const month = card.locator('input[name="installation-month_budget_units"]');
+    const alerts = card.locator('input[name="installation-alert_percentages"]');
+    expect([await month.inputValue(), await alerts.inputValue()]).toEqual(['', '50, 80, 100']);
+    await month.fill('70000000');
+    await alerts.fill('60, 90');
+    await card.getByRole('button', { name: 'Save installation budget' }).click();
+    await expect.poll(() => card.locator('.outcome').last().textContent()).toContain('Saved: the installation budget is at version');
+    const set = await shown();
+    expect(set.budget).toMatchObject({ month_budget_units: '70000000', alert_percentages: [60, 90] });
+
+    await page.reload();
+    const row = card.locator('tbody tr[data-budget="installation.month"]');
+    await row.waitFor();
+    const standing = set.standing.find((budget) => budget.name === 'installation.month');
+    const usd = (units: string | undefined) => `${BigInt(units ?? '') / 1_000_000n}.${(BigInt(units ?? '') % 1_000_000n).toString().padStart(6, '0')} USD`;
+    expect((await row.locator('td').allTextContents()).map((cell) => cell.trim())).toEqual([
+      'All agents, month',
+      expect.stringContaining(' – '),
+      '70.000000 USD',
+      usd(standing?.spent_units),
+      usd(standing?.held_units),
+      usd(standing?.remaining_units),
+      '60%, 90%',
+    ]);
+    const agentCard = page.locator('section.card[data-agent-id]').filter({ hasText: 'local' }).first();
+    expect(await agentCard.locator('.budgets tbody tr[data-budget="installation.month"] td').first().textContent()).toBe('All agents, month');
+
+    // Emptied: no installation budget; empty alerts are the default ones.
+    await month.fill('');
+    await alerts.fill('');
+    await card.getByRole('button', { name: 'Save installation budget' }).click();
+    await expect.poll(() => card.locator('.outcome').last().textContent()).toContain(`is at version ${BigInt(set.budget.version) + 1n}`);
+    expect((await shown()).budget).toMatchObject({ month_budget_units: null, alert_percentages: [50, 80, 100] });
+  }, 120_000);
+
   it('shows the audit trail read-only: who approved, changed the policy, suspended and resumed, the agent by name, what changed and why (issue 27 item 6)', async () => {
     await page.getByRole('link', { name: 'Audit' }).click();
     await page.waitForURL(`${consoleProcess.origin}/audit`);

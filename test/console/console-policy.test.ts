@@ -204,6 +204,49 @@ describe('lexec stack console: an agent\'s policy', () => {
     await admin.setPolicy(id, { per_authorization_cap_units: before.per_authorization_cap_units, daily_cap_units: before.daily_cap_units, approval_threshold_units: before.approval_threshold_units, units_scale: 6, currency: 'USD' });
   });
 
+  it('the installation budget: shown with its standing, set only from the version the page showed, cleared; bad input names its fields', async () => {
+    const session = await signIn();
+    const headers = { 'x-lexec-session': session, origin: consoleProcess.origin };
+    const admin = createLedgerClient({ url: stack.ledgerUrl, token: await stack.capability('admin') });
+    type Budget = { day: { units: string } | null; week: { units: string } | null; month: { units: string; display: string } | null; alert_percentages: number[]; time_zone: string; version: string; standing: { name: string }[] };
+    type AgentsAnswer = { installation_budget: Budget; agents: { budgets: { name: string }[] }[] };
+    const agents = async () => JSON.parse((await send('GET', '/api/agents', { headers: { 'x-lexec-session': session } })).body) as AgentsAnswer;
+    const opened = (await agents()).installation_budget;
+    expect(opened).toMatchObject({ day: null, week: null, month: null, alert_percentages: [50, 80, 100], time_zone: 'UTC', standing: [] });
+    const none = { day_budget_units: '', week_budget_units: '', month_budget_units: '', alert_percentages: '' };
+
+    const saved = await send('POST', '/api/installation-budget', { headers, body: { ...none, month_budget_units: '900000000', alert_percentages: ' 90, 25 ', expect_version: opened.version } });
+    expect(saved.status, saved.body).toBe(200);
+    const next = String(BigInt(opened.version) + 1n);
+    expect((JSON.parse(saved.body) as { installation_budget: Budget }).installation_budget).toMatchObject({ day: null, month: { units: '900000000', display: '900.000000 USD' }, alert_percentages: [25, 90], version: next });
+    expect((await admin.installationBudget()).budget).toMatchObject({ day_budget_units: null, week_budget_units: null, month_budget_units: 900_000_000n, alert_percentages: [25, 90], version: BigInt(next) });
+    // Its standing, and in every agent's budgets too (a request of any agent counts against it).
+    const shown = await agents();
+    expect(shown.installation_budget.standing.map((budget) => budget.name)).toEqual(['installation.month']);
+    for (const agent of shown.agents) expect(agent.budgets.map((budget) => budget.name)).toContain('installation.month');
+
+    // A page still showing the version it opened changes nothing.
+    const stale = await send('POST', '/api/installation-budget', { headers, body: { ...none, month_budget_units: '1', expect_version: opened.version } });
+    expect(stale.status).toBe(412);
+    expect(JSON.parse(stale.body)).toEqual({ error: { code: 'budget_version_mismatch', reason_code: 'ledger_budget_version_mismatch', current_version: next } });
+    // Bad input: field paths, nothing echoed, nothing changed; the ledger's own rules too.
+    const bad = await send('POST', '/api/installation-budget', { headers, body: { ...none, day_budget_units: '1.5', alert_percentages: '50; 80', expect_version: 'latest' } });
+    expect([bad.status, errorOf(bad).fields]).toEqual([400, ['day_budget_units', 'alert_percentages', 'expect_version']]);
+    expect(bad.body).not.toContain('50; 80');
+    const missing = await send('POST', '/api/installation-budget', { headers, body: { month_budget_units: '5', expect_version: next } });
+    expect([missing.status, errorOf(missing).fields]).toEqual([400, ['day_budget_units', 'week_budget_units', 'alert_percentages']]);
+    const range = await send('POST', '/api/installation-budget', { headers, body: { ...none, month_budget_units: '5', alert_percentages: '50, 150', expect_version: next } });
+    expect(range.status, range.body).toBe(400);
+    expect(errorOf(range).fields?.every((field) => field.startsWith('alert_percentages'))).toBe(true);
+    expect((await admin.installationBudget()).budget.version).toBe(BigInt(next));
+
+    // Emptied: no installation budget, the default alert percentages.
+    const cleared = await send('POST', '/api/installation-budget', { headers, body: { ...none, expect_version: next } });
+    expect(cleared.status, cleared.body).toBe(200);
+    expect((await admin.installationBudget()).budget).toMatchObject({ day_budget_units: null, week_budget_units: null, month_budget_units: null, alert_percentages: [50, 80, 100] });
+    expect((await agents()).installation_budget.standing).toEqual([]);
+  });
+
   it('the Audit view: the operator actions above, by the stack\'s admin credential, the agent by name; filters checked with field paths; no URL, path or capability (issue 27 item 6)', async () => {
     const session = await signIn();
     const read = (query = '') => send('GET', `/api/audit${query}`, { headers: { 'x-lexec-session': session } });
@@ -231,8 +274,14 @@ describe('lexec stack console: an agent\'s policy', () => {
     const all = JSON.parse((await read(`?period=all&agent_id=${agent?.agent_id ?? ''}`)).body) as AuditAnswer;
     expect(all.events.length).toBeGreaterThanOrEqual(changes.length);
     expect(all.events.every((event) => event.agent_id === agent?.agent_id)).toBe(true);
-    const later = JSON.parse((await read(`?period=all&after=${String(all.events.at(-1)?.audit_id)}`)).body) as AuditAnswer;
+    const later = JSON.parse((await read(`?period=all&agent_id=${agent?.agent_id ?? ''}&after=${String(all.events.at(-1)?.audit_id)}`)).body) as AuditAnswer;
     expect(later.events).toEqual([]);
+    // The installation budget's changes from the page: no agent, by the stack's admin credential.
+    const budgetChanges = events.filter((event) => event.action === 'budget_changed');
+    expect(budgetChanges.map((event) => [event.agent_id, event.actor_kind, event.subject_id])).toEqual([
+      [null, 'admin', 'installation_budget'],
+      [null, 'admin', 'installation_budget'],
+    ]);
     expect(answer.body).not.toMatch(/https?:\/\/|\/state\/|\.db|\.capability|lexec_/);
 
     for (const [query, fields] of [

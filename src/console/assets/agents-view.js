@@ -22,8 +22,81 @@ export async function agents() {
     h('h1', {}, 'Agents and policies'),
     table(['Agent', 'Status', 'Per authorization', 'Daily cap', 'Approval above', 'Spent (24 h)', heldNowHeader(), 'Remaining', 'Policy'], rows, 'No agents.'),
     h('p', { class: 'muted', id: 'held-now-means' }, HELD_NOW_MEANS),
+    installationBudgetCard(data.installation_budget),
     data.agents.map(agentCard),
   ];
+}
+
+/** A budget standing table: each budget in its current period, shown in the installation's time zone. */
+function standingTable(standing, zone, empty) {
+  const rows = standing.map((budget) =>
+    h(
+      'tr',
+      { 'data-budget': budget.name },
+      h('td', {}, budgetName(budget.name)),
+      h('td', {}, `${inZone(budget.period_start, zone)} – ${inZone(budget.period_end, zone)}`),
+      h('td', { class: 'amount' }, budget.limit.display),
+      h('td', { class: 'amount' }, budget.spent.display),
+      h('td', { class: 'amount' }, budget.held.display),
+      h('td', { class: 'amount' }, budget.remaining.display),
+      h('td', {}, budget.alert_percentages.map((percent) => `${percent}%`).join(', ')),
+    ),
+  );
+  return table(['Budget', 'Period', 'Limit', 'Spent', 'Held', 'Remaining', 'Alerts at'], rows, empty);
+}
+
+const INSTALLATION_FIELDS = [
+  ['day_budget_units', 'Day budget', (budget) => budget.day?.units ?? ''],
+  ['week_budget_units', 'Week budget', (budget) => budget.week?.units ?? ''],
+  ['month_budget_units', 'Month budget', (budget) => budget.month?.units ?? ''],
+  ['alert_percentages', 'Alerts at (%)', (budget) => budget.alert_percentages.join(', ')],
+];
+
+/**
+ * The installation-wide budget across all agents (`lexec ledger budget show|set`): its standing,
+ * then a form saved only if the budget is still at the version the page showed.
+ */
+function installationBudgetCard(budget) {
+  const out = outcome('installation-budget');
+  const field = (name) => main.querySelector(`[name="installation-${name}"]`);
+  const load = (current) => {
+    for (const [name, , value] of INSTALLATION_FIELDS) field(name).value = value(current);
+    field('budget-version').value = current.version;
+  };
+  const save = () => {
+    const body = Object.fromEntries(INSTALLATION_FIELDS.map(([name]) => [name, field(name)?.value.trim() ?? '']));
+    body.expect_version = field('budget-version')?.value ?? budget.version;
+    void act(
+      out,
+      () =>
+        postJson('/api/installation-budget', body).catch((error) => {
+          if (error instanceof ConsoleError && error.currentVersion !== null) {
+            error.message = `Nothing was saved: someone changed the installation budget since you opened it (it is at version ${error.currentVersion} now). Press “Load current values”, make your change on top of them, and save again.`;
+          }
+          throw error;
+        }),
+      (result) => {
+        load(result.installation_budget);
+        return `Saved: the installation budget is at version ${result.installation_budget.version}.`;
+      },
+    );
+  };
+  return h(
+    'section',
+    { class: 'card', id: 'installation-budget' },
+    h('h2', {}, 'Installation budget (all agents)'),
+    standingTable(budget.standing, budget.time_zone, 'No installation budget: each agent is limited by its own policy only.'),
+    h('p', { class: 'muted' }, `Periods in ${budget.time_zone} (the installation's time zone). What all agents spent and hold in the period counts; a request that would pass it is refused.`),
+    h('p', { class: 'muted' }, 'Amounts in micro-units (1 USD = 1000000); an empty budget means none, empty alerts mean 50, 80, 100. Saved only if the budget is still at the version it had when you opened this page.'),
+    h(
+      'p',
+      {},
+      INSTALLATION_FIELDS.map(([name, label, value]) => [h('label', {}, `${label}: `, h('input', { type: 'text', inputmode: name === 'alert_percentages' ? 'text' : 'numeric', name: `installation-${name}`, value: value(budget), size: 12 })), ' ']),
+      h('input', { type: 'hidden', name: 'installation-budget-version', value: budget.version }),
+    ),
+    h('p', { class: 'actions' }, h('button', { type: 'button', onclick: save }, 'Save installation budget'), ' ', h('button', { type: 'button', onclick: () => { load(budget); out.textContent = ''; } }, 'Load current values')),
+    out,
+  );
 }
 
 /** An agent's switch: suspend it (new requests refused, unclaimed authorizations cancelled; executions under way finish) or resume it. */
@@ -106,19 +179,6 @@ const budgetName = (name) => BUDGET_NAMES[name] ?? (name.startsWith('target:') ?
  * installation's), then what else limits it: the allowed targets and the alert percentages.
  */
 function budgetsTable(agent) {
-  const rows = agent.budgets.map((budget) =>
-    h(
-      'tr',
-      { 'data-budget': budget.name },
-      h('td', {}, budgetName(budget.name)),
-      h('td', {}, `${inZone(budget.period_start, agent.time_zone)} – ${inZone(budget.period_end, agent.time_zone)}`),
-      h('td', { class: 'amount' }, budget.limit.display),
-      h('td', { class: 'amount' }, budget.spent.display),
-      h('td', { class: 'amount' }, budget.held.display),
-      h('td', { class: 'amount' }, budget.remaining.display),
-      h('td', {}, budget.alert_percentages.map((percent) => `${percent}%`).join(', ')),
-    ),
-  );
   const targets = agent.policy.targets;
   const allowed =
     targets === null
@@ -130,7 +190,7 @@ function budgetsTable(agent) {
     'div',
     { class: 'budgets' },
     h('h3', {}, 'Budgets this period'),
-    table(['Budget', 'Period', 'Limit', 'Spent', 'Held', 'Remaining', 'Alerts at'], rows, 'No calendar budget: the caps below are its only limits.'),
+    standingTable(agent.budgets, agent.time_zone ?? 'UTC', 'No calendar budget: the caps below are its only limits.'),
     h('p', { class: 'muted' }, `Periods in ${agent.time_zone ?? 'UTC'} (the installation's time zone), each from its start until the next one's. Spent is settled, held is live holds and claims, of the authorizations created in the period.`),
     h('p', { class: 'allowed-targets' }, 'Targets it may pay for: ', allowed),
     h('p', { class: 'muted' }, 'The alert percentages and the target allow-list are kept when you save below; change them with `lexec ledger policy show --export FILE`, then `lexec ledger policy set --file FILE`.'),

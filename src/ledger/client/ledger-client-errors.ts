@@ -137,6 +137,17 @@ export class LedgerPolicyVersionMismatch extends UserError {
   }
 }
 
+/** The installation budget was changed since the version expected: nothing changed (`lexec ledger budget set --expect-version`). */
+export class LedgerBudgetVersionMismatch extends UserError {
+  constructor(
+    readonly currentVersion: bigint | null,
+    message: string,
+    options: UserErrorOptions,
+  ) {
+    super('ledger_budget_version_mismatch', message, options);
+  }
+}
+
 function versionMismatch(url: string, said: string, current: bigint | null): LedgerPolicyVersionMismatch {
   const now = current === null ? 'another version' : `version ${current.toString()}`;
   return new LedgerPolicyVersionMismatch(current, `The ledger at ${url} changed nothing: the policy is at ${now} now, not the version expected (${said}).`, {
@@ -244,7 +255,7 @@ export function ledgerResponseError(status: number, body: LedgerErrorBody | null
   if (status === 412 && code === 'policy_version_mismatch') return versionMismatch(context.url, said, body?.current_version ?? null);
   if (status === 412 && code === 'budget_version_mismatch') {
     const now = body?.current_version === undefined ? 'another version' : `version ${body.current_version.toString()}`;
-    return new UserError('ledger_budget_version_mismatch', `The ledger at ${context.url} changed nothing: the installation budget is at ${now} now, not the version expected (${said}).`, {
+    return new LedgerBudgetVersionMismatch(body?.current_version ?? null, `The ledger at ${context.url} changed nothing: the installation budget is at ${now} now, not the version expected (${said}).`, {
       nextStep: 'Look at it again (`lexec ledger budget show`), then set it from that version.',
       issues: [{ path: '--expect-version', message: `refused by the ledger (budget_version_mismatch): the budget is at ${now}` }],
     });
