@@ -89,7 +89,7 @@ describe('command surface', () => {
         flag('format', { options: ['lexec', 'slack'] }),
         flag('from'),
       ),
-      'ledger:webhooks:deliveries': ledgerVerb({ name: 'failed', type: 'boolean', required: false, options: undefined, default: undefined }, flag('sink'), flag('limit'), flag('before')),
+      'ledger:webhooks:deliveries': ledgerVerb({ name: 'failed', type: 'boolean', required: false, options: undefined, default: undefined }, flag('sink'), flag('limit'), flag('before'), flag('event')),
       'ledger:webhooks:list': ledgerVerb({ name: 'all', type: 'boolean', required: false, options: undefined, default: undefined }),
       'ledger:webhooks:remove': ledgerVerb(),
       // --token-file is the NEW file the enrolment token goes to; manual mode's admin capability is --admin-token-file.

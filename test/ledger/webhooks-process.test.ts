@@ -154,6 +154,12 @@ describe('lexec ledger webhooks, with a receiver that fails, hangs and recovers'
     expect(firstPage.stderr).toContain(`Older deliveries: --before ${seen[2] ?? ''}.`);
     expect(firstPage.stdout).not.toContain('--before');
     expectFailure(await lexec(['ledger', 'webhooks', 'deliveries', ...admin(), '--before', 'x', '--json']), 2, 'invalid_flag_value');
+    // Did event N reach the sink? --event answers with its delivery, without paging.
+    const asked = wanted[3] ?? '';
+    const ofEvent = expectResult(await lexec(['ledger', 'webhooks', 'deliveries', ...admin(), '--event', asked, '--json'])) as Page;
+    expect(ofEvent.deliveries.map((delivery) => [delivery.event_id, delivery.sink_id, delivery.status])).toEqual([[asked, added.sink.sink_id, 'delivered']]);
+    expect(ofEvent.deliveries).toEqual(whole.deliveries.filter((delivery) => delivery.event_id === asked));
+    expectFailure(await lexec(['ledger', 'webhooks', 'deliveries', ...admin(), '--event', '-3', '--json']), 2, 'invalid_flag_value');
     const failed = expectResult(await lexec(['ledger', 'webhooks', 'deliveries', ...admin(), '--failed', '--sink', added.sink.sink_id, '--json'])) as { deliveries: unknown[] };
     expect(failed.deliveries).toEqual([]);
     const listed = expectResult(await lexec(['ledger', 'webhooks', 'list', ...admin(), '--json'])) as { sinks: LedgerWebhookSink[] };

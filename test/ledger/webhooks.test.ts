@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DELIVERIES_OF_EVENT_SQL } from '../../src/ledger/store/webhook-rows.js';
 import { verifyWebhookSignature } from '../../src/ledger/webhooks/webhook-signature.js';
 import type { LedgerEvent, LedgerEventPage, LedgerWebhookDelivery, LedgerWebhookSink } from '../../src/ledger/wire/answers.js';
 import { call, ledgerPerTest, type Actors, type TestLedger } from '../support/ledger.js';
@@ -167,6 +169,52 @@ describe('delivering events', () => {
     for (const bad of ['abc', '-1', '99999999999999999999']) {
       const refused = await call<Answer<object>>(ledger.url, 'GET', `/webhooks/deliveries?before=${bad}`, { token: ledger.adminToken });
       expect([refused.status, refused.body.error?.fields]).toEqual([400, ['before']]);
+    }
+  });
+
+  it('finds one event\'s deliveries directly: one per sink that took it up, through each sink\'s unique row, filters as the list', async () => {
+    const hook = await receiver(200);
+    const { path } = await secretFile();
+    const a = (await addSink({ url: `${hook.origin}/a`, secret_file: path })).body.sink;
+    const b = (await addSink({ url: `${hook.origin}/b`, secret_file: path, events: ['approval.waiting'] })).body.sink;
+    await request('2000000');
+    await request('2000000');
+    await expect.poll(async () => (await deliveries()).body.deliveries.filter((delivery) => delivery.status === 'delivered').length).toBe(6);
+    const events = await allEvents();
+    const waiting = events.filter((event) => event.type === 'approval.waiting').at(-1);
+    const requested = events.filter((event) => event.type === 'authorization.requested').at(-1);
+    type Page = { deliveries: LedgerWebhookDelivery[]; next_before: string | null };
+    const ofEvent = async (query: string) => (await call<Page>(ledger.url, 'GET', `/webhooks/deliveries?${query}`, { token: ledger.adminToken })).body;
+
+    // Taken by both sinks: two deliveries, newest first; the same rows the whole list holds for it.
+    const both = await ofEvent(`event_id=${waiting?.event_id ?? ''}`);
+    expect(both.deliveries.map((delivery) => [delivery.sink_id, delivery.event_id, delivery.event_type, delivery.status])).toEqual([
+      [b.sink_id, waiting?.event_id, 'approval.waiting', 'delivered'],
+      [a.sink_id, waiting?.event_id, 'approval.waiting', 'delivered'],
+    ]);
+    expect(both).toEqual({ deliveries: (await deliveries()).body.deliveries.filter((delivery) => delivery.event_id === waiting?.event_id), next_before: null });
+    // Only one sink took `authorization.requested`; a sink filter, `failed`, and a page still apply.
+    expect((await ofEvent(`event_id=${requested?.event_id ?? ''}`)).deliveries.map((delivery) => delivery.sink_id)).toEqual([a.sink_id]);
+    expect((await ofEvent(`event_id=${waiting?.event_id ?? ''}&sink_id=${a.sink_id}`)).deliveries.map((delivery) => delivery.sink_id)).toEqual([a.sink_id]);
+    expect((await ofEvent(`event_id=${waiting?.event_id ?? ''}&failed=true`)).deliveries).toEqual([]);
+    const first = await ofEvent(`event_id=${waiting?.event_id ?? ''}&limit=1`);
+    expect(first.deliveries.map((delivery) => delivery.sink_id)).toEqual([b.sink_id]);
+    expect((await ofEvent(`event_id=${waiting?.event_id ?? ''}&before=${first.next_before ?? ''}`)).deliveries.map((delivery) => delivery.sink_id)).toEqual([a.sink_id]);
+    // An event no sink took, or none at all: nothing.
+    expect((await ofEvent('event_id=999999')).deliveries).toEqual([]);
+    for (const bad of ['abc', '-1', '99999999999999999999', '']) {
+      const refused = await call<Answer<object>>(ledger.url, 'GET', `/webhooks/deliveries?event_id=${bad}`, { token: ledger.adminToken });
+      expect([bad, refused.status, refused.body.error?.fields]).toEqual([bad, 400, ['event_id']]);
+    }
+
+    // The plan: a lookup per sink in UNIQUE (sink_id, event_id), never a walk of every delivery.
+    const db = new Database(ledger.databasePath, { readonly: true });
+    try {
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${DELIVERIES_OF_EVENT_SQL}`).all({ event_id: 1, sink_id: null, status: null, before: null, limit: 100 }) as { detail: string }[]).map((row) => row.detail).join('\n');
+      expect(plan).toMatch(/SEARCH d USING INDEX sqlite_autoindex_webhook_deliveries_1 \(sink_id=\? AND event_id=\?/);
+      expect(plan).not.toMatch(/SCAN d\b/);
+    } finally {
+      db.close();
     }
   });
 

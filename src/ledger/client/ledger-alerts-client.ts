@@ -69,9 +69,9 @@ export function alertsAndReportsCalls(send: Send) {
 
     /** Webhook deliveries newest first (admin): `GET /webhooks/deliveries`. */
     async webhookDeliveries(
-      filter: { failed?: boolean; sinkId?: string | undefined; limit?: number | undefined; before?: bigint | undefined } = {},
+      filter: { failed?: boolean; sinkId?: string | undefined; limit?: number | undefined; before?: bigint | undefined; eventId?: bigint | undefined } = {},
     ): Promise<{ deliveries: LedgerWebhookDelivery[]; next_before: string | null }> {
-      const path = `/webhooks/deliveries${queryString({ failed: filter.failed === true ? 'true' : undefined, sink_id: filter.sinkId, limit: filter.limit, before: filter.before?.toString() })}`;
+      const path = `/webhooks/deliveries${queryString({ failed: filter.failed === true ? 'true' : undefined, sink_id: filter.sinkId, limit: filter.limit, before: filter.before?.toString(), event_id: filter.eventId?.toString() })}`;
       const page = await send({ method: 'GET', path, needs: ['admin'], subject: 'webhook', schema: webhookDeliveriesAnswerSchema });
       return { deliveries: page.deliveries, next_before: page.next_before ?? null };
     },

@@ -93,10 +93,11 @@ export async function listLedgerWebhookDeliveries(request: {
   sinkId: string | null;
   limit: number | null;
   before: bigint | null;
+  eventId?: bigint | null;
 }): Promise<WebhookDeliveriesResult> {
   if (request.sinkId !== null && !/^whk_[0-9a-f-]{36}$/.test(request.sinkId)) {
     throw new UsageError('invalid_flag_value', '--sink must be a webhook sink id (whk_ followed by a UUID).', { nextStep: HELP });
   }
   const client = await request.target('admin');
-  return client.webhookDeliveries({ failed: request.failed, sinkId: request.sinkId ?? undefined, limit: request.limit ?? undefined, before: request.before ?? undefined });
+  return client.webhookDeliveries({ failed: request.failed, sinkId: request.sinkId ?? undefined, limit: request.limit ?? undefined, before: request.before ?? undefined, eventId: request.eventId ?? undefined });
 }

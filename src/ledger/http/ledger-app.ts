@@ -374,7 +374,7 @@ export function buildLedgerApp(deps: LedgerAppDependencies): FastifyInstance {
 
   app.get('/webhooks/deliveries', { onRequest: auth.requires('admin') }, (request) => {
     const query = parseInput(webhookDeliveriesQuery, request.query);
-    return deps.webhooks.deliveries({ sinkId: query.sink_id ?? null, failed: query.failed === 'true', limit: query.limit, before: query.before ?? null });
+    return deps.webhooks.deliveries({ sinkId: query.sink_id ?? null, failed: query.failed === 'true', limit: query.limit, before: query.before ?? null, eventId: query.event_id ?? null });
   });
 
   // Idempotent: removing a removed sink changes nothing (`changed: false`).

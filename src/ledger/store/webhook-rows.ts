@@ -109,3 +109,13 @@ export function deliveryView(row: DeliveryRow): LedgerWebhookDelivery {
     delivered_at: iso(row.delivered_at),
   };
 }
+
+/**
+ * One event's deliveries, newest first, with the same filters as the list: each sink's row found
+ * through UNIQUE (sink_id, event_id) — one lookup per sink, never a walk of the deliveries.
+ */
+export const DELIVERIES_OF_EVENT_SQL = `SELECT d.*, e.type AS event_type FROM webhook_deliveries d JOIN events e ON e.event_id = d.event_id
+  WHERE d.sink_id IN (SELECT sink_id FROM webhook_sinks) AND d.event_id = @event_id
+    AND (@sink_id IS NULL OR d.sink_id = @sink_id) AND (@status IS NULL OR d.status = @status)
+    AND d.delivery_id < COALESCE(@before, 9223372036854775807)
+  ORDER BY d.delivery_id DESC LIMIT @limit`;

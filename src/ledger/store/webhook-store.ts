@@ -6,7 +6,7 @@ import { eventView } from './event-store.js';
 import type { LedgerEvent } from '../wire/answers.js';
 import { createAuditStore, type CredentialActor } from './audit-store.js';
 import { immediateTransaction, type Immediate } from './immediate-transaction.js';
-import { deliveryView, DELIVERY_COUNTS_SQL, PRUNE_SQL, sinkView, urlOrigin, type DeliveryRow, type SinkRow, type WebhookDeliveryCounts, type WebhookFormat } from './webhook-rows.js';
+import { deliveryView, DELIVERIES_OF_EVENT_SQL, DELIVERY_COUNTS_SQL, PRUNE_SQL, sinkView, urlOrigin, type DeliveryRow, type SinkRow, type WebhookDeliveryCounts, type WebhookFormat } from './webhook-rows.js';
 
 export type { WebhookDeliveryCounts, WebhookFormat } from './webhook-rows.js';
 
@@ -122,6 +122,7 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
          AND d.delivery_id < COALESCE(@before, 9223372036854775807)
        ORDER BY d.delivery_id DESC LIMIT @limit`,
     ),
+    deliveriesOfEvent: db.prepare(DELIVERIES_OF_EVENT_SQL),
     counts: db.prepare(DELIVERY_COUNTS_SQL),
   };
 
@@ -327,9 +328,11 @@ export function createWebhookStore(db: Database.Database, now: () => number, opt
       });
     },
 
-    /** Deliveries newest first: of one sink or all, only failed ones or all, older than `before` (a delivery id) when given. */
-    deliveries(filter: { sinkId: string | null; failed: boolean; limit: number; before?: bigint | null }): LedgerWebhookDelivery[] {
-      const rows = statements.deliveries.all({ sink_id: filter.sinkId, status: filter.failed ? 'failed' : null, limit: filter.limit, before: filter.before ?? null }) as DeliveryRow[];
+    /** Deliveries newest first: of one sink or all, of one event or all, only failed ones or all, older than `before` (a delivery id) when given. */
+    deliveries(filter: { sinkId: string | null; failed: boolean; limit: number; before?: bigint | null; eventId?: bigint | null }): LedgerWebhookDelivery[] {
+      const parameters = { sink_id: filter.sinkId, status: filter.failed ? 'failed' : null, limit: filter.limit, before: filter.before ?? null };
+      const eventId = filter.eventId ?? null;
+      const rows = (eventId === null ? statements.deliveries.all(parameters) : statements.deliveriesOfEvent.all({ ...parameters, event_id: eventId })) as DeliveryRow[];
       return rows.map(deliveryView);
     },
 

@@ -43,7 +43,7 @@ export function createWebhookSinks(store: WebhookStore, wake: () => void) {
     },
 
     /** One page of deliveries, newest first; a full page may have older ones after it: `next_before` (its last id) continues it. */
-    deliveries(filter: { sinkId: string | null; failed: boolean; limit: number; before: bigint | null }): { deliveries: LedgerWebhookDelivery[]; next_before: string | null } {
+    deliveries(filter: { sinkId: string | null; failed: boolean; limit: number; before: bigint | null; eventId: bigint | null }): { deliveries: LedgerWebhookDelivery[]; next_before: string | null } {
       const deliveries = store.deliveries(filter);
       return { deliveries, next_before: deliveries.length === filter.limit ? (deliveries.at(-1)?.delivery_id ?? null) : null };
     },

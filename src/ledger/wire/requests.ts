@@ -301,4 +301,11 @@ export const webhookDeliveriesQuery = z.strictObject({
   limit: digits('a page size', 1, 500).optional().transform((limit) => limit ?? 100),
   /** Only deliveries older than this one (the `next_before` of the previous page). */
   before: pageAfter('a delivery id', 'next_before').optional(),
+  /** Only the deliveries of this event (one per sink that took it up). */
+  event_id: z
+    .string({ error: 'must be an event id' })
+    .regex(/^\d{1,19}$/, 'must be an event id (a whole number, as GET /events numbers them)')
+    .transform(BigInt)
+    .refine((id) => id <= MAX_INTEGER, `must be at most ${MAX_INTEGER}`)
+    .optional(),
 });
