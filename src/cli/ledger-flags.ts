@@ -1,8 +1,10 @@
 import { Flags } from '@oclif/core';
 import type { LedgerConnector } from '../ledger/client/ledger-connector.js';
-import { ledgerConnector, stackAgent, type LedgerTarget } from '../stack-client/connect-ledger.js';
+import { connectLedger, ledgerConnector, stackAgent, type LedgerTarget } from '../stack-client/connect-ledger.js';
+import { chooseLedgerTarget } from '../stack-client/locate-stack.js';
+import { approverName, namedApproverClient } from '../stack-client/named-approver.js';
 import { AGENT_ID, AGENT_NAME, type AgentChoice } from '../ledger/client/agent-choice.js';
-import { UsageError } from '../errors.js';
+import { BugError, UsageError } from '../errors.js';
 import { profileFlags } from './profile-flags.js';
 
 /**
@@ -37,6 +39,40 @@ function targetOf(flags: TargetFlags): LedgerTarget {
 /** The service-side view of the flags: how the verb connects to the ledger they name. */
 export function ledgerTarget(flags: TargetFlags): LedgerConnector {
   return ledgerConnector(targetOf(flags));
+}
+
+/** `--as` of a decision: the person it is made as (profile mode), their own approver credential. */
+export const deciderFlags = {
+  as: Flags.string({
+    summary: 'Decide as this person (profile mode): their own approver credential, named, made and registered with the stack\'s admin capability on first use — the decision and the audit trail name them, as the console\'s sign-in does.',
+  }),
+};
+
+/**
+ * How a decision reaches the ledger: as the profile's approver, as in `ledgerTarget`; with `--as`,
+ * as that person's named approver credential (stack-client/named-approver.ts) — profile mode only,
+ * since with `--url` the decision is the holder's of `--token-file`.
+ */
+export function deciderTarget(flags: TargetFlags & { as?: string | undefined }): LedgerConnector {
+  if (flags.as === undefined) return ledgerTarget(flags);
+  if (flags.url !== undefined) {
+    throw new UsageError('usage_error', '--as and --url cannot be used together: with --url the decision is made as the holder of --token-file.', {
+      nextStep: 'Leave out --as (the credential in --token-file decides), or leave out --url and --token-file to decide on the profile\'s stack as the person named.',
+    });
+  }
+  const parsed = approverName.safeParse(flags.as);
+  if (!parsed.success) {
+    // The reason only: a name refused for its shape is not echoed.
+    throw new UsageError('invalid_flag_value', `--as ${parsed.error.issues[0]?.message ?? 'is not a name'}.`, { nextStep: 'Give the name of the person deciding, for example --as "Ada Lovelace".' });
+  }
+  const name = parsed.data;
+  const target = targetOf(flags);
+  return async (role) => {
+    if (role !== 'approver') return connectLedger(target, role);
+    const choice = await chooseLedgerTarget(target);
+    if (choice.mode === 'manual') throw new BugError('--as reached manual mode');
+    return namedApproverClient(choice.stack, name);
+  };
 }
 
 /**

@@ -11,7 +11,7 @@ import { SESSION_HEADER, type ConsoleSession, type ConsoleSessions } from './con
 import type { ConsoleStack } from './console-stack.js';
 import { LedgerAlreadyDecided, LedgerBudgetVersionMismatch, LedgerPolicyVersionMismatch } from '../ledger/client/ledger-client-errors.js';
 import { DEFAULT_ALERT_PERCENTAGES } from '../ledger/budget-rules.js';
-import { freeText } from '../config/schema-parts.js';
+import { approverName } from '../stack-client/named-approver.js';
 import { spendCsv } from '../ledger/client/spend-csv.js';
 import { SPEND_GROUPINGS } from '../ledger/summarise-spend.js';
 import { spendBoundText } from '../ledger/wire/requests.js';
@@ -144,7 +144,7 @@ const emptyBody = z.strictObject({});
 /** The login exchange: the one-time token, and who signs in (the named approver the session decides as). */
 const loginBody = z.strictObject({
   token: z.string().max(200),
-  name: freeText(z.string().trim().min(1, 'must not be blank').max(100, 'must be at most 100 characters')),
+  name: approverName,
 });
 const decisionBody = z.strictObject({ reason: z.string().max(500, 'must be at most 500 characters').optional() });
 

@@ -13,7 +13,7 @@ import { createEventFollower } from './console-events.js';
 import type { SpendPolicy } from '../ledger/authorization-rules.js';
 import type { InstallationBudget } from '../ledger/budget-rules.js';
 import type { SpendGrouping } from '../ledger/summarise-spend.js';
-import { namedApproverClient } from './named-approver.js';
+import { namedApproverClient } from '../stack-client/named-approver.js';
 import {
   approvalView,
   auditEventView,

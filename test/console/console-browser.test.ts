@@ -425,15 +425,17 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     // The approval made from the page: the signed-in named approver, with the reason typed.
     const approval = rows.filter({ hasText: 'authorization_approved' }).filter({ hasText: 'fine for the demo' });
     expect(await approval.count()).toBe(1);
-    expect(await approval.textContent()).toMatch(/Ada Lovelace \(approver lexec-console-approver-[0-9a-f]{16}\)authorization_approvedlocal agt_/);
+    expect(await approval.textContent()).toMatch(/Ada Lovelace \(approver lexec-console-approver-[0-9a-f]{16}\)Request approvedauthorization_approvedlocal agt_/);
     expect(await approval.textContent()).toContain('status requested → approved; amount_units 0.006000 USD');
     // The policy edits, as the stack's admin credential, each from its version to the next.
     const raised = rows.filter({ hasText: 'policy_changed' }).filter({ hasText: 'approval_threshold_units 0.005000 USD → 0.006000 USD' });
     expect(await raised.count()).toBe(1);
-    expect(await raised.textContent()).toMatch(/admin adminpolicy_changedlocal agt_[0-9a-f-]{36}agt_[0-9a-f-]{36}version \d+ → \d+/);
+    expect(await raised.textContent()).toMatch(/admin adminPolicy changedpolicy_changedlocal agt_[0-9a-f-]{36}agt_[0-9a-f-]{36}version \d+ → \d+/);
     const suspension = rows.filter({ hasText: 'agent_suspended' });
     expect(await suspension.textContent()).toContain('status active → suspended; suspended_by operator; cancelled_authorizations 0runaway loop');
     expect(await rows.filter({ hasText: 'agent_resumed' }).textContent()).toContain('status suspended → active');
+    // The installation budget set and cleared from the Agents view: in words, with the action's code.
+    expect(await rows.filter({ hasText: 'budget_changed' }).first().textContent()).toMatch(/^.+admin adminInstallation budget changedbudget_changed—installation_budget/);
     // Read-only: no form, no button in the view.
     expect(await page.locator('main button, main input').count()).toBe(0);
     await screenshot('audit');

@@ -8,6 +8,26 @@ const AUDIT_PERIODS = [
   ['all', 'all time'],
 ];
 
+/** Each audit action in words (the ledger's action code is shown under it, as `lexec ledger audit` prints it). */
+const ACTION_LABELS = {
+  agent_added: 'Agent added',
+  agent_suspended: 'Agent suspended',
+  agent_resumed: 'Agent resumed',
+  policy_changed: 'Policy changed',
+  authorization_approved: 'Request approved',
+  authorization_denied: 'Request denied',
+  reconciliation_resolved: 'Reconciliation resolved',
+  credential_registered: 'Credential registered',
+  credential_revoked: 'Credential revoked',
+  credential_rotated: 'Credential rotated',
+  webhook_added: 'Webhook sink added',
+  webhook_removed: 'Webhook sink removed',
+  budget_changed: 'Installation budget changed',
+  enrolment_issued: 'Enrolment token issued',
+  enrolment_revoked: 'Enrolment token revoked',
+  enrolment_redeemed: 'Executor host enrolled',
+};
+
 /** Who acted: a person's name once credentials carry one, the credential's kind and id, or the ledger itself. */
 function actor(event) {
   const who = event.actor_credential_id === null ? h('span', {}, event.actor_kind) : h('span', {}, `${event.actor_kind} `, h('code', {}, event.actor_credential_id));
@@ -36,7 +56,7 @@ export async function audit() {
       { 'data-audit-id': event.audit_id },
       h('td', {}, time(event.at)),
       h('td', {}, actor(event)),
-      h('td', {}, event.action),
+      h('td', {}, ACTION_LABELS[event.action] ?? event.action, h('br'), h('code', { class: 'muted' }, event.action)),
       h('td', {}, event.agent_id === null ? '—' : agentName(event)),
       h('td', {}, h('code', {}, event.subject_id)),
       h('td', {}, dash(event.change)),

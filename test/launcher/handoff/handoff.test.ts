@@ -120,6 +120,39 @@ describe('server-bound ledger verbs on a profile with a running stack', () => {
     expect(policy.policy.approval_threshold_units).toBe('1000000');
   });
 
+  it('decide --as a person: their own named approver credential, so the decision and the audit trail name them; a second decision reuses it', async () => {
+    type Decided = { authorization: { token_id: string; status: string; decided_by: string | null; decided_by_name?: string | null } };
+    const request = async (purpose: string) =>
+      (expectResult(await lexec(['ledger', 'authorizations', 'request', '--amount-units', '2000000', '--purpose', purpose, '--json'])) as Decided).authorization.token_id;
+    const first = await request('as grace, approved');
+    const approved = expectResult(await lexec(['ledger', 'authorizations', 'approve', first, '--as', '  Grace Hopper ', '--reason', 'poster run', '--json'])) as Decided;
+    expect(approved.authorization).toMatchObject({ status: 'approved', decided_by_name: 'Grace Hopper', decided_by: expect.stringMatching(/^lexec-console-approver-[0-9a-f]{16}$/) as unknown });
+    const second = await request('as grace, denied');
+    const denied = expectResult(await lexec(['ledger', 'authorizations', 'deny', second, '--as', 'Grace Hopper', '--json'])) as Decided;
+    expect(denied.authorization).toMatchObject({ status: 'denied', decided_by_name: 'Grace Hopper', decided_by: approved.authorization.decided_by });
+    // The ledger's audit trail names her, with the credential she decided with.
+    type Audit = { events: { action: string; subject_id: string; actor_name: string | null; actor_credential_id: string | null; reason: string | null }[] };
+    const trail = (expectResult(await lexec(['ledger', 'audit', '--since', '1h', '--json'])) as Audit).events.filter((event) => event.subject_id === first || event.subject_id === second);
+    expect(trail.map((event) => [event.action, event.actor_name, event.actor_credential_id, event.reason])).toEqual([
+      ['authorization_approved', 'Grace Hopper', approved.authorization.decided_by, 'poster run'],
+      ['authorization_denied', 'Grace Hopper', approved.authorization.decided_by, null],
+    ]);
+    // Without --as the profile's own approver decides, as before.
+    const third = await request('unnamed');
+    const plain = expectResult(await lexec(['ledger', 'authorizations', 'approve', third, '--json'])) as Decided;
+    expect(plain.authorization.decided_by_name ?? null).toBeNull();
+
+    // Refused before anything is sent: with --url (the token file's holder decides), a blank or too long name, a secret-shaped one (not echoed).
+    const withUrl = expectFailure(await lexec(['ledger', 'authorizations', 'approve', third, '--as', 'Grace Hopper', '--url', decoyUrl, '--token-file', stack.paths.approverCapability, '--json']), 2, 'usage_error');
+    expect(withUrl.message).toContain('--as and --url');
+    expect(expectFailure(await lexec(['ledger', 'authorizations', 'deny', third, '--as', '   ', '--json']), 2, 'invalid_flag_value').message).toBe('--as must not be blank.');
+    expectFailure(await lexec(['ledger', 'authorizations', 'deny', third, '--as', 'x'.repeat(101), '--json']), 2, 'invalid_flag_value');
+    const secretShaped = `lexec_approver_${'A'.repeat(43)}`;
+    const shaped = await lexec(['ledger', 'authorizations', 'deny', third, '--as', secretShaped, '--json']);
+    expectFailure(shaped, 2, 'invalid_flag_value');
+    expect(shaped.stdout + shaped.stderr).not.toContain(secretShaped);
+  });
+
   it('ignore ambient URL, token and profile variables (the decoy they name receives nothing)', async () => {
     const agents = expectResult(await lexec(['ledger', 'agents', 'list', '--json'], ambient())) as { agents: { name: string }[] };
     expect(agents.agents.map((agent) => agent.name)).toEqual(['local']);

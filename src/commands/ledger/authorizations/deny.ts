@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { tokenIdArgument } from '../../../cli/flag-values.js';
 import { LexecCommand } from '../../../cli/lexec-command.js';
-import { ledgerTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
+import { deciderFlags, deciderTarget, ledgerTargetFlags } from '../../../cli/ledger-flags.js';
 import type { Output } from '../../../terminal/output.js';
 import { renderAuthorization } from '../../../ledger/client/render-ledger.js';
 import { decideLedgerAuthorization, type AuthorizationResult } from '../../../ledger/client/ledger-authorizations.js';
@@ -16,12 +16,13 @@ export default class LedgerAuthorizationsDeny extends LexecCommand<Authorization
   static override args = { token_id: Args.string({ required: true, description: 'Token id of the spend authorization (a UUID).' }) };
   static override flags = {
     ...ledgerTargetFlags,
+    ...deciderFlags,
     reason: Flags.string({ summary: 'Why (at most 500 characters; kept by the ledger).' }),
   };
 
   protected override async execute(): Promise<AuthorizationResult> {
     const { args, flags } = await this.parse(LedgerAuthorizationsDeny);
-    return decideLedgerAuthorization({ target: ledgerTarget(flags), tokenId: tokenIdArgument(args.token_id), decision: 'deny', reason: flags.reason });
+    return decideLedgerAuthorization({ target: deciderTarget(flags), tokenId: tokenIdArgument(args.token_id), decision: 'deny', reason: flags.reason });
   }
 
   protected override renderHuman(result: AuthorizationResult, output: Output): void {

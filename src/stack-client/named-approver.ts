@@ -4,19 +4,25 @@ import { capabilityDigest, capabilityKind, generateCapability } from '../credent
 import { ensurePrivateDirectory, readPrivateFile, readPrivateFileIfPresent } from '../credentials/private-file.js';
 import { UserError } from '../errors.js';
 import { createLedgerClient, type LedgerClient } from '../ledger/client/ledger-client.js';
-import { connectStackLedger, ledgerBaseUrl, stackLedgerTrust } from '../stack-client/connect-ledger.js';
-import type { ActiveStack } from '../stack-client/locate-stack.js';
+import { connectStackLedger, ledgerBaseUrl, stackLedgerTrust } from './connect-ledger.js';
+import type { ActiveStack } from './locate-stack.js';
 import { writeNewFile } from '../storage/write-new-file.js';
+import { z } from 'zod';
+import { freeText } from '../config/schema-parts.js';
 
 /*
- * The console decides as the person who signed in (docs/console.md "Named approvers"): each name
- * has its own approver credential at the ledger, carrying the name (`holder_name`), so every
- * decision records who made it and a lost race reads "already approved by Ada at 12:01". The
- * capability lives in a private file of the profile (`credentials/approvers/<name digest>.capability`,
- * 0600 in 0700), made on the name's first decision and registered again on each one (idempotent:
- * `unchanged`). A credential an operator revoked stays revoked: the console then refuses to decide
- * as that name instead of making it a new one.
+ * The console decides as the person who signed in (docs/console.md "Named approvers"), and
+ * `lexec ledger authorizations approve|deny --as <name>` as the person named: each name has its own
+ * approver credential at the ledger, carrying the name (`holder_name`), so every decision records
+ * who made it and a lost race reads "already approved by Ada at 12:01". One name is one credential
+ * for the console and the CLI alike. The capability lives in a private file of the profile
+ * (`credentials/approvers/<name digest>.capability`, 0600 in 0700), made on the name's first
+ * decision and registered again on each one (idempotent: `unchanged`). A credential an operator
+ * revoked stays revoked: lexec then refuses to decide as that name instead of making it a new one.
  */
+
+/** A person's name as an approver: 1-100 characters once trimmed, nothing shaped like a secret. */
+export const approverName = freeText(z.string().trim().min(1, 'must not be blank').max(100, 'must be at most 100 characters'));
 
 /** The file of a name's approver capability: named by a digest, so no name can reach the path. */
 export function namedApproverFile(stack: ActiveStack, name: string): string {
@@ -46,7 +52,7 @@ export async function namedApproverClient(stack: ActiveStack, name: string): Pro
     await admin.registerCredential(`lexec-console-approver-${digest.slice(0, 16)}`, { kind: 'approver', agentId: null, digestSha256: digest, holderName: name });
   } catch (error) {
     if (error instanceof UserError && error.code === 'ledger_conflict') {
-      throw new UserError('approver_credential_revoked', `The approver credential of "${name}" was revoked at the ledger, so the console does not decide as that name.`, {
+      throw new UserError('approver_credential_revoked', `The approver credential of "${name}" was revoked at the ledger, so lexec does not decide as that name.`, {
         nextStep: '`lexec ledger credentials list --kind approver` shows it; an operator who wants this person to decide again issues them a new credential (or rotates the revoked one\'s successor).',
       });
     }
