@@ -47,17 +47,25 @@ function describeParseError(error: Error & { flags?: unknown; args?: unknown }):
 
 /** The one mapping from anything a command threw to what the operator sees and the exit code. */
 /**
- * oclif's parser throws a plain Error (no class, no `parse`) for a flag given twice; recognised by
- * its message, which names only the flag.
+ * oclif's parser throws a plain Error (no class, no `parse`) for a flag given twice, a flag given
+ * last with no value (`--since` and nothing after it), or one whose value is missing among
+ * options; recognised by their messages, which name only the flag (and its options), never what
+ * was typed.
  */
-function repeatedFlag(error: unknown): UsageError | null {
-  const match = error instanceof Error ? /^Flag (--[a-z][a-z0-9-]*) can only be specified once$/.exec(error.message) : null;
-  if (match === null) return null;
-  return new UsageError('usage_error', `${match[1] ?? 'A flag'} is given more than once; give it once.`, { nextStep: HELP_HINT });
+function plainParseError(error: unknown): UsageError | null {
+  if (!(error instanceof Error)) return null;
+  const message = stripVTControlCharacters(error.message);
+  const repeated = /^Flag (--[a-z][a-z0-9-]*) can only be specified once$/.exec(message);
+  if (repeated !== null) return new UsageError('usage_error', `${repeated[1] ?? 'A flag'} is given more than once; give it once.`, { nextStep: HELP_HINT });
+  const valueless = /^Flag (--[a-z][a-z0-9-]*) expects a value$/.exec(message);
+  if (valueless !== null) return new UsageError('missing_flag_value', `${valueless[1] ?? 'A flag'} needs a value after it.`, { nextStep: HELP_HINT });
+  const optionless = /^Flag (--[a-z][a-z0-9-]*) expects one of these values: ([\w, -]+)$/.exec(message);
+  if (optionless !== null) return new UsageError('missing_flag_value', `${optionless[1] ?? 'A flag'} needs one of: ${optionless[2] ?? ''}.`, { nextStep: HELP_HINT });
+  return null;
 }
 
 export function describeCommandError(error: unknown): DescribedError {
-  const known = isOclifParseError(error) ? describeParseError(error) : (repeatedFlag(error) ?? error);
+  const known = isOclifParseError(error) ? describeParseError(error) : (plainParseError(error) ?? error);
   if (known instanceof UserError) {
     return {
       exitCode: known.exitCode,

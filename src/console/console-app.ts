@@ -97,7 +97,8 @@ const optionalCount = optionalLimit('must be a whole number, or empty for none')
 /**
  * A policy edit from the Agents view, with the version the page showed: it changes the policy only
  * if that is still the version. The caps are always sent; velocity limits and calendar budgets may
- * be; what is not sent (alert percentages, the target allow-list) is kept (console-stack.ts).
+ * be; what is not sent (alert percentages, the target allow-list) the ledger keeps as it is (a
+ * policy field left out of a PUT is kept: ledger-admin.ts).
  */
 const policyBody = z.strictObject({
   per_authorization_cap_units: units,

@@ -107,6 +107,18 @@ describe('usage errors', () => {
     });
   });
 
+  it('a flag given last with no value exits 2 naming the flag, for a plain flag and one with a set of values (it was an internal error, exit 70)', async () => {
+    const valueless = await runLexec(['ledger', 'audit', '--json', '--since']);
+    expect(valueless.exitCode).toBe(2);
+    expect(JSON.parse(valueless.stdout)).toMatchObject({ ok: false, error: { kind: 'usage', code: 'missing_flag_value', message: '--since needs a value after it.' } });
+    const optionless = await runLexec(['version', '--json', '--color']);
+    expect(optionless.exitCode).toBe(2);
+    expect(JSON.parse(optionless.stdout)).toMatchObject({ ok: false, error: { code: 'missing_flag_value', message: '--color needs one of: auto, always, never.' } });
+    const human = await runLexec(['ledger', 'webhooks', 'deliveries', '--event']);
+    expect([human.exitCode, human.stderr]).toEqual([2, expect.stringContaining('--event needs a value after it.')]);
+    expect(human.stderr).not.toContain('Internal error');
+  });
+
   it('a missing required flag exits 2', async () => {
     const run = await runLexec(['executor', 'validate-config', '--json']);
     expect(run.exitCode).toBe(2);

@@ -60,4 +60,13 @@ describe('describeCommandError', () => {
     const repeated = describeCommandError(new Error('Flag --complete-after-ms can only be specified once'));
     expect(repeated).toMatchObject({ exitCode: 2, body: { kind: 'usage', code: 'usage_error', message: '--complete-after-ms is given more than once; give it once.' } });
   });
+
+  it('a flag given with no value after it is a usage error naming the flag (a plain Error from oclif too), not a bug', () => {
+    const valueless = describeCommandError(new Error('Flag --since expects a value'));
+    expect(valueless).toMatchObject({ exitCode: 2, body: { kind: 'usage', code: 'missing_flag_value', message: '--since needs a value after it.' } });
+    const optionless = describeCommandError(new Error('Flag --format expects one of these values: lexec, slack'));
+    expect(optionless).toMatchObject({ exitCode: 2, body: { kind: 'usage', code: 'missing_flag_value', message: '--format needs one of: lexec, slack.' } });
+    // Anything else that is not lexec's own stays a bug.
+    expect(describeCommandError(new Error('Flag --since expects a value, and more')).body.code).toBe('internal_error');
+  });
 });
