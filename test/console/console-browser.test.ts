@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page, type Response } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page, type Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExecutorClient } from '../../src/executor/client/executor-client.js';
 import { expectFailure, expectResult, PACKAGE_ROOT, type CliRun } from '../support/cli.js';
@@ -48,6 +48,19 @@ async function screenshot(name: string): Promise<void> {
   if (SCREENSHOTS === null) return;
   await mkdir(SCREENSHOTS, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Micro-units as the console shows them: exact, six decimals. */
+const usd = (units: string | undefined) => `${BigInt(units ?? '') / 1_000_000n}.${(BigInt(units ?? '') % 1_000_000n).toString().padStart(6, '0')} USD`;
+
+/** A budget standing row of the Agents view, its cells trimmed. */
+async function standingCells(row: Locator): Promise<string[]> {
+  return (await row.locator('td').allTextContents()).map((cell) => cell.trim());
+}
+
+/** The cells a budget's standing row shows: its name, its period, the limit, what the ledger says was spent, is held and remains, and the alerts. */
+function standingRow(name: string, limit: string, standing: { spent_units: string; held_units: string; remaining_units: string } | undefined, alerts: string): unknown[] {
+  return [name, expect.stringContaining(' – '), limit, usd(standing?.spent_units), usd(standing?.held_units), usd(standing?.remaining_units), alerts];
 }
 
 async function lexec(args: readonly string[]): Promise<CliRun> {
@@ -353,16 +366,7 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     await row.waitFor();
     const standing = set.budgets.find((budget) => budget.name === 'agent.month');
     expect(BigInt(standing?.spent_units ?? '0')).toBeGreaterThan(0n);
-    const usd = (units: string | undefined) => `${BigInt(units ?? '') / 1_000_000n}.${(BigInt(units ?? '') % 1_000_000n).toString().padStart(6, '0')} USD`;
-    expect((await row.locator('td').allTextContents()).map((cell) => cell.trim())).toEqual([
-      'Agent, month',
-      expect.stringContaining(' – '),
-      '50.000000 USD',
-      usd(standing?.spent_units),
-      usd(standing?.held_units),
-      usd(standing?.remaining_units),
-      '50%, 80%, 100%',
-    ]);
+    expect(await standingCells(row)).toEqual(standingRow('Agent, month', '50.000000 USD', standing, '50%, 80%, 100%'));
     expect(await card.locator('.budgets').textContent()).toContain('Periods in UTC (the installation\'s time zone)');
     expect([await month.inputValue(), await perHour.inputValue()]).toEqual(['50000000', '1000']);
     await screenshot('agent-budgets');
@@ -396,16 +400,7 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     const row = card.locator('tbody tr[data-budget="installation.month"]');
     await row.waitFor();
     const standing = set.standing.find((budget) => budget.name === 'installation.month');
-    const usd = (units: string | undefined) => `${BigInt(units ?? '') / 1_000_000n}.${(BigInt(units ?? '') % 1_000_000n).toString().padStart(6, '0')} USD`;
-    expect((await row.locator('td').allTextContents()).map((cell) => cell.trim())).toEqual([
-      'All agents, month',
-      expect.stringContaining(' – '),
-      '70.000000 USD',
-      usd(standing?.spent_units),
-      usd(standing?.held_units),
-      usd(standing?.remaining_units),
-      '60%, 90%',
-    ]);
+    expect(await standingCells(row)).toEqual(standingRow('All agents, month', '70.000000 USD', standing, '60%, 90%'));
     const agentCard = page.locator('section.card[data-agent-id]').filter({ hasText: 'local' }).first();
     expect(await agentCard.locator('.budgets tbody tr[data-budget="installation.month"] td').first().textContent()).toBe('All agents, month');
 

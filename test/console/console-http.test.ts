@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExecutorClient } from '../../src/executor/client/executor-client.js';
 import { createLedgerClient } from '../../src/ledger/client/ledger-client.js';
 import { expectFailure, expectResult, type CliRun } from '../support/cli.js';
-import { rawRequest, signIn as signInWith, startConsoleProcess, type ConsoleProcess, type RawResponse } from '../support/console-process.js';
+import { errorOf, rawRequest, signIn as signInWith, startConsoleProcess, type ConsoleProcess, type RawResponse } from '../support/console-process.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
 import { addStackProfile } from '../support/stack-home.js';
 import { MAX_JSON_DEPTH } from '../../src/config/json-depth.js';
@@ -35,7 +35,6 @@ async function send(method: string, path: string, options: { headers?: Record<st
   return response;
 }
 
-const errorOf = (response: RawResponse) => (JSON.parse(response.body) as { error: { code: string; reason_code?: string; fields?: string[] } }).error;
 
 beforeAll(async () => {
   stack = await startRunningStack();

@@ -99,7 +99,9 @@ export function rawRequest(origin: string, method: string, path: string, options
   });
 }
 
-/** Logs in with a login link's token; returns the session secret the console answered with. */
+/** The `error` of a console answer: its code, reason code and field paths. */
+export const errorOf = (response: RawResponse) => (JSON.parse(response.body) as { error: { code: string; reason_code?: string; fields?: string[] } }).error;
+
 /** Signs in with a login link as `name` (the named approver the session decides as); answers the session secret. */
 export async function signIn(origin: string, loginUrl: string, name = 'Test Operator'): Promise<string> {
   const token = new URL(loginUrl).hash.slice(1);
