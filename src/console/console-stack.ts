@@ -160,13 +160,18 @@ export function createConsoleStack(options: ConsoleStackOptions) {
   }
 
   return {
-    /** Components and readiness (as `stack status`), engine, spend against the caps per agent. */
+    /**
+     * Components and readiness (as `stack status`), engine, spend against the caps per agent, and
+     * the installation budget's standing (null where the ledger's admin capability is not held).
+     */
     async overview() {
       const status = await stackStatus({ env, profileFlag: profile });
       // Work in flight and approvals pending are read from the databases (status), usable or not;
       // the agents' spend on the host that holds the ledger's admin capability.
       const running = status.usable ? await stack() : null;
-      return overviewView(status, running !== null && holdsAdmin(running) ? await agentsWithSpending(running) : null);
+      if (running === null || !holdsAdmin(running)) return { ...overviewView(status, null), installation_budget: null };
+      const [agents, installation] = await Promise.all([agentsWithSpending(running), connectStackLedger(running, 'admin').then((admin) => admin.installationBudget())]);
+      return { ...overviewView(status, agents), installation_budget: installationBudgetView(installation) };
     },
 
     /**

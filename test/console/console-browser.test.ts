@@ -403,6 +403,14 @@ describe.skipIf(executable === null)('the operator console in a headless Chromiu
     expect(await standingCells(row)).toEqual(standingRow('All agents, month', '70.000000 USD', standing, '60%, 90%'));
     const agentCard = page.locator('section.card[data-agent-id]').filter({ hasText: 'local' }).first();
     expect(await agentCard.locator('.budgets tbody tr[data-budget="installation.month"] td').first().textContent()).toBe('All agents, month');
+    // The Overview shows its standing too, with the way to change it.
+    await page.getByRole('link', { name: 'Overview' }).click();
+    const overviewRow = page.locator('main tbody tr[data-budget="installation.month"]');
+    await overviewRow.waitFor();
+    expect(await standingCells(overviewRow)).toEqual(standingRow('All agents, month', '70.000000 USD', standing, '60%, 90%'));
+    expect(await page.getByRole('link', { name: 'Change it on Agents and policies' }).getAttribute('href')).toBe('/agents');
+    await page.getByRole('link', { name: 'Change it on Agents and policies' }).click();
+    await card.waitFor();
 
     // Emptied: no installation budget; empty alerts are the default ones.
     await month.fill('');

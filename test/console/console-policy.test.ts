@@ -208,6 +208,10 @@ describe('lexec stack console: an agent\'s policy', () => {
     const shown = await agents();
     expect(shown.installation_budget.standing.map((budget) => budget.name)).toEqual(['installation.month']);
     for (const agent of shown.agents) expect(agent.budgets.map((budget) => budget.name)).toContain('installation.month');
+    // The Overview shows it too.
+    const overview = JSON.parse((await send('GET', '/api/overview', { headers: { 'x-lexec-session': session } })).body) as { installation_budget: Budget | null };
+    expect(overview.installation_budget?.standing.map((budget) => budget.name)).toEqual(['installation.month']);
+    expect(overview.installation_budget?.month).toMatchObject({ units: '900000000' });
 
     // A page still showing the version it opened changes nothing.
     const stale = await send('POST', '/api/installation-budget', { headers, body: { ...none, month_budget_units: '1', expect_version: opened.version } });
@@ -229,6 +233,7 @@ describe('lexec stack console: an agent\'s policy', () => {
     expect(cleared.status, cleared.body).toBe(200);
     expect((await admin.installationBudget()).budget).toMatchObject({ day_budget_units: null, week_budget_units: null, month_budget_units: null, alert_percentages: [50, 80, 100] });
     expect((await agents()).installation_budget.standing).toEqual([]);
+    expect((JSON.parse((await send('GET', '/api/overview', { headers: { 'x-lexec-session': session } })).body) as { installation_budget: Budget | null }).installation_budget?.standing).toEqual([]);
   });
 
   it('the Audit view: the operator actions above, by the stack\'s admin credential, the agent by name; filters checked with field paths; no URL, path or capability (issue 27 item 6)', async () => {

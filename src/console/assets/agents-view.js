@@ -1,5 +1,5 @@
 // The Agents and policies view (docs/console.md): suspend or resume an agent, edit its policy.
-import { ConsoleError, HELD_NOW_MEANS, act, dash, getJson, h, heldNowHeader, main, outcome, postJson, table, time } from './console-util.js';
+import { ConsoleError, HELD_NOW_MEANS, act, dash, getJson, h, heldNowHeader, main, outcome, postJson, standingTable, table, time } from './console-util.js';
 
 export async function agents() {
   const data = await getJson('/api/agents');
@@ -25,24 +25,6 @@ export async function agents() {
     installationBudgetCard(data.installation_budget),
     data.agents.map(agentCard),
   ];
-}
-
-/** A budget standing table: each budget in its current period, shown in the installation's time zone. */
-function standingTable(standing, zone, empty) {
-  const rows = standing.map((budget) =>
-    h(
-      'tr',
-      { 'data-budget': budget.name },
-      h('td', {}, budgetName(budget.name)),
-      h('td', {}, `${inZone(budget.period_start, zone)} – ${inZone(budget.period_end, zone)}`),
-      h('td', { class: 'amount' }, budget.limit.display),
-      h('td', { class: 'amount' }, budget.spent.display),
-      h('td', { class: 'amount' }, budget.held.display),
-      h('td', { class: 'amount' }, budget.remaining.display),
-      h('td', {}, budget.alert_percentages.map((percent) => `${percent}%`).join(', ')),
-    ),
-  );
-  return table(['Budget', 'Period', 'Limit', 'Spent', 'Held', 'Remaining', 'Alerts at'], rows, empty);
 }
 
 const INSTALLATION_FIELDS = [
@@ -161,18 +143,6 @@ function agentCard(agent) {
     policyForm(agent),
   );
 }
-
-/** A time in the installation's time zone, where the ledger cuts the periods (the browser's own zone if it does not know that one). */
-function inZone(iso, zone) {
-  try {
-    return new Date(iso).toLocaleString(undefined, { timeZone: zone ?? 'UTC' });
-  } catch {
-    return time(iso);
-  }
-}
-
-const BUDGET_NAMES = { 'agent.day': 'Agent, day', 'agent.week': 'Agent, week', 'agent.month': 'Agent, month', 'installation.day': 'All agents, day', 'installation.week': 'All agents, week', 'installation.month': 'All agents, month' };
-const budgetName = (name) => BUDGET_NAMES[name] ?? (name.startsWith('target:') ? `Target ${name.slice('target:'.length)}, month` : name);
 
 /**
  * Every calendar budget the agent is under in its current period (its own, per target, the

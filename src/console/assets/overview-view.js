@@ -1,5 +1,5 @@
-// The Overview view (docs/console.md): the stack's components, engine and spend per agent.
-import { HELD_NOW_MEANS, badge, dash, engineFact, facts, getJson, h, heldNowHeader, link, table } from './console-util.js';
+// The Overview view (docs/console.md): the stack's components, engine, spend per agent and the installation budget.
+import { HELD_NOW_MEANS, badge, dash, engineFact, facts, getJson, h, heldNowHeader, link, standingTable, table } from './console-util.js';
 
 
 export async function overview() {
@@ -25,5 +25,16 @@ export async function overview() {
     h('h2', {}, 'Spend in the last 24 h against the daily caps'),
     table(['Agent', 'Spent', heldNowHeader(), 'Daily cap', 'Remaining'], spend, 'No agents (or the stack is not usable).'),
     h('p', { class: 'muted' }, HELD_NOW_MEANS),
+    installationBudget(data.installation_budget),
+  ];
+}
+
+/** The installation budget across all agents this period, when one is set (edited on the Agents view). */
+function installationBudget(budget) {
+  if (budget === null || budget.standing.length === 0) return null;
+  return [
+    h('h2', { id: 'installation-budget-standing' }, 'Installation budget (all agents)'),
+    standingTable(budget.standing, budget.time_zone, ''),
+    h('p', { class: 'muted' }, `Periods in ${budget.time_zone}. `, link('/agents', 'Change it on Agents and policies'), '.'),
   ];
 }
