@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import type { LedgerConnector } from '../ledger/client/ledger-connector.js';
-import { connectLedger, ledgerConnector, stackAgent, type LedgerTarget } from '../stack-client/connect-ledger.js';
+import { ledgerConnector, stackAgent, type LedgerTarget } from '../stack-client/connect-ledger.js';
 import { chooseLedgerTarget } from '../stack-client/locate-stack.js';
 import { approverName, namedApproverClient } from '../stack-client/named-approver.js';
 import { AGENT_ID, AGENT_NAME, type AgentChoice } from '../ledger/client/agent-choice.js';
@@ -67,8 +67,9 @@ export function deciderTarget(flags: TargetFlags & { as?: string | undefined }):
   }
   const name = parsed.data;
   const target = targetOf(flags);
+  const asProfile = ledgerConnector(target);
   return async (role) => {
-    if (role !== 'approver') return connectLedger(target, role);
+    if (role !== 'approver') return asProfile(role);
     const choice = await chooseLedgerTarget(target);
     if (choice.mode === 'manual') throw new BugError('--as reached manual mode');
     return namedApproverClient(choice.stack, name);

@@ -10,7 +10,7 @@ import type { LedgerClient } from '../ledger/client/ledger-client.js';
 import { money } from './money-view.js';
 import { agentView, installationBudgetView, policyView } from './agent-views.js';
 import { createEventFollower } from './console-events.js';
-import type { SpendPolicy } from '../ledger/authorization-rules.js';
+import type { SpendPolicyInput } from '../ledger/ledger-config.js';
 import type { InstallationBudget } from '../ledger/budget-rules.js';
 import type { SpendGrouping } from '../ledger/summarise-spend.js';
 import { namedApproverClient } from '../stack-client/named-approver.js';
@@ -29,14 +29,10 @@ import {
 } from './console-views.js';
 
 /** What the Agents view edits of a policy: the caps always; a velocity limit or budget when sent (null: none). */
-export interface PolicyEdit extends Pick<SpendPolicy, 'per_authorization_cap_units' | 'daily_cap_units' | 'approval_threshold_units'> {
-  readonly max_requests_per_minute?: bigint | null | undefined;
-  readonly max_requests_per_hour?: bigint | null | undefined;
-  readonly suspend_after_velocity_refusals?: bigint | null | undefined;
-  readonly day_budget_units?: bigint | null | undefined;
-  readonly week_budget_units?: bigint | null | undefined;
-  readonly month_budget_units?: bigint | null | undefined;
-}
+export type PolicyEdit = Pick<
+  SpendPolicyInput,
+  'per_authorization_cap_units' | 'daily_cap_units' | 'approval_threshold_units' | 'max_requests_per_minute' | 'max_requests_per_hour' | 'suspend_after_velocity_refusals' | 'day_budget_units' | 'week_budget_units' | 'month_budget_units'
+>;
 
 /*
  * What the console reads from and does to one profile's running stack — the profile named at
@@ -153,8 +149,7 @@ export function createConsoleStack(options: ConsoleStackOptions) {
     return refusals.byAgent;
   }
 
-  async function agentsWithSpending(running: ActiveStack) {
-    const admin = await connectStackLedger(running, 'admin');
+  async function agentsWithSpending(admin: LedgerClient) {
     const agents: LedgerAgent[] = await admin.listAgents();
     return Promise.all(agents.map(async (agent) => ({ agent, spending: await admin.agentSpending(agent.agent_id) })));
   }
@@ -170,7 +165,8 @@ export function createConsoleStack(options: ConsoleStackOptions) {
       // the agents' spend on the host that holds the ledger's admin capability.
       const running = status.usable ? await stack() : null;
       if (running === null || !holdsAdmin(running)) return { ...overviewView(status, null), installation_budget: null };
-      const [agents, installation] = await Promise.all([agentsWithSpending(running), connectStackLedger(running, 'admin').then((admin) => admin.installationBudget())]);
+      const admin = await connectStackLedger(running, 'admin');
+      const [agents, installation] = await Promise.all([agentsWithSpending(admin), admin.installationBudget()]);
       return { ...overviewView(status, agents), installation_budget: installationBudgetView(installation) };
     },
 
@@ -364,8 +360,8 @@ export function createConsoleStack(options: ConsoleStackOptions) {
      */
     async agents() {
       const running = await stack();
-      const admin = connectStackLedger(running, 'admin');
-      const [agents, refused, installation] = await Promise.all([agentsWithSpending(running), admin.then(recentRefusals), admin.then((client) => client.installationBudget())]);
+      const admin = await connectStackLedger(running, 'admin');
+      const [agents, refused, installation] = await Promise.all([agentsWithSpending(admin), recentRefusals(admin), admin.installationBudget()]);
       return {
         agents: agents.map(({ agent, spending }) => ({ ...agentView(agent, spending), refusals: refused.get(agent.agent_id) ?? [] })),
         installation_budget: installationBudgetView(installation),

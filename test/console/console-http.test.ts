@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExecutorClient } from '../../src/executor/client/executor-client.js';
 import { createLedgerClient } from '../../src/ledger/client/ledger-client.js';
 import { expectFailure, expectResult, type CliRun } from '../support/cli.js';
-import { errorOf, rawRequest, signIn as signInWith, startConsoleProcess, type ConsoleProcess, type RawResponse } from '../support/console-process.js';
+import { errorOf, rawRequest, signIn as signInWith, startConsoleProcess, stopWithoutSecrets, type ConsoleProcess, type RawResponse } from '../support/console-process.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
 import { addStackProfile } from '../support/stack-home.js';
 import { MAX_JSON_DEPTH } from '../../src/config/json-depth.js';
@@ -42,15 +42,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  const secrets = await Promise.all((['admin', 'agent', 'approver', 'caller', 'reconciliation'] as const).map((role) => stack.capability(role)));
-  const code = await consoleProcess.stop();
-  const { stdout, stderr } = consoleProcess.output();
-  await stack.stop();
-  expect(code).toBe(0);
-  for (const text of [...bodies, stdout, stderr, ...runs.map((run) => run.stdout + run.stderr)]) {
-    expect(text).not.toMatch(/lexec_[a-z]+_[A-Za-z0-9_-]{43}/);
-    for (const secret of secrets) expect(text).not.toContain(secret);
-  }
+  const { stdout, stderr } = await stopWithoutSecrets(stack, consoleProcess, [...bodies, ...runs.map((run) => run.stdout + run.stderr)]);
   // Neither a login token (the first one, or any printed after SIGUSR1) nor a session secret
   // reaches the console's log; session secrets are not on stdout either.
   const tokens = consoleProcess.loginUrls().map((url) => new URL(url).hash.slice(1));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedgerClient } from '../../src/ledger/client/ledger-client.js';
-import { errorOf, rawRequest, signIn as signInWith, startConsoleProcess, type ConsoleProcess, type RawResponse } from '../support/console-process.js';
+import { errorOf, rawRequest, signIn as signInWith, startConsoleProcess, stopWithoutSecrets, type ConsoleProcess, type RawResponse } from '../support/console-process.js';
 import { startRunningStack, type RunningStack } from '../support/running-stack.js';
 
 /*
@@ -31,15 +31,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  const secrets = await Promise.all((['admin', 'agent', 'approver', 'caller', 'reconciliation'] as const).map((role) => stack.capability(role)));
-  const code = await consoleProcess.stop();
-  const { stdout, stderr } = consoleProcess.output();
-  await stack.stop();
-  expect(code).toBe(0);
-  for (const text of [...bodies, stdout, stderr]) {
-    expect(text).not.toMatch(/lexec_[a-z]+_[A-Za-z0-9_-]{43}/);
-    for (const secret of secrets) expect(text).not.toContain(secret);
-  }
+  await stopWithoutSecrets(stack, consoleProcess, bodies);
 }, 120_000);
 
 describe('lexec stack console: an agent\'s policy', () => {

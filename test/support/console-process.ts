@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { expect } from 'vitest';
 import { request } from 'node:http';
 import { BIN, COMPILE_CACHE_ENV } from './cli.js';
 import type { RunningStack } from './running-stack.js';
@@ -108,4 +109,22 @@ export async function signIn(origin: string, loginUrl: string, name = 'Test Oper
   const login = await rawRequest(origin, 'POST', '/api/login', { headers: { origin }, body: { token, name } });
   if (login.status !== 200) throw new Error(`login failed: ${String(login.status)} ${login.body}`);
   return (JSON.parse(login.body) as { session: string }).session;
+}
+
+/**
+ * Stops the console (it must exit 0), then the stack; then neither `texts` (what the tests
+ * received) nor the console's own output holds one of the stack's capabilities or anything shaped
+ * like one. Answers that output, for a test's further checks.
+ */
+export async function stopWithoutSecrets(stack: RunningStack, consoleProcess: ConsoleProcess, texts: readonly string[]): Promise<{ stdout: string; stderr: string }> {
+  const secrets = await Promise.all((['admin', 'agent', 'approver', 'caller', 'reconciliation'] as const).map((role) => stack.capability(role)));
+  const code = await consoleProcess.stop();
+  const output = consoleProcess.output();
+  await stack.stop();
+  expect(code).toBe(0);
+  for (const text of [...texts, output.stdout, output.stderr]) {
+    expect(text).not.toMatch(/lexec_[a-z]+_[A-Za-z0-9_-]{43}/);
+    for (const secret of secrets) expect(text).not.toContain(secret);
+  }
+  return output;
 }

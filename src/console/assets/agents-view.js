@@ -31,7 +31,7 @@ const INSTALLATION_FIELDS = [
   ['day_budget_units', 'Day budget', (budget) => budget.day?.units ?? ''],
   ['week_budget_units', 'Week budget', (budget) => budget.week?.units ?? ''],
   ['month_budget_units', 'Month budget', (budget) => budget.month?.units ?? ''],
-  ['alert_percentages', 'Alerts at (%)', (budget) => budget.alert_percentages.join(', ')],
+  ['alert_percentages', 'Alerts at (%)', (budget) => budget.alert_percentages.join(', '), 'text'],
 ];
 
 /**
@@ -39,30 +39,6 @@ const INSTALLATION_FIELDS = [
  * then a form saved only if the budget is still at the version the page showed.
  */
 function installationBudgetCard(budget) {
-  const out = outcome('installation-budget');
-  const field = (name) => main.querySelector(`[name="installation-${name}"]`);
-  const load = (current) => {
-    for (const [name, , value] of INSTALLATION_FIELDS) field(name).value = value(current);
-    field('budget-version').value = current.version;
-  };
-  const save = () => {
-    const body = Object.fromEntries(INSTALLATION_FIELDS.map(([name]) => [name, field(name)?.value.trim() ?? '']));
-    body.expect_version = field('budget-version')?.value ?? budget.version;
-    void act(
-      out,
-      () =>
-        postJson('/api/installation-budget', body).catch((error) => {
-          if (error instanceof ConsoleError && error.currentVersion !== null) {
-            error.message = `Nothing was saved: someone changed the installation budget since you opened it (it is at version ${error.currentVersion} now). Press “Load current values”, make your change on top of them, and save again.`;
-          }
-          throw error;
-        }),
-      (result) => {
-        load(result.installation_budget);
-        return `Saved: the installation budget is at version ${result.installation_budget.version}.`;
-      },
-    );
-  };
   return h(
     'section',
     { class: 'card', id: 'installation-budget' },
@@ -70,15 +46,56 @@ function installationBudgetCard(budget) {
     standingTable(budget.standing, budget.time_zone, 'No installation budget: each agent is limited by its own policy only.'),
     h('p', { class: 'muted' }, `Periods in ${budget.time_zone} (the installation's time zone). What all agents spent and hold in the period counts; a request that would pass it is refused.`),
     h('p', { class: 'muted' }, 'Amounts in micro-units (1 USD = 1000000); an empty budget means none, empty alerts mean 50, 80, 100. Saved only if the budget is still at the version it had when you opened this page.'),
-    h(
-      'p',
-      {},
-      INSTALLATION_FIELDS.map(([name, label, value]) => [h('label', {}, `${label}: `, h('input', { type: 'text', inputmode: name === 'alert_percentages' ? 'text' : 'numeric', name: `installation-${name}`, value: value(budget), size: 12 })), ' ']),
-      h('input', { type: 'hidden', name: 'installation-budget-version', value: budget.version }),
-    ),
-    h('p', { class: 'actions' }, h('button', { type: 'button', onclick: save }, 'Save installation budget'), ' ', h('button', { type: 'button', onclick: () => { load(budget); out.textContent = ''; } }, 'Load current values')),
-    out,
+    versionedForm({
+      key: 'installation-budget',
+      nameOf: (name) => `installation-${name}`,
+      versionName: 'installation-budget-version',
+      groups: [INSTALLATION_FIELDS],
+      current: budget,
+      path: '/api/installation-budget',
+      answerOf: (result) => result.installation_budget,
+      saved: (saved) => `Saved: the installation budget is at version ${saved.version}.`,
+      stale: (version) => `Nothing was saved: someone changed the installation budget since you opened it (it is at version ${version} now). Press “Load current values”, make your change on top of them, and save again.`,
+      saveLabel: 'Save installation budget',
+    }),
   );
+}
+
+/**
+ * A form of exact values saved only from the version it showed (`expect_version`): a change someone
+ * made meanwhile is refused with the version it is at now, never overwritten; "Load current values"
+ * puts back what this render showed. `groups` are lines of [name, label, value(record), inputmode?].
+ */
+function versionedForm({ key, nameOf, versionName, groups, current, path, answerOf, saved, stale, saveLabel }) {
+  const out = outcome(key);
+  const fields = groups.flat();
+  const field = (name) => main.querySelector(`[name="${name}"]`);
+  const load = (record) => {
+    for (const [name, , value] of fields) field(nameOf(name)).value = value(record);
+    field(versionName).value = record.version;
+  };
+  const save = () => {
+    const body = Object.fromEntries(fields.map(([name]) => [name, field(nameOf(name))?.value.trim() ?? '']));
+    body.expect_version = field(versionName)?.value ?? current.version;
+    void act(
+      out,
+      () =>
+        postJson(path, body).catch((error) => {
+          if (error instanceof ConsoleError && error.currentVersion !== null) error.message = stale(error.currentVersion);
+          throw error;
+        }),
+      (result) => {
+        load(answerOf(result));
+        return saved(answerOf(result));
+      },
+    );
+  };
+  const input = ([name, label, value, inputmode = 'numeric']) => [h('label', {}, `${label}: `, h('input', { type: 'text', inputmode, name: nameOf(name), value: value(current), size: 12 })), ' '];
+  return [
+    groups.map((group, index) => h('p', {}, group.map(input), index === groups.length - 1 ? h('input', { type: 'hidden', name: versionName, value: current.version }) : null)),
+    h('p', { class: 'actions' }, h('button', { type: 'button', onclick: save }, saveLabel), ' ', h('button', { type: 'button', onclick: () => { load(current); out.textContent = ''; } }, 'Load current values')),
+    out,
+  ];
 }
 
 /** An agent's switch: suspend it (new requests refused, unclaimed authorizations cancelled; executions under way finish) or resume it. */
@@ -189,44 +206,20 @@ const LIMIT_FIELDS = [
  */
 function policyForm(agent) {
   const id = agent.agent_id;
-  const out = outcome(`policy-${id}`);
-  const field = (name) => main.querySelector(`[name="${name}-${id}"]`);
-  const input = (name, label, value) => [h('label', {}, `${label}: `, h('input', { type: 'text', inputmode: 'numeric', name: `${name}-${id}`, value, size: 12 })), ' '];
-  /** Puts the agent's values as this render has them into the form, with their version. */
-  const load = (policy) => {
-    for (const [name, , value] of [...POLICY_FIELDS, ...LIMIT_FIELDS]) field(name).value = value(policy);
-    field('policy-version').value = policy.version;
-  };
-  const save = () => {
-    const body = Object.fromEntries([...POLICY_FIELDS, ...LIMIT_FIELDS].map(([name]) => [name, field(name)?.value.trim() ?? '']));
-    body.expect_version = field('policy-version')?.value ?? agent.policy.version;
-    void act(
-      out,
-      () =>
-        postJson(`/api/agents/${id}/policy`, body).catch((error) => {
-          if (error instanceof ConsoleError && error.currentVersion !== null) {
-            error.message = `Nothing was saved: someone changed this policy since you opened it (it is at version ${error.currentVersion} now). Its current values are in the table; press “Load current values”, make your change on top of them, and save again.`;
-          }
-          throw error;
-        }),
-      (result) => {
-        load(result.policy);
-        return `Saved: the policy of ${agent.name} is at version ${result.policy.version}.`;
-      },
-    );
-  };
   return [
     h('h3', {}, 'Policy'),
     h('p', { class: 'muted' }, 'Amounts in micro-units (1 USD = 1000000); an empty limit or budget means none. Saved only if the policy is still at the version it had when you opened this page: a change someone made meanwhile is never overwritten.'),
-    h('p', {}, POLICY_FIELDS.map(([name, label, value]) => input(name, label, value(agent.policy)))),
-    h('p', {}, LIMIT_FIELDS.slice(0, 3).map(([name, label, value]) => input(name, label, value(agent.policy)))),
-    h(
-      'p',
-      {},
-      LIMIT_FIELDS.slice(3).map(([name, label, value]) => input(name, label, value(agent.policy))),
-      h('input', { type: 'hidden', name: `policy-version-${id}`, value: agent.policy.version }),
-    ),
-    h('p', { class: 'actions' }, h('button', { type: 'button', onclick: save }, 'Save policy'), ' ', h('button', { type: 'button', onclick: () => { load(agent.policy); out.textContent = ''; } }, 'Load current values')),
-    out,
+    versionedForm({
+      key: `policy-${id}`,
+      nameOf: (name) => `${name}-${id}`,
+      versionName: `policy-version-${id}`,
+      groups: [POLICY_FIELDS, LIMIT_FIELDS.slice(0, 3), LIMIT_FIELDS.slice(3)],
+      current: agent.policy,
+      path: `/api/agents/${id}/policy`,
+      answerOf: (result) => result.policy,
+      saved: (saved) => `Saved: the policy of ${agent.name} is at version ${saved.version}.`,
+      stale: (version) => `Nothing was saved: someone changed this policy since you opened it (it is at version ${version} now). Its current values are in the table; press “Load current values”, make your change on top of them, and save again.`,
+      saveLabel: 'Save policy',
+    }),
   ];
 }

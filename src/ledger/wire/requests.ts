@@ -92,12 +92,13 @@ export const decisionBody = z.strictObject({ reason: shortText(500).optional() }
 const MAX_INTEGER = 9_223_372_036_854_775_807n;
 
 /** A page's `after`: the id (`what`: "an audit id", "an event id") of the previous page's `next_after`. */
-const pageAfter = (what: string, cursor = 'next_after') =>
+const rowId = (what: string, hint: string) =>
   z
     .string({ error: `must be ${what}` })
-    .regex(/^\d{1,19}$/, `must be ${what} (the ${cursor} of the previous page)`)
+    .regex(/^\d{1,19}$/, `must be ${what} (${hint})`)
     .transform(BigInt)
     .refine((id) => id <= MAX_INTEGER, `must be at most ${MAX_INTEGER}`);
+const pageAfter = (what: string, cursor = 'next_after') => rowId(what, `the ${cursor} of the previous page`);
 
 /**
  * The precondition of `PUT /agents/{agent_id}/policy`: `If-Match` names the policy version the
@@ -302,10 +303,5 @@ export const webhookDeliveriesQuery = z.strictObject({
   /** Only deliveries older than this one (the `next_before` of the previous page). */
   before: pageAfter('a delivery id', 'next_before').optional(),
   /** Only the deliveries of this event (one per sink that took it up). */
-  event_id: z
-    .string({ error: 'must be an event id' })
-    .regex(/^\d{1,19}$/, 'must be an event id (a whole number, as GET /events numbers them)')
-    .transform(BigInt)
-    .refine((id) => id <= MAX_INTEGER, `must be at most ${MAX_INTEGER}`)
-    .optional(),
+  event_id: rowId('an event id', 'a whole number, as GET /events numbers them').optional(),
 });
